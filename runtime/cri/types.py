@@ -1,0 +1,302 @@
+"""Frozen domain values for the CRI v1 calls the kubelet makes.
+
+Nothing above runtime/ sees a protobuf object: the CRI client converts to and from these at
+the boundary. Field names follow the CRI messages (snake_case), so a reader of api.proto
+finds their way; times are float seconds since the epoch (CRI uses int64 nanoseconds).
+Mappings are typed read-only (``Mapping``) and never mutated after construction.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from runtime.ids import ContainerID, SandboxID
+
+
+def _empty() -> Mapping[str, str]:
+    return {}
+
+
+# --- runtime --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class VersionInfo:
+    version: str
+    runtime_name: str
+    runtime_version: str
+    runtime_api_version: str
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeCondition:
+    type: str  # RuntimeReady, NetworkReady
+    status: bool
+    reason: str = ""
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeStatus:
+    conditions: tuple[RuntimeCondition, ...]
+
+    def condition(self, type_: str) -> RuntimeCondition | None:
+        return next((c for c in self.conditions if c.type == type_), None)
+
+
+# --- sandboxes ------------------------------------------------------------------------
+
+
+class SandboxState(enum.IntEnum):
+    READY = 0
+    NOTREADY = 1
+
+
+class NamespaceMode(enum.IntEnum):
+    """CRI NamespaceMode: POD shares within the pod, NODE is the host's namespace."""
+
+    POD = 0
+    CONTAINER = 1
+    NODE = 2
+    TARGET = 3
+
+
+class Protocol(enum.IntEnum):
+    TCP = 0
+    UDP = 1
+    SCTP = 2
+
+
+@dataclass(frozen=True, slots=True)
+class PodSandboxMetadata:
+    name: str
+    uid: str
+    namespace: str
+    attempt: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class DNSConfig:
+    servers: tuple[str, ...] = ()
+    searches: tuple[str, ...] = ()
+    options: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PortMapping:
+    container_port: int
+    host_port: int = 0
+    protocol: Protocol = Protocol.TCP
+    host_ip: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PodSandboxConfig:
+    metadata: PodSandboxMetadata
+    hostname: str = ""
+    log_directory: str = ""
+    dns_config: DNSConfig | None = None
+    port_mappings: tuple[PortMapping, ...] = ()
+    labels: Mapping[str, str] = field(default_factory=_empty)
+    annotations: Mapping[str, str] = field(default_factory=_empty)
+    cgroup_parent: str = ""
+    network_mode: NamespaceMode = NamespaceMode.POD
+    pid_mode: NamespaceMode = NamespaceMode.CONTAINER
+    ipc_mode: NamespaceMode = NamespaceMode.POD
+    sysctls: Mapping[str, str] = field(default_factory=_empty)
+
+
+@dataclass(frozen=True, slots=True)
+class PodSandbox:
+    """One entry of ListPodSandbox."""
+
+    id: SandboxID
+    metadata: PodSandboxMetadata
+    state: SandboxState
+    created_at: float
+    labels: Mapping[str, str] = field(default_factory=_empty)
+    annotations: Mapping[str, str] = field(default_factory=_empty)
+    runtime_handler: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PodSandboxStatus:
+    id: SandboxID
+    metadata: PodSandboxMetadata
+    state: SandboxState
+    created_at: float
+    ip: str = ""
+    additional_ips: tuple[str, ...] = ()
+    network_mode: NamespaceMode = NamespaceMode.POD
+    labels: Mapping[str, str] = field(default_factory=_empty)
+    annotations: Mapping[str, str] = field(default_factory=_empty)
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxFilter:
+    id: str = ""
+    state: SandboxState | None = None
+    label_selector: Mapping[str, str] = field(default_factory=_empty)
+
+
+# --- containers -----------------------------------------------------------------------
+
+
+class ContainerState(enum.IntEnum):
+    CREATED = 0
+    RUNNING = 1
+    EXITED = 2
+    UNKNOWN = 3
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerMetadata:
+    name: str
+    attempt: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ImageSpec:
+    image: str
+    annotations: Mapping[str, str] = field(default_factory=_empty)
+
+
+@dataclass(frozen=True, slots=True)
+class KeyValue:
+    key: str
+    value: str
+
+
+class MountPropagation(enum.IntEnum):
+    PRIVATE = 0
+    HOST_TO_CONTAINER = 1
+    BIDIRECTIONAL = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Mount:
+    container_path: str
+    host_path: str
+    readonly: bool = False
+    propagation: MountPropagation = MountPropagation.PRIVATE
+
+
+@dataclass(frozen=True, slots=True)
+class LinuxContainerResources:
+    cpu_period: int = 0
+    cpu_quota: int = 0
+    cpu_shares: int = 0
+    memory_limit_in_bytes: int = 0
+    oom_score_adj: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerConfig:
+    metadata: ContainerMetadata
+    image: ImageSpec
+    command: tuple[str, ...] = ()
+    args: tuple[str, ...] = ()
+    working_dir: str = ""
+    envs: tuple[KeyValue, ...] = ()
+    mounts: tuple[Mount, ...] = ()
+    labels: Mapping[str, str] = field(default_factory=_empty)
+    annotations: Mapping[str, str] = field(default_factory=_empty)
+    log_path: str = ""
+    stdin: bool = False
+    stdin_once: bool = False
+    tty: bool = False
+    resources: LinuxContainerResources | None = None
+    run_as_user: int | None = None
+    privileged: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Container:
+    """One entry of ListContainers."""
+
+    id: ContainerID
+    pod_sandbox_id: SandboxID
+    metadata: ContainerMetadata
+    image: ImageSpec
+    image_ref: str
+    state: ContainerState
+    created_at: float
+    labels: Mapping[str, str] = field(default_factory=_empty)
+    annotations: Mapping[str, str] = field(default_factory=_empty)
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerStatus:
+    id: ContainerID
+    metadata: ContainerMetadata
+    state: ContainerState
+    created_at: float
+    started_at: float = 0.0
+    finished_at: float = 0.0
+    exit_code: int = 0
+    image: ImageSpec = field(default_factory=lambda: ImageSpec(""))
+    image_ref: str = ""
+    reason: str = ""
+    message: str = ""
+    labels: Mapping[str, str] = field(default_factory=_empty)
+    annotations: Mapping[str, str] = field(default_factory=_empty)
+    mounts: tuple[Mount, ...] = ()
+    log_path: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerFilter:
+    id: str = ""
+    state: ContainerState | None = None
+    pod_sandbox_id: str = ""
+    label_selector: Mapping[str, str] = field(default_factory=_empty)
+
+
+@dataclass(frozen=True, slots=True)
+class ExecResult:
+    stdout: bytes
+    stderr: bytes
+    exit_code: int
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerStats:
+    id: ContainerID
+    name: str
+    labels: Mapping[str, str]
+    cpu_usage_core_nanoseconds: int | None
+    memory_working_set_bytes: int | None
+    writable_layer_used_bytes: int | None
+    timestamp: float
+
+
+# --- images ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Image:
+    id: str
+    repo_tags: tuple[str, ...] = ()
+    repo_digests: tuple[str, ...] = ()
+    size: int = 0
+    pinned: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AuthConfig:
+    username: str = ""
+    password: str = ""
+    auth: str = ""
+    server_address: str = ""
+    identity_token: str = ""
+    registry_token: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class FilesystemUsage:
+    mountpoint: str
+    used_bytes: int
+    inodes_used: int
+    timestamp: float

@@ -1,0 +1,83 @@
+"""The project's own error hierarchy.
+
+Every error the runtime layer raises is a KubeletError. Errors that wrap another library's
+error (grpc, yaml, OSError) chain it with ``raise ... from err`` so the cause stays visible.
+"""
+
+from __future__ import annotations
+
+
+class KubeletError(Exception):
+    """Base of every error kubelet-actors raises on purpose."""
+
+
+# --- CRI runtime -------------------------------------------------------------------------
+
+
+class CRIError(KubeletError):
+    """A CRI call failed. ``method`` is the CRI method name, ``code`` the gRPC status name."""
+
+    def __init__(self, method: str, message: str, code: str = "UNKNOWN") -> None:
+        super().__init__(f"CRI {method} failed ({code}): {message}")
+        self.method = method
+        self.code = code
+        self.detail = message
+
+
+class CRINotFound(CRIError):
+    """The runtime does not know the sandbox, container or image named in the call."""
+
+
+class CRIUnavailable(CRIError):
+    """The runtime cannot be reached (socket missing, daemon down or restarting)."""
+
+
+class CRIDeadlineExceeded(CRIError):
+    """The call did not finish within its timeout."""
+
+
+class CRIUnimplemented(CRIError):
+    """The runtime does not implement this CRI method."""
+
+
+# --- pod specs ---------------------------------------------------------------------------
+
+
+class ManifestError(KubeletError):
+    """A manifest could not be turned into a valid pod.
+
+    ``source`` names the file or URL, ``path`` the field (``spec.containers[1].image``) or
+    "" when the whole document is at fault, ``cause`` what is wrong with it.
+    """
+
+    def __init__(self, source: str, path: str, cause: str) -> None:
+        where = f"{source}: {path}" if path else source
+        super().__init__(f"{where}: {cause}")
+        self.source = source
+        self.path = path
+        self.cause = cause
+
+
+# --- running pods ------------------------------------------------------------------------
+
+
+class SyncError(KubeletError):
+    """A step of syncing a pod failed; ``reason`` is the upstream waiting reason.
+
+    Reasons are upstream's: ErrImagePull, ImagePullBackOff, ErrImageNeverPull,
+    InvalidImageName, CreateContainerConfigError, CreateContainerError, RunContainerError,
+    PostStartHookError, CrashLoopBackOff, CreatePodSandboxError, KillPodSandboxError, ...
+    """
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(f"{reason}: {message}")
+        self.reason = reason
+        self.message = message
+
+
+class ContainerdError(KubeletError):
+    """The embedded containerd could not be configured, started or stopped."""
+
+
+class ConfigError(KubeletError):
+    """A flag or a KubeletConfiguration value is invalid."""
