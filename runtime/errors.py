@@ -48,14 +48,29 @@ class ManifestError(KubeletError):
 
     ``source`` names the file or URL, ``path`` the field (``spec.containers[1].image``) or
     "" when the whole document is at fault, ``cause`` what is wrong with it.
+
+    A pod can have several faults at once; ``errors`` then lists every one as
+    ``"path: cause"`` (``path`` and ``cause`` are the first of them) and the message
+    joins them with "; ". ``document`` is the 1-based document number when the file
+    holds several YAML documents, so the fault can be found.
     """
 
-    def __init__(self, source: str, path: str, cause: str) -> None:
-        where = f"{source}: {path}" if path else source
-        super().__init__(f"{where}: {cause}")
+    def __init__(
+        self,
+        source: str,
+        path: str,
+        cause: str,
+        *,
+        errors: tuple[str, ...] = (),
+        document: int | None = None,
+    ) -> None:
         self.source = source
         self.path = path
         self.cause = cause
+        self.errors = errors or (f"{path}: {cause}" if path else cause,)
+        self.document = document
+        where = source if document is None else f"{source}: document {document}"
+        super().__init__(f"{where}: {'; '.join(self.errors)}")
 
 
 # --- running pods ------------------------------------------------------------------------

@@ -1,0 +1,278 @@
+"""Manifest bytes to validated pods.
+
+A manifest is YAML or JSON (JSON is YAML): one or more ``---`` documents, each a v1 Pod or
+a ``kind: PodList`` with ``items``. Every fault becomes a ManifestError naming the source,
+the field path and the cause (``spec.containers[1].image: required``), so the person who
+wrote the manifest can fix it without reading kubelet code. A pod that decodes is
+validated (runtime.pod.validation) with all its faults reported at once, then given
+upstream's API defaults.
+
+The static-pod rules (renaming, UIDs, annotations) are in runtime.pod.static.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Hashable
+from typing import Any
+
+import msgspec
+import yaml
+
+from runtime.errors import ManifestError
+from runtime.pod.model import Pod
+from runtime.pod.validation import apply_defaults, validate_pod
+
+try:
+    from yaml import CSafeLoader as _BaseLoader
+except ImportError:  # PyYAML built without libyaml: same behaviour, slower
+    from yaml import SafeLoader as _BaseLoader  # type: ignore[assignment]
+
+__all__ = ["parse_manifest", "parse_manifest_with_warnings"]
+
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+class _Loader(_BaseLoader):
+    """Safe YAML loading as Kubernetes reads it.
+
+    Timestamps stay strings (the model's timestamps are RFC 3339 strings, as in JSON), and
+    a key repeated in one mapping is an error: PyYAML would silently keep the last one, so
+    a second ``command:`` would quietly replace the first.
+    """
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
+        seen: set[tuple[str, str]] = set()
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _MERGE:
+                continue
+            key = (key_node.tag, key_node.value)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f'duplicate key "{key_node.value}"', key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != _TIMESTAMP]
+    for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
+}
+
+# Kubernetes volume sources this kubelet does not implement; the model only knows
+# emptyDir and hostPath, so these decode as unknown fields and get a friendlier message.
+_UNSUPPORTED_VOLUMES = frozenset(
+    {
+        "awsElasticBlockStore", "azureDisk", "azureFile", "cephfs", "cinder", "configMap",
+        "csi", "downwardAPI", "ephemeral", "fc", "flexVolume", "flocker", "gcePersistentDisk",
+        "gitRepo", "glusterfs", "image", "iscsi", "nfs", "persistentVolumeClaim",
+        "photonPersistentDisk", "portworxVolume", "projected", "quobyte", "rbd", "scaleIO",
+        "secret", "storageos", "vsphereVolume",
+    }
+)  # fmt: skip
+_VOLUME_PATH = re.compile(r"(.*\.)?spec\.volumes\[\d+\]")
+
+# Fields accepted so common manifests decode but without effect on a lone node.
+_IGNORED = "accepted but has no effect on this kubelet"
+
+
+def parse_manifest(data: bytes, source: str) -> tuple[Pod, ...]:
+    """The validated, defaulted pods of a manifest; ManifestError if anything is wrong.
+
+    ``source`` (a file path or URL) only names the manifest in errors. The pods are not
+    yet static pods: see runtime.pod.static.make_static_pod.
+    """
+    return parse_manifest_with_warnings(data, source)[0]
+
+
+def parse_manifest_with_warnings(
+    data: bytes, source: str
+) -> tuple[tuple[Pod, ...], tuple[str, ...]]:
+    """Like parse_manifest, plus warnings for fields accepted but ignored here.
+
+    Each warning is a ready-to-log line: ``<source>: spec.nodeSelector: accepted but has
+    no effect on this kubelet (...)``. The first pod at fault fails the whole manifest, so
+    a file is either taken whole or not at all.
+    """
+    documents = _load_documents(_text(data, source), source)
+    if not documents:
+        raise ManifestError(source, "", "no pod in the file")
+    multi = len(documents) > 1
+    pods: list[Pod] = []
+    warnings: list[str] = []
+    for number, document in documents:
+        where = _Where(source, number if multi else None)
+        for prefix, raw in _pod_objects(document, where):
+            pod, pod_warnings = _decode_pod(raw, prefix, where)
+            pods.append(pod)
+            warnings += pod_warnings
+    return tuple(pods), tuple(warnings)
+
+
+class _Where:
+    """Which file and document an error is about; builds ManifestErrors and warnings."""
+
+    def __init__(self, source: str, document: int | None) -> None:
+        self.source = source
+        self.document = document
+
+    def error(self, problems: list[tuple[str, str]]) -> ManifestError:
+        path, cause = problems[0]
+        errors = tuple(f"{p}: {c}" if p else c for p, c in problems)
+        return ManifestError(self.source, path, cause, errors=errors, document=self.document)
+
+    def warning(self, path: str, why: str) -> str:
+        where = self.source if self.document is None else f"{self.source}: document {self.document}"
+        return f"{where}: {path}: {why}"
+
+
+def _text(data: bytes, source: str) -> str:
+    # A NUL never occurs in a text manifest, and catching it here gives a clearer message
+    # than the YAML reader's "unacceptable character".
+    if b"\x00" in data:
+        raise ManifestError(source, "", "not a text file (contains NUL bytes)")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise ManifestError(
+            source, "", f"not a text file (invalid UTF-8 at byte {err.start})"
+        ) from err
+
+
+def _load_documents(text: str, source: str) -> list[tuple[int, object]]:
+    """The non-empty YAML documents, numbered from 1 by their place in the file."""
+    try:
+        documents = list(yaml.load_all(text, Loader=_Loader))
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        problem = err.problem or err.context or "invalid YAML"
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        context = f" ({err.context})" if err.context and err.problem else ""
+        raise ManifestError(source, "", f"invalid YAML{where}: {problem}{context}") from err
+    except yaml.reader.ReaderError as err:
+        line = text.count("\n", 0, err.position) + 1
+        column = err.position - (text.rfind("\n", 0, err.position) + 1) + 1
+        raise ManifestError(
+            source, "", f"invalid YAML at line {line}, column {column}: {err.reason}"
+        ) from err
+    except yaml.YAMLError as err:
+        raise ManifestError(source, "", f"invalid YAML: {err}") from err
+    return [(i, doc) for i, doc in enumerate(documents, start=1) if doc is not None]
+
+
+def _type_name(value: object) -> str:
+    return {
+        dict: "object", list: "array", str: "string", bool: "boolean", int: "integer",
+        float: "number",
+    }.get(type(value), type(value).__name__)  # fmt: skip
+
+
+def _check_type(obj: dict[Any, Any], path: str, kinds: tuple[str, ...]) -> list[tuple[str, str]]:
+    """Faults of a document's apiVersion and kind (both optional: v1 and the first kind)."""
+    prefix = f"{path}." if path else ""
+    problems: list[tuple[str, str]] = []
+    api_version = obj.get("apiVersion", "v1")
+    if api_version != "v1":
+        problems.append(
+            (f"{prefix}apiVersion", f'unsupported apiVersion "{api_version}": expected v1')
+        )
+    kind = obj.get("kind", kinds[0])
+    if kind not in kinds:
+        problems.append(
+            (f"{prefix}kind", f'unsupported kind "{kind}": expected {" or ".join(kinds)}')
+        )
+    return problems
+
+
+def _pod_objects(document: object, where: _Where) -> list[tuple[str, dict[Any, Any]]]:
+    """The raw pod objects of one document with their path prefix ("" or ``items[i]``)."""
+    if not isinstance(document, dict):
+        raise where.error([("", f"expected a Pod or PodList object, got {_type_name(document)}")])
+    if problems := _check_type(document, "", ("Pod", "PodList")):
+        raise where.error(problems)
+    if document.get("kind") != "PodList":
+        return [("", document)]
+    # A list's metadata is ListMeta (resourceVersion, continue): nothing a kubelet uses.
+    unknown = [k for k in document if k not in ("apiVersion", "kind", "metadata", "items")]
+    if unknown:
+        raise where.error([(str(k), "unknown field") for k in unknown])
+    items = document.get("items") or []
+    if not isinstance(items, list):
+        raise where.error([("items", f"expected array, got {_type_name(items)}")])
+    result: list[tuple[str, dict[Any, Any]]] = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise where.error([(f"items[{i}]", f"expected a Pod object, got {_type_name(item)}")])
+        if problems := _check_type(item, f"items[{i}]", ("Pod",)):
+            raise where.error(problems)
+        result.append((f"items[{i}]", item))
+    return result
+
+
+def _decode_pod(raw: dict[Any, Any], prefix: str, where: _Where) -> tuple[Pod, list[str]]:
+    def at(path: str) -> str:
+        return f"{prefix}.{path}" if prefix and path else prefix or path
+
+    warnings: list[str] = []
+    # kubectl writes `status: {}` into generated manifests; status is the kubelet's to
+    # report, never an input, so it is dropped rather than refused.
+    if "status" in raw:
+        if raw["status"]:
+            warnings.append(where.warning(at("status"), "ignored (status is reported, not set)"))
+        raw = {k: v for k, v in raw.items() if k != "status"}
+    try:
+        pod = msgspec.convert(raw, Pod)
+    except msgspec.ValidationError as err:
+        path, cause = _from_msgspec(str(err))
+        raise where.error([(at(path), cause)]) from err
+    if problems := validate_pod(pod):
+        raise where.error([(at(path), cause) for path, cause in problems])
+    spec = pod.spec
+    ignored = (
+        ("spec.nodeSelector", bool(spec.node_selector), "no scheduler"),
+        ("spec.tolerations", bool(spec.tolerations), "no scheduler"),
+        ("spec.schedulerName", bool(spec.scheduler_name), "no scheduler"),
+        ("spec.priorityClassName", bool(spec.priority_class_name), "no API server"),
+        ("spec.priority", spec.priority is not None, "no preemption"),
+        ("spec.serviceAccountName", bool(spec.service_account_name), "no API server"),
+        (
+            "spec.automountServiceAccountToken",
+            spec.automount_service_account_token is not None,
+            "no API server",
+        ),
+        ("spec.enableServiceLinks", spec.enable_service_links is not None, "no services"),
+    )
+    warnings += [where.warning(at(path), f"{_IGNORED} ({why})") for path, on, why in ignored if on]
+    return apply_defaults(pod), warnings
+
+
+# msgspec: "<what>[ - at `<path>`]" or "<what> - at `key` in `<path>`" for a mapping key.
+_MSGSPEC = re.compile(r"(?P<what>.*?)(?: - at `(?P<at>[^`]*)`(?: in `(?P<in>[^`]*)`)?)?", re.S)
+_FIELD = re.compile(r"Object (?P<kind>missing required|contains unknown) field `(?P<name>[^`]*)`")
+_EXPECTED = re.compile(r"Expected `(?P<want>[^`]*)`(?:, got `(?P<got>[^`]*)`)?")
+
+
+def _from_msgspec(message: str) -> tuple[str, str]:
+    """msgspec's ``Object missing required field `x` - at `$.a[0]` `` as ``("a[0].x", ...)``."""
+    match = _MSGSPEC.fullmatch(message)
+    assert match is not None  # the pattern matches any string
+    what, at, inside = match["what"], match["at"] or "$", match["in"]
+    is_key = inside is not None and at == "key"
+    path = (inside if is_key else at).removeprefix("$").removeprefix(".")
+    if field := _FIELD.fullmatch(what):
+        path = f"{path}.{field['name']}" if path else field["name"]
+        if field["kind"] == "missing required":
+            return path, "required"
+        if field["name"] in _UNSUPPORTED_VOLUMES and _VOLUME_PATH.fullmatch(path.rsplit(".", 1)[0]):
+            return path, "not supported on this kubelet (only emptyDir and hostPath)"
+        return path, "unknown field"
+    if expected := _EXPECTED.fullmatch(what):
+        cause = f"expected {expected['want']}"
+        if is_key:
+            cause = f"keys must be {expected['want']}"
+        if expected["got"]:
+            cause += f", got {expected['got']}"
+        return path, cause
+    return path, what.replace("`", "")[:1].lower() + what.replace("`", "")[1:]
