@@ -1,0 +1,80 @@
+"""Per-key exponential back-off with a reset window (upstream flowcontrol.Backoff).
+
+Used for crash loops (key: pod and container, event time: the last exit) and image pulls
+(key: pod UID and image). A key that saw no event for twice the maximum starts over.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from runtime.clock import Clock
+
+
+@dataclass(slots=True)
+class _Entry:
+    backoff: float
+    last_update: float
+
+
+class Backoff:
+    """Exponential back-off per key, ``initial`` doubling to ``maximum`` seconds."""
+
+    def __init__(self, clock: Clock, initial: float, maximum: float) -> None:
+        self._clock = clock
+        self._initial = initial
+        self._max = maximum
+        self._entries: dict[str, _Entry] = {}
+        self._lock = threading.Lock()
+
+    def _expired(self, entry: _Entry, event_time: float) -> bool:
+        return event_time - entry.last_update > 2 * self._max
+
+    def get(self, key: str) -> float:
+        """The current back-off of ``key`` in seconds (0 when it has none)."""
+        with self._lock:
+            entry = self._entries.get(key)
+            return entry.backoff if entry else 0.0
+
+    def next(self, key: str, event_time: float) -> float:
+        """Record a failure at ``event_time`` (wall seconds); return the new back-off."""
+        with self._lock:
+            entry = self._entries.get(key)
+            now = self._clock.now()
+            if entry is None or self._expired(entry, event_time):
+                entry = _Entry(self._initial, now)
+                self._entries[key] = entry
+            else:
+                entry.backoff = min(entry.backoff * 2, self._max)
+                entry.last_update = now
+            return entry.backoff
+
+    def in_backoff_since(self, key: str, event_time: float) -> float:
+        """Seconds still to wait when the last failure was at ``event_time``; 0 if none."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None or self._expired(entry, event_time):
+                return 0.0
+            remaining = entry.backoff - (self._clock.now() - event_time)
+            return max(remaining, 0.0)
+
+    def in_backoff_since_update(self, key: str) -> float:
+        """Seconds still to wait since the last recorded failure of ``key``; 0 if none."""
+        with self._lock:
+            entry = self._entries.get(key)
+            now = self._clock.now()
+            if entry is None or self._expired(entry, now):
+                return 0.0
+            return max(entry.backoff - (now - entry.last_update), 0.0)
+
+    def reset(self, key: str) -> None:
+        with self._lock:
+            self._entries.pop(key, None)
+
+    def gc(self) -> None:
+        """Forget keys that saw nothing for twice the maximum back-off."""
+        with self._lock:
+            now = self._clock.now()
+            for key in [k for k, e in self._entries.items() if now - e.last_update > 2 * self._max]:
+                del self._entries[key]

@@ -1,0 +1,199 @@
+"""Starting and killing one container (upstream startContainer and killContainer)."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from loguru import logger
+
+from runtime.clock import Clock
+from runtime.cri.service import CRIRuntime
+from runtime.cri.types import ContainerState, PodSandboxConfig
+from runtime.errors import CRIError, CRINotFound, SyncError
+from runtime.ids import ContainerID, SandboxID
+from runtime.kuberuntime.actions import KillReason
+from runtime.kuberuntime.backoff import Backoff
+from runtime.kuberuntime.container_config import generate_container_config
+from runtime.kuberuntime.hooks import HandlerRunner
+from runtime.kuberuntime.images import ImageManager
+from runtime.kuberuntime.labels import hash_container, parse_container_labels
+from runtime.kuberuntime.podstatus import RuntimePodStatus
+from runtime.kuberuntime.settings import NodeSettings
+from runtime.pod.model import Container, LifecycleHandler, Pod
+
+MIN_GRACE_SECONDS = 2
+_LOG_NAME = re.compile(r"^(\d+)\.log")
+
+
+def backoff_key(pod: Pod, container: Container) -> str:
+    """Stable per pod and container spec, as upstream's GetStableKey."""
+    m = pod.metadata
+    return f"{m.name}_{m.namespace}_{m.uid}_{container.name}_{hash_container(container)}"
+
+
+def restart_count_from_logs(log_dir: str) -> int:
+    """One more than the highest ``<n>.log`` in the container's log dir (0 if none)."""
+    try:
+        names = os.listdir(log_dir)
+    except OSError:
+        return 0
+    counts = [int(m.group(1)) for n in names if (m := _LOG_NAME.match(n))]
+    return max(counts) + 1 if counts else 0
+
+
+class ContainerLifecycle:
+    """Creates, starts and stops containers of pods through the CRI runtime."""
+
+    def __init__(
+        self,
+        runtime: CRIRuntime,
+        images: ImageManager,
+        settings: NodeSettings,
+        clock: Clock,
+        node_ip: str = "",
+    ) -> None:
+        self._runtime = runtime
+        self._images = images
+        self._settings = settings
+        self._clock = clock
+        self._node_ip = node_ip
+        self._hooks = HandlerRunner(runtime, clock)
+        self.crash_backoff = Backoff(clock, initial=10.0, maximum=300.0)
+
+    def check_crash_backoff(self, pod: Pod, container: Container, status: RuntimePodStatus) -> None:
+        """Raise CrashLoopBackOff while the last exit of this container is too recent."""
+        last = next(
+            (
+                c
+                for c in status.container_statuses
+                if c.name == container.name and c.state == ContainerState.EXITED
+            ),
+            None,
+        )
+        if last is None:
+            return
+        key = backoff_key(pod, container)
+        if self.crash_backoff.in_backoff_since(key, last.finished_at) > 0:
+            delay = self.crash_backoff.get(key)
+            raise SyncError(
+                "CrashLoopBackOff",
+                f"back-off {delay:g}s restarting failed container={container.name} "
+                f"pod={pod.metadata.name}_{pod.metadata.namespace}({pod.uid})",
+            )
+        self.crash_backoff.next(key, last.finished_at)
+
+    def start_container(
+        self,
+        pod: Pod,
+        container: Container,
+        sandbox_id: SandboxID,
+        sandbox_config: PodSandboxConfig,
+        status: RuntimePodStatus,
+        pod_ip: str,
+    ) -> ContainerID:
+        """Pull, create, start and run the postStart hook; SyncError with the reason."""
+        log = logger.bind(pod=pod.metadata.name, uid=pod.uid, container=container.name)
+        self.check_crash_backoff(pod, container, status)
+        image_ref = self._images.ensure_image(pod, container, sandbox_config)
+        log_dir = os.path.join(sandbox_config.log_directory, container.name)
+        previous = status.find_container(container.name)
+        restart_count = previous.restart_count + 1 if previous else restart_count_from_logs(log_dir)
+        config = generate_container_config(
+            pod, container, image_ref, restart_count, pod_ip, self._settings, self._node_ip
+        )
+        os.makedirs(log_dir, exist_ok=True)
+        try:
+            container_id = self._runtime.create_container(sandbox_id, config, sandbox_config)
+        except CRIError as err:
+            raise SyncError("CreateContainerError", err.detail) from err
+        try:
+            self._runtime.start_container(container_id)
+        except CRIError as err:
+            raise SyncError("RunContainerError", err.detail) from err
+        log.info("started container {} (restart {})", container_id[:13], restart_count)
+        hook = container.lifecycle.post_start if container.lifecycle else None
+        if hook is not None:
+            timeout = float(pod.spec.termination_grace_period_seconds or 30)
+            error = self._hooks.run(hook, container, container_id, pod_ip, timeout)
+            if error is not None:
+                log.warning("postStart hook failed: {}", error)
+                self.kill_container(
+                    pod, container, container_id, container.name,
+                    f"FailedPostStartHook: {error}", KillReason.NONE, None,
+                )
+                raise SyncError("PostStartHookError", error)
+        return container_id
+
+    def grace_period(self, pod: Pod | None, container: Container | None, reason: KillReason,
+                     labels_grace: int | None) -> int:
+        """Upstream setTerminationGracePeriod: deletion grace, else the pod's, else labels."""
+        grace: int | None = None
+        if pod is not None:
+            grace = pod.metadata.deletion_grace_period_seconds
+            if grace is None:
+                grace = pod.spec.termination_grace_period_seconds
+        if grace is None:
+            grace = labels_grace if labels_grace is not None else 30
+        if container is not None:
+            probe = None
+            if reason == KillReason.LIVENESS_PROBE:
+                probe = container.liveness_probe
+            elif reason == KillReason.STARTUP_PROBE:
+                probe = container.startup_probe
+            if probe is not None and probe.termination_grace_period_seconds is not None:
+                grace = probe.termination_grace_period_seconds
+        return grace
+
+    def kill_container(
+        self,
+        pod: Pod | None,
+        container: Container | None,
+        container_id: ContainerID,
+        name: str,
+        message: str,
+        reason: KillReason,
+        grace_override: int | None,
+        pod_ip: str = "",
+    ) -> None:
+        """preStop (if there is time), then StopContainer; NotFound counts as stopped.
+
+        With no pod or container spec (an orphan, or a kubelet restarted since), the grace
+        period and preStop hook come from the container's own annotations.
+        """
+        log = logger.bind(
+            pod=pod.metadata.name if pod else "", uid=pod.uid if pod else "", container=name
+        )
+        pre_stop: LifecycleHandler | None = None
+        labels_grace: int | None = None
+        if container is not None and container.lifecycle is not None:
+            pre_stop = container.lifecycle.pre_stop
+        if pod is None or container is None:
+            try:
+                found = self._runtime.container_status(container_id)
+            except CRINotFound:
+                return
+            info = parse_container_labels(found.labels, found.annotations)
+            labels_grace = info.deletion_grace_period
+            if labels_grace is None:
+                labels_grace = info.termination_grace_period
+            if container is None:
+                pre_stop = info.pre_stop
+        grace = self.grace_period(pod, container, reason, labels_grace)
+        if pre_stop is not None and grace > 0 and grace_override != 0:
+            started = self._clock.monotonic()
+            spec = container or Container(name=name)
+            error = self._hooks.run(pre_stop, spec, container_id, pod_ip, float(grace))
+            if error is not None:
+                log.warning("preStop hook failed: {}", error)
+            grace -= int(self._clock.monotonic() - started)
+        grace = max(grace, MIN_GRACE_SECONDS)
+        if grace_override is not None:
+            grace = grace_override
+        log.info("killing container {} with {}s grace: {}", container_id[:13], grace, message)
+        try:
+            self._runtime.stop_container(container_id, grace)
+        except CRINotFound:
+            return
+        except CRIError as err:
+            raise SyncError("KillContainerError", err.detail) from err

@@ -1,0 +1,199 @@
+"""A container's CRI config from its spec (upstream generateContainerConfig)."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from runtime.cri.types import (
+    ContainerConfig,
+    ContainerMetadata,
+    ImageSpec,
+    KeyValue,
+    LinuxContainerResources,
+    Mount,
+)
+from runtime.errors import SyncError
+from runtime.kuberuntime.labels import container_annotations, container_labels
+from runtime.kuberuntime.settings import NodeSettings
+from runtime.pod.model import Container, EnvVar, Pod, Volume
+from runtime.pod.quantity import bytes_of, milli_cpu
+
+CPU_PERIOD = 100_000
+MIN_SHARES = 2
+_VAR_REF = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
+_FIELD_INDEX = re.compile(r"^metadata\.(labels|annotations)\['([^']+)'\]$")
+
+
+def expand(text: str, env: Mapping[str, str]) -> str:
+    """Upstream's $(VAR) expansion: defined names are replaced, $$ is a literal $."""
+
+    def sub(match: re.Match[str]) -> str:
+        if match.group(0) == "$$":
+            return "$"
+        name = match.group(1)
+        return env[name] if name in env else match.group(0)
+
+    return _VAR_REF.sub(sub, text)
+
+
+def field_value(pod: Pod, path: str, pod_ip: str, node_ip: str) -> str:
+    """The downward-API value of ``path`` for an env var's fieldRef."""
+    simple = {
+        "metadata.name": pod.metadata.name,
+        "metadata.namespace": pod.metadata.namespace,
+        "metadata.uid": pod.metadata.uid,
+        "spec.nodeName": pod.spec.node_name,
+        "spec.serviceAccountName": pod.spec.service_account_name,
+        "status.podIP": pod_ip,
+        "status.podIPs": pod_ip,
+        "status.hostIP": node_ip,
+        "status.hostIPs": node_ip,
+    }
+    if path in simple:
+        return simple[path]
+    match = _FIELD_INDEX.match(path)
+    if match:
+        source = pod.metadata.labels if match.group(1) == "labels" else pod.metadata.annotations
+        return source.get(match.group(2), "")
+    raise SyncError("CreateContainerConfigError", f'unsupported fieldRef fieldPath "{path}"')
+
+
+def resource_value(pod: Pod, container: Container, env: EnvVar) -> str:
+    assert env.value_from is not None and env.value_from.resource_field_ref is not None
+    ref = env.value_from.resource_field_ref
+    target = pod.container(ref.container_name) if ref.container_name else container
+    if target is None or target.resources is None:
+        return "0"
+    kind, _, name = ref.resource.partition(".")
+    source = target.resources.limits if kind == "limits" else target.resources.requests
+    if name not in source:
+        return "0"
+    if name == "cpu":
+        return str(max(1, -(-milli_cpu(source[name]) // milli_cpu(ref.divisor))))
+    return str(bytes_of(source[name]) // max(1, bytes_of(ref.divisor)))
+
+
+def make_env(pod: Pod, container: Container, pod_ip: str, node_ip: str) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for var in container.env:
+        if var.value_from is None:
+            env[var.name] = expand(var.value, env)
+        elif var.value_from.field_ref is not None:
+            env[var.name] = field_value(pod, var.value_from.field_ref.field_path, pod_ip, node_ip)
+        elif var.value_from.resource_field_ref is not None:
+            env[var.name] = resource_value(pod, container, var)
+    return env
+
+
+def make_resources(container: Container) -> LinuxContainerResources | None:
+    if container.resources is None:
+        return None
+    limits, requests = container.resources.limits, container.resources.requests
+    cpu_request = requests.get("cpu", limits.get("cpu"))
+    shares = MIN_SHARES
+    if cpu_request is not None:
+        shares = max(MIN_SHARES, milli_cpu(cpu_request) * 1024 // 1000)
+    quota = 0
+    if "cpu" in limits:
+        quota = max(1000, milli_cpu(limits["cpu"]) * CPU_PERIOD // 1000)
+    memory = bytes_of(limits["memory"]) if "memory" in limits else 0
+    return LinuxContainerResources(
+        cpu_period=CPU_PERIOD if quota else 0,
+        cpu_quota=quota,
+        cpu_shares=shares,
+        memory_limit_in_bytes=memory,
+    )
+
+
+def volume_host_path(pod: Pod, volume: Volume, settings: NodeSettings) -> str:
+    """Where a volume lives on the node, made ready; SyncError when it cannot be."""
+    if volume.host_path is not None:
+        path, kind = volume.host_path.path, volume.host_path.type
+        if kind == "DirectoryOrCreate":
+            os.makedirs(path, mode=0o755, exist_ok=True)
+        elif kind == "FileOrCreate" and not os.path.exists(path):
+            os.makedirs(os.path.dirname(path) or "/", exist_ok=True)
+            Path(path).touch(mode=0o644)
+        elif kind == "Directory" and not os.path.isdir(path):
+            raise SyncError("CreateContainerConfigError", f"hostPath {path} is not a directory")
+        elif kind == "File" and not os.path.isfile(path):
+            raise SyncError("CreateContainerConfigError", f"hostPath {path} is not a file")
+        elif kind == "Socket" and not Path(path).is_socket():
+            raise SyncError("CreateContainerConfigError", f"hostPath {path} is not a socket")
+        return path
+    path = os.path.join(
+        settings.pod_dir(pod.metadata.uid), "volumes", "kubernetes.io~empty-dir", volume.name
+    )
+    os.makedirs(path, mode=0o777, exist_ok=True)
+    os.chmod(path, 0o777)  # like upstream: any container user may write an emptyDir
+    return path
+
+
+def make_mounts(
+    pod: Pod, container: Container, settings: NodeSettings, restart_count: int
+) -> tuple[Mount, ...]:
+    volumes = {v.name: v for v in pod.spec.volumes}
+    mounts: list[Mount] = []
+    for vm in container.volume_mounts:
+        volume = volumes.get(vm.name)
+        if volume is None:
+            raise SyncError(
+                "CreateContainerConfigError", f'volumeMount "{vm.name}" names no volume'
+            )
+        host = volume_host_path(pod, volume, settings)
+        if vm.sub_path:
+            host = os.path.join(host, vm.sub_path)
+            os.makedirs(host, exist_ok=True)
+        mounts.append(Mount(container_path=vm.mount_path, host_path=host, readonly=vm.read_only))
+    if container.termination_message_path and not any(
+        m.container_path == container.termination_message_path for m in mounts
+    ):
+        directory = os.path.join(settings.pod_dir(pod.metadata.uid), "containers", container.name)
+        os.makedirs(directory, exist_ok=True)
+        message_file = os.path.join(directory, f"termination-{restart_count}")
+        Path(message_file).touch(mode=0o666)
+        os.chmod(message_file, 0o666)
+        mounts.append(Mount(container.termination_message_path, message_file))
+    return tuple(mounts)
+
+
+def generate_container_config(
+    pod: Pod,
+    container: Container,
+    image_ref: str,
+    restart_count: int,
+    pod_ip: str,
+    settings: NodeSettings,
+    node_ip: str = "",
+) -> ContainerConfig:
+    """The CreateContainer config; SyncError(CreateContainerConfigError) when it can't be."""
+    try:
+        env = make_env(pod, container, pod_ip, node_ip)
+        resources = make_resources(container)
+    except ValueError as err:
+        raise SyncError("CreateContainerConfigError", str(err)) from err
+    security = container.security_context
+    run_as_user = security.run_as_user if security else None
+    if run_as_user is None and pod.spec.security_context is not None:
+        run_as_user = pod.spec.security_context.run_as_user
+    return ContainerConfig(
+        metadata=ContainerMetadata(name=container.name, attempt=restart_count),
+        image=ImageSpec(image=image_ref or container.image),
+        command=tuple(expand(c, env) for c in container.command),
+        args=tuple(expand(a, env) for a in container.args),
+        working_dir=container.working_dir,
+        envs=tuple(KeyValue(k, v) for k, v in env.items()),
+        mounts=make_mounts(pod, container, settings, restart_count),
+        labels=container_labels(pod, container),
+        annotations=container_annotations(pod, container, restart_count),
+        log_path=os.path.join(container.name, f"{restart_count}.log"),
+        stdin=container.stdin,
+        stdin_once=container.stdin_once,
+        tty=container.tty,
+        resources=resources,
+        run_as_user=run_as_user,
+        privileged=bool(security and security.privileged),
+    )

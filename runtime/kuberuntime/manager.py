@@ -1,0 +1,209 @@
+"""The runtime manager: sync_pod carries out compute_pod_actions' plan (upstream SyncPod).
+
+Order, as upstream: kill the pod (or the containers not to keep), create the sandbox,
+start the next init containers, then the regular containers. Every container start first
+checks the crash-loop back-off. Each step's outcome lands in a PodSyncResult, so the caller
+(a pod worker) can report waiting reasons and decide when to retry.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+from loguru import logger
+
+from runtime.clock import Clock
+from runtime.cri.service import CRIRuntime
+from runtime.cri.types import ContainerState, PodSandboxConfig
+from runtime.errors import CRIError, CRINotFound, SyncError
+from runtime.ids import ContainerID, PodUID, SandboxID
+from runtime.kuberuntime.actions import (
+    KillReason,
+    PodActions,
+    ProbeVerdicts,
+    compute_pod_actions,
+)
+from runtime.kuberuntime.container import ContainerLifecycle
+from runtime.kuberuntime.images import ImageManager
+from runtime.kuberuntime.podstatus import RuntimePodStatus, get_pod_status
+from runtime.kuberuntime.result import PodSyncResult, StepResult
+from runtime.kuberuntime.sandbox import generate_sandbox_config
+from runtime.kuberuntime.settings import NodeSettings
+from runtime.pod.model import Container, Pod
+
+
+class KubeRuntimeManager:
+    """Brings pods to their spec on one CRI runtime, and takes them down."""
+
+    def __init__(
+        self,
+        runtime: CRIRuntime,
+        settings: NodeSettings,
+        clock: Clock,
+        node_ip: str = "",
+        kill_parallelism: int = 8,
+    ) -> None:
+        self.runtime = runtime
+        self.settings = settings
+        self.clock = clock
+        self.images = ImageManager(runtime, clock)
+        self.containers = ContainerLifecycle(runtime, self.images, settings, clock, node_ip)
+        self._kill_parallelism = kill_parallelism
+
+    def get_pod_status(self, uid: PodUID, name: str, namespace: str) -> RuntimePodStatus:
+        return get_pod_status(self.runtime, uid, name, namespace)
+
+    def sync_pod(
+        self,
+        pod: Pod,
+        status: RuntimePodStatus,
+        liveness: ProbeVerdicts | None = None,
+        startup: ProbeVerdicts | None = None,
+    ) -> PodSyncResult:
+        """Compute the plan for ``pod`` and carry it out."""
+        plan = compute_pod_actions(pod, status, liveness or {}, startup or {})
+        return self.execute(pod, status, plan)
+
+    def execute(self, pod: Pod, status: RuntimePodStatus, plan: PodActions) -> PodSyncResult:
+        steps: list[StepResult] = []
+        log = logger.bind(pod=pod.metadata.name, uid=pod.uid, container="")
+        if plan.kill_pod:
+            killed = self.kill_pod(pod, status, None)
+            steps.extend(killed.steps)
+            if not killed.ok:
+                return PodSyncResult(tuple(steps))
+            if plan.create_sandbox:
+                self._purge_init_containers(pod, status)
+        else:
+            specs = {c.name: c for c in pod.all_containers()}
+            for kill in plan.containers_to_kill:
+                try:
+                    self.containers.kill_container(
+                        pod, specs.get(kill.name), kill.container_id, kill.name,
+                        kill.message, kill.reason, None, _first(status.ips),
+                    )
+                    steps.append(StepResult("KillContainer", kill.name))
+                except SyncError as err:
+                    steps.append(StepResult("KillContainer", kill.name, err.reason, err.message))
+                    return PodSyncResult(tuple(steps))
+        self._prune_init_containers(pod, status)
+
+        pod_ip = _first(status.ips)
+        sandbox_id = plan.sandbox_id
+        if plan.create_sandbox:
+            config = generate_sandbox_config(pod, plan.attempt, self.settings)
+            try:
+                os.makedirs(config.log_directory, exist_ok=True)
+                sandbox_id = self.runtime.run_pod_sandbox(config, self.settings.runtime_handler)
+                sandbox = self.runtime.pod_sandbox_status(sandbox_id)
+            except (CRIError, OSError) as err:
+                detail = err.detail if isinstance(err, CRIError) else str(err)
+                log.warning("creating the pod sandbox failed: {}", detail)
+                steps.append(
+                    StepResult("CreatePodSandbox", pod.metadata.name, "CreatePodSandboxError",
+                               detail)
+                )
+                return PodSyncResult(tuple(steps))
+            steps.append(StepResult("CreatePodSandbox", pod.metadata.name))
+            if not pod.spec.host_network:
+                pod_ip = sandbox.ip
+            log.info("created sandbox {} (attempt {}) ip={}", sandbox_id[:13], plan.attempt,
+                     pod_ip or "-")
+        if sandbox_id is None:
+            return PodSyncResult(tuple(steps))
+        config = generate_sandbox_config(pod, plan.attempt, self.settings)
+
+        for index in plan.init_containers_to_start:
+            container = pod.spec.init_containers[index]
+            step = self._start(pod, container, sandbox_id, config, status, pod_ip)
+            steps.append(step)
+            if not step.ok and not container.is_restartable_init:
+                return PodSyncResult(tuple(steps))  # a failed init container aborts the sync
+        for index in plan.containers_to_start:
+            container = pod.spec.containers[index]
+            steps.append(self._start(pod, container, sandbox_id, config, status, pod_ip))
+        return PodSyncResult(tuple(steps))
+
+    def _start(
+        self,
+        pod: Pod,
+        container: Container,
+        sandbox_id: SandboxID,
+        config: PodSandboxConfig,
+        status: RuntimePodStatus,
+        pod_ip: str,
+    ) -> StepResult:
+        try:
+            self.containers.start_container(pod, container, sandbox_id, config, status, pod_ip)
+        except SyncError as err:
+            logger.bind(pod=pod.metadata.name, uid=pod.uid, container=container.name).warning(
+                "{}: {}", err.reason, err.message
+            )
+            return StepResult("StartContainer", container.name, err.reason, err.message)
+        return StepResult("StartContainer", container.name)
+
+    def kill_pod(
+        self, pod: Pod | None, status: RuntimePodStatus, grace_override: int | None
+    ) -> PodSyncResult:
+        """Stop every running container in parallel, then every sandbox of the pod."""
+        running = [c for c in status.container_statuses if c.state == ContainerState.RUNNING]
+        specs = {c.name: c for c in pod.all_containers()} if pod else {}
+        pod_ip = _first(status.ips)
+
+        def kill(entry_id: ContainerID, name: str) -> StepResult:
+            try:
+                self.containers.kill_container(
+                    pod, specs.get(name), entry_id, name, "Stopping container",
+                    KillReason.NONE, grace_override, pod_ip,
+                )
+                return StepResult("KillContainer", name)
+            except SyncError as err:
+                return StepResult("KillContainer", name, err.reason, err.message)
+
+        steps: list[StepResult] = []
+        if running:
+            workers = min(self._kill_parallelism, len(running))
+            with ThreadPoolExecutor(workers, thread_name_prefix="kill-container") as pool:
+                steps.extend(pool.map(lambda c: kill(c.id, c.name), running))
+        if not all(s.ok for s in steps):
+            return PodSyncResult(tuple(steps))
+        for sandbox in status.sandbox_statuses:
+            try:
+                self.runtime.stop_pod_sandbox(sandbox.id)
+                steps.append(StepResult("KillPodSandbox", status.name))
+            except CRINotFound:
+                continue
+            except CRIError as err:
+                steps.append(
+                    StepResult("KillPodSandbox", status.name, "KillPodSandboxError", err.detail)
+                )
+        return PodSyncResult(tuple(steps))
+
+    def _purge_init_containers(self, pod: Pod, status: RuntimePodStatus) -> None:
+        """A new sandbox starts initialization over: remove every old init container."""
+        names = {c.name for c in pod.spec.init_containers}
+        for entry in status.container_statuses:
+            if entry.name in names:
+                self._remove(entry.id)
+
+    def _prune_init_containers(self, pod: Pod, status: RuntimePodStatus) -> None:
+        """Keep only the newest exited instance of each init container."""
+        for container in pod.spec.init_containers:
+            exited = [
+                c for c in status.instances(container.name) if c.state == ContainerState.EXITED
+            ]
+            for entry in exited[1:]:
+                self._remove(entry.id)
+
+    def _remove(self, container_id: ContainerID) -> None:
+        try:
+            self.runtime.remove_container(container_id)
+        except CRINotFound:
+            pass
+        except CRIError as err:
+            logger.warning("removing container {} failed: {}", container_id[:13], err.detail)
+
+
+def _first(values: tuple[str, ...]) -> str:
+    return values[0] if values else ""

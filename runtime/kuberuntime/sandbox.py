@@ -1,0 +1,116 @@
+"""The pod sandbox's CRI config (upstream generatePodSandboxConfig and DNS configurer)."""
+
+from __future__ import annotations
+
+from loguru import logger
+
+from runtime.cri.types import DNSConfig, NamespaceMode, PodSandboxConfig, PodSandboxMetadata
+from runtime.cri.types import PortMapping as CRIPortMapping
+from runtime.cri.types import Protocol as CRIProtocol
+from runtime.kuberuntime.labels import sandbox_annotations, sandbox_labels
+from runtime.kuberuntime.settings import NodeSettings
+from runtime.pod.model import Pod
+
+MAX_DNS_SEARCHES = 32
+MAX_DNS_NAMESERVERS = 3
+
+
+def parse_resolv_conf(text: str) -> DNSConfig:
+    """nameserver, search and options lines of a resolv.conf."""
+    servers: list[str] = []
+    searches: list[str] = []
+    options: list[str] = []
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].split(";", 1)[0].strip()
+        fields = line.split()
+        if not fields:
+            continue
+        key, values = fields[0], fields[1:]
+        if key == "nameserver" and values:
+            servers.append(values[0])
+        elif key == "search":
+            searches = values  # the last search line wins, as in libc
+        elif key == "options":
+            options.extend(values)
+    return DNSConfig(tuple(servers), tuple(searches), tuple(options))
+
+
+def _read_host_dns(path: str) -> DNSConfig:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return parse_resolv_conf(f.read())
+    except OSError as err:
+        logger.warning("cannot read {} for pod DNS: {}", path, err)
+        return DNSConfig()
+
+
+def pod_dns_config(pod: Pod, settings: NodeSettings) -> DNSConfig | None:
+    """DNS for the sandbox by dnsPolicy; with no cluster DNS, ClusterFirst is the host's."""
+    policy = pod.spec.dns_policy
+    if pod.spec.host_network and policy == "ClusterFirst":
+        policy = "Default"  # upstream: a host-network pod only gets cluster DNS if asked
+    if policy in ("ClusterFirst", "ClusterFirstWithHostNet") and not settings.cluster_dns:
+        policy = "Default"
+    base = DNSConfig()
+    if policy == "Default":
+        base = _read_host_dns(settings.resolv_conf)
+    elif policy in ("ClusterFirst", "ClusterFirstWithHostNet"):
+        domain = settings.cluster_domain
+        cluster: tuple[str, ...] = (
+            (f"{pod.metadata.namespace}.svc.{domain}", f"svc.{domain}", domain) if domain else ()
+        )
+        host = _read_host_dns(settings.resolv_conf)
+        base = DNSConfig(settings.cluster_dns, cluster + host.searches, ("ndots:5",))
+    extra = pod.spec.dns_config
+    if extra is None:
+        return base
+    options = [o for o in base.options if o.split(":")[0] not in {x.name for x in extra.options}]
+    options += [f"{o.name}:{o.value}" if o.value is not None else o.name for o in extra.options]
+    servers = list(dict.fromkeys(base.servers + extra.nameservers))[:MAX_DNS_NAMESERVERS]
+    searches = list(dict.fromkeys(base.searches + extra.searches))[:MAX_DNS_SEARCHES]
+    return DNSConfig(tuple(servers), tuple(searches), tuple(options))
+
+
+def pod_hostname(pod: Pod) -> str:
+    name = pod.spec.hostname or pod.metadata.name
+    return name[:63].rstrip("-.")
+
+
+def generate_sandbox_config(pod: Pod, attempt: int, settings: NodeSettings) -> PodSandboxConfig:
+    """Everything RunPodSandbox needs to know about ``pod``."""
+    ports: list[CRIPortMapping] = []
+    for container in pod.spec.containers:
+        for port in container.ports:
+            ports.append(
+                CRIPortMapping(
+                    container_port=port.container_port,
+                    host_port=port.host_port,
+                    protocol=CRIProtocol[port.protocol.upper()],
+                    host_ip=port.host_ip,
+                )
+            )
+    sysctls: dict[str, str] = {}
+    if pod.spec.security_context is not None:
+        for entry in pod.spec.security_context.sysctls:
+            if "name" in entry:
+                sysctls[entry["name"].replace("/", ".")] = str(entry.get("value", ""))
+    return PodSandboxConfig(
+        metadata=PodSandboxMetadata(
+            name=pod.metadata.name,
+            uid=pod.metadata.uid,
+            namespace=pod.metadata.namespace,
+            attempt=attempt,
+        ),
+        hostname="" if pod.spec.host_network else pod_hostname(pod),
+        log_directory=settings.pod_log_dir(
+            pod.metadata.namespace, pod.metadata.name, pod.metadata.uid
+        ),
+        dns_config=pod_dns_config(pod, settings),
+        port_mappings=tuple(ports),
+        labels=sandbox_labels(pod),
+        annotations=sandbox_annotations(pod),
+        network_mode=NamespaceMode.NODE if pod.spec.host_network else NamespaceMode.POD,
+        pid_mode=NamespaceMode.NODE if pod.spec.host_pid else NamespaceMode.CONTAINER,
+        ipc_mode=NamespaceMode.NODE if pod.spec.host_ipc else NamespaceMode.POD,
+        sysctls=sysctls,
+    )

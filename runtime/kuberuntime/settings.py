@@ -1,0 +1,26 @@
+"""The node-level settings the runtime manager needs, fixed when the kubelet starts."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSettings:
+    """Where the kubelet keeps things and how it names the node."""
+
+    node_name: str
+    root_dir: str = "/var/lib/kubelet-actors"
+    pod_logs_dir: str = "/var/log/pods"
+    resolv_conf: str = "/etc/resolv.conf"
+    cluster_dns: tuple[str, ...] = ()
+    cluster_domain: str = ""
+    runtime_handler: str = ""
+
+    def pod_dir(self, uid: str) -> str:
+        return os.path.join(self.root_dir, "pods", uid)
+
+    def pod_log_dir(self, namespace: str, name: str, uid: str) -> str:
+        """``<pod-logs-dir>/<ns>_<name>_<uid>``, upstream's layout."""
+        return os.path.join(self.pod_logs_dir, f"{namespace}_{name}_{uid}")
