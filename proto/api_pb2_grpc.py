@@ -26,11 +26,7 @@ if _version_not_supported:
 
 
 class RuntimeServiceStub:
-    """---------------------------------------------------------------------------------------
-    Services
-    ---------------------------------------------------------------------------------------
-
-    Pods, containers and the runtime itself.
+    """Pods, containers and the runtime itself.
     """
 
     def __init__(self, channel):
@@ -157,11 +153,7 @@ class RuntimeServiceStub:
 
 
 class RuntimeServiceServicer:
-    """---------------------------------------------------------------------------------------
-    Services
-    ---------------------------------------------------------------------------------------
-
-    Pods, containers and the runtime itself.
+    """Pods, containers and the runtime itself.
     """
 
     def Version(self, request, context):
@@ -430,11 +422,7 @@ def add_RuntimeServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class RuntimeService:
-    """---------------------------------------------------------------------------------------
-    Services
-    ---------------------------------------------------------------------------------------
-
-    Pods, containers and the runtime itself.
+    """Pods, containers and the runtime itself.
     """
 
     @staticmethod

@@ -34,12 +34,7 @@ GRPC_GENERATED_VERSION: str
 GRPC_VERSION: str
 
 class RuntimeServiceStub:
-    """---------------------------------------------------------------------------------------
-    Services
-    ---------------------------------------------------------------------------------------
-
-    Pods, containers and the runtime itself.
-    """
+    """Pods, containers and the runtime itself."""
 
     @_typing.overload
     def __new__(cls, channel: _grpc.Channel) -> _Self: ...
@@ -72,12 +67,7 @@ class RuntimeServiceStub:
 
 @_typing.type_check_only
 class RuntimeServiceAsyncStub(RuntimeServiceStub):
-    """---------------------------------------------------------------------------------------
-    Services
-    ---------------------------------------------------------------------------------------
-
-    Pods, containers and the runtime itself.
-    """
+    """Pods, containers and the runtime itself."""
 
     def __init__(self, channel: _aio.Channel) -> None: ...
     Version: _aio.UnaryUnaryMultiCallable[_api_pb2.VersionRequest, _api_pb2.VersionResponse]  # type: ignore[assignment]
@@ -106,12 +96,7 @@ class RuntimeServiceAsyncStub(RuntimeServiceStub):
     """UNIMPLEMENTED in containerd 1.6; the PLEG relists instead."""
 
 class RuntimeServiceServicer(metaclass=_abc_1.ABCMeta):
-    """---------------------------------------------------------------------------------------
-    Services
-    ---------------------------------------------------------------------------------------
-
-    Pods, containers and the runtime itself.
-    """
+    """Pods, containers and the runtime itself."""
 
     @_abc_1.abstractmethod
     def Version(

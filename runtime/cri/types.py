@@ -106,6 +106,9 @@ class PodSandboxConfig:
     pid_mode: NamespaceMode = NamespaceMode.CONTAINER
     ipc_mode: NamespaceMode = NamespaceMode.POD
     sysctls: Mapping[str, str] = field(default_factory=_empty)
+    # True when any container of the pod is privileged: containerd refuses a privileged
+    # container in a sandbox that was not created privileged.
+    privileged: bool = False
 
 
 @dataclass(frozen=True, slots=True)
