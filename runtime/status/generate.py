@@ -1,0 +1,240 @@
+"""The v1 PodStatus of a pod from its spec and what the runtime says (upstream
+generateAPIPodStatus, convertToAPIContainerStatuses and getPhase), as a pure function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from runtime.cri.types import ContainerState as CRIState
+from runtime.ids import ContainerID
+from runtime.kuberuntime.podstatus import ContainerRuntimeStatus, RuntimePodStatus
+from runtime.kuberuntime.result import PodSyncResult
+from runtime.pod.model import Container, Pod
+from runtime.prober.results import ProbeResult
+from runtime.status.types import (
+    ContainerState,
+    ContainerStateRunning,
+    ContainerStateTerminated,
+    ContainerStateWaiting,
+    ContainerStatus,
+    PodCondition,
+    PodIP,
+    PodStatus,
+    rfc3339,
+)
+
+TERMINAL_PHASES = ("Succeeded", "Failed")
+Verdicts = Mapping[ContainerID, ProbeResult]
+
+
+def _terminated(cs: ContainerRuntimeStatus) -> ContainerStateTerminated:
+    reason = cs.reason or ("Completed" if cs.exit_code == 0 else "Error")
+    return ContainerStateTerminated(
+        exit_code=cs.exit_code,
+        reason=reason,
+        message=cs.message,
+        started_at=rfc3339(cs.started_at) if cs.started_at else "",
+        finished_at=rfc3339(cs.finished_at) if cs.finished_at else "",
+        container_id=f"containerd://{cs.id}",
+    )
+
+
+def container_status(
+    container: Container,
+    instances: tuple[ContainerRuntimeStatus, ...],
+    sync: PodSyncResult | None,
+    readiness: Verdicts,
+    startup: Verdicts,
+    default_waiting: str,
+) -> ContainerStatus:
+    """One container's v1 status from its runtime instances, newest first."""
+    failure = sync.failure_for(container.name) if sync else None
+    newest = instances[0] if instances else None
+    last = ContainerState()
+    if newest is None:
+        reason = failure.error if failure else default_waiting
+        message = failure.message if failure else ""
+        return ContainerStatus(
+            name=container.name,
+            state=ContainerState(waiting=ContainerStateWaiting(reason=reason, message=message)),
+            image=container.image,
+            started=False,
+        )
+    if len(instances) > 1 and instances[1].state == CRIState.EXITED:
+        last = ContainerState(terminated=_terminated(instances[1]))
+    ready = False
+    started = False
+    if newest.state == CRIState.RUNNING:
+        state = ContainerState(running=ContainerStateRunning(started_at=rfc3339(newest.started_at)))
+        started = container.startup_probe is None or startup.get(newest.id) == ProbeResult.SUCCESS
+        ready = started and (
+            container.readiness_probe is None or readiness.get(newest.id) == ProbeResult.SUCCESS
+        )
+    elif newest.state == CRIState.EXITED:
+        state = ContainerState(terminated=_terminated(newest))
+        if failure is not None:
+            # Waiting to be restarted (CrashLoopBackOff, ErrImagePull, ...): the exit is
+            # history now, as upstream shows it.
+            last = state
+            state = ContainerState(
+                waiting=ContainerStateWaiting(reason=failure.error, message=failure.message)
+            )
+    else:  # created or unknown: not running yet
+        reason = failure.error if failure else "ContainerCreating"
+        state = ContainerState(
+            waiting=ContainerStateWaiting(reason=reason, message=failure.message if failure else "")
+        )
+    return ContainerStatus(
+        name=container.name,
+        state=state,
+        last_state=last,
+        ready=ready,
+        restart_count=newest.restart_count,
+        image=container.image,
+        image_id=newest.image_ref,
+        container_id=f"containerd://{newest.id}",
+        started=started,
+    )
+
+
+def _init_done(status: ContainerStatus, container: Container) -> bool:
+    if container.is_restartable_init:
+        return bool(status.started)
+    t = status.state.terminated
+    return t is not None and t.exit_code == 0
+
+
+def pod_phase(pod: Pod, inits: tuple[ContainerStatus, ...],
+              regular: tuple[ContainerStatus, ...]) -> str:
+    """Upstream getPhase."""
+    pending_init = failed_init = 0
+    for spec, st in zip(pod.spec.init_containers, inits, strict=True):
+        if _init_done(st, spec):
+            continue
+        t = st.state.terminated
+        last = st.last_state.terminated
+        if spec.is_restartable_init:
+            pending_init += 1
+        elif (t is not None and t.exit_code != 0) or (
+            st.state.waiting is not None and last is not None and last.exit_code != 0
+        ):
+            failed_init += 1
+        else:
+            pending_init += 1
+    if failed_init and pod.spec.restart_policy == "Never":
+        return "Failed"
+    running = waiting = stopped = succeeded = 0
+    for st in regular:
+        if st.state.running is not None:
+            running += 1
+        elif st.state.terminated is not None:
+            stopped += 1
+            succeeded += st.state.terminated.exit_code == 0
+        elif st.state.waiting is not None and st.last_state.terminated is not None:
+            stopped += 1
+        else:
+            waiting += 1
+    if pending_init or failed_init or waiting:
+        return "Pending"
+    if running:
+        return "Running"
+    if stopped:
+        policy = pod.spec.restart_policy
+        if policy == "Always":
+            return "Running"
+        if stopped == succeeded:
+            return "Succeeded"
+        return "Failed" if policy == "Never" else "Running"
+    return "Pending"
+
+
+def _condition(type_: str, ok: bool, reason: str, message: str, now: str) -> PodCondition:
+    return PodCondition(
+        type=type_,
+        status="True" if ok else "False",
+        reason="" if ok else reason,
+        message="" if ok else message,
+        last_transition_time=now,
+    )
+
+
+def _keep_transition(new: PodCondition, previous: PodStatus | None) -> PodCondition:
+    old = previous.condition(new.type) if previous else None
+    if old is not None and old.status == new.status:
+        return PodCondition(
+            type=new.type, status=new.status, reason=new.reason, message=new.message,
+            last_transition_time=old.last_transition_time,
+        )
+    return new
+
+
+def generate_pod_status(
+    pod: Pod,
+    runtime_status: RuntimePodStatus,
+    sync: PodSyncResult | None = None,
+    readiness: Verdicts | None = None,
+    startup: Verdicts | None = None,
+    now: float = 0.0,
+    previous: PodStatus | None = None,
+    host_ip: str = "",
+) -> PodStatus:
+    """The pod's v1 status. A terminal phase in ``previous`` never goes back."""
+    readiness = readiness or {}
+    startup = startup or {}
+    inits = tuple(
+        container_status(c, runtime_status.instances(c.name), sync, readiness, startup,
+                         "PodInitializing" if i else "ContainerCreating")
+        for i, c in enumerate(pod.spec.init_containers)
+    )
+    init_done = all(_init_done(s, c) for s, c in zip(inits, pod.spec.init_containers, strict=True))
+    regular = tuple(
+        container_status(c, runtime_status.instances(c.name), sync, readiness, startup,
+                         "ContainerCreating" if init_done else "PodInitializing")
+        for c in pod.spec.containers
+    )
+    phase = pod_phase(pod, inits, regular)
+    if previous is not None and previous.phase in TERMINAL_PHASES:
+        phase = previous.phase
+    stamp = rfc3339(now)
+    not_ready = [s.name for s in regular if not s.ready]
+    not_init = [s.name for s, c in zip(inits, pod.spec.init_containers, strict=True)
+                if not _init_done(s, c)]
+    containers_ready = not not_ready
+    conditions = (
+        _condition("PodReadyToStartContainers", runtime_status.ready_sandbox is not None, "", "",
+                   stamp),
+        _condition("Initialized", init_done, "ContainersNotInitialized",
+                   f"containers with incomplete status: [{' '.join(not_init)}]", stamp),
+        _condition("Ready", containers_ready, "ContainersNotReady",
+                   f"containers with unready status: [{' '.join(not_ready)}]", stamp),
+        _condition("ContainersReady", containers_ready, "ContainersNotReady",
+                   f"containers with unready status: [{' '.join(not_ready)}]", stamp),
+        _condition("PodScheduled", True, "", "", stamp),
+    )
+    ips = runtime_status.ips
+    start_time = previous.start_time if previous and previous.start_time else stamp
+    return PodStatus(
+        phase=phase,
+        conditions=tuple(_keep_transition(c, previous) for c in conditions),
+        host_ip=host_ip,
+        pod_ip=ips[0] if ips else "",
+        pod_ips=tuple(PodIP(ip=ip) for ip in ips),
+        start_time=start_time,
+        init_container_statuses=inits,
+        container_statuses=regular,
+        qos_class=qos_class(pod),
+    )
+
+
+def qos_class(pod: Pod) -> str:
+    """Guaranteed, Burstable or BestEffort, from the containers' requests and limits."""
+    resources = [c.resources for c in pod.all_containers() if c.resources is not None]
+    if not any(r.limits or r.requests for r in resources):
+        return "BestEffort"
+    guaranteed = len(resources) == len(pod.all_containers()) and all(
+        all(k in r.limits for k in ("cpu", "memory"))
+        and all(r.requests.get(k, r.limits[k]) == r.limits[k] for k in ("cpu", "memory"))
+        for r in resources
+    )
+    return "Guaranteed" if guaranteed else "Burstable"

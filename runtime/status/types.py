@@ -1,0 +1,95 @@
+"""The v1 PodStatus, as frozen values that encode to the Kubernetes JSON shape."""
+
+from __future__ import annotations
+
+import datetime
+
+import msgspec
+
+
+class APIModel(msgspec.Struct, frozen=True, rename="camel", kw_only=True, omit_defaults=True):
+    """Base of the status values; JSON names are the Kubernetes ones."""
+
+
+def rfc3339(seconds: float) -> str:
+    """Kubernetes timestamps: UTC, whole seconds, ``Z`` suffix."""
+    moment = datetime.datetime.fromtimestamp(int(seconds), tz=datetime.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class ContainerStateWaiting(APIModel, frozen=True):
+    reason: str = ""
+    message: str = ""
+
+
+class ContainerStateRunning(APIModel, frozen=True):
+    started_at: str = ""
+
+
+class ContainerStateTerminated(APIModel, frozen=True):
+    exit_code: int = 0
+    signal: int = 0
+    reason: str = ""
+    message: str = ""
+    started_at: str = ""
+    finished_at: str = ""
+    container_id: str = msgspec.field(default="", name="containerID")
+
+
+class ContainerState(APIModel, frozen=True):
+    waiting: ContainerStateWaiting | None = None
+    running: ContainerStateRunning | None = None
+    terminated: ContainerStateTerminated | None = None
+
+    @property
+    def summary(self) -> str:
+        """One word for tables: the reason if waiting/terminated, else Running."""
+        if self.running is not None:
+            return "Running"
+        if self.terminated is not None:
+            return self.terminated.reason or "Terminated"
+        if self.waiting is not None:
+            return self.waiting.reason or "Waiting"
+        return "Unknown"
+
+
+class ContainerStatus(APIModel, frozen=True):
+    name: str
+    state: ContainerState = msgspec.field(default_factory=ContainerState)
+    last_state: ContainerState = msgspec.field(default_factory=ContainerState)
+    ready: bool = False
+    restart_count: int = 0
+    image: str = ""
+    image_id: str = msgspec.field(default="", name="imageID")
+    container_id: str = msgspec.field(default="", name="containerID")
+    started: bool | None = None
+
+
+class PodCondition(APIModel, frozen=True):
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+    last_probe_time: str | None = None
+    last_transition_time: str = ""
+
+
+class PodIP(APIModel, frozen=True):
+    ip: str
+
+
+class PodStatus(APIModel, frozen=True):
+    phase: str = "Pending"
+    conditions: tuple[PodCondition, ...] = ()
+    message: str = ""
+    reason: str = ""
+    host_ip: str = msgspec.field(default="", name="hostIP")
+    pod_ip: str = msgspec.field(default="", name="podIP")
+    pod_ips: tuple[PodIP, ...] = msgspec.field(default=(), name="podIPs")
+    start_time: str = ""
+    init_container_statuses: tuple[ContainerStatus, ...] = ()
+    container_statuses: tuple[ContainerStatus, ...] = ()
+    qos_class: str = msgspec.field(default="", name="qosClass")
+
+    def condition(self, type_: str) -> PodCondition | None:
+        return next((c for c in self.conditions if c.type == type_), None)
