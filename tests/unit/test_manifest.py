@@ -1,0 +1,506 @@
+"""runtime.pod.manifest and runtime.pod.validation: manifest bytes to validated pods."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from runtime.errors import ManifestError
+from runtime.pod.manifest import parse_manifest, parse_manifest_with_warnings
+from runtime.pod.validation import default_pull_policy
+
+IMAGE = "localhost:5000/kubelet-actors/busybox:1.36"
+
+
+def y(text: str) -> bytes:
+    return textwrap.dedent(text).lstrip("\n").encode()
+
+
+def pod_yaml(containers: str = "", spec: str = "", metadata: str = "name: p") -> bytes:
+    """A small pod manifest; ``containers``/``spec`` are extra YAML indented as given."""
+    containers = containers or f"- name: c\n  image: {IMAGE}\n"
+    return y(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n"
+        + textwrap.indent(metadata, "  ")
+        + "\nspec:\n"
+        + textwrap.indent(spec, "  ")
+        + "\n  containers:\n"
+        + textwrap.indent(containers, "  ")
+    )
+
+
+def container(extra: str = "", name: str = "c") -> str:
+    return f"- name: {name}\n  image: {IMAGE}\n" + textwrap.indent(extra, "  ")
+
+
+def errors_of(data: bytes) -> ManifestError:
+    with pytest.raises(ManifestError) as info:
+        parse_manifest(data, "m.yaml")
+    return info.value
+
+
+# --- decoding: one error, exact path ----------------------------------------------------
+
+DECODE_CASES = [
+    pytest.param(
+        pod_yaml(container() + container(name="d").replace(f"  image: {IMAGE}\n", "")),
+        "spec.containers[1].image",
+        "required",
+        id="missing-image",
+    ),
+    pytest.param(
+        pod_yaml(container("imagee: x\n")),
+        "spec.containers[0].imagee",
+        "unknown field",
+        id="unknown-field",
+    ),
+    pytest.param(
+        pod_yaml(container("ports:\n- containerPort: '80'\n")),
+        "spec.containers[0].ports[0].containerPort",
+        "expected int, got str",
+        id="wrong-type",
+    ),
+    pytest.param(
+        pod_yaml(metadata="labels: {app: x}"),
+        "metadata.name",
+        "required for a static pod",
+        id="no-name",
+    ),
+    pytest.param(
+        pod_yaml(f"- image: {IMAGE}\n"),
+        "spec.containers[0].name",
+        "required",
+        id="missing-required-field",
+    ),
+    pytest.param(
+        pod_yaml(spec="volumes:\n- name: v\n  configMap: {name: cm}"),
+        "spec.volumes[0].configMap",
+        "not supported on this kubelet (only emptyDir and hostPath)",
+        id="unsupported-volume",
+    ),
+    pytest.param(
+        pod_yaml(spec="volumes:\n- name: v\n  emptyDirr: {}"),
+        "spec.volumes[0].emptyDirr",
+        "unknown field",
+        id="unknown-volume-field",
+    ),
+    pytest.param(
+        pod_yaml(metadata="name: p\nlabels: {1: x}"),
+        "metadata.labels",
+        "keys must be str, got int",
+        id="non-string-key",
+    ),
+    pytest.param(
+        y("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: {}}\n"),
+        "spec.containers",
+        "expected array, got object",
+        id="object-for-array",
+    ),
+    pytest.param(
+        y("apiVersion: apps/v1\nkind: Pod\n"),
+        "apiVersion",
+        'unsupported apiVersion "apps/v1": expected v1',
+        id="api-version",
+    ),
+    pytest.param(
+        y("apiVersion: v1\nkind: Deployment\n"),
+        "kind",
+        'unsupported kind "Deployment": expected Pod or PodList',
+        id="kind",
+    ),
+    pytest.param(
+        y("kind: PodList\nitems:\n- kind: Service\n"),
+        "items[0].kind",
+        'unsupported kind "Service": expected Pod',
+        id="podlist-item-kind",
+    ),
+    pytest.param(
+        y("kind: PodList\nitems: {}\n"),
+        "items",
+        "expected array, got object",
+        id="podlist-items-type",
+    ),
+    pytest.param(
+        y("kind: PodList\nitems:\n- metadata: {name: a}\n  spec: {containers: [{name: a}]}\n"),
+        "items[0].spec.containers[0].image",
+        "required",
+        id="podlist-item-path",
+    ),
+]
+
+
+@pytest.mark.parametrize(("data", "path", "cause"), DECODE_CASES)
+def test_decode_error_names_path_and_cause(data: bytes, path: str, cause: str) -> None:
+    err = errors_of(data)
+    assert (err.source, err.path, err.cause) == ("m.yaml", path, cause)
+    assert str(err) == f"m.yaml: {path}: {cause}"
+
+
+# --- whole-file faults (path "") --------------------------------------------------------
+
+FILE_CASES = [
+    pytest.param(b"", "no pod in the file", id="empty"),
+    pytest.param(b"# just a comment\n\n# another\n", "no pod in the file", id="comments"),
+    pytest.param(b"---\n---\n", "no pod in the file", id="empty-documents"),
+    pytest.param(b"\x7fELF\x02\x01\x01\x00\x00", "not a text file", id="nul-bytes"),
+    pytest.param(b"name: caf\xe9\n", "not a text file", id="latin-1"),
+    pytest.param(b"a: b: c\n", "invalid YAML at line 1, column 5", id="broken-yaml"),
+    pytest.param(b"kind: Pod\nspec:\n  containers: [\n", "invalid YAML at line 4", id="unclosed"),
+    pytest.param(b"a: 1\na: 2\n", 'line 2, column 1: duplicate key "a"', id="duplicate-key"),
+    pytest.param(b'{"kind": "Pod",}x', "invalid YAML at line 1", id="broken-json"),
+    pytest.param(b"just a string\n", "expected a Pod or PodList object, got string", id="scalar"),
+    pytest.param(b"42\n", "got integer", id="number"),
+    pytest.param(b"- kind: Pod\n", "expected a Pod or PodList object, got array", id="list"),
+]
+
+
+@pytest.mark.parametrize(("data", "cause"), FILE_CASES)
+def test_whole_file_errors(data: bytes, cause: str) -> None:
+    err = errors_of(data)
+    assert err.path == ""
+    assert cause in err.cause
+    assert str(err).startswith("m.yaml: ")
+
+
+# --- semantic validation: every fault of a pod at once -----------------------------------
+
+SEMANTIC_CASES = [
+    (
+        y("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: []}\n"),
+        "spec.containers",
+        "at least one container",
+    ),
+    (pod_yaml(container(name="Web_1")), "spec.containers[0].name", "DNS-1123 label"),
+    (
+        pod_yaml(container() + container()),
+        "spec.containers[1].name",
+        'duplicate container name "c"',
+    ),
+    (
+        pod_yaml(spec=f"initContainers:\n- name: c\n  image: {IMAGE}"),
+        "spec.containers[0].name",
+        'duplicate container name "c"',
+    ),
+    (pod_yaml("- name: c\n  image: '  '\n"), "spec.containers[0].image", "required"),
+    (
+        pod_yaml(spec="restartPolicy: Sometimes"),
+        "spec.restartPolicy",
+        'unsupported value "Sometimes"',
+    ),
+    (
+        pod_yaml(container("imagePullPolicy: Maybe\n")),
+        "spec.containers[0].imagePullPolicy",
+        "Maybe",
+    ),
+    (
+        pod_yaml(container("ports: [{containerPort: 70000}]\n")),
+        "spec.containers[0].ports[0].containerPort",
+        "between 1 and 65535",
+    ),
+    (
+        pod_yaml(container("ports: [{containerPort: 0}]\n")),
+        "spec.containers[0].ports[0].containerPort",
+        "between 1 and 65535",
+    ),
+    (
+        pod_yaml(container("ports: [{containerPort: 80, protocol: HTTP}]\n")),
+        "spec.containers[0].ports[0].protocol",
+        "TCP, UDP, SCTP",
+    ),
+    (
+        pod_yaml(container("livenessProbe: {periodSeconds: 5}\n")),
+        "spec.containers[0].livenessProbe",
+        "must specify a handler",
+    ),
+    (
+        pod_yaml(container("readinessProbe:\n  exec: {command: [a]}\n  tcpSocket: {port: 80}\n")),
+        "spec.containers[0].readinessProbe",
+        "more than one handler (got exec, tcpSocket)",
+    ),
+    (
+        pod_yaml(container("lifecycle:\n  preStop: {}\n")),
+        "spec.containers[0].lifecycle.preStop",
+        "must specify a handler",
+    ),
+    (
+        pod_yaml(
+            container("lifecycle:\n  postStart: {exec: {command: [a]}, sleep: {seconds: 1}}\n")
+        ),
+        "spec.containers[0].lifecycle.postStart",
+        "more than one handler",
+    ),
+    (
+        pod_yaml(container("livenessProbe: {exec: {command: [a]}, initialDelaySeconds: -1}\n")),
+        "spec.containers[0].livenessProbe.initialDelaySeconds",
+        "greater than or equal to 0",
+    ),
+    (
+        pod_yaml(container("livenessProbe: {exec: {command: [a]}, periodSeconds: -5}\n")),
+        "spec.containers[0].livenessProbe.periodSeconds",
+        "greater than or equal to 0",
+    ),
+    (
+        pod_yaml(container("livenessProbe: {exec: {command: [a]}, successThreshold: 2}\n")),
+        "spec.containers[0].livenessProbe.successThreshold",
+        "must be 1 for a livenessProbe",
+    ),
+    (
+        pod_yaml(container("startupProbe: {exec: {command: [a]}, successThreshold: 3}\n")),
+        "spec.containers[0].startupProbe.successThreshold",
+        "must be 1 for a startupProbe",
+    ),
+    (
+        pod_yaml(container("readinessProbe: {httpGet: {port: 0}}\n")),
+        "spec.containers[0].readinessProbe.httpGet.port",
+        "between 1 and 65535",
+    ),
+    (
+        pod_yaml(container("volumeMounts: [{name: data, mountPath: /data}]\n")),
+        "spec.containers[0].volumeMounts[0].name",
+        'no volume named "data"',
+    ),
+    (
+        pod_yaml(spec="volumes:\n- name: v\n  emptyDir: {}\n  hostPath: {path: /tmp}"),
+        "spec.volumes[0]",
+        "more than one volume source",
+    ),
+    (
+        pod_yaml(spec="volumes:\n- name: v\n  hostPath: {path: relative}"),
+        "spec.volumes[0].hostPath.path",
+        "absolute path",
+    ),
+    (
+        pod_yaml(spec="volumes:\n- {name: v, emptyDir: {}}\n- {name: v, emptyDir: {}}"),
+        "spec.volumes[1].name",
+        'duplicate volume name "v"',
+    ),
+    (
+        pod_yaml(container("env: [{name: '', value: x}]\n")),
+        "spec.containers[0].env[0].name",
+        "required",
+    ),
+    (
+        pod_yaml(
+            spec=f"initContainers:\n- name: i\n  image: {IMAGE}\n"
+            "  readinessProbe: {exec: {command: [a]}}"
+        ),
+        "spec.initContainers[0].readinessProbe",
+        "may not be set for init containers without restartPolicy Always",
+    ),
+    (
+        pod_yaml(
+            spec=f"initContainers:\n- name: i\n  image: {IMAGE}\n"
+            "  lifecycle: {preStop: {sleep: {seconds: 1}}}"
+        ),
+        "spec.initContainers[0].lifecycle",
+        "may not be set for init containers",
+    ),
+    (
+        pod_yaml(container("restartPolicy: Always\n")),
+        "spec.containers[0].restartPolicy",
+        "may not be set for non-init containers",
+    ),
+    (
+        pod_yaml(spec="terminationGracePeriodSeconds: -1"),
+        "spec.terminationGracePeriodSeconds",
+        "greater than or equal to 0",
+    ),
+    (pod_yaml(metadata="name: My_Pod"), "metadata.name", "DNS-1123 subdomain"),
+    (pod_yaml(metadata="name: p\nnamespace: kube.system"), "metadata.namespace", "DNS-1123 label"),
+]
+
+
+@pytest.mark.parametrize(("data", "path", "cause"), SEMANTIC_CASES)
+def test_semantic_error(data: bytes, path: str, cause: str) -> None:
+    err = errors_of(data)
+    found = [e for e in err.errors if e.startswith(f"{path}: ")]
+    assert found, err.errors
+    assert cause in found[0]
+
+
+def test_all_faults_of_a_pod_are_reported_together() -> None:
+    data = pod_yaml(
+        "- name: Bad_Name\n  image: ''\n  ports: [{containerPort: 0}]\n",
+        spec="restartPolicy: Sometimes",
+    )
+    err = errors_of(data)
+    assert [e.split(": ")[0] for e in err.errors] == [
+        "spec.containers[0].name",
+        "spec.containers[0].image",
+        "spec.containers[0].ports[0].containerPort",
+        "spec.restartPolicy",
+    ]
+    # The first fault is also in path/cause, and the message lists all of them.
+    assert err.path == "spec.containers[0].name"
+    assert str(err).count("; ") == 3
+    assert "spec.containers[0].image: required" in str(err)
+
+
+def test_sidecar_init_container_may_have_probes_and_hooks() -> None:
+    data = pod_yaml(
+        spec=(
+            f"initContainers:\n- name: side\n  image: {IMAGE}\n  restartPolicy: Always\n"
+            "  readinessProbe: {exec: {command: [a]}}\n"
+            "  lifecycle: {preStop: {sleep: {seconds: 1}}}"
+        )
+    )
+    (pod,) = parse_manifest(data, "m.yaml")
+    assert pod.spec.init_containers[0].is_restartable_init
+
+
+# --- defaults ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("image", "policy"),
+    [
+        ("busybox", "Always"),
+        ("busybox:latest", "Always"),
+        ("localhost:5000/busybox", "Always"),
+        ("localhost:5000/kubelet-actors/busybox:latest", "Always"),
+        ("busybox:1.36", "IfNotPresent"),
+        ("localhost:5000/kubelet-actors/busybox:1.36", "IfNotPresent"),
+        ("busybox@sha256:" + "a" * 64, "IfNotPresent"),
+        ("localhost:5000/busybox:latest@sha256:" + "a" * 64, "IfNotPresent"),
+    ],
+)
+def test_default_pull_policy(image: str, policy: str) -> None:
+    assert default_pull_policy(image) == policy
+    (pod,) = parse_manifest(pod_yaml(f"- name: c\n  image: '{image}'\n"), "m.yaml")
+    assert pod.spec.containers[0].image_pull_policy == policy
+
+
+def test_explicit_pull_policy_is_kept() -> None:
+    (pod,) = parse_manifest(pod_yaml(container("imagePullPolicy: Never\n")), "m.yaml")
+    assert pod.spec.containers[0].image_pull_policy == "Never"
+
+
+def test_defaults() -> None:
+    data = pod_yaml(
+        container(
+            "ports: [{containerPort: 80, protocol: ''}]\n"
+            "livenessProbe: {httpGet: {port: 80}, periodSeconds: 0, failureThreshold: 0}\n"
+        ),
+        spec="volumes:\n- name: scratch",
+    )
+    (pod,) = parse_manifest(data, "m.yaml")
+    c = pod.spec.containers[0]
+    assert pod.metadata.namespace == "default"
+    assert pod.spec.restart_policy == "Always"
+    assert c.ports[0].protocol == "TCP"
+    assert c.liveness_probe is not None
+    assert (c.liveness_probe.period_seconds, c.liveness_probe.failure_threshold) == (10, 3)
+    assert c.liveness_probe.timeout_seconds == 1
+    # Upstream defaults a volume that names no source to an emptyDir.
+    assert pod.spec.volumes[0].empty_dir is not None
+
+
+def test_explicit_namespace_is_kept() -> None:
+    (pod,) = parse_manifest(pod_yaml(metadata="name: p\nnamespace: kube-system"), "m.yaml")
+    assert pod.metadata.namespace == "kube-system"
+
+
+# --- formats and document structure ----------------------------------------------------
+
+
+def test_json_manifest() -> None:
+    data = (
+        b'{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "j"},\n'
+        b'\t"spec": {"containers": [{"name": "c", "image": "' + IMAGE.encode() + b'"}]}}'
+    )
+    (pod,) = parse_manifest(data, "m.json")
+    assert pod.metadata.name == "j"
+
+
+def test_utf8_bom_is_accepted() -> None:
+    (pod,) = parse_manifest(b"\xef\xbb\xbf" + pod_yaml(), "m.yaml")
+    assert pod.metadata.name == "p"
+
+
+def test_multi_document() -> None:
+    data = pod_yaml(metadata="name: a") + b"---\n---\n" + pod_yaml(metadata="name: b")
+    pods = parse_manifest(data, "m.yaml")
+    assert [p.metadata.name for p in pods] == ["a", "b"]
+
+
+def test_multi_document_error_names_the_document() -> None:
+    bad = pod_yaml("- name: c\n")
+    err = errors_of(pod_yaml(metadata="name: a") + b"---\n" + bad)
+    assert err.document == 2
+    assert err.path == "spec.containers[0].image"
+    assert str(err) == "m.yaml: document 2: spec.containers[0].image: required"
+
+
+def test_pod_list() -> None:
+    data = y(
+        f"""
+        apiVersion: v1
+        kind: PodList
+        metadata: {{resourceVersion: "1"}}
+        items:
+        - metadata: {{name: a}}
+          spec: {{containers: [{{name: c, image: "{IMAGE}"}}]}}
+        - apiVersion: v1
+          kind: Pod
+          metadata: {{name: b}}
+          spec: {{containers: [{{name: c, image: "{IMAGE}"}}]}}
+        """
+    )
+    pods = parse_manifest(data, "list.yaml")
+    assert [p.metadata.name for p in pods] == ["a", "b"]
+
+
+def test_empty_pod_list_is_an_empty_set() -> None:
+    assert parse_manifest(b"apiVersion: v1\nkind: PodList\nitems: []\n", "u") == ()
+
+
+def test_timestamps_stay_strings() -> None:
+    data = pod_yaml(metadata="name: p\ncreationTimestamp: 2024-05-01T10:00:00Z")
+    (pod,) = parse_manifest(data, "m.yaml")
+    assert pod.metadata.creation_timestamp == "2024-05-01T10:00:00Z"
+
+
+def test_kubectl_style_output_decodes() -> None:
+    # What `kubectl run --dry-run=client -o yaml` writes: null timestamp, empty status.
+    data = y(
+        f"""
+        apiVersion: v1
+        kind: Pod
+        metadata:
+          creationTimestamp: null
+          labels: {{run: x}}
+          name: x
+        spec:
+          containers:
+          - image: {IMAGE}
+            name: x
+            resources: {{}}
+          dnsPolicy: ClusterFirst
+          restartPolicy: Always
+        status: {{}}
+        """
+    )
+    pods, warnings = parse_manifest_with_warnings(data, "m.yaml")
+    assert pods[0].metadata.name == "x"
+    assert warnings == ()
+
+
+def test_ignored_fields_warn() -> None:
+    data = pod_yaml(
+        spec="nodeSelector: {disk: ssd}\nserviceAccountName: robot\npriorityClassName: hi"
+    )
+    pods, warnings = parse_manifest_with_warnings(data, "m.yaml")
+    assert len(pods) == 1
+    assert [w.split(": ")[1] for w in warnings] == [
+        "spec.nodeSelector",
+        "spec.priorityClassName",
+        "spec.serviceAccountName",
+    ]
+    assert all(w.startswith("m.yaml: ") and "no effect" in w for w in warnings)
+
+
+def test_pods_are_frozen() -> None:
+    (pod,) = parse_manifest(pod_yaml(), "m.yaml")
+    with pytest.raises(AttributeError):
+        pod.metadata.name = "x"  # type: ignore[misc]
