@@ -1,0 +1,114 @@
+"""The kubelet-actors program: flags in, a runtime chosen, the requested mode run."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import sys
+from collections.abc import Iterator
+
+from loguru import logger
+
+from actors.flags import FlagError, KubeletFlags, parse_flags
+from actors.logs import configure_logging
+from actors.report import print_json, print_table
+from actors.runonce import RunOnce
+from runtime.clock import RealClock
+from runtime.containerd.embedded import EmbeddedContainerd
+from runtime.cri.client import CRIClient
+from runtime.errors import CRIError, KubeletError
+from runtime.kuberuntime.manager import KubeRuntimeManager
+from runtime.kuberuntime.settings import NodeSettings
+from runtime.pod.static import read_manifest_dir
+
+EXIT_OK = 0
+EXIT_PODS_FAILED = 1
+EXIT_USAGE = 2
+EXIT_RUNTIME = 3
+
+
+def node_ip() -> str:
+    """The node's primary address: the one its host name resolves to, if not loopback."""
+    try:
+        address = socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return ""
+    return "" if address.startswith("127.") else address
+
+
+@contextlib.contextmanager
+def open_runtime(flags: KubeletFlags) -> Iterator[CRIClient]:
+    """The CRI runtime to use: the given endpoint, or an embedded containerd we start.
+
+    The embedded containerd is stopped on the way out; its containers keep running.
+    """
+    embedded: EmbeddedContainerd | None = None
+    endpoint = flags.container_runtime_endpoint
+    if not endpoint:
+        embedded = EmbeddedContainerd(
+            flags.root_dir, sandbox_image=flags.pod_infra_container_image
+        )
+        logger.info("starting the embedded containerd under {}", flags.root_dir)
+        embedded.start()
+        endpoint = embedded.endpoint
+    client = CRIClient(endpoint, timeout=flags.runtime_request_timeout)
+    try:
+        try:
+            version = client.version()
+        except CRIError as err:
+            raise CRIError(
+                "Version",
+                f"the container runtime at {endpoint} does not answer: {err.detail}",
+                err.code,
+            ) from err
+        logger.info("runtime {} {} (CRI {}) at {}", version.runtime_name,
+                    version.runtime_version, version.runtime_api_version, endpoint)
+        yield client
+    finally:
+        client.close()
+        if embedded is not None:
+            embedded.stop()
+
+
+def run_once(flags: KubeletFlags) -> int:
+    clock = RealClock()
+    listing = read_manifest_dir(flags.pod_manifest_path, flags.node_name)
+    for error in listing.errors:
+        logger.error("{}", error)
+    for warning in listing.warnings:
+        logger.warning("{}", warning)
+    settings = NodeSettings(
+        node_name=flags.node_name, root_dir=flags.root_dir, pod_logs_dir=flags.pod_logs_dir
+    )
+    host_ip = node_ip()
+    with open_runtime(flags) as client:
+        manager = KubeRuntimeManager(client, settings, clock, node_ip=host_ip)
+        pods = tuple(p.pod for p in listing.pods)
+        logger.info("run-once: {} pod(s) from {}", len(pods), flags.pod_manifest_path)
+        outcomes = RunOnce(manager, clock, flags.runonce_timeout, host_ip=host_ip).run(pods)
+    if flags.output == "json":
+        print_json(outcomes, listing.errors)
+    else:
+        print_table(outcomes, listing.errors)
+    ok = all(o.ok for o in outcomes) and not listing.errors
+    return EXIT_OK if ok else EXIT_PODS_FAILED
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        flags = parse_flags(args)
+    except FlagError as err:
+        print(f"kubelet-actors: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    configure_logging(flags.log_level, flags.log_format == "json")
+    if not flags.runonce:
+        print("kubelet-actors: only --runonce is available in this version "
+              "(the long-running daemon comes with the actor core)", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        return run_once(flags)
+    except KubeletError as err:
+        logger.error("{}", err)
+        print(f"kubelet-actors: {err}", file=sys.stderr)
+        return EXIT_RUNTIME

@@ -1,0 +1,118 @@
+"""Command-line flags, named as upstream's kubelet names them."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+from dataclasses import dataclass
+
+DEFAULT_ROOT_DIR = "/var/lib/kubelet-actors"
+DEFAULT_POD_LOGS_DIR = "/var/log/pods"
+DEFAULT_PAUSE_IMAGE = "localhost:5000/kubelet-actors/pause:3.9"
+
+
+class FlagError(Exception):
+    """A flag value that cannot work; the message names the flag and the cause."""
+
+
+@dataclass(frozen=True, slots=True)
+class KubeletFlags:
+    pod_manifest_path: str
+    container_runtime_endpoint: str
+    root_dir: str
+    pod_logs_dir: str
+    node_name: str
+    pod_infra_container_image: str
+    runonce: bool
+    runonce_timeout: float
+    output: str
+    log_level: str
+    log_format: str
+    runtime_request_timeout: float
+
+
+def _duration(text: str) -> float:
+    """Go-style durations as upstream's flags take them: 90s, 2m, 1m30s, 500ms, or seconds."""
+    units = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    total, number = 0.0, ""
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch.isdigit() or ch == ".":
+            number += ch
+            i += 1
+            continue
+        unit = "ms" if text.startswith("ms", i) else ch
+        if unit not in units or not number:
+            raise argparse.ArgumentTypeError(f'"{text}" is not a duration (examples: 90s, 2m)')
+        total += float(number) * units[unit]
+        number = ""
+        i += len(unit)
+    if number:
+        raise argparse.ArgumentTypeError(f'"{text}" is not a duration (examples: 90s, 2m)')
+    return total
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kubelet-actors",
+        description="A Kubernetes node agent that runs pods on a CRI v1 runtime (containerd).",
+    )
+    add = parser.add_argument
+    add("--pod-manifest-path", default="", help="directory (or file) of static pod manifests")
+    add("--container-runtime-endpoint", default="",
+        help="CRI endpoint, e.g. unix:///run/containerd/containerd.sock; "
+             "without it the kubelet runs its own containerd under --root-dir")
+    add("--root-dir", default=DEFAULT_ROOT_DIR, help="where the kubelet keeps its state")
+    add("--pod-logs-dir", default=DEFAULT_POD_LOGS_DIR, help="where container logs go")
+    add("--node-name", "--hostname-override", dest="node_name", default="",
+        help="the node's name (default: the host name, lower-cased)")
+    add("--pod-infra-container-image", default=DEFAULT_PAUSE_IMAGE,
+        help="the sandbox (pause) image of the embedded containerd")
+    add("--runonce", action="store_true",
+        help="start the pods of the manifests, wait until they run, print them and exit")
+    add("--runonce-timeout", type=_duration, default=120.0,
+        help="with --runonce: how long to wait for the pods (default 2m)")
+    add("-o", "--output", choices=("table", "json"), default="table",
+        help="with --runonce: how to print the result")
+    add("--runtime-request-timeout", type=_duration, default=120.0,
+        help="timeout of every CRI call but image pulls (default 2m)")
+    add("--v", "--log-level", dest="log_level", default="INFO",
+        choices=("TRACE", "DEBUG", "INFO", "WARNING", "ERROR"), type=str.upper)
+    add("--log-format", choices=("text", "json"), default="text")
+    return parser
+
+
+def parse_flags(argv: list[str]) -> KubeletFlags:
+    """Parse and check flags; argparse exits with usage on syntax, FlagError on meaning."""
+    ns = build_parser().parse_args(argv)
+    endpoint = ns.container_runtime_endpoint
+    if endpoint and not (endpoint.startswith("unix://") or endpoint.startswith("/")):
+        raise FlagError(
+            f'--container-runtime-endpoint "{endpoint}": only unix sockets are supported '
+            "(unix:///path/to.sock)"
+        )
+    if ns.runonce and not ns.pod_manifest_path:
+        raise FlagError("--runonce needs --pod-manifest-path: there is nothing to run")
+    if ns.runonce_timeout <= 0:
+        raise FlagError(f"--runonce-timeout {ns.runonce_timeout}: must be more than 0")
+    node = (ns.node_name or socket.gethostname()).lower()
+    return KubeletFlags(
+        pod_manifest_path=ns.pod_manifest_path,
+        container_runtime_endpoint=endpoint,
+        root_dir=os.path.abspath(ns.root_dir),
+        pod_logs_dir=os.path.abspath(ns.pod_logs_dir),
+        node_name=node,
+        pod_infra_container_image=ns.pod_infra_container_image,
+        runonce=ns.runonce,
+        runonce_timeout=ns.runonce_timeout,
+        output=ns.output,
+        log_level=ns.log_level,
+        log_format=ns.log_format,
+        runtime_request_timeout=ns.runtime_request_timeout,
+    )

@@ -1,0 +1,122 @@
+"""Run-once mode (upstream's --runonce): start the manifests' pods, wait, report.
+
+Each pod is brought up by its own loop (sync, look, sync again) until it runs, fails, or the
+deadline passes. Reasons that no retry can fix soon (a missing image, a bad config) end
+that pod's wait at once, so one bad pod never holds up the report on the others.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from loguru import logger
+
+from runtime.clock import Clock
+from runtime.errors import CRIError
+from runtime.ids import PodUID
+from runtime.kuberuntime.manager import KubeRuntimeManager
+from runtime.kuberuntime.result import PodSyncResult
+from runtime.pod.model import Pod
+from runtime.status.generate import generate_pod_status
+from runtime.status.types import PodStatus
+
+# Waiting reasons that a retry within run-once's deadline will not fix.
+HOPELESS = frozenset(
+    {
+        "ErrImagePull",
+        "ImagePullBackOff",
+        "ErrImageNeverPull",
+        "InvalidImageName",
+        "CreateContainerConfigError",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PodOutcome:
+    """How one pod ended up: ``ok`` when every container runs (or the pod succeeded)."""
+
+    pod: Pod
+    status: PodStatus
+    ok: bool
+    error: str = ""
+
+
+def pod_is_up(status: PodStatus) -> bool:
+    if status.phase == "Succeeded":
+        return True
+    return status.phase == "Running" and all(
+        c.state.running is not None for c in status.container_statuses
+    )
+
+
+class RunOnce:
+    """Brings a set of pods up on a runtime manager, each pod in its own thread."""
+
+    def __init__(
+        self,
+        manager: KubeRuntimeManager,
+        clock: Clock,
+        timeout: float,
+        parallelism: int = 8,
+        host_ip: str = "",
+    ) -> None:
+        self._manager = manager
+        self._clock = clock
+        self._timeout = timeout
+        self._parallelism = parallelism
+        self._host_ip = host_ip
+
+    def run(self, pods: tuple[Pod, ...]) -> tuple[PodOutcome, ...]:
+        if not pods:
+            return ()
+        deadline = self._clock.monotonic() + self._timeout
+        workers = min(self._parallelism, len(pods))
+        with ThreadPoolExecutor(workers, thread_name_prefix="runonce") as pool:
+            return tuple(pool.map(lambda p: self._run_pod(p, deadline), pods))
+
+    def _status(self, pod: Pod, sync: PodSyncResult | None) -> PodStatus:
+        runtime_status = self._manager.get_pod_status(
+            PodUID(pod.uid), pod.metadata.name, pod.metadata.namespace
+        )
+        return generate_pod_status(
+            pod, runtime_status, sync, now=self._clock.now(), host_ip=self._host_ip
+        )
+
+    def _run_pod(self, pod: Pod, deadline: float) -> PodOutcome:
+        log = logger.bind(pod=pod.metadata.name, uid=pod.uid, container="")
+        sync: PodSyncResult | None = None
+        delay = 0.05
+        status = PodStatus()
+        try:
+            while True:
+                runtime_status = self._manager.get_pod_status(
+                    PodUID(pod.uid), pod.metadata.name, pod.metadata.namespace
+                )
+                status = generate_pod_status(
+                    pod, runtime_status, sync, now=self._clock.now(), host_ip=self._host_ip
+                )
+                if pod_is_up(status):
+                    log.info("pod is {}", status.phase)
+                    return PodOutcome(pod, status, ok=True)
+                if status.phase == "Failed":
+                    return PodOutcome(pod, status, ok=False, error="the pod failed")
+                hopeless = [f for f in (sync.failures if sync else ()) if f.error in HOPELESS]
+                if hopeless:
+                    first = hopeless[0]
+                    return PodOutcome(pod, status, ok=False,
+                                      error=f"{first.target}: {first.error}: {first.message}")
+                if self._clock.monotonic() >= deadline:
+                    error = str(sync) if sync and not sync.ok else "not running by the deadline"
+                    return PodOutcome(pod, status, ok=False, error=f"timed out: {error}")
+                sync = self._manager.sync_pod(pod, runtime_status)
+                if sync.ok and not sync.steps:
+                    # Nothing to do right now (an init container or a start in flight).
+                    self._clock.sleep(delay)
+                    delay = min(delay * 2, 1.0)
+                else:
+                    delay = 0.05
+        except CRIError as err:
+            log.error("the runtime failed: {}", err)
+            return PodOutcome(pod, status, ok=False, error=str(err))
