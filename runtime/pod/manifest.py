@@ -198,7 +198,9 @@ def _pod_objects(document: object, where: _Where) -> list[tuple[str, dict[Any, A
     unknown = [k for k in document if k not in ("apiVersion", "kind", "metadata", "items")]
     if unknown:
         raise where.error([(str(k), "unknown field") for k in unknown])
-    items = document.get("items") or []
+    items = document.get("items")
+    if items is None:  # `items:` with nothing after it, as an empty list serialises
+        items = []
     if not isinstance(items, list):
         raise where.error([("items", f"expected array, got {_type_name(items)}")])
     result: list[tuple[str, dict[Any, Any]]] = []
