@@ -321,8 +321,9 @@ def write_config_files(config: ContainerdConfig) -> None:
             config.cni_ipam_dir,
         ):
             d.mkdir(parents=True, exist_ok=True)
-        os.chmod(config.root_dir, 0o711)
-        os.chmod(config.state_dir, 0o711)
+        for d in (config.root_dir, config.state_dir):
+            if d.stat().st_mode & 0o7777 != 0o711:
+                os.chmod(d, 0o711)
         # Only our network in our conf dir: containerd loads the first conflist it finds.
         for stale in config.cni_conf_dir.iterdir():
             if stale != config.cni_conflist_path and stale.suffix in {".conf", ".conflist"}:

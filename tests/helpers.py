@@ -1,0 +1,43 @@
+"""Small helpers shared by the tests."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def wait_for(
+    predicate: Callable[[], T],
+    timeout: float,
+    what: str,
+    *,
+    interval: float = 0.05,
+    ignore: tuple[type[BaseException], ...] = (),
+) -> T:
+    """Call ``predicate`` until it returns something truthy, and return that.
+
+    Fails the test (AssertionError) after ``timeout`` seconds, naming ``what`` was awaited
+    and the last value or error seen. Exceptions of the ``ignore`` types count as "not yet";
+    any other exception propagates at once.
+    """
+    deadline = time.monotonic() + timeout
+    last: object = None
+    last_error: BaseException | None = None
+    while True:
+        try:
+            value = predicate()
+        except ignore as err:
+            last_error = err
+        else:
+            if value:
+                return value
+            last = value
+        if time.monotonic() >= deadline:
+            detail = f"last value {last!r}"
+            if last_error is not None:
+                detail += f", last error {type(last_error).__name__}: {last_error}"
+            raise AssertionError(f"timed out after {timeout:g}s waiting for {what} ({detail})")
+        time.sleep(interval)
