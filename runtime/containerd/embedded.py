@@ -14,7 +14,6 @@ Restarting containerd with backoff when it dies is the actor layer's job; this c
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 import re
 import shutil
@@ -25,7 +24,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from loguru import logger
 
@@ -38,6 +37,7 @@ from runtime.containerd.config import (
     ContainerdConfig,
     write_config_files,
 )
+from runtime.cri.client import CRIClient
 from runtime.errors import ContainerdError
 
 ReadinessCheck = Callable[[str], object]
@@ -55,34 +55,13 @@ _ERROR_LINE = re.compile(r"level=(fatal|error|panic)|^containerd: ")
 def cri_version_ready(endpoint: str, timeout: float = 2.0) -> None:
     """The default readiness check: CRI ``Version`` answers with runtime API ``v1``.
 
-    Uses runtime.cri.client.CRIClient; raises whatever the client raises (a CRIError) while
-    containerd is not serving yet, and ContainerdError when it serves another API version.
+    Raises what CRIClient raises (a CRIError) while containerd is not serving yet, and
+    ContainerdError when it serves another API version.
     """
-    try:
-        client_module: Any = importlib.import_module("runtime.cri.client")
-    except ImportError:
-        api_version = _raw_version(endpoint, timeout)
-    else:
-        client = client_module.CRIClient(endpoint, timeout=timeout)
-        try:
-            api_version = str(client.version().runtime_api_version)
-        finally:
-            close = getattr(client, "close", None)
-            if callable(close):
-                close()
+    with CRIClient(endpoint, timeout=timeout) as client:
+        api_version = client.version().runtime_api_version
     if api_version != "v1":
         raise ContainerdError(f"{endpoint} serves CRI {api_version!r}, not v1")
-
-
-def _raw_version(endpoint: str, timeout: float) -> str:
-    """CRI Version over plain gRPC, for when runtime.cri.client is not there."""
-    grpc: Any = importlib.import_module("grpc")
-    api_pb2: Any = importlib.import_module("proto.api_pb2")
-    api_pb2_grpc: Any = importlib.import_module("proto.api_pb2_grpc")
-    with grpc.insecure_channel(endpoint) as channel:
-        stub = api_pb2_grpc.RuntimeServiceStub(channel)
-        response = stub.Version(api_pb2.VersionRequest(version="v1"), timeout=timeout)
-    return str(response.runtime_api_version)
 
 
 class _LogWatcher:
