@@ -5,7 +5,7 @@
 # Usage: scripts/images.sh [build] [serve] [push] [stop] [status] ...
 #   build   build OCI layouts under $KA_IMAGES_DIR (default /var/lib/kubelet-actors/images):
 #             pause:3.9     static C pause (images/pause/pause.c), entrypoint /pause
-#             busybox:1.36  Debian's busybox-static with applet symlinks, cmd ["sh"]
+#             busybox:1.35  Debian's busybox-static with applet symlinks, cmd ["sh"]
 #   serve   start docker-registry on $KA_REGISTRY_ADDR (default 127.0.0.1:5000), detached,
 #           storage, config, pid and log under $KA_REGISTRY_DIR (default
 #           /var/lib/kubelet-actors/registry); no-op when the registry already answers
@@ -32,7 +32,7 @@ REGISTRY_LOG="$REGISTRY_DIR/registry.log"
 REGISTRY_DATA="$REGISTRY_DIR/data"
 
 # name:tag pairs this script builds and pushes.
-IMAGES=("pause:3.9" "busybox:1.36")
+IMAGES=("pause:3.9" "busybox:1.35")
 
 # Bump when the way images are built changes, so `build` redoes them.
 BUILD_RECIPE_VERSION=1
@@ -101,7 +101,7 @@ build_pause() {
 }
 
 build_busybox() {
-    local name="busybox:1.36" layout tag stage root applet
+    local name="busybox:1.35" layout tag stage root applet
     layout="$(layout_of "$name")"; tag="$(tag_of "$name")"
     [[ -x /bin/busybox ]] || die "/bin/busybox is missing: apt-get install busybox-static"
     /bin/busybox --list >/dev/null 2>&1 || die "/bin/busybox is not a multi-call busybox"

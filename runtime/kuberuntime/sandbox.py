@@ -113,4 +113,9 @@ def generate_sandbox_config(pod: Pod, attempt: int, settings: NodeSettings) -> P
         pid_mode=NamespaceMode.NODE if pod.spec.host_pid else NamespaceMode.CONTAINER,
         ipc_mode=NamespaceMode.NODE if pod.spec.host_ipc else NamespaceMode.POD,
         sysctls=sysctls,
+        # containerd refuses a privileged container in a sandbox not created privileged.
+        privileged=any(
+            c.security_context is not None and bool(c.security_context.privileged)
+            for c in pod.all_containers()
+        ),
     )

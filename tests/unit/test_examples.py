@@ -24,7 +24,7 @@ def test_example_parses_without_errors_or_warnings(path: Path) -> None:
     assert warnings == ()
     for pod in pods:
         for c in pod.all_containers():
-            assert c.image == "localhost:5000/kubelet-actors/busybox:1.36"
+            assert c.image == "localhost:5000/kubelet-actors/busybox:1.35"
             assert c.image_pull_policy == "IfNotPresent"
 
 

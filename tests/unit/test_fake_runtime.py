@@ -31,7 +31,7 @@ from runtime.testing.fake_runtime import (
     normalize_image_ref,
 )
 
-BUSYBOX = "localhost:5000/busybox:1.36"
+BUSYBOX = "localhost:5000/busybox:1.35"
 
 
 def sandbox_config(

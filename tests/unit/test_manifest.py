@@ -10,7 +10,7 @@ from runtime.errors import ManifestError
 from runtime.pod.manifest import parse_manifest, parse_manifest_with_warnings
 from runtime.pod.validation import default_pull_policy
 
-IMAGE = "localhost:5000/kubelet-actors/busybox:1.36"
+IMAGE = "localhost:5000/kubelet-actors/busybox:1.35"
 
 
 def y(text: str) -> bytes:
@@ -359,8 +359,8 @@ def test_sidecar_init_container_may_have_probes_and_hooks() -> None:
         ("busybox:latest", "Always"),
         ("localhost:5000/busybox", "Always"),
         ("localhost:5000/kubelet-actors/busybox:latest", "Always"),
-        ("busybox:1.36", "IfNotPresent"),
-        ("localhost:5000/kubelet-actors/busybox:1.36", "IfNotPresent"),
+        ("busybox:1.35", "IfNotPresent"),
+        ("localhost:5000/kubelet-actors/busybox:1.35", "IfNotPresent"),
         ("busybox@sha256:" + "a" * 64, "IfNotPresent"),
         ("localhost:5000/busybox:latest@sha256:" + "a" * 64, "IfNotPresent"),
     ],

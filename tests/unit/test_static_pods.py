@@ -19,7 +19,7 @@ from runtime.pod.static import (
     read_manifest_file,
 )
 
-IMAGE = "localhost:5000/kubelet-actors/busybox:1.36"
+IMAGE = "localhost:5000/kubelet-actors/busybox:1.35"
 
 
 def manifest(name: str = "web", namespace: str = "", extra_meta: str = "") -> bytes:

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Run every check kubelet-actors has, as root on Debian bookworm, installing what it needs:
+# scripts/setup.sh (apt packages, .venv, images on a loopback registry), then ruff, mypy
+# (strict on actors/ and runtime/), the import-linter layer contracts, the stale-stub check
+# and pytest (unit tests, then end-to-end tests on a real containerd the fixtures start).
+#
+# Extra arguments go to pytest, e.g. scripts/test.sh -k runonce -x
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$REPO"
+
+# Leave the machine as we found it: the registry setup.sh starts is stopped at the end
+# unless it was already serving before.
+registry_was_up=0
+if command -v curl >/dev/null && curl -sf -o /dev/null --max-time 2 http://127.0.0.1:5000/v2/; then
+    registry_was_up=1
+fi
+stop_registry() { if ((registry_was_up == 0)); then "$REPO/scripts/images.sh" stop || true; fi; }
+trap stop_registry EXIT
+
+"$REPO/scripts/setup.sh"
+
+VENV="$REPO/.venv/bin"
+step() { printf '\n== %s\n' "$*"; }
+
+step "ruff"
+"$VENV/ruff" check actors runtime proto bin tests bench
+step "mypy"
+"$VENV/mypy" actors runtime bin tests bench
+step "import-linter"
+"$VENV/lint-imports"
+step "generated CRI stubs are current"
+"$VENV/python" -m proto.generate --check
+step "pytest"
+"$VENV/python" -m pytest -p no:cacheprovider -ra "$@"
