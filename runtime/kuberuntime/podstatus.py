@@ -99,7 +99,8 @@ def get_pod_status(
     selector = {L.POD_UID: str(uid)}
     sandboxes = sorted(
         runtime.list_pod_sandbox(SandboxFilter(label_selector=selector)),
-        key=lambda s: s.created_at,
+        # Equal timestamps (a coarse clock) fall back to the attempt number.
+        key=lambda s: (s.created_at, s.metadata.attempt),
         reverse=True,
     )
     sandbox_statuses: list[PodSandboxStatus] = []
@@ -119,7 +120,7 @@ def get_pod_status(
             statuses.append(container_runtime_status(runtime.container_status(container.id)))
         except CRINotFound:
             continue
-    statuses.sort(key=lambda c: c.created_at, reverse=True)
+    statuses.sort(key=lambda c: (c.created_at, c.restart_count), reverse=True)
     return RuntimePodStatus(
         uid=uid,
         name=name,

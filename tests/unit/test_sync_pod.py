@@ -1,0 +1,349 @@
+"""sync_pod and kill_pod on the fake runtime: upstream's order, back-offs, hooks, grace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runtime.clock import FakeClock
+from runtime.cri.types import ContainerState, ExecResult, SandboxState
+from runtime.errors import CRIError
+from runtime.ids import ContainerID, PodUID
+from runtime.kuberuntime import labels as L
+from runtime.kuberuntime.manager import KubeRuntimeManager
+from runtime.kuberuntime.podstatus import RuntimePodStatus
+from runtime.kuberuntime.result import PodSyncResult
+from runtime.kuberuntime.settings import NodeSettings
+from runtime.pod.model import (
+    Container,
+    ExecAction,
+    Lifecycle,
+    LifecycleHandler,
+    ObjectMeta,
+    Pod,
+    PodSpec,
+)
+from runtime.prober.results import ProbeResult
+from runtime.status.generate import generate_pod_status
+from runtime.testing.fake_runtime import FakeRuntime
+
+IMAGE = "localhost:5000/kubelet-actors/busybox:1.35"
+
+
+def make_pod(
+    *containers: Container,
+    init: tuple[Container, ...] = (),
+    policy: str = "Always",
+    grace: int | None = 30,
+    uid: str = "uid-1",
+) -> Pod:
+    return Pod(
+        metadata=ObjectMeta(name="web", namespace="default", uid=uid, labels={"app": "web"}),
+        spec=PodSpec(
+            containers=containers,
+            init_containers=init,
+            restart_policy=policy,
+            termination_grace_period_seconds=grace,
+        ),
+    )
+
+
+def ctr(name: str, **kw: object) -> Container:
+    return Container(name=name, image=IMAGE, image_pull_policy="IfNotPresent", **kw)  # type: ignore[arg-type]
+
+
+class Node:
+    """A manager on a fake runtime with a fake clock, and shorthands for the tests."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.clock = FakeClock()
+        self.fake = FakeRuntime(self.clock, images=[IMAGE])
+        self.settings = NodeSettings(
+            node_name="node", root_dir=str(tmp_path / "root"), pod_logs_dir=str(tmp_path / "logs")
+        )
+        self.manager = KubeRuntimeManager(self.fake, self.settings, self.clock)
+
+    def status(self, pod: Pod) -> RuntimePodStatus:
+        return self.manager.get_pod_status(PodUID(pod.uid), pod.metadata.name, "default")
+
+    def sync(self, pod: Pod, **verdicts: dict[ContainerID, ProbeResult]) -> PodSyncResult:
+        return self.manager.sync_pod(pod, self.status(pod), **verdicts)
+
+    def container(self, pod: Pod, name: str) -> ContainerID:
+        found = self.status(pod).find_container(name)
+        assert found is not None, f"no container {name}"
+        return found.id
+
+    def states(self, pod: Pod) -> list[tuple[str, ContainerState]]:
+        return sorted((c.name, c.state) for c in self.status(pod).container_statuses)
+
+
+@pytest.fixture
+def node(tmp_path: Path) -> Node:
+    return Node(tmp_path)
+
+
+def test_new_pod_runs_sandbox_then_containers_in_order(node: Node) -> None:
+    pod = make_pod(ctr("a"), ctr("b"))
+    result = node.sync(pod)
+    assert result.ok, str(result)
+    methods = [c.method for c in node.fake.calls if c.method in (
+        "run_pod_sandbox", "create_container", "start_container", "pull_image")]
+    assert methods == ["run_pod_sandbox", "create_container", "start_container",
+                       "create_container", "start_container"]
+    assert node.states(pod) == [("a", ContainerState.RUNNING), ("b", ContainerState.RUNNING)]
+    sandbox_id = node.status(pod).sandbox_statuses[0].id
+    config = node.fake.sandbox_config(sandbox_id)
+    assert config.labels[L.POD_UID] == "uid-1"
+    assert config.labels["app"] == "web"
+    assert config.log_directory.endswith("logs/default_web_uid-1")
+    cc = node.fake.container_config(node.container(pod, "a"))
+    assert cc.labels[L.CONTAINER_NAME] == "a"
+    assert cc.annotations[L.CONTAINER_HASH] == L.hash_container(pod.spec.containers[0])
+    assert cc.annotations[L.RESTART_COUNT] == "0"
+    assert cc.log_path == "a/0.log"
+
+
+def test_second_sync_changes_nothing(node: Node) -> None:
+    pod = make_pod(ctr("a"))
+    node.sync(pod)
+    node.fake.clear_calls()
+    result = node.sync(pod)
+    assert result.ok and result.steps == ()
+    mutating = {"run_pod_sandbox", "create_container", "start_container", "stop_container",
+                "stop_pod_sandbox", "remove_container"}
+    assert not [c for c in node.fake.calls if c.method in mutating]
+
+
+def test_init_containers_run_one_at_a_time_to_completion(node: Node) -> None:
+    pod = make_pod(ctr("app"), init=(ctr("i1"), ctr("i2")))
+    node.sync(pod)
+    assert node.states(pod) == [("i1", ContainerState.RUNNING)]
+    assert node.sync(pod).steps == ()  # i1 still running: wait
+    node.fake.exit_container(node.container(pod, "i1"), 0)
+    node.sync(pod)
+    assert ("i2", ContainerState.RUNNING) in node.states(pod)
+    assert not any(name == "app" for name, _ in node.states(pod))
+    node.fake.exit_container(node.container(pod, "i2"), 0)
+    node.sync(pod)
+    assert ("app", ContainerState.RUNNING) in node.states(pod)
+    status = generate_pod_status(pod, node.status(pod))
+    assert status.phase == "Running"
+    assert status.condition("Initialized").status == "True"  # type: ignore[union-attr]
+
+
+def test_failed_init_container_under_never_kills_the_pod(node: Node) -> None:
+    pod = make_pod(ctr("app"), init=(ctr("i1"),), policy="Never")
+    node.sync(pod)
+    node.fake.exit_container(node.container(pod, "i1"), 3)
+    result = node.sync(pod)
+    assert result.ok
+    assert node.fake.called("stop_pod_sandbox") == 1
+    assert node.status(pod).sandbox_statuses[0].state == SandboxState.NOTREADY
+    node.fake.clear_calls()
+    node.sync(pod)  # upstream repeats the kill until the pod worker sees the terminal phase
+    assert node.fake.called("run_pod_sandbox") == 0
+    assert node.fake.called("create_container") == 0
+    assert generate_pod_status(pod, node.status(pod)).phase == "Failed"
+
+
+def test_failed_init_container_is_retried_under_always(node: Node) -> None:
+    pod = make_pod(ctr("app"), init=(ctr("i1"),))
+    node.sync(pod)
+    node.fake.exit_container(node.container(pod, "i1"), 1)
+    result = node.sync(pod)
+    assert [s.action for s in result.steps] == ["StartContainer"]
+    assert node.status(pod).find_container("i1").restart_count == 1  # type: ignore[union-attr]
+
+
+def test_crash_loop_back_off_doubles_from_10s(node: Node) -> None:
+    pod = make_pod(ctr("a"))
+    node.sync(pod)
+    node.fake.exit_container(node.container(pod, "a"), 1)
+    assert node.sync(pod).ok  # first restart is immediate
+    assert node.status(pod).find_container("a").restart_count == 1  # type: ignore[union-attr]
+    node.fake.exit_container(node.container(pod, "a"), 1)
+    result = node.sync(pod)
+    (failure,) = result.failures
+    assert failure.error == "CrashLoopBackOff"
+    assert "back-off 10s" in failure.message
+    status = generate_pod_status(pod, node.status(pod), result)
+    (cs,) = status.container_statuses
+    assert cs.state.waiting is not None and cs.state.waiting.reason == "CrashLoopBackOff"
+    assert cs.last_state.terminated is not None and cs.last_state.terminated.exit_code == 1
+    node.clock.step(9)
+    assert node.sync(pod).failures[0].error == "CrashLoopBackOff"
+    node.clock.step(1.5)
+    assert node.sync(pod).ok
+    node.fake.exit_container(node.container(pod, "a"), 1)
+    node.clock.step(15)
+    assert "back-off 20s" in node.sync(pod).failures[0].message
+    node.clock.step(6)
+    assert node.sync(pod).ok
+    assert node.status(pod).find_container("a").restart_count == 3  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("policy", "exit_code", "restarted"),
+    [
+        ("Always", 0, True),
+        ("Always", 1, True),
+        ("OnFailure", 0, False),
+        ("OnFailure", 2, True),
+        ("Never", 0, False),
+        ("Never", 2, False),
+    ],
+)
+def test_restart_policy(node: Node, policy: str, exit_code: int, restarted: bool) -> None:
+    pod = make_pod(ctr("a"), policy=policy)
+    node.sync(pod)
+    node.fake.exit_container(node.container(pod, "a"), exit_code)
+    node.fake.clear_calls()
+    node.sync(pod)
+    assert (node.fake.called("create_container") == 1) is restarted
+    if not restarted:
+        # Nothing left to run: the sandbox is stopped, as upstream's KillPod does.
+        assert node.fake.called("stop_pod_sandbox") == 1
+        expected = "Succeeded" if exit_code == 0 else "Failed"
+        if policy == "OnFailure" and exit_code == 0:
+            expected = "Succeeded"
+        assert generate_pod_status(pod, node.status(pod)).phase == expected
+
+
+def test_changed_spec_restarts_the_container(node: Node) -> None:
+    pod = make_pod(ctr("a"))
+    node.sync(pod)
+    old = node.container(pod, "a")
+    changed = make_pod(ctr("a", args=("sleep", "1")))
+    result = node.sync(changed)
+    assert [s.action for s in result.steps] == ["KillContainer", "StartContainer"]
+    assert node.fake.calls_to("stop_container")[0].args[0] == old
+    assert node.container(changed, "a") != old
+
+
+def test_liveness_failure_restarts_the_container(node: Node) -> None:
+    pod = make_pod(ctr("a"))
+    node.sync(pod)
+    cid = node.container(pod, "a")
+    result = node.sync(pod, liveness={cid: ProbeResult.FAILURE})
+    assert [s.action for s in result.steps] == ["KillContainer", "StartContainer"]
+    assert node.status(pod).find_container("a").restart_count == 1  # type: ignore[union-attr]
+
+
+def test_kill_pod_runs_pre_stop_then_stops_with_grace_then_the_sandbox(node: Node) -> None:
+    hook = Lifecycle(pre_stop=LifecycleHandler(exec=ExecAction(command=("sh", "-c", "bye"))))
+    pod = make_pod(ctr("a", lifecycle=hook), grace=20)
+    node.sync(pod)
+    result = node.manager.kill_pod(pod, node.status(pod), None)
+    assert result.ok
+    order = [c.method for c in node.fake.calls if c.method in
+             ("exec_sync", "stop_container", "stop_pod_sandbox")]
+    assert order == ["exec_sync", "stop_container", "stop_pod_sandbox"]
+    assert node.fake.calls_to("exec_sync")[0].args[1] == ("sh", "-c", "bye")
+    assert node.fake.calls_to("stop_container")[0].args[1] == 20
+
+
+@pytest.mark.parametrize(("grace", "deletion", "override", "expected"), [
+    (30, None, None, 30),
+    (1, None, None, 2),  # at least 2 s
+    (30, 5, None, 5),  # deletion grace wins over the spec's
+    (30, None, 0, 0),  # a kill option overrides everything
+])
+def test_grace_period_resolution(
+    node: Node, grace: int, deletion: int | None, override: int | None, expected: int
+) -> None:
+    pod = make_pod(ctr("a"), grace=grace)
+    node.sync(pod)
+    if deletion is not None:
+        meta = ObjectMeta(name="web", namespace="default", uid="uid-1",
+                          deletion_timestamp="2026-01-01T00:00:00Z",
+                          deletion_grace_period_seconds=deletion)
+        pod = Pod(metadata=meta, spec=pod.spec)
+    node.manager.kill_pod(pod, node.status(pod), override)
+    assert node.fake.calls_to("stop_container")[0].args[1] == expected
+
+
+def test_orphan_is_killed_with_grace_and_pre_stop_from_its_annotations(node: Node) -> None:
+    hook = Lifecycle(pre_stop=LifecycleHandler(exec=ExecAction(command=("echo", "x"))))
+    pod = make_pod(ctr("a", lifecycle=hook), grace=12)
+    node.sync(pod)
+    # A restarted kubelet that no longer has the spec: only the runtime's labels remain.
+    result = node.manager.kill_pod(None, node.status(pod), None)
+    assert result.ok
+    assert node.fake.calls_to("exec_sync")[0].args[1] == ("echo", "x")
+    assert node.fake.calls_to("stop_container")[0].args[1] == 12
+
+
+def test_post_start_failure_kills_the_container(node: Node) -> None:
+    hook = Lifecycle(post_start=LifecycleHandler(exec=ExecAction(command=("false",))))
+    pod = make_pod(ctr("a", lifecycle=hook))
+    node.fake.set_exec_result(None, ("false",), ExecResult(b"", b"nope", 1))
+    result = node.sync(pod)
+    (failure,) = result.failures
+    assert failure.error == "PostStartHookError"
+    assert "exited with 1" in failure.message
+    assert node.fake.called("stop_container") == 1
+
+
+@pytest.mark.parametrize(("method", "reason"), [
+    ("create_container", "CreateContainerError"),
+    ("start_container", "RunContainerError"),
+])
+def test_container_start_errors_carry_upstream_reasons(
+    node: Node, method: str, reason: str
+) -> None:
+    node.fake.fail(method, CRIError(method, "boom"))
+    result = node.sync(make_pod(ctr("a")))
+    assert result.failures[0].error == reason
+    assert "boom" in result.failures[0].message
+
+
+def test_sandbox_failure_starts_no_container(node: Node) -> None:
+    node.fake.fail("run_pod_sandbox", CRIError("RunPodSandbox", "no network"))
+    result = node.sync(make_pod(ctr("a")))
+    assert [(s.action, s.error) for s in result.steps] == [
+        ("CreatePodSandbox", "CreatePodSandboxError")]
+    assert node.fake.called("create_container") == 0
+
+
+def test_missing_image_fails_that_pod_only(node: Node) -> None:
+    missing = Container(name="a", image="localhost:5000/nope:1", image_pull_policy="IfNotPresent")
+    bad = make_pod(missing, uid="uid-bad")
+    good = make_pod(ctr("a"), uid="uid-good")
+    assert node.sync(bad).failures[0].error == "ErrImagePull"
+    assert node.sync(good).ok
+    assert node.sync(bad).failures[0].error == "ImagePullBackOff"
+
+
+def test_restart_count_continues_from_the_log_dir(node: Node) -> None:
+    pod = make_pod(ctr("a"))
+    log_dir = Path(node.settings.pod_log_dir("default", "web", "uid-1")) / "a"
+    log_dir.mkdir(parents=True)
+    (log_dir / "3.log").write_text("old\n")
+    node.sync(pod)
+    assert node.status(pod).find_container("a").restart_count == 4  # type: ignore[union-attr]
+
+
+def test_dead_sandbox_is_recreated_with_the_next_attempt(node: Node) -> None:
+    pod = make_pod(ctr("app"), init=(ctr("i1"),))
+    node.sync(pod)
+    node.fake.exit_container(node.container(pod, "i1"), 0)
+    node.sync(pod)
+    old = node.status(pod).sandbox_statuses[0]
+    node.fake.stop_pod_sandbox(old.id)
+    node.sync(pod)
+    newest = node.status(pod).sandbox_statuses[0]
+    assert newest.id != old.id and newest.metadata.attempt == 1
+    # initialization starts over in the new sandbox: the old init container is purged
+    assert [n for n, _ in node.states(pod)].count("i1") == 1
+    assert ("i1", ContainerState.RUNNING) in node.states(pod)
+
+
+def test_repeated_syncs_never_duplicate_a_container(node: Node) -> None:
+    pod = make_pod(ctr("a"), ctr("b"))
+    for _ in range(5):
+        node.sync(pod)
+    running = [n for n, s in node.states(pod) if s == ContainerState.RUNNING]
+    assert sorted(running) == ["a", "b"]
+    assert node.fake.called("run_pod_sandbox") == 1
