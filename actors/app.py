@@ -46,7 +46,10 @@ def open_runtime(flags: KubeletFlags) -> Iterator[CRIClient]:
     endpoint = flags.container_runtime_endpoint
     if not endpoint:
         embedded = EmbeddedContainerd(
-            flags.root_dir, sandbox_image=flags.pod_infra_container_image
+            flags.root_dir,
+            sandbox_image=flags.pod_infra_container_image,
+            bridge_name=flags.cni_bridge_name,
+            subnet=flags.pod_cidr,
         )
         logger.info("starting the embedded containerd under {}", flags.root_dir)
         embedded.start()
@@ -109,6 +112,5 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return run_once(flags)
     except KubeletError as err:
-        logger.error("{}", err)
         print(f"kubelet-actors: {err}", file=sys.stderr)
         return EXIT_RUNTIME

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import socket
 from dataclasses import dataclass
@@ -30,6 +31,8 @@ class KubeletFlags:
     log_level: str
     log_format: str
     runtime_request_timeout: float
+    pod_cidr: str
+    cni_bridge_name: str
 
 
 def _duration(text: str) -> float:
@@ -74,6 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="the node's name (default: the host name, lower-cased)")
     add("--pod-infra-container-image", default=DEFAULT_PAUSE_IMAGE,
         help="the sandbox (pause) image of the embedded containerd")
+    add("--pod-cidr", default="10.88.0.0/16",
+        help="embedded containerd: the subnet pod IPs come from (default 10.88.0.0/16)")
+    add("--cni-bridge-name", default="kacni0",
+        help="embedded containerd: the Linux bridge its pods attach to (default kacni0)")
     add("--runonce", action="store_true",
         help="start the pods of the manifests, wait until they run, print them and exit")
     add("--runonce-timeout", type=_duration, default=120.0,
@@ -101,6 +108,10 @@ def parse_flags(argv: list[str]) -> KubeletFlags:
         raise FlagError("--runonce needs --pod-manifest-path: there is nothing to run")
     if ns.runonce_timeout <= 0:
         raise FlagError(f"--runonce-timeout {ns.runonce_timeout}: must be more than 0")
+    try:
+        ipaddress.ip_network(ns.pod_cidr)
+    except ValueError as err:
+        raise FlagError(f'--pod-cidr "{ns.pod_cidr}": {err}') from err
     node = (ns.node_name or socket.gethostname()).lower()
     return KubeletFlags(
         pod_manifest_path=ns.pod_manifest_path,
@@ -115,4 +126,6 @@ def parse_flags(argv: list[str]) -> KubeletFlags:
         log_level=ns.log_level,
         log_format=ns.log_format,
         runtime_request_timeout=ns.runtime_request_timeout,
+        pod_cidr=ns.pod_cidr,
+        cni_bridge_name=ns.cni_bridge_name,
     )
