@@ -73,7 +73,8 @@ def resource_value(pod: Pod, container: Container, env: EnvVar) -> str:
         return "0"
     if name == "cpu":
         return str(max(1, -(-milli_cpu(source[name]) // milli_cpu(ref.divisor))))
-    return str(bytes_of(source[name]) // max(1, bytes_of(ref.divisor)))
+    # Upstream convertResourceMemoryToString rounds up, like the cpu case.
+    return str(-(-bytes_of(source[name]) // max(1, bytes_of(ref.divisor))))
 
 
 def make_env(pod: Pod, container: Container, pod_ip: str, node_ip: str) -> dict[str, str]:
@@ -115,7 +116,12 @@ def volume_host_path(pod: Pod, volume: Volume, settings: NodeSettings) -> str:
         if kind == "DirectoryOrCreate":
             os.makedirs(path, mode=0o755, exist_ok=True)
         elif kind == "FileOrCreate" and not os.path.exists(path):
-            os.makedirs(os.path.dirname(path) or "/", exist_ok=True)
+            # Upstream creates the file but not its parent directory.
+            if not os.path.isdir(os.path.dirname(path) or "/"):
+                raise SyncError(
+                    "CreateContainerConfigError",
+                    f"hostPath {path}: parent directory does not exist",
+                )
             Path(path).touch(mode=0o644)
         elif kind == "Directory" and not os.path.isdir(path):
             raise SyncError("CreateContainerConfigError", f"hostPath {path} is not a directory")

@@ -29,10 +29,19 @@ def parse_resolv_conf(text: str) -> DNSConfig:
         if key == "nameserver" and values:
             servers.append(values[0])
         elif key == "search":
-            searches = values  # the last search line wins, as in libc
+            # The last search line wins, as in libc; upstream drops "." and trailing dots.
+            searches = [s.rstrip(".") for s in values if s != "."]
         elif key == "options":
-            options.extend(values)
+            options = _merge_options(options, values)
     return DNSConfig(tuple(servers), tuple(searches), tuple(options))
+
+
+def _merge_options(existing: list[str], extra: list[str]) -> list[str]:
+    """Options by name, a later one replacing an earlier one (upstream appendOptions)."""
+    by_name = {o.split(":", 1)[0]: o for o in existing}
+    for option in extra:
+        by_name[option.split(":", 1)[0]] = option
+    return list(by_name.values())
 
 
 def _read_host_dns(path: str) -> DNSConfig:
@@ -52,7 +61,10 @@ def pod_dns_config(pod: Pod, settings: NodeSettings) -> DNSConfig | None:
     if policy in ("ClusterFirst", "ClusterFirstWithHostNet") and not settings.cluster_dns:
         policy = "Default"
     base = DNSConfig()
-    if policy == "Default":
+    if policy == "Default" and not settings.resolv_conf:
+        # Upstream: with --resolv-conf="" a pod resolves through the node's localhost.
+        base = DNSConfig(("127.0.0.1",), (".",))
+    elif policy == "Default":
         base = _read_host_dns(settings.resolv_conf)
     elif policy in ("ClusterFirst", "ClusterFirstWithHostNet"):
         domain = settings.cluster_domain
@@ -62,12 +74,16 @@ def pod_dns_config(pod: Pod, settings: NodeSettings) -> DNSConfig | None:
         host = _read_host_dns(settings.resolv_conf)
         base = DNSConfig(settings.cluster_dns, cluster + host.searches, ("ndots:5",))
     extra = pod.spec.dns_config
-    if extra is None:
-        return base
-    options = [o for o in base.options if o.split(":")[0] not in {x.name for x in extra.options}]
-    options += [f"{o.name}:{o.value}" if o.value is not None else o.name for o in extra.options]
-    servers = list(dict.fromkeys(base.servers + extra.nameservers))[:MAX_DNS_NAMESERVERS]
-    searches = list(dict.fromkeys(base.searches + extra.searches))[:MAX_DNS_SEARCHES]
+    servers, searches, options = list(base.servers), list(base.searches), list(base.options)
+    if extra is not None:
+        servers += extra.nameservers
+        searches += extra.searches
+        options = _merge_options(
+            options, [f"{o.name}:{o.value}" if o.value else o.name for o in extra.options]
+        )
+    # Upstream omits duplicates and cuts to the limits whatever the policy.
+    servers = list(dict.fromkeys(servers))[:MAX_DNS_NAMESERVERS]
+    searches = list(dict.fromkeys(searches))[:MAX_DNS_SEARCHES]
     return DNSConfig(tuple(servers), tuple(searches), tuple(options))
 
 

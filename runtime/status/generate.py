@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import msgspec
+
 from runtime.cri.types import ContainerState as CRIState
 from runtime.ids import ContainerID
 from runtime.kuberuntime.podstatus import ContainerRuntimeStatus, RuntimePodStatus
@@ -105,26 +107,46 @@ def _init_done(status: ContainerStatus, container: Container) -> bool:
     return t is not None and t.exit_code == 0
 
 
+def _init_readiness(status: ContainerStatus, container: Container) -> ContainerStatus:
+    """Upstream: a regular init container is ready once it exited 0."""
+    if container.is_restartable_init:
+        return status
+    t = status.state.terminated
+    return msgspec.structs.replace(status, ready=t is not None and t.exit_code == 0)
+
+
+def _has_started(status: ContainerStatus) -> bool:
+    """Upstream HasAnyRegularContainerStarted: the container runs or has run."""
+    return status.state.running is not None or status.state.terminated is not None or (
+        status.last_state.terminated is not None
+    )
+
+
 def pod_phase(pod: Pod, inits: tuple[ContainerStatus, ...],
               regular: tuple[ContainerStatus, ...]) -> str:
     """Upstream getPhase."""
-    pending_init = failed_init = 0
+    pending_init = failed_init = pending_sidecars = 0
+    running = waiting = stopped = succeeded = 0
     for spec, st in zip(pod.spec.init_containers, inits, strict=True):
-        if _init_done(st, spec):
-            continue
         t = st.state.terminated
         last = st.last_state.terminated
         if spec.is_restartable_init:
+            # A sidecar counts like a regular container while it runs; once it stopped
+            # it does not count at all.
+            if st.state.running is not None:
+                running += 1
+                pending_sidecars += not st.started
+            elif t is None and last is None:
+                pending_sidecars += 1
+                waiting += 1
+        elif st.state.running is not None:
             pending_init += 1
-        elif (t is not None and t.exit_code != 0) or (
-            st.state.waiting is not None and last is not None and last.exit_code != 0
-        ):
-            failed_init += 1
+        elif t is not None:
+            failed_init += t.exit_code != 0
+        elif st.state.waiting is not None and last is not None:
+            failed_init += last.exit_code != 0
         else:
             pending_init += 1
-    if failed_init and pod.spec.restart_policy == "Never":
-        return "Failed"
-    running = waiting = stopped = succeeded = 0
     for st in regular:
         if st.state.running is not None:
             running += 1
@@ -135,7 +157,10 @@ def pod_phase(pod: Pod, inits: tuple[ContainerStatus, ...],
             stopped += 1
         else:
             waiting += 1
-    if pending_init or failed_init or waiting:
+    if failed_init and pod.spec.restart_policy == "Never":
+        return "Failed"
+    initialized = any(_has_started(st) for st in regular)
+    if pending_init or (pending_sidecars and not initialized) or waiting:
         return "Pending"
     if running:
         return "Running"
@@ -182,34 +207,45 @@ def generate_pod_status(
     """The pod's v1 status. A terminal phase in ``previous`` never goes back."""
     readiness = readiness or {}
     startup = startup or {}
+    # Upstream: every container without an instance waits as PodInitializing when the pod
+    # has init containers, else as ContainerCreating.
+    default_waiting = "PodInitializing" if pod.spec.init_containers else "ContainerCreating"
     inits = tuple(
-        container_status(c, runtime_status.instances(c.name), sync, readiness, startup,
-                         "PodInitializing" if i else "ContainerCreating")
-        for i, c in enumerate(pod.spec.init_containers)
+        _init_readiness(
+            container_status(c, runtime_status.instances(c.name), sync, readiness, startup,
+                             default_waiting), c)
+        for c in pod.spec.init_containers
     )
-    init_done = all(_init_done(s, c) for s, c in zip(inits, pod.spec.init_containers, strict=True))
     regular = tuple(
         container_status(c, runtime_status.instances(c.name), sync, readiness, startup,
-                         "ContainerCreating" if init_done else "PodInitializing")
+                         default_waiting)
         for c in pod.spec.containers
     )
     phase = pod_phase(pod, inits, regular)
     if previous is not None and previous.phase in TERMINAL_PHASES:
         phase = previous.phase
     stamp = rfc3339(now)
-    not_ready = [s.name for s in regular if not s.ready]
+    not_ready = [s.name for s, c in zip(inits, pod.spec.init_containers, strict=True)
+                 if c.is_restartable_init and not s.ready]
+    not_ready += [s.name for s in regular if not s.ready]
     not_init = [s.name for s, c in zip(inits, pod.spec.init_containers, strict=True)
                 if not _init_done(s, c)]
-    containers_ready = not not_ready
+    if phase in TERMINAL_PHASES:
+        # Upstream: a finished pod's containers are not ready, for that reason.
+        reason = "PodCompleted" if phase == "Succeeded" else "PodFailed"
+        ready_cond = (False, reason, "")
+    else:
+        ready_cond = (not not_ready, "ContainersNotReady",
+                      f"containers with unready status: [{' '.join(not_ready)}]")
+    initialized = (not not_init or phase == "Succeeded"
+                   or any(_has_started(s) for s in regular))
     conditions = (
         _condition("PodReadyToStartContainers", runtime_status.ready_sandbox is not None, "", "",
                    stamp),
-        _condition("Initialized", init_done, "ContainersNotInitialized",
+        _condition("Initialized", initialized, "ContainersNotInitialized",
                    f"containers with incomplete status: [{' '.join(not_init)}]", stamp),
-        _condition("Ready", containers_ready, "ContainersNotReady",
-                   f"containers with unready status: [{' '.join(not_ready)}]", stamp),
-        _condition("ContainersReady", containers_ready, "ContainersNotReady",
-                   f"containers with unready status: [{' '.join(not_ready)}]", stamp),
+        _condition("Ready", *ready_cond, stamp),
+        _condition("ContainersReady", *ready_cond, stamp),
         _condition("PodScheduled", True, "", "", stamp),
     )
     ips = runtime_status.ips

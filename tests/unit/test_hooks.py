@@ -1,0 +1,236 @@
+"""HandlerRunner: exec, httpGet (against a real server on 127.0.0.1), tcpSocket and sleep
+lifecycle handlers, with FakeRuntime and FakeClock."""
+
+from __future__ import annotations
+
+import http.server
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pytest
+
+from runtime.clock import FakeClock
+from runtime.cri.types import (
+    ContainerConfig,
+    ContainerMetadata,
+    ExecResult,
+    ImageSpec,
+    PodSandboxConfig,
+    PodSandboxMetadata,
+)
+from runtime.ids import ContainerID
+from runtime.kuberuntime.hooks import USER_AGENT, HandlerRunner, resolve_port
+from runtime.pod.model import (
+    Container,
+    ContainerPort,
+    ExecAction,
+    HTTPGetAction,
+    HTTPHeader,
+    IntOrString,
+    LifecycleHandler,
+    SleepAction,
+    TCPSocketAction,
+)
+from runtime.testing.fake_runtime import FakeRuntime
+
+CONTAINER = Container(name="app", image="busybox:1.35",
+                      ports=(ContainerPort(container_port=8080, name="http"),))
+
+
+@dataclass
+class Env:
+    fake: FakeRuntime
+    clock: FakeClock
+    runner: HandlerRunner
+    cid: ContainerID
+
+
+@pytest.fixture
+def env() -> Env:
+    clock = FakeClock()
+    fake = FakeRuntime(clock, images=("busybox:1.35",))
+    sandbox_config = PodSandboxConfig(metadata=PodSandboxMetadata(name="p", uid="u",
+                                                                  namespace="default"))
+    sandbox = fake.run_pod_sandbox(sandbox_config)
+    cid = fake.create_container(sandbox, ContainerConfig(
+        metadata=ContainerMetadata(name="app"), image=ImageSpec(image="busybox:1.35")),
+        sandbox_config)
+    fake.start_container(cid)
+    return Env(fake, clock, HandlerRunner(fake, clock), cid)
+
+
+# --- exec -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("result", "error_parts"),
+    [
+        (ExecResult(b"ok", b"", 0), None),
+        (ExecResult(b"", b"", 1), ("exited with 1",)),
+        (ExecResult(b"out ", b"boom", 42), ("exited with 42", "out boom", "hook")),
+    ],
+)
+def test_exec(env: Env, result: ExecResult, error_parts: tuple[str, ...] | None) -> None:
+    env.fake.set_exec_result(env.cid, ("hook",), result)
+    handler = LifecycleHandler(exec=ExecAction(command=("hook", "arg")))
+    error = env.runner.run(handler, CONTAINER, env.cid, "10.88.0.2", 30.0)
+    [call] = env.fake.calls_to("exec_sync")
+    assert call.args[:2] == (env.cid, ("hook", "arg"))
+    if error_parts is None:
+        assert error is None
+    else:
+        assert error is not None
+        for part in error_parts:
+            assert part in error
+
+
+def test_exec_long_output_is_cut(env: Env) -> None:
+    env.fake.set_exec_result(None, ("noisy",), ExecResult(b"x" * 5000, b"", 2))
+    error = env.runner.run(LifecycleHandler(exec=ExecAction(command=("noisy",))), CONTAINER,
+                           env.cid, "", 30.0)
+    assert error is not None and len(error) < 1000
+
+
+def test_exec_on_stopped_container_is_an_error(env: Env) -> None:
+    env.fake.stop_container(env.cid, 0)
+    error = env.runner.run(LifecycleHandler(exec=ExecAction(command=("true",))), CONTAINER,
+                           env.cid, "", 30.0)
+    assert error is not None and "not running" in error
+
+
+# --- httpGet --------------------------------------------------------------------------------
+
+
+@dataclass
+class Server:
+    port: int
+    requests: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+
+
+@pytest.fixture
+def server() -> Iterator[Server]:
+    record: list[tuple[str, dict[str, str]]] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            record.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
+            code = int(self.path.strip("/").split("/")[0] or 200)
+            self.send_response(code)
+            if 300 <= code < 400:
+                self.send_header("Location", "/200")
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.01,), daemon=True)
+    thread.start()
+    try:
+        yield Server(httpd.server_address[1], record)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=5)
+
+
+@pytest.mark.parametrize(
+    ("code", "ok"),
+    [(200, True), (204, True), (302, True), (399, True), (400, False), (404, False),
+     (500, False), (503, False)],
+)
+def test_http_get_status(env: Env, server: Server, code: int, ok: bool) -> None:
+    handler = LifecycleHandler(http_get=HTTPGetAction(port=server.port, path=f"/{code}"))
+    error = env.runner.run(handler, CONTAINER, env.cid, "127.0.0.1", 5.0)
+    if ok:
+        assert error is None
+    else:
+        assert error is not None and str(code) in error
+    assert server.requests[0][0] == f"/{code}"
+
+
+def test_http_get_headers_and_user_agent(env: Env, server: Server) -> None:
+    handler = LifecycleHandler(http_get=HTTPGetAction(
+        port=server.port, path="200/x", host="127.0.0.1",
+        http_headers=(HTTPHeader(name="X-Custom", value="yes"),
+                      HTTPHeader(name="Authorization", value="Bearer t"))))
+    assert env.runner.run(handler, CONTAINER, env.cid, "10.255.255.1", 5.0) is None
+    [(path, headers)] = server.requests
+    assert path == "/200/x"
+    assert headers["x-custom"] == "yes"
+    assert headers["authorization"] == "Bearer t"
+    assert headers["user-agent"] == USER_AGENT
+    assert USER_AGENT.startswith("kube-lifecycle/")
+
+
+def test_http_get_named_port(env: Env, server: Server) -> None:
+    container = Container(name="app", ports=(ContainerPort(container_port=server.port,
+                                                           name="web"),))
+    handler = LifecycleHandler(http_get=HTTPGetAction(port="web", path="/200"))
+    assert env.runner.run(handler, container, env.cid, "127.0.0.1", 5.0) is None
+    assert len(server.requests) == 1
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def test_http_get_connection_refused(env: Env) -> None:
+    handler = LifecycleHandler(http_get=HTTPGetAction(port=free_port(), path="/"))
+    error = env.runner.run(handler, CONTAINER, env.cid, "127.0.0.1", 5.0)
+    assert error is not None and error != ""
+
+
+def test_http_get_unknown_named_port(env: Env) -> None:
+    handler = LifecycleHandler(http_get=HTTPGetAction(port="nope"))
+    error = env.runner.run(handler, CONTAINER, env.cid, "127.0.0.1", 5.0)
+    assert error is not None and "nope" in error
+
+
+@pytest.mark.parametrize(
+    ("port", "expected"),
+    [(80, 80), ("8081", 8081), ("http", 8080)],
+)
+def test_resolve_port(port: IntOrString, expected: int) -> None:
+    assert resolve_port(port, CONTAINER) == expected
+
+
+def test_resolve_port_unknown() -> None:
+    with pytest.raises(ValueError, match="grpc"):
+        resolve_port("grpc", CONTAINER)
+
+
+# --- tcpSocket ------------------------------------------------------------------------------
+
+
+def test_tcp_socket(env: Env, server: Server) -> None:
+    ok = LifecycleHandler(tcp_socket=TCPSocketAction(port=server.port))
+    assert env.runner.run(ok, CONTAINER, env.cid, "127.0.0.1", 5.0) is None
+    refused = LifecycleHandler(tcp_socket=TCPSocketAction(port=free_port(), host="127.0.0.1"))
+    assert env.runner.run(refused, CONTAINER, env.cid, "", 5.0) is not None
+
+
+# --- sleep and nothing ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("seconds", "timeout", "advanced"),
+                         [(5, 30.0, 5.0), (0, 30.0, 0.0), (60, 10.0, 10.0)])
+def test_sleep_advances_fake_clock(env: Env, seconds: int, timeout: float,
+                                   advanced: float) -> None:
+    before = env.clock.monotonic()
+    handler = LifecycleHandler(sleep=SleepAction(seconds=seconds))
+    assert env.runner.run(handler, CONTAINER, env.cid, "", timeout) is None
+    assert env.clock.monotonic() - before == advanced
+    assert env.fake.called("exec_sync") == 0
+
+
+def test_no_action_is_an_error(env: Env) -> None:
+    error = env.runner.run(LifecycleHandler(), CONTAINER, env.cid, "", 5.0)
+    assert error is not None and "no action" in error
