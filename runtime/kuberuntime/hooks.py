@@ -71,9 +71,9 @@ class HandlerRunner:
             if handler.http_get is not None:
                 port = resolve_port(handler.http_get.port, container)
                 host = handler.http_get.host or pod_ip or "127.0.0.1"
-                code = http_get(handler.http_get, host, port, timeout, USER_AGENT)
-                if not 200 <= code < 400:
-                    return f"HTTP lifecycle hook ({handler.http_get.path}) returned {code}"
+                # As upstream: a lifecycle hook fails on a transport error only; whatever
+                # status the container answers with, it was reached.
+                http_get(handler.http_get, host, port, timeout, USER_AGENT)
                 return None
             if handler.tcp_socket is not None:
                 port = resolve_port(handler.tcp_socket.port, container)

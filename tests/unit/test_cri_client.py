@@ -93,6 +93,7 @@ class FakeCRI(api_pb2_grpc.RuntimeServiceServicer, api_pb2_grpc.ImageServiceServ
         config = self.sandboxes.get(request.pod_sandbox_id)
         if config is None:
             context.abort(grpc.StatusCode.NOT_FOUND, f"sandbox {request.pod_sandbox_id}")
+        assert config is not None  # abort() raised otherwise
         ns = api_pb2.NamespaceOption(
             network=config.linux.security_context.namespace_options.network
         )
@@ -155,6 +156,7 @@ class FakeCRI(api_pb2_grpc.RuntimeServiceServicer, api_pb2_grpc.ImageServiceServ
         req = self.containers.get(request.container_id)
         if req is None:
             context.abort(grpc.StatusCode.NOT_FOUND, f"container {request.container_id}")
+        assert req is not None  # abort() raised otherwise
         status = api_pb2.ContainerStatus(
             id=request.container_id,
             metadata=req.config.metadata,
@@ -228,7 +230,7 @@ def _socket_dir(tmp_path: Path) -> Path:
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[FakeCRI, CRIClient]]:
     sock = _socket_dir(tmp_path) / "cri.sock"
-    fake = FakeCRI()
+    fake = FakeCRI()  # type: ignore[abstract]  # serves only the calls the tests make
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
     api_pb2_grpc.add_RuntimeServiceServicer_to_server(fake, server)
     api_pb2_grpc.add_ImageServiceServicer_to_server(fake, server)

@@ -138,18 +138,11 @@ def server() -> Iterator[Server]:
         thread.join(timeout=5)
 
 
-@pytest.mark.parametrize(
-    ("code", "ok"),
-    [(200, True), (204, True), (302, True), (399, True), (400, False), (404, False),
-     (500, False), (503, False)],
-)
-def test_http_get_status(env: Env, server: Server, code: int, ok: bool) -> None:
+@pytest.mark.parametrize("code", [200, 204, 302, 399, 400, 404, 500, 503])
+def test_http_get_succeeds_whatever_the_status(env: Env, server: Server, code: int) -> None:
+    # Upstream's runHTTPHandler fails only when the request cannot be made.
     handler = LifecycleHandler(http_get=HTTPGetAction(port=server.port, path=f"/{code}"))
-    error = env.runner.run(handler, CONTAINER, env.cid, "127.0.0.1", 5.0)
-    if ok:
-        assert error is None
-    else:
-        assert error is not None and str(code) in error
+    assert env.runner.run(handler, CONTAINER, env.cid, "127.0.0.1", 5.0) is None
     assert server.requests[0][0] == f"/{code}"
 
 
