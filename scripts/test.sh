@@ -25,9 +25,9 @@ VENV="$REPO/.venv/bin"
 step() { printf '\n== %s\n' "$*"; }
 
 step "ruff"
-"$VENV/ruff" check actors runtime proto bin tests bench
+"$VENV/ruff" check actors runtime proto bin tests bench scripts
 step "mypy"
-"$VENV/mypy" actors runtime bin tests bench
+"$VENV/mypy" actors runtime bin tests bench scripts
 step "import-linter"
 "$VENV/lint-imports"
 step "generated CRI stubs are current"

@@ -1,0 +1,45 @@
+"""Remove every pod of the embedded containerd under a kubelet root dir, then stop it."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from runtime.containerd.config import DEFAULT_BRIDGE_NAME  # noqa: E402
+from runtime.containerd.embedded import EmbeddedContainerd  # noqa: E402
+from runtime.cri.client import CRIClient  # noqa: E402
+from runtime.errors import CRIError, KubeletError  # noqa: E402
+
+
+def main(root: str) -> int:
+    if not (Path(root) / "containerd" / "config.toml").exists():
+        print(f"clean: no embedded containerd was ever started under {root}")
+        return 0
+    embedded = EmbeddedContainerd(root)
+    try:
+        embedded.start()
+    except KubeletError as err:
+        print(f"clean: cannot start the embedded containerd under {root}: {err}")
+        return 1
+    removed = 0
+    try:
+        with CRIClient(embedded.endpoint, timeout=60.0) as client:
+            for sandbox in client.list_pod_sandbox():
+                with contextlib.suppress(CRIError):
+                    client.stop_pod_sandbox(sandbox.id)
+                    client.remove_pod_sandbox(sandbox.id)
+                    removed += 1
+    finally:
+        embedded.stop()
+    subprocess.run(["ip", "link", "delete", DEFAULT_BRIDGE_NAME], capture_output=True, check=False)
+    print(f"clean: removed {removed} pod(s) and stopped the containerd under {root}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "/var/lib/kubelet-actors"))
