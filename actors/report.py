@@ -7,8 +7,6 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 import msgspec
-from rich.console import Console
-from rich.table import Table
 
 from actors.runonce import PodOutcome
 from runtime.errors import ManifestError
@@ -25,6 +23,10 @@ def _containers(outcome: PodOutcome) -> str:
 def print_table(
     outcomes: Sequence[PodOutcome], errors: Sequence[ManifestError], out: TextIO | None = None
 ) -> None:
+    # rich costs about 20 ms to import: only the table output pays for it.
+    from rich.console import Console
+    from rich.table import Table
+
     console = Console(file=out or sys.stdout, width=160, soft_wrap=False)
     table = Table(title="kubelet-actors --runonce", show_lines=True)
     for column in ("NAMESPACE", "POD", "UID", "PHASE", "IP", "CONTAINERS", "RESULT"):
