@@ -90,8 +90,11 @@ def _images_sh(*commands: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def registry() -> Iterator[Registry]:
-    """The pause and busybox images on localhost:5000, serving the registry if need be."""
+def registry(e2e_lock: None) -> Iterator[Registry]:
+    """The pause and busybox images on localhost:5000, serving the registry if need be.
+
+    Taken under the machine-wide lock, so two runs never race to serve or stop it.
+    """
     started = not _registry_answers()
     _images_sh("build", "serve", "push")
     yield Registry(REGISTRY_ADDR, PAUSE_IMAGE, BUSYBOX_IMAGE, started)
