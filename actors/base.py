@@ -1,0 +1,55 @@
+"""The base of every kubelet actor: named, addressed through Dispatch, supervised.
+
+Pykka stops an actor for good when a tell handler raises and drops its queued tells; a
+KubeletActor reports that to its supervisor (ChildFailed) so it can be replaced.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Any
+
+import pykka
+from loguru import logger
+
+from actors.dispatch import Dispatch
+from actors.messages import ChildFailed
+
+
+class KubeletActor(pykka.ThreadingActor):
+    """An actor with a name, an incarnation number and a supervisor to report to."""
+
+    supervisor_name = "supervisor"
+
+    def __init__(self, name: str, dispatch: Dispatch, incarnation: int = 0) -> None:
+        super().__init__()
+        self.name = name
+        self.dispatch = dispatch
+        self.incarnation = incarnation
+
+    def send(self, to: str, message: object) -> bool:
+        return self.dispatch.tell(to, message, sender=self.name)
+
+    def on_receive(self, message: Any) -> Any:
+        return self.handle(message)
+
+    def handle(self, message: Any) -> Any:
+        """Subclasses: act on one message."""
+        logger.warning("{} got a message it does not handle: {}", self.name, type(message))
+        return None
+
+    def on_failure(
+        self,
+        exception_type: type[BaseException] | None,
+        exception_value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        logger.opt(exception=(exception_type, exception_value, traceback)).error(
+            "actor {} (incarnation {}) failed", self.name, self.incarnation
+        )
+        self.dispatch.unregister(self.name, self.actor_ref)
+        if self.name != self.supervisor_name:
+            self.send(
+                self.supervisor_name,
+                ChildFailed(self.name, self.incarnation, repr(exception_value)),
+            )

@@ -1,0 +1,235 @@
+"""The messages actors exchange: immutable values, JSON-encodable, no protobuf.
+
+Every input of the kubelet reaches an actor as one of these (source updates, timer ticks,
+relist results, probe results, runtime call outcomes), through actors.dispatch, so a trace
+can record them and a replay can feed them again.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from runtime.ids import ContainerID, PodUID
+from runtime.kuberuntime.podstatus import RuntimePodStatus
+from runtime.kuberuntime.result import PodSyncResult
+from runtime.pod.model import Pod
+from runtime.prober.results import ProbeResult
+
+Verdicts = tuple[tuple[ContainerID, ProbeResult], ...]
+"""Probe verdicts by container, as an immutable sequence of pairs."""
+
+
+# --- sources -> supervisor -------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestProblem:
+    """A manifest that could not become a pod: where, which field, why."""
+
+    source: str
+    path: str
+    cause: str
+
+
+@dataclass(frozen=True, slots=True)
+class SourceSnapshot:
+    """Every pod a source wants right now (upstream's SET), with the files it rejected."""
+
+    source: str  # "file" or "http"
+    pods: tuple[Pod, ...]
+    problems: tuple[ManifestProblem, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+
+# --- timers ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Tick:
+    """A timer firing; ``kind`` names the timer (sync, housekeeping, relist, ...)."""
+
+    kind: str
+    at: float  # the monotonic time it was due
+
+
+# --- PLEG -> supervisor ----------------------------------------------------------------
+
+
+class EventType(enum.Enum):
+    CONTAINER_STARTED = "ContainerStarted"
+    CONTAINER_DIED = "ContainerDied"
+    CONTAINER_REMOVED = "ContainerRemoved"
+    CONTAINER_CHANGED = "ContainerChanged"
+    POD_SYNC = "PodSync"
+
+
+@dataclass(frozen=True, slots=True)
+class PodLifecycleEvent:
+    uid: PodUID
+    type: EventType
+    container_id: ContainerID | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeContainer:
+    id: ContainerID
+    name: str
+    image: str
+    state: str  # running, exited, created, unknown
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimePod:
+    """A pod the runtime holds something of, named by its labels."""
+
+    uid: PodUID
+    name: str
+    namespace: str
+    running: bool  # a ready sandbox or a running container
+    containers: tuple[RuntimeContainer, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Relisted:
+    """One PLEG relist: the events it found and every pod the runtime holds."""
+
+    events: tuple[PodLifecycleEvent, ...]
+    pods: tuple[RuntimePod, ...]
+    running_containers: int
+    duration: float
+
+
+@dataclass(frozen=True, slots=True)
+class RelistFailed:
+    error: str
+
+
+# --- supervisor -> pod workers -----------------------------------------------------------
+
+
+class UpdateKind(enum.Enum):
+    CREATE = "create"
+    UPDATE = "update"
+    SYNC = "sync"
+    KILL = "kill"
+
+
+@dataclass(frozen=True, slots=True)
+class UpdatePod:
+    """Bring the worker's pod to ``pod``; KILL (or a deleted pod) terminates it."""
+
+    pod: Pod
+    kind: UpdateKind
+    liveness: Verdicts = ()
+    startup: Verdicts = ()
+    grace_override: int | None = None
+    reason: str = ""
+
+
+class WorkerState(enum.Enum):
+    SYNCING = "syncing"
+    TERMINATING = "terminating"
+    TERMINATED = "terminated"
+
+
+@dataclass(frozen=True, slots=True)
+class PodWorkerDone:
+    """A worker finished one round; the supervisor requeues it after ``requeue_after``."""
+
+    uid: PodUID
+    state: WorkerState
+    requeue_after: float | None
+    error: str = ""
+    runtime_error: bool = False
+
+
+# --- pod workers -> status manager and probe manager ------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PodObserved:
+    """What a worker saw of its pod in the runtime, and what its last sync did."""
+
+    pod: Pod
+    runtime: RuntimePodStatus
+    sync: PodSyncResult | None
+    state: WorkerState
+
+
+@dataclass(frozen=True, slots=True)
+class PodForgotten:
+    """The pod is gone from the node: drop its status, probes and back-offs."""
+
+    uid: PodUID
+
+
+# --- probe manager -----------------------------------------------------------------------
+
+
+class ProbeKind(enum.Enum):
+    LIVENESS = "liveness"
+    READINESS = "readiness"
+    STARTUP = "startup"
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeVerdict:
+    """A probe's result flipped (after its thresholds) for one container."""
+
+    uid: PodUID
+    container_name: str
+    container_id: ContainerID
+    kind: ProbeKind
+    result: ProbeResult
+
+
+# --- pod killer --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class KillRuntimePod:
+    """Stop and remove everything the runtime holds of a pod no source wants."""
+
+    uid: PodUID
+    name: str
+    namespace: str
+    grace_override: int | None = None
+    reason: str = "orphaned"
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimePodKilled:
+    uid: PodUID
+    ok: bool
+    error: str = ""
+
+
+# --- runtime health ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeHealth:
+    """Whether the CRI runtime answers; ``reason`` says why not."""
+
+    ok: bool
+    reason: str = ""
+
+
+# --- supervision -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ChildFailed:
+    """A supervised actor stopped on an exception."""
+
+    name: str
+    incarnation: int
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """Stop the kubelet; ``reason`` is logged."""
+
+    reason: str

@@ -1,0 +1,77 @@
+"""Prometheus metrics, named as upstream's kubelet names them where it has them.
+
+One registry per kubelet (not the global default), so tests and several kubelets in one
+process never share counters.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+_DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+_START_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 20.0, 30.0, 45.0,
+                  60.0, 120.0, 300.0)
+
+
+class KubeletMetrics:
+    """Every metric the kubelet exports, on its own registry."""
+
+    def __init__(self) -> None:
+        r = self.registry = CollectorRegistry()
+        self.running_pods = Gauge(
+            "kubelet_running_pods", "Number of pods that have a running pod sandbox",
+            registry=r)
+        self.running_containers = Gauge(
+            "kubelet_running_containers", "Number of containers currently running",
+            ["container_state"], registry=r)
+        self.pod_start_duration = Histogram(
+            "kubelet_pod_start_duration_seconds",
+            "Duration in seconds from the kubelet seeing a pod for the first time to the pod "
+            "starting to run", buckets=_START_BUCKETS, registry=r)
+        self.pleg_relist_duration = Histogram(
+            "kubelet_pleg_relist_duration_seconds",
+            "Duration in seconds for relisting pods in PLEG.", buckets=_DURATION_BUCKETS,
+            registry=r)
+        self.pleg_last_seen = Gauge(
+            "kubelet_pleg_last_seen_seconds",
+            "Timestamp in seconds when PLEG was last seen active.", registry=r)
+        self.runtime_operations = Counter(
+            "kubelet_runtime_operations", "Cumulative number of runtime operations by "
+            "operation type.", ["operation_type"], registry=r)
+        self.runtime_operation_errors = Counter(
+            "kubelet_runtime_operations_errors", "Cumulative number of runtime operation "
+            "errors by operation type.", ["operation_type"], registry=r)
+        self.runtime_operation_duration = Histogram(
+            "kubelet_runtime_operations_duration_seconds",
+            "Duration in seconds of runtime operations. Broken down by operation type.",
+            ["operation_type"], buckets=_DURATION_BUCKETS, registry=r)
+        self.pod_worker_duration = Histogram(
+            "kubelet_pod_worker_duration_seconds",
+            "Duration in seconds to sync a single pod. Broken down by operation type: "
+            "create, update, or sync", ["operation_type"], buckets=_DURATION_BUCKETS,
+            registry=r)
+        self.manifest_errors = Counter(
+            "kubelet_actors_manifest_errors", "Manifests rejected, by source.", ["source"],
+            registry=r)
+        self.manifest_errors_current = Gauge(
+            "kubelet_actors_manifest_errors_current",
+            "Manifests currently rejected, by source.", ["source"], registry=r)
+        self.mailbox_depth = Gauge(
+            "kubelet_actors_mailbox_depth", "Messages waiting in an actor's mailbox "
+            "(pod workers summed).", ["actor"], registry=r)
+        self.actor_restarts = Counter(
+            "kubelet_actors_restarts", "Actors replaced by their supervisor after a failure.",
+            ["actor"], registry=r)
+        self.dead_letters = Counter(
+            "kubelet_actors_dead_letters", "Messages sent to an actor that was not alive.",
+            ["message"], registry=r)
+        self.containerd_restarts = Counter(
+            "kubelet_actors_containerd_restarts",
+            "Times the embedded containerd was restarted.", registry=r)
+
+    def observe_runtime_call(self, method: str, seconds: float, ok: bool) -> None:
+        """The hook runtime.cri.instrumented calls for every CRI call."""
+        self.runtime_operations.labels(method).inc()
+        self.runtime_operation_duration.labels(method).observe(seconds)
+        if not ok:
+            self.runtime_operation_errors.labels(method).inc()
