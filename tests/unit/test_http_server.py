@@ -1,0 +1,464 @@
+"""The kubelet HTTP server over a fake KubeletView, on free loopback ports."""
+
+from __future__ import annotations
+
+import json
+import socket
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from actors.http.logs import LogOptions, fixed_timestamp, parse_cri_log, render_logs
+from actors.http.server import ANY_PORT, HEALTHZ, MAIN, READ_ONLY, KubeletHTTPServer
+from actors.messages import RuntimeContainer, RuntimePod
+from actors.metrics import KubeletMetrics
+from runtime.errors import ConfigError
+from runtime.ids import ContainerID, PodUID
+from runtime.pod.model import Container, ObjectMeta, Pod, PodSpec
+from runtime.status.types import (
+    ContainerState,
+    ContainerStateRunning,
+    ContainerStatus,
+    PodStatus,
+)
+
+LOG = (
+    b"2024-05-01T10:00:00.123456789Z stdout F first line\n"
+    b"2024-05-01T10:00:01.5Z stdout P a long line \n"
+    b"2024-05-01T10:00:01.6Z stderr F an error\n"
+    b"2024-05-01T10:00:01.7Z stdout F split in two\n"
+    b"2024-05-01T10:00:02Z stdout F last line\n"
+)
+PREVIOUS_LOG = b"2024-05-01T09:00:00.000000001Z stdout F from the previous instance\n"
+
+
+def _pod(name: str, uid: str, *containers: str) -> Pod:
+    return Pod(
+        metadata=ObjectMeta(name=name, namespace="default", uid=uid),
+        spec=PodSpec(containers=tuple(Container(name=c, image=f"{c}:1") for c in containers)),
+    )
+
+
+def _status(*containers: str) -> PodStatus:
+    return PodStatus(
+        phase="Running",
+        pod_ip="10.0.0.5",
+        container_statuses=tuple(
+            ContainerStatus(
+                name=c, image=f"{c}:1", ready=True,
+                container_id=f"containerd://{c}-id",
+                state=ContainerState(running=ContainerStateRunning(started_at="2024-05-01T10:00:00Z")),
+            ) for c in containers),
+    )
+
+
+@dataclass
+class FakeView:
+    """A KubeletView with fixed answers the tests can change."""
+
+    log_dir: Path
+    checks: dict[str, str | None] = field(default_factory=lambda: {
+        "ping": None, "syncloop": None, "pleg": None, "runtime": None})
+    broken: bool = False
+    refreshed: int = 0
+    kubelet_metrics: KubeletMetrics = field(default_factory=KubeletMetrics)
+
+    def pods(self) -> tuple[tuple[Pod, PodStatus], ...]:
+        if self.broken:
+            raise RuntimeError("the pod manager is gone")
+        return (
+            (_pod("web", "uid-web", "nginx", "sidecar"), _status("nginx", "sidecar")),
+            (_pod("db", "uid-db", "postgres"), PodStatus(phase="Pending")),
+        )
+
+    def running_pods(self) -> tuple[RuntimePod, ...]:
+        return (
+            RuntimePod(PodUID("uid-web"), "web", "default", True, (
+                RuntimeContainer(ContainerID("c1"), "nginx", "nginx:1", "running"),
+                RuntimeContainer(ContainerID("c0"), "nginx", "nginx:0", "exited"),
+            )),
+            RuntimePod(PodUID("uid-old"), "old", "default", False, (
+                RuntimeContainer(ContainerID("c2"), "gone", "gone:1", "exited"),
+            )),
+        )
+
+    def health(self) -> Mapping[str, str | None]:
+        return dict(self.checks)
+
+    def metrics(self) -> KubeletMetrics:
+        return self.kubelet_metrics
+
+    def refresh_metrics(self) -> None:
+        self.refreshed += 1
+        self.kubelet_metrics.running_pods.set(1)
+
+    def container_log_path(
+        self, namespace: str, pod: str, container: str, previous: bool
+    ) -> str | None:
+        if (namespace, pod, container) != ("default", "web", "nginx"):
+            return None
+        path = self.log_dir / ("0.log" if previous else "1.log")
+        return str(path) if path.exists() else None
+
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+
+    @property
+    def text(self) -> str:
+        return self.body.decode()
+
+    def json(self) -> dict[str, object]:
+        value = json.loads(self.body)
+        assert isinstance(value, dict)
+        return value
+
+
+def request(port: int, path: str, method: str = "GET") -> Response:
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return Response(resp.status, dict(resp.headers), resp.read())
+    except urllib.error.HTTPError as err:
+        with err:
+            return Response(err.code, dict(err.headers), err.read())
+
+
+@pytest.fixture
+def view(tmp_path: Path) -> FakeView:
+    (tmp_path / "1.log").write_bytes(LOG)
+    fake = FakeView(tmp_path)
+    fake.kubelet_metrics.runtime_operations.labels("RunPodSandbox").inc(3)
+    fake.kubelet_metrics.observe_runtime_call("ListContainers", 0.01, ok=False)
+    return fake
+
+
+@pytest.fixture
+def server(view: FakeView) -> Iterator[KubeletHTTPServer]:
+    srv = KubeletHTTPServer(view, port=ANY_PORT, read_only_port=ANY_PORT,
+                            healthz_port=ANY_PORT)
+    srv.start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def main_port(server: KubeletHTTPServer) -> int:
+    return server.bound_ports[MAIN]
+
+
+# --- /pods and /runningpods ---------------------------------------------------------
+
+
+def test_pods_is_a_v1_pod_list_with_status(server: KubeletHTTPServer) -> None:
+    for listener in (MAIN, READ_ONLY):
+        resp = request(server.bound_ports[listener], "/pods")
+        assert resp.status == 200
+        assert resp.headers["Content-Type"] == "application/json"
+        body = resp.json()
+        assert body["kind"] == "PodList"
+        assert body["apiVersion"] == "v1"
+        assert body["metadata"] == {}
+        items = body["items"]
+        assert isinstance(items, list)
+        assert [i["metadata"]["name"] for i in items] == ["web", "db"]
+        web = items[0]
+        assert web["metadata"] == {"name": "web", "namespace": "default", "uid": "uid-web"}
+        assert [c["name"] for c in web["spec"]["containers"]] == ["nginx", "sidecar"]
+        assert web["status"]["phase"] == "Running"
+        assert web["status"]["podIP"] == "10.0.0.5"
+        statuses = web["status"]["containerStatuses"]
+        assert statuses[0]["containerID"] == "containerd://nginx-id"
+        assert statuses[0]["state"]["running"]["startedAt"] == "2024-05-01T10:00:00Z"
+        assert statuses[0]["ready"] is True
+        assert items[1]["status"] == {"phase": "Pending"}
+        # Fields Go never omits are there even at their zero values.
+        assert statuses[1]["restartCount"] == 0
+        assert statuses[1]["imageID"] == ""
+
+
+def test_runningpods_lists_running_pods_and_containers(main_port: int) -> None:
+    for path in ("/runningpods/", "/runningpods"):
+        body = request(main_port, path).json()
+        assert body["kind"] == "PodList"
+        assert body["items"] == [{
+            "metadata": {"name": "web", "namespace": "default", "uid": "uid-web"},
+            "spec": {"containers": [{"name": "nginx", "image": "nginx:1", "resources": {}}]},
+            "status": {},
+        }]
+
+
+# --- /healthz -------------------------------------------------------------------------
+
+
+def test_healthz_ok(server: KubeletHTTPServer) -> None:
+    for listener in (MAIN, READ_ONLY, HEALTHZ):
+        resp = request(server.bound_ports[listener], "/healthz")
+        assert (resp.status, resp.text) == (200, "ok")
+        assert resp.headers["Content-Type"] == "text/plain; charset=utf-8"
+
+
+def test_healthz_verbose(main_port: int) -> None:
+    resp = request(main_port, "/healthz?verbose")
+    assert resp.status == 200
+    assert resp.text == (
+        "[+]ping ok\n[+]syncloop ok\n[+]pleg ok\n[+]runtime ok\nhealthz check passed\n")
+
+
+def test_healthz_failing_lists_every_check_with_reasons(
+    view: FakeView, server: KubeletHTTPServer
+) -> None:
+    view.checks["pleg"] = "pleg was last seen active 3m0s ago; threshold is 3m0s"
+    view.checks["runtime"] = "container runtime is down"
+    for listener in (MAIN, HEALTHZ):
+        resp = request(server.bound_ports[listener], "/healthz")
+        assert resp.status == 500
+        assert resp.text == (
+            "[+]ping ok\n[+]syncloop ok\n"
+            "[-]pleg failed: pleg was last seen active 3m0s ago; threshold is 3m0s\n"
+            "[-]runtime failed: container runtime is down\n"
+            "healthz check failed\n")
+
+
+def test_healthz_exclude(view: FakeView, main_port: int) -> None:
+    view.checks["pleg"] = "stuck"
+    resp = request(main_port, "/healthz?exclude=pleg&verbose")
+    assert resp.status == 200
+    assert "[+]pleg excluded: ok\n" in resp.text
+    resp = request(main_port, "/healthz?exclude=nothing&verbose")
+    assert resp.status == 500
+    assert 'no matches for "nothing"' in resp.text
+
+
+def test_healthz_per_check(view: FakeView, server: KubeletHTTPServer) -> None:
+    view.checks["syncloop"] = "sync loop has not run for 2m"
+    for listener in (MAIN, HEALTHZ):
+        port = server.bound_ports[listener]
+        for check in ("ping", "pleg", "runtime"):
+            resp = request(port, f"/healthz/{check}")
+            assert (resp.status, resp.text) == (200, "ok")
+        resp = request(port, "/healthz/syncloop")
+        assert resp.status == 500
+        assert resp.text == "internal server error: sync loop has not run for 2m\n"
+        resp = request(port, "/healthz/nosuch")
+        assert resp.status == 404
+        assert resp.json()["code"] == 404
+
+
+def test_healthz_port_serves_only_healthz(server: KubeletHTTPServer) -> None:
+    port = server.bound_ports[HEALTHZ]
+    for path in ("/pods", "/metrics", "/runningpods/", "/containerLogs/default/web/nginx"):
+        resp = request(port, path)
+        assert resp.status == 404, path
+
+
+# --- /metrics -------------------------------------------------------------------------
+
+
+def test_metrics(view: FakeView, main_port: int) -> None:
+    resp = request(main_port, "/metrics")
+    assert resp.status == 200
+    assert resp.headers["Content-Type"].startswith("text/plain; version=")
+    assert view.refreshed == 1
+    assert "kubelet_running_pods 1.0" in resp.text
+    assert 'kubelet_runtime_operations_total{operation_type="RunPodSandbox"} 3.0' in resp.text
+    assert ('kubelet_runtime_operations_errors_total{operation_type="ListContainers"} 1.0'
+            in resp.text)
+
+
+# --- /containerLogs -------------------------------------------------------------------
+
+
+def test_container_logs_joins_partial_lines(main_port: int) -> None:
+    resp = request(main_port, "/containerLogs/default/web/nginx")
+    assert resp.status == 200
+    assert resp.headers["Content-Type"] == "text/plain; charset=utf-8"
+    assert resp.text == "first line\na long line split in two\nan error\nlast line\n"
+
+
+def test_container_logs_tail_lines_and_limit_bytes(main_port: int) -> None:
+    base = "/containerLogs/default/web/nginx"
+    assert request(main_port, f"{base}?tailLines=2").text == "an error\nlast line\n"
+    assert request(main_port, f"{base}?tailLines=0").text == ""
+    assert request(main_port, f"{base}?limitBytes=15").text == "first line\na lo"
+    assert request(main_port, f"{base}?tailLines=1&limitBytes=4").text == "last"
+    assert request(main_port, f"{base}?tailLines=-1").status == 400
+    assert request(main_port, f"{base}?limitBytes=0").status == 400
+
+
+def test_container_logs_timestamps(main_port: int) -> None:
+    resp = request(main_port, "/containerLogs/default/web/nginx?timestamps=true&tailLines=3")
+    assert resp.text == (
+        "2024-05-01T10:00:01.500000000Z a long line split in two\n"
+        "2024-05-01T10:00:01.600000000Z an error\n"
+        "2024-05-01T10:00:02.000000000Z last line\n")
+
+
+def test_container_logs_previous(view: FakeView, main_port: int) -> None:
+    base = "/containerLogs/default/web/nginx?previous=true"
+    resp = request(main_port, base)
+    assert resp.status == 404
+    assert resp.json()["message"] == (
+        'previous terminated container "nginx" in pod "web" not found')
+    (view.log_dir / "0.log").write_bytes(PREVIOUS_LOG)
+    resp = request(main_port, base)
+    assert (resp.status, resp.text) == (200, "from the previous instance\n")
+
+
+def test_container_logs_unknown_pod_or_container(main_port: int) -> None:
+    resp = request(main_port, "/containerLogs/default/nosuch/nginx")
+    assert resp.status == 404
+    body = resp.json()
+    assert body["kind"] == "Status"
+    assert body["message"] == 'pod "nosuch" does not exist in namespace "default"'
+    resp = request(main_port, "/containerLogs/default/web/nosuch")
+    assert resp.status == 404
+    assert resp.json()["message"] == 'container "nosuch" not found in pod "web"'
+    resp = request(main_port, "/containerLogs/default/web/sidecar")
+    assert resp.status == 404
+    assert "has not started yet" in str(resp.json()["message"])
+
+
+def test_container_logs_follow_is_refused(main_port: int) -> None:
+    resp = request(main_port, "/containerLogs/default/web/nginx?follow=true")
+    assert resp.status == 400
+    assert "follow is not supported" in str(resp.json()["message"])
+    assert request(main_port, "/containerLogs/default/web/nginx?follow=false").status == 200
+
+
+def test_parse_cri_log_edge_cases() -> None:
+    data = (
+        b"garbage\n"
+        b"2024-05-01T10:00:00Z stdout P out-1 \n"
+        b"2024-05-01T10:00:01Z stderr P err-1 \n"
+        b"2024-05-01T10:00:02Z stdout F out-2\n"
+        b"2024-05-01T10:00:03Z stdout X unknown tag\n"
+        b"2024-05-01T10:00:04Z stdout F\n"
+        b"2024-05-01T10:00:05Z stderr P err-2"
+    )
+    lines = parse_cri_log(data)
+    assert [(ln.timestamp, ln.stream, ln.content) for ln in lines] == [
+        ("2024-05-01T10:00:00Z", "stdout", b"out-1 out-2\n"),
+        ("2024-05-01T10:00:01Z", "stderr", b"err-1 err-2"),
+        ("2024-05-01T10:00:04Z", "stdout", b"\n"),
+    ]
+    assert fixed_timestamp("2024-05-01T10:00:00.12+02:00") == "2024-05-01T10:00:00.120000000+02:00"
+    assert fixed_timestamp("not a time") == "not a time"
+    assert render_logs(data, LogOptions(tail_lines=1, timestamps=True)) == (
+        b"2024-05-01T10:00:04.000000000Z \n")
+
+
+# --- errors and methods ---------------------------------------------------------------
+
+
+def test_unknown_path_is_a_status_404(main_port: int) -> None:
+    resp = request(main_port, "/nosuch/path")
+    assert resp.status == 404
+    assert resp.json() == {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": "the server could not find the requested resource", "reason": "NotFound",
+        "code": 404,
+    }
+
+
+def test_only_get_and_head(main_port: int) -> None:
+    for method in ("POST", "PUT", "DELETE", "OPTIONS"):
+        resp = request(main_port, "/pods", method=method)
+        assert resp.status == 405, method
+        assert resp.headers["Allow"] == "GET, HEAD"
+        assert resp.json()["code"] == 405
+    resp = request(main_port, "/pods", method="HEAD")
+    assert resp.status == 200
+    assert resp.body == b""
+    assert int(resp.headers["Content-Length"]) > 0
+
+
+def test_view_errors_are_500_and_the_server_goes_on(view: FakeView, main_port: int) -> None:
+    view.broken = True
+    resp = request(main_port, "/pods")
+    assert resp.status == 500
+    assert resp.json()["message"] == "RuntimeError: the pod manager is gone"
+    view.broken = False
+    assert request(main_port, "/pods").status == 200
+
+
+# --- listeners ------------------------------------------------------------------------
+
+
+def _busy_port() -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(1)
+    return sock
+
+
+@pytest.mark.parametrize(("kwarg", "flag"), [
+    ("port", "--port"), ("read_only_port", "--read-only-port"),
+    ("healthz_port", "--healthz-port"),
+])
+def test_port_in_use_is_a_config_error_naming_the_flag(
+    view: FakeView, kwarg: str, flag: str
+) -> None:
+    with _busy_port() as busy:
+        port = busy.getsockname()[1]
+        ports = {"port": ANY_PORT, "read_only_port": ANY_PORT, "healthz_port": ANY_PORT}
+        ports[kwarg] = port
+        srv = KubeletHTTPServer(view, port=ports["port"], read_only_port=ports["read_only_port"],
+                                healthz_port=ports["healthz_port"])
+        with pytest.raises(ConfigError) as info:
+            srv.start()
+        message = str(info.value)
+        assert f"{flag}={port}" in message
+        assert f"127.0.0.1:{port}" in message
+        assert "already in use" in message
+        assert srv.bound_ports == {}
+        srv.stop()
+
+
+def test_port_zero_disables_a_listener(view: FakeView) -> None:
+    srv = KubeletHTTPServer(view, port=ANY_PORT, read_only_port=0, healthz_port=0)
+    srv.start()
+    try:
+        assert set(srv.bound_ports) == {MAIN}
+        assert request(srv.bound_ports[MAIN], "/healthz").status == 200
+    finally:
+        srv.stop()
+
+
+def test_out_of_range_port_is_a_config_error(view: FakeView) -> None:
+    with pytest.raises(ConfigError, match="--healthz-port=70000"):
+        KubeletHTTPServer(view, healthz_port=70000)
+
+
+def test_stop_frees_the_ports(view: FakeView) -> None:
+    srv = KubeletHTTPServer(view, port=ANY_PORT, read_only_port=ANY_PORT,
+                            healthz_port=ANY_PORT)
+    srv.start()
+    ports = dict(srv.bound_ports)
+    for port in ports.values():
+        assert request(port, "/healthz").status == 200
+    srv.stop()
+    srv.stop()  # idempotent
+    assert srv.bound_ports == {}
+    for port in ports.values():
+        with pytest.raises(urllib.error.URLError):
+            request(port, "/healthz")
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(("127.0.0.1", port))
+            sock.listen(1)
+    again = KubeletHTTPServer(view, port=ports[MAIN], read_only_port=ports[READ_ONLY],
+                              healthz_port=ports[HEALTHZ])
+    again.start()
+    try:
+        assert again.bound_ports == ports
+        assert request(ports[MAIN], "/healthz").status == 200
+    finally:
+        again.stop()
