@@ -40,10 +40,14 @@ def node_ip() -> str:
 
 
 @contextlib.contextmanager
-def open_runtime(flags: KubeletFlags) -> Iterator[CRIClient]:
+def open_runtime(
+    flags: KubeletFlags, must_answer: bool = True
+) -> Iterator[tuple[CRIClient, EmbeddedContainerd | None]]:
     """The CRI runtime to use: the given endpoint, or an embedded containerd we start.
 
-    The embedded containerd is stopped on the way out; its containers keep running.
+    The embedded containerd is stopped on the way out; its containers keep running. With
+    ``must_answer`` False (the daemon) a runtime that does not answer yet is logged, not
+    fatal: the daemon waits for it with back-off, as upstream does.
     """
     embedded: EmbeddedContainerd | None = None
     endpoint = flags.container_runtime_endpoint
@@ -64,15 +68,18 @@ def open_runtime(flags: KubeletFlags) -> Iterator[CRIClient]:
     try:
         try:
             version = client.version()
+            logger.info("runtime {} {} (CRI {}) at {}", version.runtime_name,
+                        version.runtime_version, version.runtime_api_version, endpoint)
         except CRIError as err:
-            raise CRIError(
+            down = CRIError(
                 "Version",
                 f"the container runtime at {endpoint} does not answer: {err.detail}",
                 err.code,
-            ) from err
-        logger.info("runtime {} {} (CRI {}) at {}", version.runtime_name,
-                    version.runtime_version, version.runtime_api_version, endpoint)
-        yield client
+            )
+            if must_answer:
+                raise down from err
+            logger.warning("{}; waiting for it", down)
+        yield client, embedded
     finally:
         client.close()
         if embedded is not None:
@@ -90,7 +97,7 @@ def run_once(flags: KubeletFlags) -> int:
         node_name=flags.node_name, root_dir=flags.root_dir, pod_logs_dir=flags.pod_logs_dir
     )
     host_ip = node_ip()
-    with open_runtime(flags) as client:
+    with open_runtime(flags) as (client, _):
         manager = KubeRuntimeManager(client, settings, clock, node_ip=host_ip)
         pods = tuple(p.pod for p in listing.pods)
         logger.info("run-once: {} pod(s) from {}", len(pods), flags.pod_manifest_path)
@@ -103,6 +110,14 @@ def run_once(flags: KubeletFlags) -> int:
     return EXIT_OK if ok else EXIT_PODS_FAILED
 
 
+def run_daemon(flags: KubeletFlags) -> int:
+    from actors.daemon import run_until_signalled, start_kubelet
+
+    with open_runtime(flags, must_answer=False) as (client, embedded):
+        kubelet = start_kubelet(flags, client, node_ip(), embedded)
+        return run_until_signalled(kubelet)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     try:
@@ -111,12 +126,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kubelet-actors: {err}", file=sys.stderr)
         return EXIT_USAGE
     configure_logging(flags.log_level, flags.log_format == "json")
-    if not flags.runonce:
-        print("kubelet-actors: only --runonce is available in this version "
-              "(the long-running daemon comes with the actor core)", file=sys.stderr)
-        return EXIT_USAGE
     try:
-        return run_once(flags)
+        return run_once(flags) if flags.runonce else run_daemon(flags)
     except KubeletError as err:
         print(f"kubelet-actors: {err}", file=sys.stderr)
         return EXIT_RUNTIME

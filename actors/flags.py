@@ -33,6 +33,16 @@ class KubeletFlags:
     runtime_request_timeout: float
     pod_cidr: str
     cni_bridge_name: str
+    manifest_url: str
+    address: str
+    port: int
+    read_only_port: int
+    healthz_port: int
+    healthz_bind_address: str
+    max_pods: int
+    sync_frequency: float
+    file_check_frequency: float
+    http_check_frequency: float
 
 
 def _duration(text: str) -> float:
@@ -81,6 +91,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="embedded containerd: the subnet pod IPs come from (default 10.88.0.0/16)")
     add("--cni-bridge-name", default="kacni0",
         help="embedded containerd: the Linux bridge its pods attach to (default kacni0)")
+    add("--manifest-url", default="", help="URL of a pod manifest (one pod or a PodList)")
+    add("--address", default="127.0.0.1",
+        help="address of the main and read-only HTTP ports (default 127.0.0.1)")
+    add("--port", type=int, default=10250, help="main HTTP port (0 disables it)")
+    add("--read-only-port", type=int, default=10255, help="read-only HTTP port (0 disables)")
+    add("--healthz-port", type=int, default=10248, help="healthz port (0 disables it)")
+    add("--healthz-bind-address", default="127.0.0.1", help="address of the healthz port")
+    add("--max-pods", type=int, default=110, help="most pods this node runs (default 110)")
+    add("--sync-frequency", type=_duration, default=60.0,
+        help="how often every pod is synced again (default 1m)")
+    add("--file-check-frequency", type=_duration, default=20.0,
+        help="how often the manifest directory is listed again (default 20s)")
+    add("--http-check-frequency", type=_duration, default=20.0,
+        help="how often --manifest-url is fetched again (default 20s)")
     add("--runonce", action="store_true",
         help="start the pods of the manifests, wait until they run, print them and exit")
     add("--runonce-timeout", type=_duration, default=120.0,
@@ -106,6 +130,27 @@ def parse_flags(argv: list[str]) -> KubeletFlags:
         )
     if ns.runonce and not ns.pod_manifest_path:
         raise FlagError("--runonce needs --pod-manifest-path: there is nothing to run")
+    if not ns.runonce and not (ns.pod_manifest_path or ns.manifest_url):
+        raise FlagError("give --pod-manifest-path or --manifest-url: there is nothing to run")
+    if ns.manifest_url and not ns.manifest_url.startswith(("http://", "https://")):
+        raise FlagError(f'--manifest-url "{ns.manifest_url}": must be an http:// or https:// URL')
+    for flag, value in (("--port", ns.port), ("--read-only-port", ns.read_only_port),
+                        ("--healthz-port", ns.healthz_port)):
+        if not 0 <= value <= 65535:
+            raise FlagError(f"{flag} {value}: must be between 0 and 65535")
+    if ns.max_pods < 1:
+        raise FlagError(f"--max-pods {ns.max_pods}: must be at least 1")
+    for flag, seconds in (("--sync-frequency", ns.sync_frequency),
+                          ("--file-check-frequency", ns.file_check_frequency),
+                          ("--http-check-frequency", ns.http_check_frequency)):
+        if seconds <= 0:
+            raise FlagError(f"{flag} {seconds}: must be more than 0")
+    for flag, address in (("--address", ns.address),
+                          ("--healthz-bind-address", ns.healthz_bind_address)):
+        try:
+            ipaddress.ip_address(address)
+        except ValueError as err:
+            raise FlagError(f'{flag} "{address}": {err}') from err
     if ns.runonce_timeout <= 0:
         raise FlagError(f"--runonce-timeout {ns.runonce_timeout}: must be more than 0")
     try:
@@ -128,4 +173,14 @@ def parse_flags(argv: list[str]) -> KubeletFlags:
         runtime_request_timeout=ns.runtime_request_timeout,
         pod_cidr=ns.pod_cidr,
         cni_bridge_name=ns.cni_bridge_name,
+        manifest_url=ns.manifest_url,
+        address=ns.address,
+        port=ns.port,
+        read_only_port=ns.read_only_port,
+        healthz_port=ns.healthz_port,
+        healthz_bind_address=ns.healthz_bind_address,
+        max_pods=ns.max_pods,
+        sync_frequency=ns.sync_frequency,
+        file_check_frequency=ns.file_check_frequency,
+        http_check_frequency=ns.http_check_frequency,
     )

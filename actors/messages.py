@@ -125,6 +125,7 @@ class UpdatePod:
     startup: Verdicts = ()
     grace_override: int | None = None
     reason: str = ""
+    remove: bool = False  # after stopping, remove the pod's sandboxes, containers, dirs
 
 
 class WorkerState(enum.Enum):
@@ -155,6 +156,27 @@ class PodObserved:
     runtime: RuntimePodStatus
     sync: PodSyncResult | None
     state: WorkerState
+
+
+@dataclass(frozen=True, slots=True)
+class PodRejected:
+    """Admission refused the pod (upstream: phase Failed with a reason)."""
+
+    pod: Pod
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class DesiredPods:
+    """Every pod the sources want, so status shows them before their first sync."""
+
+    pods: tuple[Pod, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GetPods:
+    """Ask the status manager for every pod with its status."""
 
 
 @dataclass(frozen=True, slots=True)

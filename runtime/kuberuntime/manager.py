@@ -9,6 +9,7 @@ checks the crash-loop back-off. Each step's outcome lands in a PodSyncResult, so
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from loguru import logger
@@ -60,12 +61,23 @@ class KubeRuntimeManager:
         status: RuntimePodStatus,
         liveness: ProbeVerdicts | None = None,
         startup: ProbeVerdicts | None = None,
+        cancelled: Callable[[], bool] | None = None,
     ) -> PodSyncResult:
-        """Compute the plan for ``pod`` and carry it out."""
-        plan = compute_pod_actions(pod, status, liveness or {}, startup or {})
-        return self.execute(pod, status, plan)
+        """Compute the plan for ``pod`` and carry it out.
 
-    def execute(self, pod: Pod, status: RuntimePodStatus, plan: PodActions) -> PodSyncResult:
+        ``cancelled`` is asked before each container start: a pod worker sets it when a
+        kill arrives mid-sync, so no more containers start for a pod being stopped.
+        """
+        plan = compute_pod_actions(pod, status, liveness or {}, startup or {})
+        return self.execute(pod, status, plan, cancelled)
+
+    def execute(
+        self,
+        pod: Pod,
+        status: RuntimePodStatus,
+        plan: PodActions,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> PodSyncResult:
         steps: list[StepResult] = []
         log = logger.bind(pod=pod.metadata.name, uid=pod.uid, container="")
         if plan.kill_pod:
@@ -114,13 +126,18 @@ class KubeRuntimeManager:
             return PodSyncResult(tuple(steps))
         config = generate_sandbox_config(pod, plan.attempt, self.settings)
 
+        stop = cancelled or (lambda: False)
         for index in plan.init_containers_to_start:
+            if stop():
+                return PodSyncResult(tuple(steps))
             container = pod.spec.init_containers[index]
             step = self._start(pod, container, sandbox_id, config, status, pod_ip)
             steps.append(step)
             if not step.ok and not container.is_restartable_init:
                 return PodSyncResult(tuple(steps))  # a failed init container aborts the sync
         for index in plan.containers_to_start:
+            if stop():
+                return PodSyncResult(tuple(steps))
             container = pod.spec.containers[index]
             steps.append(self._start(pod, container, sandbox_id, config, status, pod_ip))
         return PodSyncResult(tuple(steps))

@@ -1,0 +1,211 @@
+"""The long-running kubelet: wires the runtime, the actors, the timers and the HTTP API.
+
+SIGTERM or SIGINT stops the daemon without touching pods, as upstream: the actors stop,
+the embedded containerd stops, the containers keep running, and the next start adopts
+them from their labels.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import FrameType
+from typing import Any
+
+from loguru import logger
+
+from actors.dispatch import Dispatch
+from actors.flags import KubeletFlags
+from actors.http.server import KubeletHTTPServer
+from actors.messages import GetPods, RuntimePod
+from actors.metrics import KubeletMetrics
+from actors.pleg import PLEG
+from actors.pod_killer import PodKiller
+from actors.pod_worker import PodWorker, WorkerTiming
+from actors.probe_manager import ProbeManager
+from actors.runtime_monitor import ManagedContainerd, RuntimeMonitor
+from actors.sources.file import FileSource
+from actors.sources.http import HTTPSource
+from actors.status_manager import StatusManager
+from actors.supervisor import (
+    ChildFactory,
+    GetHealth,
+    GetRunningPods,
+    Supervisor,
+    SupervisorSettings,
+)
+from actors.timers import TimerService
+from runtime.clock import Clock, RealClock
+from runtime.cri.instrumented import instrument
+from runtime.cri.service import CRIRuntime
+from runtime.ids import PodUID
+from runtime.kuberuntime.manager import KubeRuntimeManager
+from runtime.kuberuntime.settings import NodeSettings
+from runtime.pod.model import Pod
+from runtime.status.types import PodStatus
+
+ASK_TIMEOUT = 5.0
+EXIT_OK, EXIT_SUPERVISOR_GAVE_UP = 0, 1
+
+
+class DaemonView:
+    """The HTTP API's view of the running kubelet: asks, never blocks an actor."""
+
+    def __init__(self, dispatch: Dispatch, metrics: KubeletMetrics,
+                 manager: KubeRuntimeManager) -> None:
+        self._dispatch = dispatch
+        self._metrics = metrics
+        self._manager = manager
+        self._dead_seen: dict[str, int] = {}
+
+    def _ask(self, name: str, message: object) -> Any:
+        ref = self._dispatch.ref(name)
+        if ref is None:
+            raise RuntimeError(f"the {name} actor is not running")
+        return ref.ask(message, timeout=ASK_TIMEOUT)
+
+    def pods(self) -> tuple[tuple[Pod, PodStatus], ...]:
+        result: tuple[tuple[Pod, PodStatus], ...] = self._ask("status", GetPods())
+        return result
+
+    def running_pods(self) -> tuple[RuntimePod, ...]:
+        result: tuple[RuntimePod, ...] = self._ask("supervisor", GetRunningPods())
+        return result
+
+    def health(self) -> Mapping[str, str | None]:
+        try:
+            result: Mapping[str, str | None] = self._ask("supervisor", GetHealth())
+            return result
+        except Exception as err:  # a stuck or dead supervisor is itself the finding
+            return {"ping": None, "syncloop": f"the supervisor did not answer: {err!r}",
+                    "pleg": None, "runtime": None}
+
+    def metrics(self) -> KubeletMetrics:
+        return self._metrics
+
+    def refresh_metrics(self) -> None:
+        for actor, depth in self._dispatch.mailbox_depths().items():
+            self._metrics.mailbox_depth.labels(actor).set(depth)
+        for kind, count in self._dispatch.dead_letters.items():
+            seen = self._dead_seen.get(kind, 0)
+            if count > seen:
+                self._metrics.dead_letters.labels(kind).inc(count - seen)
+                self._dead_seen[kind] = count
+
+    def container_log_path(self, namespace: str, pod: str, container: str,
+                           previous: bool) -> str | None:
+        match = next((p for p, _ in self.pods()
+                      if p.metadata.namespace == namespace and p.metadata.name == pod), None)
+        if match is None:
+            return None
+        status = self._manager.get_pod_status(PodUID(match.uid), pod, namespace)
+        instances = status.instances(container)
+        index = 1 if previous else 0
+        return instances[index].log_path or None if len(instances) > index else None
+
+
+@dataclass
+class Kubelet:
+    """A started daemon: its parts, so a caller (or a test) can stop it in order."""
+
+    dispatch: Dispatch
+    timers: TimerService
+    supervisor: Any
+    http: KubeletHTTPServer
+    metrics: KubeletMetrics
+
+    def stop(self) -> None:
+        self.http.stop()
+        if self.supervisor.is_alive():
+            self.supervisor.stop(block=True, timeout=60.0)
+        self.timers.stop()
+
+
+def start_kubelet(
+    flags: KubeletFlags,
+    runtime: CRIRuntime,
+    node_ip: str,
+    containerd: ManagedContainerd | None = None,
+    clock: Clock | None = None,
+) -> Kubelet:
+    """Start the actors and the HTTP API on ``runtime``; returns once they run."""
+    clock = clock or RealClock()
+    metrics = KubeletMetrics()
+    dispatch = Dispatch()
+    instrumented = instrument(runtime, metrics.observe_runtime_call)
+    settings = NodeSettings(node_name=flags.node_name, root_dir=flags.root_dir,
+                            pod_logs_dir=flags.pod_logs_dir)
+    manager = KubeRuntimeManager(instrumented, settings, clock, node_ip=node_ip)
+    timers = TimerService(dispatch, clock)
+    timing = WorkerTiming(resync_interval=flags.sync_frequency)
+
+    children: list[tuple[str, ChildFactory]] = [
+        ("status", lambda n: StatusManager.start(dispatch, clock, metrics, node_ip, n)),
+        ("probes", lambda n: ProbeManager.start(dispatch, timers, instrumented, clock, n)),
+        ("killer", lambda n: PodKiller.start(dispatch, manager, incarnation=n)),
+        ("pleg", lambda n: PLEG.start(dispatch, instrumented, clock, n)),
+        ("runtime-monitor", lambda n: RuntimeMonitor.start(
+            dispatch, timers, instrumented, clock, containerd, metrics, n)),
+    ]
+    sources: set[str] = set()
+    if flags.pod_manifest_path:
+        sources.add("file")
+        children.append(("source/file", lambda n: FileSource.start(
+            dispatch, flags.pod_manifest_path, flags.node_name, clock, n)))
+    if flags.manifest_url:
+        sources.add("http")
+        children.append(("source/http", lambda n: HTTPSource.start(
+            dispatch, flags.manifest_url, flags.node_name, clock, n)))
+
+    def worker(uid: PodUID, incarnation: int, cancel: threading.Event) -> Any:
+        return PodWorker.start(uid, dispatch, manager, clock, metrics, timing, cancel,
+                               incarnation=incarnation)
+
+    supervisor_settings = SupervisorSettings(
+        max_pods=flags.max_pods,
+        file_check_frequency=flags.file_check_frequency,
+        http_check_frequency=flags.http_check_frequency,
+        expected_sources=frozenset(sources),
+    )
+    timers.start()
+    supervisor = Supervisor.start(dispatch, timers, clock, children, worker,
+                                  supervisor_settings, metrics)
+    http = KubeletHTTPServer(
+        DaemonView(dispatch, metrics, manager), address=flags.address, port=flags.port,
+        read_only_port=flags.read_only_port, healthz_port=flags.healthz_port,
+        healthz_address=flags.healthz_bind_address,
+    )
+    try:
+        http.start()
+    except Exception:
+        supervisor.stop(block=True, timeout=60.0)
+        timers.stop()
+        raise
+    logger.info("kubelet-actors running: node {}, sources {}, HTTP {}:{} (read-only {}, "
+                "healthz {})", flags.node_name, sorted(sources), flags.address, flags.port,
+                flags.read_only_port, flags.healthz_port)
+    return Kubelet(dispatch, timers, supervisor, http, metrics)
+
+
+def run_until_signalled(kubelet: Kubelet) -> int:
+    """Block until SIGTERM/SIGINT or until the supervisor gives up; then stop in order."""
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        logger.info("received {}: stopping (pods keep running)", signal.Signals(signum).name)
+        stop.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        while not stop.wait(0.5):
+            if not kubelet.supervisor.is_alive():
+                logger.error("the supervisor stopped: the kubelet cannot go on")
+                kubelet.stop()
+                return EXIT_SUPERVISOR_GAVE_UP
+        kubelet.stop()
+        return EXIT_OK
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
