@@ -1,0 +1,203 @@
+"""The actor system on the fake runtime, in virtual time: sources in, pods converge."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from actors.dispatch import Dispatch
+from actors.messages import GetPods, SourceSnapshot
+from actors.metrics import KubeletMetrics
+from actors.pleg import PLEG
+from actors.pod_killer import PodKiller
+from actors.pod_worker import PodWorker, WorkerTiming
+from actors.runtime_monitor import RuntimeMonitor
+from actors.status_manager import StatusManager
+from actors.supervisor import GetHealth, Supervisor, SupervisorSettings
+from actors.testing import Inbox
+from actors.timers import ManualTimers
+from runtime.clock import FakeClock
+from runtime.cri.types import ContainerState, PodSandboxConfig, PodSandboxMetadata
+from runtime.errors import CRIUnavailable
+from runtime.ids import PodUID
+from runtime.kuberuntime import labels as L
+from runtime.kuberuntime.manager import KubeRuntimeManager
+from runtime.kuberuntime.settings import NodeSettings
+from runtime.pod.model import Container, ObjectMeta, Pod, PodSpec
+from runtime.status.types import PodStatus
+from runtime.testing.fake_runtime import FakeRuntime
+from tests.helpers import wait_for
+
+IMAGE = "localhost:5000/kubelet-actors/busybox:1.35"
+
+
+def pod(uid: str, name: str = "web", args: tuple[str, ...] = ()) -> Pod:
+    return Pod(
+        metadata=ObjectMeta(name=name, namespace="default", uid=uid,
+                            annotations={"kubernetes.io/config.source": "file"}),
+        spec=PodSpec(containers=(Container(name="c", image=IMAGE, args=args,
+                                           image_pull_policy="IfNotPresent"),),
+                     termination_grace_period_seconds=1),
+    )
+
+
+class Node:
+    """A supervisor with real children on a fake runtime and manual timers."""
+
+    def __init__(self, tmp_path: Path, max_pods: int = 110) -> None:
+        self.clock = FakeClock()
+        self.fake = FakeRuntime(self.clock, images=[IMAGE])
+        self.dispatch = Dispatch()
+        self.timers = ManualTimers(self.dispatch, self.clock)
+        self.metrics = KubeletMetrics()
+        settings = NodeSettings("node", root_dir=str(tmp_path / "root"),
+                                pod_logs_dir=str(tmp_path / "logs"))
+        self.manager = KubeRuntimeManager(self.fake, settings, self.clock)
+        self.probes = Inbox(self.dispatch, "probes")
+        d, c, m, f = self.dispatch, self.clock, self.metrics, self.fake
+        children: list[tuple[str, Any]] = [
+            ("status", lambda n: StatusManager.start(d, c, m, "", n)),
+            ("killer", lambda n: PodKiller.start(d, self.manager, incarnation=n)),
+            ("pleg", lambda n: PLEG.start(d, f, c, n)),
+            ("runtime-monitor", lambda n: RuntimeMonitor.start(d, self.timers, f, c, None, m, n)),
+        ]
+
+        def worker(uid: PodUID, n: int, cancel: threading.Event) -> Any:
+            return PodWorker.start(uid, d, self.manager, c, m, WorkerTiming(60.0), cancel,
+                                   incarnation=n)
+
+        self.supervisor = Supervisor.start(
+            d, self.timers, c, children, worker,
+            SupervisorSettings(max_pods=max_pods, expected_sources=frozenset({"file"})), m)
+
+    def snapshot(self, *pods: Pod) -> None:
+        self.dispatch.tell("supervisor", SourceSnapshot("file", pods), sender="test")
+
+    def statuses(self) -> dict[str, PodStatus]:
+        ref = self.dispatch.ref("status")
+        assert ref is not None
+        pods: tuple[tuple[Pod, PodStatus], ...] = ref.ask(GetPods(), timeout=5)
+        return {p.uid: s for p, s in pods}
+
+    def running(self, uid: str) -> list[str]:
+        return [c.labels[L.CONTAINER_NAME] for c in self.fake.list_containers()
+                if c.labels.get(L.POD_UID) == uid and c.state == ContainerState.RUNNING]
+
+    def tick(self, seconds: float = 1.0) -> None:
+        self.timers.advance(seconds)
+
+    def until(self, what: str, predicate: Any, ticks: bool = True) -> None:
+        """Advance virtual time a second at a time until ``predicate`` holds."""
+        def check() -> bool:
+            if ticks:
+                self.tick(1.0)
+            return bool(predicate())
+        wait_for(check, 15.0, what, interval=0.02)
+
+    def stop(self) -> None:
+        self.supervisor.stop()
+        self.probes.stop()
+
+
+@pytest.fixture
+def node(tmp_path: Path) -> Iterator[Node]:
+    n = Node(tmp_path)
+    yield n
+    n.stop()
+
+
+def test_a_pod_from_a_source_runs_and_shows_running(node: Node) -> None:
+    node.snapshot(pod("u1"))
+    node.until("the container to run", lambda: node.running("u1") == ["c"])
+    node.until("/pods to say Running", lambda: node.statuses()["u1"].phase == "Running")
+
+
+def test_an_exited_container_is_restarted_after_the_relist(node: Node) -> None:
+    node.snapshot(pod("u1"))
+    node.until("the container to run", lambda: node.running("u1") == ["c"])
+    (container,) = node.fake.list_containers()
+    node.fake.exit_container(container.id, 1)
+    node.until("a restart", lambda: len(node.fake.list_containers()) == 2
+               and node.running("u1") == ["c"])
+    node.until("the restart count in /pods",
+               lambda: node.statuses()["u1"].container_statuses[0].restart_count == 1)
+
+
+def test_a_pod_removed_from_its_source_is_stopped_and_removed(node: Node) -> None:
+    node.snapshot(pod("u1"))
+    node.until("the container to run", lambda: node.running("u1") == ["c"])
+    node.snapshot()
+    node.until("the pod to be removed", lambda: node.fake.list_pod_sandbox() == ())
+    node.until("its status to go", lambda: "u1" not in node.statuses())
+
+
+def test_orphans_are_removed_only_once_sources_are_ready(node: Node) -> None:
+    labels = {L.POD_UID: "ghost", L.POD_NAME: "ghost", L.POD_NAMESPACE: "default"}
+    node.fake.run_pod_sandbox(PodSandboxConfig(PodSandboxMetadata("ghost", "ghost", "default"),
+                                               labels=labels))
+    for _ in range(5):
+        node.tick(1.0)  # relists and housekeeping run, but no source has spoken
+    assert len(node.fake.list_pod_sandbox()) == 1
+    node.snapshot()
+    node.until("the orphan to be removed", lambda: node.fake.list_pod_sandbox() == ())
+
+
+def test_max_pods_rejects_the_extra_pod(tmp_path: Path) -> None:
+    node = Node(tmp_path, max_pods=1)
+    try:
+        node.snapshot(pod("u1", "a"), pod("u2", "b"))
+        node.until("one pod to run", lambda: node.running("u1") == ["c"])
+        status = wait_for(lambda: node.statuses().get("u2"), 5.0, "the rejected pod's status")
+        assert status is not None and status.phase == "Failed" and status.reason == "OutOfpods"
+        assert node.running("u2") == []
+    finally:
+        node.stop()
+
+
+def test_a_replaced_static_pod_waits_for_the_old_one_to_stop(node: Node) -> None:
+    node.snapshot(pod("old", "web"))
+    node.until("the old pod to run", lambda: node.running("old") == ["c"])
+    node.snapshot(pod("new", "web", args=("v2",)))
+    node.until("the new pod to run", lambda: node.running("new") == ["c"])
+    methods = [c.method for c in node.fake.calls]
+    first_new_create = max(i for i, m in enumerate(methods) if m == "run_pod_sandbox")
+    last_stop = max(i for i, m in enumerate(methods) if m == "stop_pod_sandbox")
+    assert last_stop < first_new_create
+    assert node.running("old") == []
+
+
+def test_a_crashed_pleg_is_replaced_and_relisting_resumes(node: Node) -> None:
+    node.snapshot(pod("u1"))
+    node.until("the container to run", lambda: node.running("u1") == ["c"])
+    node.fake.fail("list_pod_sandbox", RuntimeError("a bug in the relist"))
+    node.until("the PLEG restart to be counted",
+               lambda: node.metrics.registry.get_sample_value(
+                   "kubelet_actors_restarts_total", {"actor": "pleg"}) == 1)
+    (container,) = node.fake.list_containers()
+    node.fake.exit_container(container.id, 1)
+    node.until("the new PLEG to see the exit and the pod restart",
+               lambda: len(node.fake.list_containers()) == 2 and node.running("u1") == ["c"])
+
+
+def test_runtime_down_pauses_syncs_and_health_says_why(node: Node) -> None:
+    node.snapshot(pod("u1"))
+    node.until("the container to run", lambda: node.running("u1") == ["c"])
+    node.fake.fail_always("status", CRIUnavailable("Status", "connection refused", "UNAVAILABLE"))
+    node.fake.fail_always("list_pod_sandbox",
+                          CRIUnavailable("ListPodSandbox", "connection refused", "UNAVAILABLE"))
+    ref = node.dispatch.ref("supervisor")
+    assert ref is not None
+    node.until("health to report the runtime",
+               lambda: (ref.ask(GetHealth(), timeout=5)["runtime"] or "").find("refused") >= 0)
+    (container,) = node.fake.list_containers()
+    node.fake.exit_container(container.id, 1)
+    for _ in range(3):
+        node.tick(1.0)
+    assert node.fake.called("create_container") == 1  # nothing done while it is down
+    node.fake.clear_failures()
+    node.until("the pod to converge again", lambda: node.running("u1") == ["c"])
+    node.until("health to recover", lambda: ref.ask(GetHealth(), timeout=5)["runtime"] is None)
