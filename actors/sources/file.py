@@ -70,7 +70,7 @@ class FilesChanged:
 
 def problem_from_error(err: ManifestError) -> ManifestProblem:
     """A ManifestError as a message value: the file, the (first) field, every cause."""
-    cause = err.cause if len(err.errors) == 1 else "; ".join(err.errors)
+    cause = "; ".join((err.cause, *err.errors[1:]))
     if err.document is not None:
         cause = f"document {err.document}: {cause}"
     return ManifestProblem(err.source, err.path, cause)
@@ -83,7 +83,8 @@ class ProblemLog:
     comes back is.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, what: str = "static pod manifest {} rejected:") -> None:
+        self._what = what
         self._problems: frozenset[ManifestProblem] = frozenset()
         self._warnings: frozenset[str] = frozenset()
 
@@ -92,9 +93,8 @@ class ProblemLog:
         for problem in problems:
             if problem not in self._problems:
                 field = f" {problem.path}:" if problem.path else ""
-                _log.warning(
-                    "static pod manifest {} rejected:{} {}", problem.source, field, problem.cause
-                )
+                where = self._what.format(problem.source)
+                _log.warning("{}{} {}", where, field, problem.cause)
         for warning in warnings:
             if warning not in self._warnings:
                 _log.warning("{}", warning)

@@ -85,7 +85,7 @@ class HTTPSource(KubeletActor):
         )  # fmt: skip
         self._good: tuple[Pod, ...] | None = None  # the pods of the last good body
         self._last: tuple[tuple[str, ...], tuple[ManifestProblem, ...]] | None = None
-        self._problem_log = ProblemLog()
+        self._problem_log = ProblemLog("static pods from {}:")
         self.fetches = 0  # how many times the URL was fetched (for tests and metrics)
         self.sent = 0  # how many snapshots were sent
 
