@@ -233,7 +233,7 @@ def test_http_timeout_and_refused(http_port: int) -> None:
     started = time.monotonic()
     result, output = check(slow, container())
     assert result == F and "timed out" in output
-    assert time.monotonic() - started < 1.4
+    assert time.monotonic() - started < 3.0  # bounded by the timeout, not by the server
     refused = Probe(http_get=HTTPGetAction(port=closed_port(), path="/ok"))
     result, output = check(refused, container())
     assert result == F and "refused" in output.lower()
