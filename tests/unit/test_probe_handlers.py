@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -81,7 +82,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         elif path == "/to-fail":
             self._answer(301, location="/code/503")
         elif path == "/elsewhere":
-            port = self.server.server_address[1]
+            port = self.server.server_address[1]  # type: ignore[index]
             self._answer(302, location=f"http://localhost:{port}/code/500")
         elif path == "/loop":
             self._answer(307, location="/loop")
@@ -309,7 +310,7 @@ def fake() -> tuple[FakeRuntime, ContainerID]:
     return runtime, cid
 
 
-def run_exec(fake: tuple[FakeRuntime, ContainerID], **kw: int) -> tuple[ProbeResult, str]:
+def run_exec(fake: tuple[FakeRuntime, ContainerID], **kw: Any) -> tuple[ProbeResult, str]:
     runtime, cid = fake
     probe = Probe(exec=ExecAction(command=("check", "-v")), **kw)
     return run_probe(probe, container(), cid, "", runtime)

@@ -56,7 +56,7 @@ class Collector(pykka.ThreadingActor):
         return None
 
 
-def exec_probe(cmd: str, **kw: int) -> Probe:
+def exec_probe(cmd: str, **kw: Any) -> Probe:
     return Probe(exec=ExecAction(command=(cmd,)), period_seconds=kw.pop("period_seconds", 1),
                  **kw)
 
@@ -154,7 +154,7 @@ def node() -> Iterator[Node]:
             ref.stop()
 
 
-def make_pod(uid: str = "u1", **probes: Probe) -> Pod:
+def make_pod(uid: str = "u1", **probes: Any) -> Pod:
     return Pod(metadata=ObjectMeta(name=f"pod-{uid}", namespace="d", uid=uid),
                spec=PodSpec(containers=(Container(name="app", image=IMAGE, **probes),)))
 

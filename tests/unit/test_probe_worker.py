@@ -3,6 +3,8 @@ holding after a failure, resets on a new container id, error retries."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from runtime.ids import ContainerID
@@ -14,7 +16,7 @@ S, F, U = ProbeResult.SUCCESS, ProbeResult.FAILURE, ProbeResult.UNKNOWN
 CID = ContainerID("c1")
 
 
-def probe(**kw: int) -> Probe:
+def probe(**kw: Any) -> Probe:
     return Probe(exec=ExecAction(command=("true",)), **kw)
 
 

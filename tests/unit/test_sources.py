@@ -69,7 +69,8 @@ class Harness:
         return [m for m in messages if isinstance(m, SourceSnapshot)]
 
     def count(self) -> int:
-        return int(self.collector_ref.ask("count"))
+        count: Any = self.collector_ref.ask("count")
+        return int(count)
 
     def last(self) -> SourceSnapshot:
         return self.snapshots()[-1]

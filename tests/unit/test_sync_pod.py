@@ -67,8 +67,10 @@ class Node:
     def status(self, pod: Pod) -> RuntimePodStatus:
         return self.manager.get_pod_status(PodUID(pod.uid), pod.metadata.name, "default")
 
-    def sync(self, pod: Pod, **verdicts: dict[ContainerID, ProbeResult]) -> PodSyncResult:
-        return self.manager.sync_pod(pod, self.status(pod), **verdicts)
+    def sync(
+        self, pod: Pod, liveness: dict[ContainerID, ProbeResult] | None = None
+    ) -> PodSyncResult:
+        return self.manager.sync_pod(pod, self.status(pod), liveness)
 
     def container(self, pod: Pod, name: str) -> ContainerID:
         found = self.status(pod).find_container(name)

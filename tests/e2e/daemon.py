@@ -1,0 +1,120 @@
+"""Running bin/kubelet-actors as a daemon for end-to-end tests, as a user would."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from tests.helpers import wait_for
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+class Daemon:
+    """One kubelet-actors process with its own ports, dirs and log file."""
+
+    def __init__(self, workdir: Path, manifests: Path, *flags: str) -> None:
+        self.workdir = workdir
+        self.manifests = manifests
+        self.flags = flags
+        self.port = free_port()
+        self.read_only_port = free_port()
+        self.healthz_port = free_port()
+        self.log_path = workdir / "kubelet.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pod_logs(self) -> Path:
+        return self.workdir / "logs"
+
+    def start(self, wait: bool = True) -> Daemon:
+        args = [
+            sys.executable, "-m", "bin.main",
+            "--pod-manifest-path", str(self.manifests),
+            "--root-dir", str(self.workdir / "root"),
+            "--pod-logs-dir", str(self.pod_logs),
+            "--node-name", "e2e-node",
+            "--port", str(self.port), "--read-only-port", str(self.read_only_port),
+            "--healthz-port", str(self.healthz_port),
+            "--file-check-frequency", "2s", "--log-level", "DEBUG",
+            *self.flags,
+        ]
+        log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(args, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+                                     env={**os.environ, "PYTHONPATH": str(REPO)})
+        log.close()
+        if wait:
+            wait_for(self._answers, 30.0, "the daemon's HTTP API", ignore=(OSError,))
+        return self
+
+    def _answers(self) -> bool:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise AssertionError(f"the daemon exited with {self.proc.returncode}:\n{self.log()}")
+        self.get("/healthz/ping")
+        return True
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-6000:]
+
+    def get(self, path: str, port: int | None = None) -> tuple[int, str]:
+        url = f"http://127.0.0.1:{port or self.read_only_port}{path}"
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as err:
+            return err.code, err.read().decode()
+
+    def pods(self) -> dict[str, dict[str, Any]]:
+        """/pods, by pod name."""
+        code, body = self.get("/pods")
+        assert code == 200, body
+        return {p["metadata"]["name"]: p for p in json.loads(body)["items"]}
+
+    def pod(self, name: str) -> dict[str, Any] | None:
+        return self.pods().get(name)
+
+    def phase(self, name: str) -> str | None:
+        pod = self.pod(name)
+        return pod["status"].get("phase") if pod else None
+
+    def wait_running(self, name: str, timeout: float = 30.0) -> dict[str, Any]:
+        def running() -> dict[str, Any] | None:
+            pod = self.pod(name)
+            if pod is None or pod["status"].get("phase") != "Running":
+                return None
+            statuses = pod["status"].get("containerStatuses", [])
+            return pod if statuses and all("running" in s["state"] for s in statuses) else None
+
+        pod = wait_for(running, timeout, f"{name} Running in /pods")
+        assert pod is not None, self.log()
+        return pod
+
+    def signal(self, sig: signal.Signals) -> int:
+        assert self.proc is not None
+        self.proc.send_signal(sig)
+        return self.proc.wait(timeout=60)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.signal(signal.SIGTERM)
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait(timeout=10)

@@ -1,0 +1,278 @@
+"""The kubelet-actors daemon on a real containerd: sources, convergence, API, restarts."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import signal
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from runtime.containerd.embedded import EmbeddedContainerd
+from runtime.cri.client import CRIClient
+from runtime.cri.types import ContainerFilter, ContainerState, SandboxFilter
+from runtime.kuberuntime import labels as L
+from tests.e2e.conftest import BUSYBOX_IMAGE
+from tests.e2e.daemon import Daemon
+from tests.helpers import wait_for
+
+pytestmark = pytest.mark.e2e
+
+# sh as PID 1 ignores SIGTERM unless it traps it: exit at once so pods stop quickly.
+SERVE = "trap 'exit 0' TERM; while true; do sleep 1; done"
+
+
+def manifest(name: str, script: str = SERVE, extra: str = "", init: str = "",
+             policy: str = "Always") -> str:
+    text = f"""apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+spec:
+  restartPolicy: {policy}
+  terminationGracePeriodSeconds: 5
+  containers:
+  - name: main
+    image: {BUSYBOX_IMAGE}
+    command: ["sh", "-c", {json.dumps(script)}]
+{extra}"""
+    if init:
+        text += f"""  initContainers:
+  - name: init
+    image: {BUSYBOX_IMAGE}
+    command: ["sh", "-c", {json.dumps(init)}]
+"""
+    return text
+
+
+@pytest.fixture
+def workdir(containerd: EmbeddedContainerd) -> Path:
+    path = containerd.base_dir / "daemon" / uuid.uuid4().hex[:8]
+    (path / "manifests").mkdir(parents=True)
+    return path
+
+
+@pytest.fixture
+def daemon(containerd: EmbeddedContainerd, cri: CRIClient, workdir: Path) -> Iterator[Daemon]:
+    d = Daemon(workdir, workdir / "manifests", "--container-runtime-endpoint",
+               containerd.endpoint)
+    yield d
+    d.stop()
+
+
+def sandboxes_of(cri: CRIClient, uid: str) -> list[str]:
+    return [s.id for s in cri.list_pod_sandbox(SandboxFilter(label_selector={L.POD_UID: uid}))]
+
+
+def test_manifests_added_edited_and_deleted(daemon: Daemon, cri: CRIClient) -> None:
+    path = daemon.manifests / "web.yaml"
+    path.write_text(manifest("web"))
+    daemon.start()
+    first = daemon.wait_running("web-e2e-node")
+    old_uid = first["metadata"]["uid"]
+    assert first["metadata"]["annotations"]["kubernetes.io/config.source"] == "file"
+
+    path.write_text(manifest("web", SERVE.replace("sleep 1", "sleep 2")))
+    def replaced() -> bool:
+        pod = daemon.pod("web-e2e-node")
+        return bool(pod) and pod["metadata"]["uid"] != old_uid  # type: ignore[index]
+    wait_for(replaced, 30.0, "the edited manifest to replace the pod")
+    new = daemon.wait_running("web-e2e-node")
+    wait_for(lambda: sandboxes_of(cri, old_uid) == [], 30.0, "the old pod to be removed")
+
+    path.unlink()
+    wait_for(lambda: daemon.pods() == {}, 30.0, "the pod to leave /pods")
+    wait_for(lambda: sandboxes_of(cri, new["metadata"]["uid"]) == [], 30.0,
+             "the pod to be removed from the runtime")
+
+
+def test_init_container_then_running_and_a_crash_loop(daemon: Daemon) -> None:
+    (daemon.manifests / "init.yaml").write_text(manifest("init", init="echo ready"))
+    (daemon.manifests / "crash.yaml").write_text(manifest("crash", "echo bye; exit 3"))
+    daemon.start()
+    pod = daemon.wait_running("init-e2e-node")
+    (init,) = pod["status"]["initContainerStatuses"]
+    assert init["state"]["terminated"]["reason"] == "Completed"
+    assert {c["type"]: c["status"] for c in pod["status"]["conditions"]}["Initialized"] == "True"
+
+    def crash_looping() -> dict[str, object] | None:
+        pod = daemon.pod("crash-e2e-node")
+        if not pod:
+            return None
+        (status,) = pod["status"].get("containerStatuses", [{}])
+        waiting = status.get("state", {}).get("waiting", {})
+        return status if waiting.get("reason") == "CrashLoopBackOff" else None
+
+    status = wait_for(crash_looping, 30.0, "CrashLoopBackOff in /pods")
+    assert status is not None
+    assert status["restartCount"] >= 1  # type: ignore[operator]
+    assert status["lastState"]["terminated"]["exitCode"] == 3  # type: ignore[index]
+
+
+def test_probes_over_http_tcp_and_exec(daemon: Daemon) -> None:
+    web = """    ports: [{containerPort: 8080}]
+    readinessProbe:
+      httpGet: {path: /index.html, port: 8080}
+      periodSeconds: 1
+    livenessProbe:
+      tcpSocket: {port: 8080}
+      periodSeconds: 1
+"""
+    script = "mkdir -p /www; echo hi > /www/index.html; exec httpd -f -p 8080 -h /www"
+    (daemon.manifests / "web.yaml").write_text(manifest("probed", script, web))
+    dead = """    livenessProbe:
+      tcpSocket: {port: 9999}
+      periodSeconds: 1
+      failureThreshold: 2
+    readinessProbe:
+      exec: {command: ["false"]}
+      periodSeconds: 1
+"""
+    (daemon.manifests / "dead.yaml").write_text(manifest("unlive", SERVE, dead))
+    daemon.start()
+
+    def ready(name: str) -> bool:
+        pod = daemon.pod(name)
+        conds = {c["type"]: c["status"] for c in (pod or {}).get("status", {})
+                 .get("conditions", [])}
+        return conds.get("Ready") == "True"
+
+    wait_for(lambda: ready("probed-e2e-node"), 30.0, "the HTTP readiness probe to pass")
+    (status,) = daemon.pod("probed-e2e-node")["status"]["containerStatuses"]  # type: ignore[index]
+    assert status["ready"] is True and status["restartCount"] == 0
+
+    def restarted() -> bool:
+        pod = daemon.pod("unlive-e2e-node")
+        statuses = (pod or {}).get("status", {}).get("containerStatuses", [])
+        return bool(statuses) and statuses[0]["restartCount"] >= 1
+    wait_for(restarted, 30.0, "the failing TCP liveness probe to restart the container")
+    assert not ready("unlive-e2e-node")  # exec readiness probe keeps failing
+
+
+def test_http_api_pods_runningpods_healthz_metrics(daemon: Daemon) -> None:
+    (daemon.manifests / "api.yaml").write_text(manifest("api"))
+    daemon.start()
+    pod = daemon.wait_running("api-e2e-node")
+    assert pod["status"]["podIP"].startswith("10.89.")
+    # /runningpods/ is what the last relist saw: at most a relist period behind.
+    wait_for(lambda: "api-e2e-node" in daemon.get("/runningpods/")[1], 10.0,
+             "the pod in /runningpods/")
+    assert daemon.get("/healthz")[0] == 200
+    assert daemon.get("/healthz", port=daemon.healthz_port) == (200, "ok")
+    code, metrics = daemon.get("/metrics", port=daemon.port)
+    assert code == 200
+    assert "kubelet_running_pods 1.0" in metrics
+    assert "kubelet_pod_start_duration_seconds_count 1.0" in metrics
+    assert 'kubelet_runtime_operations_total{operation_type="run_pod_sandbox"}' in metrics
+    assert "kubelet_pleg_relist_duration_seconds_count" in metrics
+    code, logs = daemon.get("/containerLogs/default/api-e2e-node/main")
+    assert code == 200, logs
+
+
+def test_bad_manifests_never_crash_the_daemon(daemon: Daemon) -> None:
+    (daemon.manifests / "good.yaml").write_text(manifest("good"))
+    (daemon.manifests / "bad.yaml").write_text("apiVersion: v1\nkind: Pod\nspec: [\n")
+    daemon.start()
+    daemon.wait_running("good-e2e-node")
+    code, metrics = daemon.get("/metrics", port=daemon.port)
+    assert code == 200
+    assert 'kubelet_actors_manifest_errors_current{source="file"} 1.0' in metrics
+    (daemon.manifests / "worse.yaml").write_text(manifest("worse").replace("image:", "imagee:"))
+    wait_for(lambda: "worse.yaml" in daemon.log() and "imagee" in daemon.log(), 30.0,
+             "the bad edit to be logged with its file and field")
+    assert daemon.proc is not None and daemon.proc.poll() is None
+    daemon.wait_running("good-e2e-node")
+
+
+def test_sigterm_leaves_pods_and_sigkill_restart_adopts_them(
+    daemon: Daemon, cri: CRIClient
+) -> None:
+    (daemon.manifests / "keep.yaml").write_text(manifest("keep"))
+    daemon.start()
+    uid = daemon.wait_running("keep-e2e-node")["metadata"]["uid"]
+    selector = ContainerFilter(label_selector={L.POD_UID: uid})
+    (before,) = cri.list_containers(selector)
+
+    assert daemon.signal(signal.SIGTERM) == 0
+    (after_term,) = cri.list_containers(selector)
+    assert after_term.id == before.id and after_term.state == ContainerState.RUNNING
+
+    daemon.start()
+    daemon.wait_running("keep-e2e-node")
+    assert daemon.signal(signal.SIGKILL) == -signal.SIGKILL
+    daemon.start()
+    pod = daemon.wait_running("keep-e2e-node")
+    (status,) = pod["status"]["containerStatuses"]
+    assert status["containerID"] == f"containerd://{before.id}"
+    assert status["restartCount"] == 0
+    assert [c.id for c in cri.list_containers(selector)] == [before.id]
+
+
+def test_runtime_going_away_kills_nothing_and_pods_converge_after(
+    daemon: Daemon, cri: CRIClient, containerd: EmbeddedContainerd
+) -> None:
+    (daemon.manifests / "steady.yaml").write_text(manifest("steady"))
+    daemon.start()
+    uid = daemon.wait_running("steady-e2e-node")["metadata"]["uid"]
+    (before,) = cri.list_containers(ContainerFilter(label_selector={L.POD_UID: uid}))
+    containerd.stop()
+    try:
+        def unhealthy() -> str | None:
+            code, body = daemon.get("/healthz?verbose")
+            return body if code == 500 and "runtime failed" in body else None
+        body = wait_for(unhealthy, 30.0, "/healthz to report the runtime")
+        assert body is not None and ("does not answer" in body or "down" in body)
+    finally:
+        containerd.start()
+    wait_for(lambda: daemon.get("/healthz")[0] == 200, 30.0, "/healthz to recover")
+    daemon.wait_running("steady-e2e-node")
+    (after,) = cri.list_containers(ContainerFilter(label_selector={L.POD_UID: uid}))
+    assert after.id == before.id and after.state == ContainerState.RUNNING
+
+
+def test_thirty_pods_at_once(daemon: Daemon, cri: CRIClient) -> None:
+    daemon.start()
+    for i in range(30):
+        (daemon.manifests / f"p{i:02}.yaml").write_text(manifest(f"p{i:02}"))
+    wait_for(lambda: sum(1 for p in daemon.pods().values()
+                         if p["status"].get("phase") == "Running") == 30, 90.0,
+             "30 pods Running")
+    for path in daemon.manifests.iterdir():
+        path.unlink()
+    wait_for(lambda: daemon.pods() == {}, 60.0, "every pod to leave /pods")
+    wait_for(lambda: cri.list_containers() == () or all(
+        c.labels.get(L.POD_NAME, "").endswith("-e2e-node") is False
+        for c in cri.list_containers()), 60.0, "every container to be removed")
+
+
+def test_manifest_url_source(containerd: EmbeddedContainerd, cri: CRIClient,
+                             workdir: Path) -> None:
+    body = manifest("fromurl").encode()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            return
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/pods.yaml"
+    d = Daemon(workdir, workdir / "manifests", "--container-runtime-endpoint",
+               containerd.endpoint, "--manifest-url", url)
+    try:
+        d.start()
+        pod = d.wait_running("fromurl-e2e-node")
+        assert pod["metadata"]["annotations"]["kubernetes.io/config.source"] == "http"
+    finally:
+        d.stop()
+        server.shutdown()
+        server.server_close()
