@@ -33,7 +33,7 @@ from actors.messages import ManifestProblem, SourceSnapshot, Tick
 from runtime.clock import Clock
 from runtime.errors import ManifestError
 from runtime.pod.model import Pod
-from runtime.pod.static import read_manifest_dir
+from runtime.pod.static import ManifestDirResult, read_manifest_dir
 
 __all__ = [
     "DEBOUNCE_MS",
@@ -188,6 +188,8 @@ class FileSource(KubeletActor):
         self._watcher: _Watcher | None = None
         self._last: tuple[tuple[str, ...], tuple[ManifestProblem, ...]] | None = None
         self._problem_log = ProblemLog()
+        self._good: dict[str, tuple[Pod, ...]] = {}  # each file's last good pods
+        self._keeping: set[str] = set()
         self.listings = 0  # how many times the directory was read (for tests and metrics)
         self.sent = 0  # how many snapshots were sent
 
@@ -230,7 +232,7 @@ class FileSource(KubeletActor):
     def _relist(self, why: str) -> None:
         result = read_manifest_dir(self.path, self.node_name)
         self.listings += 1
-        pods: tuple[Pod, ...] = tuple(sp.pod for sp in result.pods)
+        pods = self._with_last_good(result)
         problems = tuple(problem_from_error(err) for err in result.errors)
         self._problem_log.note(problems, result.warnings)
         key = (tuple(p.uid for p in pods), problems)
@@ -243,6 +245,29 @@ class FileSource(KubeletActor):
             self.path,
         )  # fmt: skip
         self.send(self.supervisor_name, SourceSnapshot(SOURCE, pods, problems, result.warnings))
+
+    def _with_last_good(self, result: ManifestDirResult) -> tuple[Pod, ...]:
+        """The listing's pods, plus the last good pods of files an edit has broken.
+
+        A typo in a manifest of a running pod is reported (log and metric) but does not
+        stop the pod: its last good version stays until the file is fixed or deleted.
+        """
+        good: dict[str, list[Pod]] = {}
+        for sourced in result.pods:
+            good.setdefault(sourced.source, []).append(sourced.pod)
+        kept: list[Pod] = []
+        broken = {err.source for err in result.errors}
+        for source in broken - set(good):
+            previous = self._good.get(source)
+            if previous and os.path.exists(source):
+                good[source] = list(previous)
+                kept.extend(previous)
+                if source not in self._keeping:
+                    _log.warning("{} is broken: keeping its last good version ({} pod(s)) "
+                                 "until it is fixed or deleted", source, len(previous))
+        self._keeping = broken & set(good)
+        self._good = {source: tuple(p) for source, p in good.items()}
+        return tuple(sp.pod for sp in result.pods) + tuple(kept)
 
     # --- the watcher ----------------------------------------------------------------------
 

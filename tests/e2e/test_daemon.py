@@ -185,7 +185,13 @@ def test_bad_manifests_never_crash_the_daemon(daemon: Daemon) -> None:
     wait_for(lambda: "worse.yaml" in daemon.log() and "imagee" in daemon.log(), 30.0,
              "the bad edit to be logged with its file and field")
     assert daemon.proc is not None and daemon.proc.poll() is None
-    daemon.wait_running("good-e2e-node")
+    uid = daemon.wait_running("good-e2e-node")["metadata"]["uid"]
+
+    # An edit that breaks the running pod's own manifest: reported, the pod keeps running.
+    (daemon.manifests / "good.yaml").write_text(manifest("good").replace("containers:", "cont:"))
+    wait_for(lambda: "keeping its last good version" in daemon.log(), 30.0,
+             "the broken edit to be reported")
+    assert daemon.wait_running("good-e2e-node")["metadata"]["uid"] == uid
 
 
 def test_sigterm_leaves_pods_and_sigkill_restart_adopts_them(

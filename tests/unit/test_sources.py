@@ -164,7 +164,7 @@ def test_add_edit_delete_seen_through_inotify(harness: Harness, tmp_path: Path) 
     assert latency < INOTIFY_DEADLINE
 
 
-def test_broken_edit_is_a_problem_and_other_pods_stay(
+def test_broken_edit_is_a_problem_and_the_last_good_pod_stays(
     harness: Harness, tmp_path: Path
 ) -> None:
     web = tmp_path / "web.yaml"
@@ -178,11 +178,19 @@ def test_broken_edit_is_a_problem_and_other_pods_stay(
     (problem,) = snap.problems
     assert problem.source == str(web)
     assert problem.path == "spec.containers[0].image"
-    assert names(snap) == ["db-node1"]
+    # A typo must not stop a running pod: the file's last good version stays.
+    assert names(snap) == ["db-node1", "web-node1"]
 
     web.write_text(manifest("web"))
     fixed = harness.wait_snapshot(lambda s: not s.problems, "the repaired file")
     assert names(fixed) == ["db-node1", "web-node1"]
+
+    web.write_text(manifest("web").replace("    image: busybox\n", ""))
+    harness.wait_snapshot(lambda s: bool(s.problems), "the file broken again")
+    web.unlink()  # deleting a broken file does remove its pod
+    gone = harness.wait_snapshot(lambda s: not s.problems and names(s) == ["db-node1"],
+                                 "the deleted file's pod to go")
+    assert names(gone) == ["db-node1"]
 
 
 def test_relist_sends_only_changes_and_logs_problems_once(
