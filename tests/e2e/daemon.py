@@ -55,6 +55,7 @@ class Daemon:
             "--file-check-frequency", "2s", "--log-level", "DEBUG",
             *self.flags,
         ]
+        self.workdir.mkdir(parents=True, exist_ok=True)
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(args, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
                                      env={**os.environ, "PYTHONPATH": str(REPO)})

@@ -282,3 +282,49 @@ def test_manifest_url_source(containerd: EmbeddedContainerd, cri: CRIClient,
         d.stop()
         server.shutdown()
         server.server_close()
+
+
+def test_embedded_containerd_killed_is_restarted_and_pods_untouched(
+    registry: object, e2e_lock: None, tmp_path: Path
+) -> None:
+    import os
+
+    from tests.e2e.conftest import cleanup_runtime_dir, new_embedded
+
+    base = Path("/var/tmp") / f"kat-e2e-daemon-{uuid.uuid4().hex[:6]}"
+    bridge, subnet = "kat3", "10.89.3.0/24"
+    manifests = tmp_path / "manifests"
+    manifests.mkdir()
+    (manifests / "emb.yaml").write_text(manifest("emb"))
+    d = Daemon(base, manifests, "--cni-bridge-name", bridge, "--pod-cidr", subnet)
+    emb: EmbeddedContainerd | None = None
+    try:
+        d.start()
+        before = d.wait_running("emb-e2e-node")["status"]["containerStatuses"][0]
+        pid_file = base / "root" / "containerd" / "containerd.pid"
+        old_pid = int(pid_file.read_text())
+        os.kill(old_pid, signal.SIGKILL)
+
+        def restarted() -> bool:
+            try:
+                pid = int(pid_file.read_text())
+            except (OSError, ValueError):
+                return False
+            return pid != old_pid and Path(f"/proc/{pid}").exists()
+
+        wait_for(restarted, 30.0, "the kubelet to restart its containerd")
+        wait_for(lambda: "kubelet_actors_containerd_restarts_total 1.0"
+                 in d.get("/metrics", port=d.port)[1], 30.0, "the restart to be counted")
+        wait_for(lambda: d.get("/healthz")[0] == 200, 30.0, "/healthz to recover")
+        after = d.wait_running("emb-e2e-node")["status"]["containerStatuses"][0]
+        assert after["containerID"] == before["containerID"]
+        assert after["restartCount"] == 0
+    finally:
+        d.stop()
+        # The daemon stopped its containerd; start one to remove the pods, then clean up.
+        emb = new_embedded(base / "root", bridge_name=bridge, subnet=subnet)
+        emb.start()
+        cleanup_runtime_dir(base / "root", bridge, emb)
+        import shutil
+
+        shutil.rmtree(base, ignore_errors=True)
