@@ -14,6 +14,8 @@ from loguru import logger
 
 from actors.dispatch import Dispatch
 from actors.messages import ChildFailed
+from actors.trace import context
+from actors.trace.envelope import Envelope
 
 
 class KubeletActor(pykka.ThreadingActor):
@@ -31,7 +33,27 @@ class KubeletActor(pykka.ThreadingActor):
         return self.dispatch.tell(to, message, sender=self.name)
 
     def on_receive(self, message: Any) -> Any:
-        return self.handle(message)
+        delivery: int | None = None
+        if isinstance(message, Envelope):
+            delivery, message = message.id, message.message
+        previous = context.enter(context.Handling(self.name, self.incarnation, delivery))
+        recorder = self.dispatch.recorder
+        if recorder is not None and delivery is not None:
+            recorder_begin = getattr(recorder, "begin", None)
+            if recorder_begin is not None:
+                recorder_begin(delivery, self.name, self.incarnation)
+        error: BaseException | None = None
+        try:
+            return self.handle(message)
+        except BaseException as err:
+            error = err
+            raise
+        finally:
+            context.enter(previous)
+            if recorder is not None and delivery is not None:
+                recorder_end = getattr(recorder, "end", None)
+                if recorder_end is not None:
+                    recorder_end(delivery, self.name, self.incarnation, error)
 
     def handle(self, message: Any) -> Any:
         """Subclasses: act on one message."""

@@ -17,12 +17,24 @@ from typing import Any, Protocol
 import pykka
 from loguru import logger
 
+from actors.trace import context
+from actors.trace.envelope import Envelope
+
 
 class Recorder(Protocol):
-    """Sees every delivery, in the order the dispatch point made them."""
+    """Sees every delivery (and dead letter), in the order the mailboxes got them."""
 
-    def delivered(self, sender: str, receiver: str, incarnation: int, message: object) -> None:
-        ...
+    def delivery(
+        self,
+        id: int,
+        sender: str,
+        sender_seq: int,
+        receiver: str,
+        incarnation: int,
+        parent: int | None,
+        message: object,
+        dead: bool,
+    ) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +49,8 @@ class Dispatch:
     def __init__(self, recorder: Recorder | None = None) -> None:
         self._actors: dict[str, Registration] = {}
         self._lock = threading.Lock()
+        self._next_id = 0
+        self._sender_seq: Counter[str] = Counter()
         self.recorder = recorder
         self.dead_letters: Counter[str] = Counter()
         self.delivered: Counter[str] = Counter()
@@ -63,24 +77,38 @@ class Dispatch:
             return [n for n in self._actors if n.startswith(prefix)]
 
     def tell(self, to: str, message: object, sender: str = "") -> bool:
-        """Deliver ``message`` to the actor named ``to``; False if it was a dead letter."""
+        """Deliver ``message`` to the actor named ``to``; False if it was a dead letter.
+
+        The message travels in an Envelope with a delivery id. Putting it in the mailbox
+        and recording it happen under one lock, so the recorded order of deliveries to an
+        actor is the order its mailbox holds them (what replay relies on).
+        """
+        handling = context.current()
+        parent = handling.delivery if handling is not None else None
+        sender = sender or (handling.actor if handling is not None else "")
         with self._lock:
+            self._next_id += 1
+            delivery = self._next_id
+            self._sender_seq[sender] += 1
+            seq = self._sender_seq[sender]
             entry = self._actors.get(to)
-        if entry is not None:
-            try:
-                entry.ref.tell(message)
-            except pykka.ActorDeadError:
-                entry = None
+            if entry is not None:
+                try:
+                    entry.ref.tell(Envelope(delivery, message))
+                except pykka.ActorDeadError:
+                    entry = None
+            if self.recorder is not None:
+                self.recorder.delivery(delivery, sender, seq, to,
+                                       entry.incarnation if entry else -1, parent, message,
+                                       dead=entry is None)
+        kind = type(message).__name__
         if entry is None:
-            kind = type(message).__name__
             self.dead_letters[kind] += 1
             logger.debug("dead letter {} from {} to {}", kind, sender or "-", to)
             if self.on_dead_letter is not None:
                 self.on_dead_letter(sender, to, message)
             return False
-        self.delivered[type(message).__name__] += 1
-        if self.recorder is not None:
-            self.recorder.delivered(sender, to, entry.incarnation, message)
+        self.delivered[kind] += 1
         return True
 
     def mailbox_depths(self) -> dict[str, int]:

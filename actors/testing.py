@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import pykka
 
 from actors.dispatch import Dispatch
+from actors.trace.envelope import Envelope
 
 T = TypeVar("T")
 
@@ -35,6 +36,8 @@ class Collector(pykka.ThreadingActor):
         self.received = received
 
     def on_receive(self, message: Any) -> Any:
+        if isinstance(message, Envelope):
+            message = message.message
         with self.received.arrived:
             self.received.messages.append(message)
             self.received.arrived.notify_all()

@@ -13,6 +13,7 @@ import pykka
 import pytest
 
 from actors.dispatch import Dispatch
+from actors.trace.envelope import Envelope
 from actors.messages import PodForgotten, PodObserved, ProbeKind, ProbeVerdict, WorkerState
 from actors.probe_manager import ProbeManager, ProbeQuery, ProbeSnapshot
 from actors.timers import ManualTimers
@@ -52,6 +53,8 @@ class Collector(pykka.ThreadingActor):
     def on_receive(self, message: Any) -> Any:
         if message == "get":
             return list(self.messages)
+        if isinstance(message, Envelope):
+            message = message.message
         self.messages.append(message)
         return None
 

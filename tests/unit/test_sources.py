@@ -14,6 +14,7 @@ import pytest
 from loguru import logger
 
 from actors.dispatch import Dispatch
+from actors.trace.envelope import Envelope
 from actors.messages import SourceSnapshot, Tick
 from actors.sources.file import NAME as FILE_NAME
 from actors.sources.file import RELIST_TICK, FileSource
@@ -52,6 +53,8 @@ class Collector(pykka.ThreadingActor):
     def on_receive(self, message: Any) -> Any:
         if message == "count":
             return len(self.messages)
+        if isinstance(message, Envelope):
+            message = message.message
         self.messages.append(message)
         return None
 

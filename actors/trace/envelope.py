@@ -1,0 +1,13 @@
+"""A delivery: a message with the id the dispatch point gave it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """What actually travels through a mailbox: the delivery id, then the message."""
+
+    id: int
+    message: object
