@@ -13,10 +13,10 @@ import pykka
 import pytest
 
 from actors.dispatch import Dispatch
-from actors.trace.envelope import Envelope
 from actors.messages import PodForgotten, PodObserved, ProbeKind, ProbeVerdict, WorkerState
 from actors.probe_manager import ProbeManager, ProbeQuery, ProbeSnapshot
 from actors.timers import ManualTimers
+from actors.trace.envelope import Envelope
 from runtime.clock import FakeClock
 from runtime.cri.types import (
     ContainerConfig,

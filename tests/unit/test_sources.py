@@ -14,12 +14,12 @@ import pytest
 from loguru import logger
 
 from actors.dispatch import Dispatch
-from actors.trace.envelope import Envelope
 from actors.messages import SourceSnapshot, Tick
 from actors.sources.file import NAME as FILE_NAME
 from actors.sources.file import RELIST_TICK, FileSource
 from actors.sources.http import NAME as HTTP_NAME
 from actors.sources.http import POLL_TICK, HTTPSource
+from actors.trace.envelope import Envelope
 from runtime.clock import FakeClock
 from runtime.pod.static import CONFIG_SOURCE
 from tests.helpers import wait_for
