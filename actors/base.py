@@ -69,9 +69,30 @@ class KubeletActor(pykka.ThreadingActor):
         logger.opt(exception=(exception_type, exception_value, traceback)).error(
             "actor {} (incarnation {}) failed", self.name, self.incarnation
         )
+        # Unregister first: from here on a tell to the name is a dead letter (which the
+        # supervisor holds for the restart), so nothing lands in the mailbox after the drain.
         self.dispatch.unregister(self.name, self.actor_ref)
+        pending = self._drain_mailbox()
         if self.name != self.supervisor_name:
             self.send(
                 self.supervisor_name,
-                ChildFailed(self.name, self.incarnation, repr(exception_value)),
+                ChildFailed(self.name, self.incarnation, repr(exception_value), pending),
             )
+
+    def _drain_mailbox(self) -> tuple[object, ...]:
+        """Take what pykka would drop: the queued tells, in order (asks get ActorDeadError)."""
+        pending: list[object] = []
+        while not self.actor_inbox.empty():  # only this thread takes from it
+            queued = self.actor_inbox.get()
+            message = getattr(queued, "message", queued)
+            reply_to = getattr(queued, "reply_to", None)
+            if reply_to is not None:
+                dead = pykka.ActorDeadError(f"{self.name} failed before handling the message")
+                reply_to.set_exception(exc_info=(type(dead), dead, None))
+                continue
+            if isinstance(message, Envelope):
+                message = message.message
+            if type(message).__module__.startswith("pykka"):
+                continue  # a stop or proxy call for the dead incarnation
+            pending.append(message)
+        return tuple(pending)

@@ -53,8 +53,12 @@ class Dispatch:
         self._sender_seq: Counter[str] = Counter()
         self.recorder = recorder
         self.dead_letters: Counter[str] = Counter()
+        # Dead letters nobody redelivered or dropped by rule (drills assert it stays empty).
+        self.dead_letters_unhandled: Counter[str] = Counter()
         self.delivered: Counter[str] = Counter()
-        self.on_dead_letter: Callable[[str, str, object], None] | None = None
+        # Called with (sender, to, message); returning True claims the message (a
+        # supervisor holds it for a restart), so it is not counted as a dead letter here.
+        self.on_dead_letter: Callable[[str, str, object], bool | None] | None = None
 
     def register(self, name: str, ref: Any, incarnation: int = 0) -> None:
         with self._lock:
@@ -103,10 +107,11 @@ class Dispatch:
                                        dead=entry is None)
         kind = type(message).__name__
         if entry is None:
+            hook = self.on_dead_letter
+            if hook is not None and hook(sender, to, message) is True:
+                return False
             self.dead_letters[kind] += 1
             logger.debug("dead letter {} from {} to {}", kind, sender or "-", to)
-            if self.on_dead_letter is not None:
-                self.on_dead_letter(sender, to, message)
             return False
         self.delivered[kind] += 1
         return True

@@ -248,6 +248,33 @@ class ChildFailed:
     name: str
     incarnation: int
     error: str
+    pending: tuple[object, ...] = ()  # its mailbox at the moment of failure, in order
+
+
+@dataclass(frozen=True, slots=True)
+class ChildExited:
+    """A supervised actor stopped on purpose (a normal exit: transient ones stay stopped)."""
+
+    name: str
+    incarnation: int
+    reason: str = "normal"
+
+
+@dataclass(frozen=True, slots=True)
+class RestartChild:
+    """A timer: restart ``name`` now (its back-off delay is over)."""
+
+    name: str
+    incarnation: int  # the incarnation that failed; a stale timer is ignored
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """A message told to a name with no live actor, handed to the supervisor to hold."""
+
+    sender: str
+    to: str
+    message: object
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,26 +2,24 @@
 
 It takes what the select loop took (source snapshots, PLEG relists, the sync and
 housekeeping ticks, probe verdicts, runtime health), keeps the desired pods, admits them,
-and dispatches updates to pod workers. It starts its children, replaces one that fails
-(rebuilding its state from the runtime and the sources), and stops them all when it stops:
-nothing outlives it.
+and dispatches updates to pod workers. Its children are supervised as OTP does it
+(actors.supervision, where the kubelet's tree and its restart strategy are described),
+and stop when it stops: nothing outlives it.
 """
 
 from __future__ import annotations
 
-import collections
+import random
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from loguru import logger
 
-from actors.base import KubeletActor
 from actors.config.merge import PodConfig
 from actors.dispatch import Dispatch
 from actors.messages import (
-    ChildFailed,
     DesiredPods,
     EventType,
     KillRuntimePod,
@@ -43,6 +41,14 @@ from actors.messages import (
     WorkerState,
 )
 from actors.metrics import KubeletMetrics
+from actors.supervision import (
+    KUBELET_SUPERVISION,
+    ChildSpec,
+    SupervisorActor,
+    SupervisorSpec,
+    kubelet_child,
+    pod_worker_spec,
+)
 from actors.timers import TimerHandle, Timers
 from runtime.clock import Clock
 from runtime.ids import ContainerID, PodUID
@@ -76,8 +82,7 @@ class SupervisorSettings:
     file_check_frequency: float = 20.0
     http_check_frequency: float = 20.0
     expected_sources: frozenset[str] = frozenset({"file"})
-    max_restarts: int = 10
-    restart_window: float = 60.0
+    supervision: SupervisorSpec = KUBELET_SUPERVISION
 
 
 @dataclass(slots=True)
@@ -87,14 +92,7 @@ class _Worker:
     pod: Pod
     state: WorkerState = WorkerState.SYNCING
     incarnation: int = 0
-
-
-@dataclass(slots=True)
-class _Child:
-    name: str
-    factory: ChildFactory
-    ref: Any = None
-    incarnation: int = 0
+    kill: UpdatePod | None = None  # the kill in flight, issued again to a replacement
 
 
 @dataclass(slots=True)
@@ -103,7 +101,7 @@ class _Verdicts:
     startup: dict[ContainerID, ProbeResult] = field(default_factory=dict)
 
 
-class Supervisor(KubeletActor):
+class Supervisor(SupervisorActor):
     """Owns the kubelet's actors and decides what each pod worker does next."""
 
     def __init__(
@@ -111,17 +109,18 @@ class Supervisor(KubeletActor):
         dispatch: Dispatch,
         timers: Timers,
         clock: Clock,
-        children: list[tuple[str, ChildFactory]],
+        children: Sequence[ChildSpec | tuple[str, ChildFactory]],
         worker_factory: WorkerFactory,
         settings: SupervisorSettings | None = None,
         metrics: KubeletMetrics | None = None,
+        rng: random.Random | None = None,
     ) -> None:
-        super().__init__("supervisor", dispatch)
+        self.settings = settings or SupervisorSettings()
+        super().__init__("supervisor", dispatch, timers, clock, self.settings.supervision,
+                         [kubelet_child(c) for c in children], rng or random.Random(0))
         self._timers = timers
         self._clock = clock
-        self._children = [_Child(name, factory) for name, factory in children]
         self._worker_factory = worker_factory
-        self.settings = settings or SupervisorSettings()
         self._metrics = metrics
         self._config = PodConfig(clock)
         self._desired: dict[PodUID, Pod] = {}
@@ -137,16 +136,13 @@ class Supervisor(KubeletActor):
         self._last_relist = clock.monotonic()
         self._relist_error = ""
         self._last_sync_tick = clock.monotonic()
-        self._restarts: collections.deque[float] = collections.deque()
         self._timer_handles: list[TimerHandle] = []
         self._problems: dict[str, set[tuple[str, str, str]]] = {}
 
     # --- lifecycle ---------------------------------------------------------------------
 
     def on_start(self) -> None:
-        self.dispatch.register(self.name, self.actor_ref)
-        for child in self._children:
-            self._start_child(child)
+        super().on_start()
         s = self.settings
         every = self._timers.every
         self._timer_handles = [
@@ -159,23 +155,12 @@ class Supervisor(KubeletActor):
             self._timer_handles.append(every("file-relist", "source/file", s.file_check_frequency))
         if "http" in s.expected_sources:
             self._timer_handles.append(every("http-poll", "source/http", s.http_check_frequency))
-        logger.info("kubelet supervisor started {} actors", len(self._children))
+        logger.info("kubelet supervisor started {} actors", len(self._child_specs))
 
     def on_stop(self) -> None:
         for handle in self._timer_handles:
             handle.cancel()
-        refs = [w.ref for w in self._workers.values()]
-        refs += [c.ref for c in reversed(self._children) if c.ref is not None]
-        for ref in refs:
-            ref.stop(block=False)
-        for ref in refs:
-            if ref.actor_stopped.wait(timeout=10.0) is False:
-                logger.warning("an actor did not stop within 10 s")
-        self.dispatch.unregister(self.name, self.actor_ref)
-
-    def _start_child(self, child: _Child) -> None:
-        child.ref = child.factory(child.incarnation)
-        self.dispatch.register(child.name, child.ref, child.incarnation)
+        super().on_stop()
 
     # --- the select loop ---------------------------------------------------------------
 
@@ -199,8 +184,6 @@ class Supervisor(KubeletActor):
             self._relist_error = message.error
         elif isinstance(message, RuntimePodKilled):
             self._killing.discard(message.uid)
-        elif isinstance(message, ChildFailed):
-            self._child_failed(message)
         elif isinstance(message, GetHealth):
             return self.health()
         elif isinstance(message, GetRunningPods):
@@ -293,18 +276,27 @@ class Supervisor(KubeletActor):
         worker.cancel.set()  # stop a sync in flight from starting more containers
         logger.bind(pod=worker.pod.metadata.name, uid=uid, container="").info(
             "stopping pod: {}", reason)
-        self.dispatch.tell(worker_name(uid), UpdatePod(
-            pod or worker.pod, UpdateKind.KILL, grace_override=grace, reason=reason,
-            remove=remove), sender=self.name)
+        kill = UpdatePod(pod or worker.pod, UpdateKind.KILL, grace_override=grace,
+                         reason=reason, remove=remove)
+        if worker.kill is not None:  # as the worker merges them: grace only shrinks
+            old = worker.kill.grace_override
+            kill = replace(kill, remove=remove or worker.kill.remove, grace_override=(
+                old if old is not None and (grace is None or old < grace) else grace))
+        worker.kill = kill
+        self.dispatch.tell(worker_name(uid), kill, sender=self.name)
 
     # --- pod workers -------------------------------------------------------------------
 
-    def _start_worker(self, uid: PodUID, pod: Pod, incarnation: int = 0) -> _Worker:
-        cancel = threading.Event()
-        ref = self._worker_factory(uid, incarnation, cancel)
-        self.dispatch.register(worker_name(uid), ref, incarnation)
-        worker = self._workers[uid] = _Worker(ref, cancel, pod, incarnation=incarnation)
-        return worker
+    def _start_worker(self, uid: PodUID, pod: Pod) -> None:
+        self._workers[uid] = _Worker(None, threading.Event(), pod)
+        self.supervision.add(pod_worker_spec(worker_name(uid),
+                                             lambda n: self._worker_incarnation(uid, n)))
+
+    def _worker_incarnation(self, uid: PodUID, incarnation: int) -> Any:
+        worker = self._workers[uid]
+        worker.cancel, worker.incarnation = threading.Event(), incarnation
+        worker.ref = self._worker_factory(uid, incarnation, worker.cancel)
+        return worker.ref
 
     def _dispatch(self, uid: PodUID, kind: UpdateKind) -> None:
         worker = self._workers.get(uid)
@@ -321,8 +313,7 @@ class Supervisor(KubeletActor):
         worker = self._workers.pop(uid, None)
         if worker is None:
             return
-        self.dispatch.unregister(worker_name(uid), worker.ref)
-        worker.ref.stop(block=False)
+        self.supervision.remove(worker_name(uid), "its pod is gone")
         self.send("status", PodForgotten(uid))
         self.send("probes", PodForgotten(uid))
         waiting = self._waiting.pop(worker.pod.full_name, [])
@@ -414,44 +405,31 @@ class Supervisor(KubeletActor):
 
     # --- supervision -------------------------------------------------------------------
 
-    def _child_failed(self, failed: ChildFailed) -> None:
-        now = self._clock.monotonic()
-        self._restarts.append(now)
-        while self._restarts and now - self._restarts[0] > self.settings.restart_window:
-            self._restarts.popleft()
+    def child_restarted(self, name: str, incarnation: int) -> None:
+        """Give a replaced child what rebuilds its state."""
         if self._metrics is not None:
-            group = "pod" if failed.name.startswith("pod/") else failed.name
-            self._metrics.actor_restarts.labels(group).inc()
-        if len(self._restarts) > self.settings.max_restarts:
-            logger.error("{} restarts within {:.0f}s (last: {} failed: {}): giving up",
-                         len(self._restarts), self.settings.restart_window, failed.name,
-                         failed.error)
-            self.actor_ref.stop(block=False)
-            return
-        if failed.name.startswith("pod/"):
-            self._restart_worker(PodUID(failed.name[4:]), failed)
-            return
-        child = next((c for c in self._children if c.name == failed.name), None)
-        if child is None or failed.incarnation != child.incarnation:
-            return  # an old incarnation: already replaced
-        child.incarnation += 1
-        logger.warning("restarting {} (incarnation {}) after: {}", child.name,
-                       child.incarnation, failed.error)
-        self._start_child(child)
+            self._metrics.actor_restarts.labels("pod" if name.startswith("pod/") else name).inc()
+        if name.startswith("pod/"):
+            self._rebuild_worker(PodUID(name[4:]))
+        elif name == "status":
+            self.send("status", DesiredPods(tuple(self._desired.values())))
 
-    def _restart_worker(self, uid: PodUID, failed: ChildFailed) -> None:
-        old = self._workers.get(uid)
-        if old is None or old.incarnation != failed.incarnation:
+    def _rebuild_worker(self, uid: PodUID) -> None:
+        """A replaced worker syncs its pod from the runtime, or issues its kill again."""
+        worker = self._workers.get(uid)
+        if worker is None:
             return
-        logger.bind(pod=old.pod.metadata.name, uid=uid, container="").warning(
-            "restarting the pod worker after: {}", failed.error)
-        worker = self._start_worker(uid, old.pod, old.incarnation + 1)
-        if uid in self._desired:
-            self._dispatch(uid, UpdateKind.SYNC)  # rebuilt from the runtime by its first sync
-        else:
-            worker.cancel.set()
-            self.dispatch.tell(worker_name(uid), UpdatePod(
-                old.pod, UpdateKind.KILL, remove=True, reason="removed"), sender=self.name)
+        if worker.kill is None and uid not in self._desired:
+            worker.kill = UpdatePod(worker.pod, UpdateKind.KILL, remove=True, reason="removed")
+        if worker.kill is None:
+            worker.state = WorkerState.SYNCING
+            self._dispatch(uid, UpdateKind.SYNC)
+            return
+        worker.state = WorkerState.TERMINATING
+        worker.cancel.set()
+        logger.bind(pod=worker.pod.metadata.name, uid=uid, container="").info(
+            "issuing the kill in flight again: {}", worker.kill.reason)
+        self.dispatch.tell(worker_name(uid), worker.kill, sender=self.name)
 
 
 def worker_name(uid: PodUID) -> str:

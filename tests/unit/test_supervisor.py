@@ -201,3 +201,32 @@ def test_runtime_down_pauses_syncs_and_health_says_why(node: Node) -> None:
     node.fake.clear_failures()
     node.until("the pod to converge again", lambda: node.running("u1") == ["c"])
     node.until("health to recover", lambda: ref.ask(GetHealth(), timeout=5)["runtime"] is None)
+
+
+def restarts(node: Node, actor: str) -> float | None:
+    return node.metrics.registry.get_sample_value("kubelet_actors_restarts_total",
+                                                  {"actor": actor})
+
+
+def test_a_crashed_pod_worker_is_replaced_and_its_pod_synced_again(node: Node) -> None:
+    node.snapshot(pod("u1"))
+    node.until("the container to run", lambda: node.running("u1") == ["c"])
+    node.fake.fail("pod_sandbox_status", RuntimeError("a bug in the worker"))
+    (container,) = node.fake.list_containers()
+    node.fake.exit_container(container.id, 1)  # the relist makes the worker sync: it fails
+    node.until("the worker restart", lambda: restarts(node, "pod") == 1)
+    node.until("the new worker to restart the container",
+               lambda: len(node.fake.list_containers()) == 2 and node.running("u1") == ["c"])
+    assert node.fake.called("create_container") == 2  # nothing started twice
+    assert not node.dispatch.dead_letters_unhandled
+
+
+def test_a_kill_in_flight_is_issued_again_to_the_replacement(node: Node) -> None:
+    node.snapshot(pod("u1"))
+    node.until("the container to run", lambda: node.running("u1") == ["c"])
+    node.fake.fail("pod_sandbox_status", RuntimeError("a bug in the worker"))
+    node.snapshot()  # the pod goes: the worker's kill fails on the bug
+    node.until("the worker restart", lambda: restarts(node, "pod") == 1)
+    node.until("the pod to be removed all the same", lambda: node.fake.list_pod_sandbox() == ())
+    node.until("its status to go", lambda: "u1" not in node.statuses())
+    assert not node.dispatch.dead_letters_unhandled
