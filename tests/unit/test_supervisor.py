@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from loguru import logger
 
 from actors.dispatch import Dispatch
 from actors.messages import GetPods, SourceSnapshot
@@ -17,6 +19,7 @@ from actors.pod_killer import PodKiller
 from actors.pod_worker import PodWorker, WorkerTiming
 from actors.runtime_monitor import RuntimeMonitor
 from actors.status_manager import StatusManager
+from actors.supervision import KUBELET_SUPERVISION, SupervisorSpec
 from actors.supervisor import GetHealth, Supervisor, SupervisorSettings
 from actors.testing import Inbox
 from actors.timers import ManualTimers
@@ -48,7 +51,8 @@ def pod(uid: str, name: str = "web", args: tuple[str, ...] = ()) -> Pod:
 class Node:
     """A supervisor with real children on a fake runtime and manual timers."""
 
-    def __init__(self, tmp_path: Path, max_pods: int = 110) -> None:
+    def __init__(self, tmp_path: Path, max_pods: int = 110,
+                 supervision: SupervisorSpec = KUBELET_SUPERVISION) -> None:
         self.clock = FakeClock()
         self.fake = FakeRuntime(self.clock, images=[IMAGE])
         self.dispatch = Dispatch()
@@ -72,7 +76,8 @@ class Node:
 
         self.supervisor = Supervisor.start(
             d, self.timers, c, children, worker,
-            SupervisorSettings(max_pods=max_pods, expected_sources=frozenset({"file"})), m)
+            SupervisorSettings(max_pods=max_pods, expected_sources=frozenset({"file"}),
+                               supervision=supervision), m)
 
     def snapshot(self, *pods: Pod) -> None:
         self.dispatch.tell("supervisor", SourceSnapshot("file", pods), sender="test")
@@ -99,7 +104,8 @@ class Node:
         wait_for(check, 15.0, what, interval=0.02)
 
     def stop(self) -> None:
-        self.supervisor.stop()
+        if self.supervisor.is_alive():
+            self.supervisor.stop()
         self.probes.stop()
 
 
@@ -230,3 +236,19 @@ def test_a_kill_in_flight_is_issued_again_to_the_replacement(node: Node) -> None
     node.until("the pod to be removed all the same", lambda: node.fake.list_pod_sandbox() == ())
     node.until("its status to go", lambda: "u1" not in node.statuses())
     assert not node.dispatch.dead_letters_unhandled
+
+
+def test_a_child_failing_too_often_stops_the_kubelet_with_the_reason(tmp_path: Path) -> None:
+    spec = replace(KUBELET_SUPERVISION, max_restarts=3, within=60.0)
+    node = Node(tmp_path, supervision=spec)
+    errors: list[str] = []
+    sink = logger.add(lambda m: errors.append(m.record["message"]), level="ERROR")
+    try:
+        node.fake.fail_always("list_pod_sandbox", RuntimeError("a bug in the relist"))
+        node.until("the supervisor to give up", lambda: not node.supervisor.is_alive())
+        assert node.dispatch.names() == ["probes"]  # every child stopped (probes is the test's)
+        assert ("supervisor: pleg failed 4 times in 60 s (last: RuntimeError('a bug in the "
+                "relist')): giving up") in errors
+    finally:
+        logger.remove(sink)
+        node.stop()
