@@ -1,4 +1,5 @@
-"""Console-script entry point: ``kubelet-actors`` runs actors.app.main."""
+"""Console-script entry point: ``kubelet-actors`` runs actors.app.main;
+``kubelet-actors trace ...`` runs actors.trace.cli.main (the trace tools)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,13 @@ import sys
 from actors.app import main as app_main
 
 
-def main() -> None:
-    sys.exit(app_main())
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["trace"]:
+        from actors.trace.cli import main as trace_main
+
+        sys.exit(trace_main(args[1:]))
+    sys.exit(app_main(args))
 
 
 if __name__ == "__main__":
