@@ -28,6 +28,9 @@ class KubeletActor(pykka.ThreadingActor):
         self.name = name
         self.dispatch = dispatch
         self.incarnation = incarnation
+        recorder: Any = dispatch.recorder
+        if recorder is not None and hasattr(recorder, "spawn"):
+            recorder.spawn(name, incarnation)
 
     def send(self, to: str, message: object) -> bool:
         return self.dispatch.tell(to, message, sender=self.name)

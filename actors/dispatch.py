@@ -116,6 +116,14 @@ class Dispatch:
         self.delivered[kind] += 1
         return True
 
+    def observe(self, name: str, value: Any) -> Any:
+        """An input a handler reads from outside its messages (a flag, a random draw):
+        recorded when tracing, so a replay can answer with the same value."""
+        recorder: Any = self.recorder
+        if recorder is not None and hasattr(recorder, "input"):
+            recorder.input(name, value)
+        return value
+
     def mailbox_depths(self) -> dict[str, int]:
         """Messages waiting per actor (pod workers summed under "pod")."""
         with self._lock:

@@ -70,7 +70,8 @@ class PodWorker(KubeletActor):
         self._metrics = metrics
         self._timing = timing or WorkerTiming()
         self.cancel = cancel or threading.Event()
-        self._rng = rng or random.Random()
+        # Seeded by UID: jitter still spreads pods apart, and a replay draws the same.
+        self._rng = rng or random.Random(str(uid))
         self.state = WorkerState.SYNCING
         self._pending: UpdatePod | None = None
         self._scheduled = False
@@ -150,6 +151,10 @@ class PodWorker(KubeletActor):
                     self._clock.monotonic() - started
                 )
 
+    def _cancelled(self) -> bool:
+        """Whether the supervisor cancelled this sync (set from its thread: an input)."""
+        return bool(self.dispatch.observe("cancelled", self.cancel.is_set()))
+
     def _status(self, pod: Pod) -> RuntimePodStatus:
         return self._manager.get_pod_status(self.uid, pod.metadata.name, pod.metadata.namespace)
 
@@ -170,7 +175,7 @@ class PodWorker(KubeletActor):
             self._run()
             return
         result = self._manager.sync_pod(
-            pod, status, dict(update.liveness), dict(update.startup), self.cancel.is_set
+            pod, status, dict(update.liveness), dict(update.startup), self._cancelled
         )
         after = self._status(pod) if result.steps else status
         self._observe(pod, after, result)

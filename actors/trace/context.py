@@ -1,12 +1,14 @@
-"""Which actor, incarnation and delivery the current thread is handling, if any.
+"""Which actor, incarnation and delivery the current code is handling, if any.
 
 Set by KubeletActor around each handler, read by the recorders so every runtime call,
-clock read and sent message is attributed to the actor and delivery that caused it.
+clock read and sent message is attributed to the actor and delivery that caused it. A
+context variable, so work a handler fans out to threads with a copied context (the
+runtime manager's parallel kills) is still attributed to it.
 """
 
 from __future__ import annotations
 
-import threading
+import contextvars
 from dataclasses import dataclass
 
 
@@ -17,16 +19,16 @@ class Handling:
     delivery: int | None  # the id of the delivery being handled (None: on_start, asks)
 
 
-_local = threading.local()
+_handling: contextvars.ContextVar[Handling | None] = contextvars.ContextVar(
+    "kubelet_actors_handling", default=None)
 
 
 def current() -> Handling | None:
-    value: Handling | None = getattr(_local, "handling", None)
-    return value
+    return _handling.get()
 
 
 def enter(handling: Handling | None) -> Handling | None:
     """Make ``handling`` current; returns what was current before."""
-    previous = current()
-    _local.handling = handling
+    previous = _handling.get()
+    _handling.set(handling)
     return previous

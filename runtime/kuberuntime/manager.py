@@ -8,6 +8,7 @@ checks the crash-loop back-off. Each step's outcome lands in a PodSyncResult, so
 
 from __future__ import annotations
 
+import contextvars
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -182,7 +183,11 @@ class KubeRuntimeManager:
         if running:
             workers = min(self._kill_parallelism, len(running))
             with ThreadPoolExecutor(workers, thread_name_prefix="kill-container") as pool:
-                steps.extend(pool.map(lambda c: kill(c.id, c.name), running))
+                # Each kill runs in a copy of the caller's context, so whatever the caller
+                # tracks there (a trace's current handler) covers the kill threads too.
+                futures = [pool.submit(contextvars.copy_context().run, kill, c.id, c.name)
+                           for c in running]
+                steps.extend(f.result() for f in futures)
         if not all(s.ok for s in steps):
             return PodSyncResult(tuple(steps))
         for sandbox in status.sandbox_statuses:
