@@ -7,7 +7,9 @@ them from their labels.
 
 from __future__ import annotations
 
+import dataclasses
 import signal
+import sys
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -37,6 +39,13 @@ from actors.supervisor import (
     SupervisorSettings,
 )
 from actors.timers import TimerService
+from actors.trace.recording import (
+    CONTAINERD_METHODS,
+    RecordingClock,
+    RecordingProxy,
+    recording_runtime,
+)
+from actors.trace.writer import TraceWriter
 from runtime.clock import Clock, RealClock
 from runtime.cri.instrumented import instrument
 from runtime.cri.service import CRIRuntime
@@ -115,12 +124,29 @@ class Kubelet:
     supervisor: Any
     http: KubeletHTTPServer
     metrics: KubeletMetrics
+    writer: TraceWriter | None = None
 
     def stop(self) -> None:
         self.http.stop()
         if self.supervisor.is_alive():
             self.supervisor.stop(block=True, timeout=60.0)
         self.timers.stop()
+        if self.writer is not None:
+            self.writer.close()
+
+
+def replay_config(settings: NodeSettings, timing: WorkerTiming,
+                  supervisor: SupervisorSettings, node_ip: str, embedded: bool
+                  ) -> dict[str, Any]:
+    """What a replay needs to build the same actors (recorded in every trace header)."""
+    return {
+        "node": dataclasses.asdict(settings),
+        "timing": dataclasses.asdict(timing),
+        "supervisor": {**dataclasses.asdict(supervisor),
+                       "expected_sources": sorted(supervisor.expected_sources)},
+        "host_ip": node_ip,
+        "embedded": embedded,
+    }
 
 
 def start_kubelet(
@@ -131,15 +157,40 @@ def start_kubelet(
     clock: Clock | None = None,
 ) -> Kubelet:
     """Start the actors and the HTTP API on ``runtime``; returns once they run."""
-    clock = clock or RealClock()
+    real_clock = clock or RealClock()
     metrics = KubeletMetrics()
-    dispatch = Dispatch()
-    instrumented = instrument(runtime, metrics.observe_runtime_call)
     settings = NodeSettings(node_name=flags.node_name, root_dir=flags.root_dir,
                             pod_logs_dir=flags.pod_logs_dir)
-    manager = KubeRuntimeManager(instrumented, settings, clock, node_ip=node_ip)
-    timers = TimerService(dispatch, clock)
     timing = WorkerTiming(resync_interval=flags.sync_frequency)
+    sources: set[str] = set()
+    if flags.pod_manifest_path:
+        sources.add("file")
+    if flags.manifest_url:
+        sources.add("http")
+    supervisor_settings = SupervisorSettings(
+        max_pods=flags.max_pods,
+        file_check_frequency=flags.file_check_frequency,
+        http_check_frequency=flags.http_check_frequency,
+        expected_sources=frozenset(sources),
+    )
+    writer: TraceWriter | None = None
+    instrumented = instrument(runtime, metrics.observe_runtime_call)
+    clock = real_clock
+    if flags.trace_dir:
+        writer = TraceWriter(
+            flags.trace_dir, max_bytes=flags.trace_max_bytes, argv=tuple(sys.argv),
+            config=replay_config(settings, timing, supervisor_settings, node_ip,
+                                 containerd is not None),
+        )
+        instrumented = recording_runtime(instrumented, writer)
+        clock = RecordingClock(real_clock, writer)
+        if containerd is not None:
+            proxy: Any = RecordingProxy(containerd, writer, "containerd", CONTAINERD_METHODS)
+            containerd = proxy
+        logger.info("recording a trace in {}", flags.trace_dir)
+    dispatch = Dispatch(recorder=writer)
+    manager = KubeRuntimeManager(instrumented, settings, clock, node_ip=node_ip)
+    timers = TimerService(dispatch, real_clock)
 
     children: list[tuple[str, ChildFactory]] = [
         ("status", lambda n: StatusManager.start(dispatch, clock, metrics, node_ip, n)),
@@ -149,13 +200,10 @@ def start_kubelet(
         ("runtime-monitor", lambda n: RuntimeMonitor.start(
             dispatch, timers, instrumented, clock, containerd, metrics, n)),
     ]
-    sources: set[str] = set()
     if flags.pod_manifest_path:
-        sources.add("file")
         children.append(("source/file", lambda n: FileSource.start(
             dispatch, flags.pod_manifest_path, flags.node_name, clock, n)))
     if flags.manifest_url:
-        sources.add("http")
         children.append(("source/http", lambda n: HTTPSource.start(
             dispatch, flags.manifest_url, flags.node_name, clock, n)))
 
@@ -163,12 +211,6 @@ def start_kubelet(
         return PodWorker.start(uid, dispatch, manager, clock, metrics, timing, cancel,
                                incarnation=incarnation)
 
-    supervisor_settings = SupervisorSettings(
-        max_pods=flags.max_pods,
-        file_check_frequency=flags.file_check_frequency,
-        http_check_frequency=flags.http_check_frequency,
-        expected_sources=frozenset(sources),
-    )
     timers.start()
     supervisor = Supervisor.start(dispatch, timers, clock, children, worker,
                                   supervisor_settings, metrics)
@@ -182,11 +224,13 @@ def start_kubelet(
     except Exception:
         supervisor.stop(block=True, timeout=60.0)
         timers.stop()
+        if writer is not None:
+            writer.close()
         raise
     logger.info("kubelet-actors running: node {}, sources {}, HTTP {}:{} (read-only {}, "
                 "healthz {})", flags.node_name, sorted(sources), flags.address, flags.port,
                 flags.read_only_port, flags.healthz_port)
-    return Kubelet(dispatch, timers, supervisor, http, metrics)
+    return Kubelet(dispatch, timers, supervisor, http, metrics, writer)
 
 
 def run_until_signalled(kubelet: Kubelet) -> int:

@@ -43,6 +43,8 @@ class KubeletFlags:
     sync_frequency: float
     file_check_frequency: float
     http_check_frequency: float
+    trace_dir: str
+    trace_max_bytes: int
 
 
 def _duration(text: str) -> float:
@@ -105,6 +107,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="how often the manifest directory is listed again (default 20s)")
     add("--http-check-frequency", type=_duration, default=20.0,
         help="how often --manifest-url is fetched again (default 20s)")
+    add("--trace-dir", default="",
+        help="record every delivery, runtime call and decision here, for "
+             "`kubelet-actors trace replay|show|export`")
+    add("--trace-max-bytes", type=int, default=64 * 1024 * 1024,
+        help="start a new trace file past this size (default 64 MiB)")
     add("--runonce", action="store_true",
         help="start the pods of the manifests, wait until they run, print them and exit")
     add("--runonce-timeout", type=_duration, default=120.0,
@@ -138,6 +145,8 @@ def parse_flags(argv: list[str]) -> KubeletFlags:
                         ("--healthz-port", ns.healthz_port)):
         if not 0 <= value <= 65535:
             raise FlagError(f"{flag} {value}: must be between 0 and 65535")
+    if ns.trace_max_bytes < 4096:
+        raise FlagError(f"--trace-max-bytes {ns.trace_max_bytes}: must be at least 4096")
     if ns.max_pods < 1:
         raise FlagError(f"--max-pods {ns.max_pods}: must be at least 1")
     for flag, seconds in (("--sync-frequency", ns.sync_frequency),
@@ -183,4 +192,6 @@ def parse_flags(argv: list[str]) -> KubeletFlags:
         sync_frequency=ns.sync_frequency,
         file_check_frequency=ns.file_check_frequency,
         http_check_frequency=ns.http_check_frequency,
+        trace_dir=os.path.abspath(ns.trace_dir) if ns.trace_dir else "",
+        trace_max_bytes=ns.trace_max_bytes,
     )

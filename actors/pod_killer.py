@@ -6,7 +6,7 @@ comes back as a message, and a pod already being killed is not killed twice.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,10 +38,13 @@ class PodKiller(KubeletActor):
         manager: KubeRuntimeManager,
         workers: int = 4,
         incarnation: int = 0,
+        executor: Executor | None = None,
     ) -> None:
         super().__init__("killer", dispatch, incarnation)
         self._manager = manager
-        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="pod-killer")
+        # A replay passes an executor that runs nothing: the outcomes are in the trace.
+        self._pool: Executor = executor or ThreadPoolExecutor(
+            workers, thread_name_prefix="pod-killer")
         self._in_flight: set[PodUID] = set()
 
     def handle(self, message: Any) -> Any:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -138,13 +138,16 @@ class ProbeManager(KubeletActor):
         incarnation: int = 0,
         workers: int = 8,
         tick: float = DEFAULT_TICK,
+        executor: Executor | None = None,
     ) -> None:
         super().__init__("probes", dispatch, incarnation)
         self._timers = timers
         self._runtime = runtime
         self._clock = clock
         self._tick = tick
-        self._pool = ThreadPoolExecutor(max(workers, 1), thread_name_prefix="probe")
+        # A replay passes an executor that runs nothing: the outcomes are in the trace.
+        self._pool: Executor = executor or ThreadPoolExecutor(
+            max(workers, 1), thread_name_prefix="probe")
         self._workers: dict[Key, _Probed] = {}
         self._by_pod: dict[PodUID, set[Key]] = {}
         self._heap: list[tuple[float, int, Key]] = []

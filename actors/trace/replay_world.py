@@ -1,0 +1,96 @@
+"""Building the actors a replay feeds, with the recording's settings and replay stubs."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from typing import Any
+
+from actors.pleg import PLEG
+from actors.pod_killer import PodKiller
+from actors.pod_worker import PodWorker, WorkerTiming
+from actors.probe_manager import ProbeManager
+from actors.runtime_monitor import RuntimeMonitor
+from actors.status_manager import StatusManager
+from actors.supervisor import Supervisor, SupervisorSettings
+from actors.trace.replay_stubs import (
+    InertExecutor,
+    ReplayClock,
+    ReplayDispatch,
+    ReplayRuntime,
+    ReplayTimers,
+)
+from runtime.ids import PodUID
+from runtime.kuberuntime.manager import KubeRuntimeManager
+from runtime.kuberuntime.settings import NodeSettings
+
+NOT_REPLAYABLE = frozenset({"source", "source/file", "source/http", "timers", "test"})
+"""Actors whose handlers read files or URLs: their messages are inputs, not replayed."""
+
+_KUBELET_CHILDREN = ("status", "probes", "killer", "pleg", "runtime-monitor")
+
+
+class _StubRef:
+    """Stands in for a child actor the replayed supervisor starts or stops."""
+
+    def __init__(self) -> None:
+        self.actor_stopped = threading.Event()
+        self.actor_stopped.set()
+
+    def stop(self, block: bool = True, timeout: float | None = None) -> None:
+        return None
+
+    def tell(self, message: object) -> None:
+        return None
+
+    def is_alive(self) -> bool:
+        return False
+
+
+def _fields(cls: Any, values: dict[str, Any]) -> dict[str, Any]:
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {k: v for k, v in values.items() if k in names}
+
+
+def build_actor(actor: str, incarnation: int, config: dict[str, Any],
+                dispatch: ReplayDispatch, runtime: ReplayRuntime, containerd: ReplayRuntime,
+                clock: ReplayClock, timers: ReplayTimers, scratch: str) -> Any:
+    """A fresh, unstarted instance of ``actor`` wired to the replay stubs."""
+    node = dict(config.get("node", {}))
+    # Replayed handlers may make directories (emptyDir, logs): keep them out of the node's.
+    node.update(root_dir=f"{scratch}/root", pod_logs_dir=f"{scratch}/logs")
+    settings = NodeSettings(**_fields(NodeSettings, node))
+    host_ip = str(config.get("host_ip", ""))
+    runtime_any: Any = runtime
+    clock_any: Any = clock
+    timers_any: Any = timers
+    manager = KubeRuntimeManager(runtime_any, settings, clock_any, node_ip=host_ip)
+    if actor.startswith("pod/"):
+        timing = WorkerTiming(**_fields(WorkerTiming, config.get("timing", {})))
+        return PodWorker(PodUID(actor[4:]), dispatch, manager, clock_any, None, timing,
+                         threading.Event(), incarnation=incarnation)
+    if actor == "supervisor":
+        raw = dict(config.get("supervisor", {}))
+        sources = frozenset(raw.get("expected_sources", ()))
+        raw["expected_sources"] = sources
+        settings_s = SupervisorSettings(**_fields(SupervisorSettings, raw))
+        children = [(name, lambda n: _StubRef()) for name in _KUBELET_CHILDREN]
+        children += [(f"source/{s}", lambda n: _StubRef()) for s in sorted(sources)]
+        supervisor = Supervisor(dispatch, timers_any, clock_any, children,
+                                lambda uid, n, cancel: _StubRef(), settings_s, None)
+        supervisor.on_start()
+        return supervisor
+    if actor == "pleg":
+        return PLEG(dispatch, runtime_any, clock_any, incarnation)
+    if actor == "status":
+        return StatusManager(dispatch, clock_any, None, host_ip, incarnation)
+    if actor == "probes":
+        return ProbeManager(dispatch, timers_any, runtime_any, clock_any, incarnation,
+                            executor=InertExecutor())
+    if actor == "killer":
+        return PodKiller(dispatch, manager, incarnation=incarnation, executor=InertExecutor())
+    if actor == "runtime-monitor":
+        managed: Any = containerd if config.get("embedded") else None
+        return RuntimeMonitor(dispatch, timers_any, runtime_any, clock_any, managed, None,
+                              incarnation)
+    raise ValueError(f"no replay recipe for actor {actor!r}")

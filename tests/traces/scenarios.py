@@ -1,0 +1,156 @@
+"""Deterministic scenarios recorded as traces: on the fake runtime, in virtual time.
+
+`python -m tests.traces.scenarios` records them into tests/traces/*/ (the regression
+traces that tests/unit/test_replay.py replays against the current code). Re-record only
+when a change of behaviour is intended, and say so in the commit.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from actors.dispatch import Dispatch
+from actors.messages import SourceSnapshot
+from actors.pleg import PLEG
+from actors.pod_killer import PodKiller
+from actors.pod_worker import PodWorker, WorkerTiming
+from actors.runtime_monitor import RuntimeMonitor
+from actors.status_manager import StatusManager
+from actors.supervisor import Supervisor, SupervisorSettings
+from actors.testing import Inbox
+from actors.timers import ManualTimers
+from actors.trace.recording import RecordingClock, recording_runtime
+from actors.trace.writer import TraceWriter
+from runtime.clock import FakeClock
+from runtime.cri.types import ContainerState
+from runtime.ids import ContainerID, PodUID
+from runtime.kuberuntime import labels as L
+from runtime.kuberuntime.manager import KubeRuntimeManager
+from runtime.kuberuntime.settings import NodeSettings
+from runtime.pod.model import Container, ObjectMeta, Pod, PodSpec
+from runtime.testing.fake_runtime import FakeRuntime
+from tests.helpers import wait_for
+
+IMAGE = "localhost:5000/kubelet-actors/busybox:1.35"
+HERE = Path(__file__).resolve().parent
+
+
+def pod(uid: str, name: str, policy: str = "Always") -> Pod:
+    return Pod(
+        metadata=ObjectMeta(name=name, namespace="default", uid=uid,
+                            annotations={"kubernetes.io/config.source": "file"}),
+        spec=PodSpec(containers=(Container(name="c", image=IMAGE,
+                                           image_pull_policy="IfNotPresent"),),
+                     restart_policy=policy, termination_grace_period_seconds=1),
+    )
+
+
+class RecordedNode:
+    """The kubelet's actors on a fake runtime, recording a trace into ``directory``."""
+
+    def __init__(self, directory: Path, scratch: Path) -> None:
+        self.fake_clock = FakeClock()
+        self.fake = FakeRuntime(self.fake_clock, images=[IMAGE])
+        node = NodeSettings("node", root_dir=str(scratch / "root"),
+                            pod_logs_dir=str(scratch / "logs"))
+        timing = WorkerTiming(60.0)
+        settings = SupervisorSettings(expected_sources=frozenset({"file"}))
+        self.writer = TraceWriter(directory, config={
+            "node": {"node_name": node.node_name, "root_dir": node.root_dir,
+                     "pod_logs_dir": node.pod_logs_dir},
+            "timing": {"resync_interval": timing.resync_interval},
+            "supervisor": {"expected_sources": ["file"]},
+            "host_ip": "", "embedded": False})
+        self.dispatch = d = Dispatch(recorder=self.writer)
+        runtime = recording_runtime(self.fake, self.writer)
+        clock: Any = RecordingClock(self.fake_clock, self.writer)
+        self.timers = ManualTimers(d, self.fake_clock)
+        manager = KubeRuntimeManager(runtime, node, clock)
+        self.probes = Inbox(d, "probes")
+        children: list[tuple[str, Any]] = [
+            ("status", lambda n: StatusManager.start(d, clock, None, "", n)),
+            ("killer", lambda n: PodKiller.start(d, manager, incarnation=n)),
+            ("pleg", lambda n: PLEG.start(d, runtime, clock, n)),
+            ("runtime-monitor", lambda n: RuntimeMonitor.start(d, self.timers, runtime, clock,
+                                                                None, None, n)),
+        ]
+
+        def worker(uid: PodUID, n: int, cancel: threading.Event) -> Any:
+            return PodWorker.start(uid, d, manager, clock, None, timing, cancel,
+                                   incarnation=n)
+
+        self.supervisor = Supervisor.start(d, self.timers, clock, children, worker, settings)
+
+    def snapshot(self, *pods: Pod) -> None:
+        self.dispatch.tell("supervisor", SourceSnapshot("file", pods), sender="source/file")
+
+    def running(self, uid: str) -> list[ContainerID]:
+        return [c.id for c in self.fake.list_containers()
+                if c.labels.get(L.POD_UID) == uid and c.state == ContainerState.RUNNING]
+
+    def until(self, what: str, predicate: Any) -> None:
+        def check() -> bool:
+            self.timers.advance(1.0)
+            return bool(predicate())
+        wait_for(check, 20.0, what, interval=0.05)
+
+    def close(self) -> None:
+        self.supervisor.stop()
+        self.probes.stop()
+        self.writer.close()
+
+
+def restart_and_remove(directory: Path) -> None:
+    """A pod runs, its container exits and is restarted, then the pod is removed."""
+    scratch = Path(tempfile.mkdtemp(prefix="scenario-"))
+    node = RecordedNode(directory, scratch)
+    try:
+        node.snapshot(pod("u1", "web"))
+        node.until("the pod to run", lambda: len(node.running("u1")) == 1)
+        (first,) = node.running("u1")
+        node.fake.exit_container(first, 1)
+        node.until("a restart", lambda: len(node.running("u1")) == 1
+                   and node.running("u1") != [first])
+        node.snapshot()
+        node.until("the pod to be removed", lambda: node.fake.list_pod_sandbox() == ())
+    finally:
+        node.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def completed_under_never(directory: Path) -> None:
+    """A pod under restartPolicy Never whose container exits 0: never restarted."""
+    scratch = Path(tempfile.mkdtemp(prefix="scenario-"))
+    node = RecordedNode(directory, scratch)
+    try:
+        node.snapshot(pod("u2", "job", policy="Never"))
+        node.until("the pod to run", lambda: len(node.running("u2")) == 1)
+        (only,) = node.running("u2")
+        node.fake.exit_container(only, 0)
+        node.until("the sandbox to stop", lambda: node.fake.called("stop_pod_sandbox") >= 1)
+        for _ in range(3):
+            node.timers.advance(1.0)
+    finally:
+        node.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+SCENARIOS = {"restart-and-remove": restart_and_remove,
+             "completed-under-never": completed_under_never}
+
+
+def record_all(target: Path = HERE) -> None:
+    for name, scenario in SCENARIOS.items():
+        directory = target / name
+        shutil.rmtree(directory, ignore_errors=True)
+        scenario(directory)
+        print(f"recorded {directory}")
+
+
+if __name__ == "__main__":
+    record_all(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE)

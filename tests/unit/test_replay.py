@@ -1,0 +1,85 @@
+"""Trace replay: recorded runs replay without divergence; changed behaviour is caught."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from actors.trace import replay as replay_cli
+from actors.trace.reader import read_trace
+from actors.trace.replay import format_report, replay
+from runtime.kuberuntime import actions
+from tests.traces.scenarios import HERE, SCENARIOS, restart_and_remove
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    directory = tmp_path_factory.mktemp("trace") / "restart-and-remove"
+    restart_and_remove(directory)
+    yield directory
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def test_a_fresh_recording_replays_without_divergence(recorded: Path) -> None:
+    report = replay(read_trace(recorded))
+    assert report.ok, format_report(report)
+    assert report.replayed > 20
+    assert {"supervisor", "pod/u1", "pleg", "status", "runtime-monitor"} <= report.actors
+    assert format_report(report).startswith("no divergence: replayed ")
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_kept_regression_traces_still_replay(name: str) -> None:
+    report = replay(read_trace(HERE / name))
+    assert report.ok, format_report(report)
+
+
+def test_a_changed_restart_decision_is_the_first_divergence(
+    recorded: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(actions, "should_container_be_restarted", lambda *args: False)
+    report = replay(read_trace(recorded))
+    assert report.divergence is not None
+    text = format_report(report)
+    assert report.divergence.actor == "pod/u1"
+    assert "runtime call" in report.divergence.step
+    # The causal chain leads back to the relist that saw the container die.
+    assert any("Relisted pleg -> supervisor" in link for link in report.divergence.chain)
+    assert "--- recorded" in text and "+++ replayed" in text
+
+
+def test_until_and_actor_filters(recorded: Path) -> None:
+    trace = read_trace(recorded)
+    full = replay(trace)
+    first_ids = sorted(r["id"] for r in trace.records if r["k"] == "begin")[:10]
+    partial = replay(trace, until=first_ids[-1])
+    assert 0 < partial.replayed < full.replayed
+    only = replay(trace, only_actor="pleg")
+    assert only.ok and only.actors == {"pleg"}
+
+
+def test_a_torn_trace_replays_up_to_its_last_whole_record(recorded: Path,
+                                                          tmp_path: Path) -> None:
+    (source,) = sorted(recorded.glob("trace-*.jsonl"))
+    data = source.read_bytes()
+    cut = tmp_path / source.name
+    cut.write_bytes(data[: len(data) * 2 // 3])  # ends in the middle of a line
+    trace = read_trace(cut)
+    assert trace.torn and "torn" in trace.torn[0]
+    report = replay(trace)
+    assert report.ok, format_report(report)
+    assert report.replayed > 0
+
+
+def test_the_command_says_no_divergence_or_exits_1(
+    recorded: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert replay_cli.main([str(recorded)]) == 0
+    assert "no divergence" in capsys.readouterr().out
+    monkeypatch.setattr(actions, "should_container_be_restarted", lambda *args: False)
+    assert replay_cli.main([str(recorded)]) == 1
+    assert "divergence at delivery #" in capsys.readouterr().out
+    assert replay_cli.main(["/nonexistent/trace"]) == 1
