@@ -169,6 +169,12 @@ class Supervision:
         self.gave_up: str | None = None
         self.stats = SupervisionStats()
 
+    def _decide(self, what: str, **detail: Any) -> None:
+        """Put a supervision decision in the trace, when one is recorded."""
+        recorder: Any = self._dispatch.recorder
+        if recorder is not None and hasattr(recorder, "decision"):
+            recorder.decision(self.owner, what, detail)
+
     # --- starting and stopping ---------------------------------------------------------
 
     def start(self, specs: list[ChildSpec]) -> None:
@@ -279,6 +285,7 @@ class Supervision:
         restart = child.spec.restart
         if restart == "temporary" or (restart == "transient" and error is None):
             logger.info("{}: {} ({}) {}; not restarted", self.owner, name, restart, how)
+            self._decide("not-restarted", child=name, restart=restart, exit=how)
             self._children.pop(name)
             self._retire(name, f"{restart} child {how}")
             self._count_lost(child, child.held, unhandled=error is not None)
@@ -308,6 +315,8 @@ class Supervision:
         if len(group) > 1:
             logger.warning("{}: {} restarts {} with it", self.owner, self.spec.strategy,
                            ", ".join(group[1:]))
+        self._decide("restart", child=name, exit=how, attempt=child.consecutive, delay=delay,
+                     group=list(group), strategy=self.spec.strategy)
         if delay > 0:
             child.timer = self._timers.once(delay, self.owner, RestartChild(name, incarnation))
         else:
@@ -378,6 +387,7 @@ class Supervision:
             return
         self.gave_up = reason
         logger.error("{}", reason)
+        self._decide("escalate", reason=reason)
         for child in self._children.values():
             self._count_lost(child, child.held, unhandled=True)
             child.held.clear()
