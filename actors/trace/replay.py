@@ -105,6 +105,7 @@ def replay(
     containerd = ReplayRuntime("containerd")
     timers = ReplayTimers()
     instances: dict[tuple[str, int], Any] = {}
+    cut_off: set[tuple[str, int]] = set()
     for begin in index.begins:
         delivery, actor, inc = begin["id"], begin["actor"], begin["inc"]
         if until is not None and delivery > until:
@@ -115,12 +116,15 @@ def replay(
         if actor in NOT_REPLAYABLE or kind in NOT_REPLAYABLE:
             report.skipped[actor] = report.skipped.get(actor, 0) + 1
             continue
+        if (actor, inc) in cut_off:
+            continue
         if delivery not in index.ends:
-            # The trace ends inside this handler (the kubelet was killed mid-write): what
-            # it did is only partly recorded, so replay stops here.
+            # The trace ends inside this handler (the kubelet stopped or was killed while
+            # it ran): what it did is only partly recorded, so this actor stops here.
+            cut_off.add((actor, inc))
             report.notes.append(f"the trace ends while {actor} handled delivery #{delivery}; "
-                                "replayed up to there")
-            break
+                                f"{actor} replayed up to there")
+            continue
         msg = index.msgs.get(delivery)
         if msg is None:
             report.notes.append(f"delivery #{delivery} to {actor}: its message is not in the "
