@@ -65,6 +65,10 @@ class KubeletMetrics:
         self.dead_letters = Counter(
             "kubelet_actors_dead_letters", "Messages sent to an actor that was not alive.",
             ["message"], registry=r)
+        self.dead_letters_unhandled = Counter(
+            "kubelet_actors_dead_letters_unhandled",
+            "Dead letters neither redelivered to a restarted actor nor dropped by rule.",
+            ["message"], registry=r)
         self.containerd_restarts = Counter(
             "kubelet_actors_containerd_restarts",
             "Times the embedded containerd was restarted.", registry=r)
