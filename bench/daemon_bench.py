@@ -1,0 +1,1094 @@
+"""The kubelet-actors daemon against raw CRI on one private embedded containerd.
+
+    .venv/bin/python -m bench.daemon_bench [--quick] [--profile]
+
+One run, one containerd (bench/_runtime.py: its own dir under /var/tmp, bridge, subnet,
+under the machine-wide e2e lock). Raw CRI baselines run first, with no daemon up; then
+``bin/kubelet-actors`` runs as a subprocess against the same containerd
+(``--container-runtime-endpoint``), and is measured through what a user sees: manifests
+written into ``--pod-manifest-path`` (written to a dot-file and renamed into place, so the
+watcher sees a whole file) and ``GET /pods`` on the read-only port, polled over one
+keep-alive connection. Raw and daemon pods have different UIDs (set in the manifests).
+
+1. Start latency of one pod, ~15 pods one after another (one busybox container running a
+   trapping ``sh`` loop, terminationGracePeriodSeconds 2, image already pulled): manifest
+   in place until /pods shows it Running with every container running; against raw
+   RunPodSandbox + CreateContainer + StartContainer of the same pod (same configs:
+   generate_sandbox_config / generate_container_config), interleaved one to one with the
+   daemon's samples while the daemon idles (this machine's load moves a lot), and also
+   before the daemon starts and after it stops. p50 and p90, and the daemon's CRI calls
+   per start from its /metrics.
+2. 50 manifests at once until all Running, against raw CRI with 8 and with 50 parallel
+   callers; then all 50 manifests deleted until none of their containers or sandboxes is
+   left in the runtime, against raw StopPodSandbox + RemovePodSandbox (and against a
+   graceful raw teardown: StopContainer(2 s) first, as the kubelet does) with 8 and 50.
+3. Container exit to /pods: the container runs ``sleep 2; exit 1`` under restartPolicy
+   Never; from its exit (the runtime's finishedAt, nanoseconds, same wall clock) until
+   /pods shows it terminated. ~10 pods one after another.
+4. 110 running pods, steady state for 60 s (30 s with --quick): the daemon's CPU from
+   /proc/<pid>/stat utime+stime, VmRSS and Threads from /proc/<pid>/status, per-thread CPU
+   from /proc/<pid>/task/*/stat, and the CRI calls it made (its /metrics).
+
+``--profile`` adds in-process measurements of what the steady state is made of: a PLEG
+relist (take_snapshot) and a pod status read (get_pod_status) with 110 pods, and the cost
+of GET /pods with 110 pods. Not a test: nothing here asserts on time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import cProfile
+import http.client
+import io
+import json
+import os
+import pstats
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from loguru import logger
+from rich.console import Console
+from rich.table import Table
+
+from bench._runtime import (
+    BUSYBOX_IMAGE,
+    PAUSE_IMAGE,
+    bench_lock,
+    embedded_containerd,
+    registry,
+)
+from runtime.containerd.embedded import EmbeddedContainerd
+from runtime.cri.client import CRIClient
+from runtime.cri.types import ContainerFilter, ImageSpec, SandboxFilter
+from runtime.errors import CRIError, CRINotFound
+from runtime.ids import PodUID
+from runtime.kuberuntime import labels as L
+from runtime.kuberuntime.container_config import generate_container_config
+from runtime.kuberuntime.podstatus import get_pod_status
+from runtime.kuberuntime.sandbox import generate_sandbox_config
+from runtime.kuberuntime.settings import NodeSettings
+from runtime.pod.model import Pod
+from runtime.pod.static import read_manifest_dir
+from tests.e2e.daemon import free_port
+
+REPO = Path(__file__).resolve().parents[1]
+PYTHON = REPO / ".venv" / "bin" / "python"
+NODE = "bench"
+TARGET_RATIO = 1.2
+TARGET_EXIT_S = 1.2
+TARGET_CPU = 0.05
+TARGET_RSS_MIB = 150.0
+TICK_HZ = os.sysconf("SC_CLK_TCK")
+
+POLL_TIGHT = 0.005
+"""Sleep between /pods polls when one pod's latency is measured."""
+POLL_BULK = 0.02
+"""Sleep between /pods (or CRI list) polls when many pods are waited for."""
+
+LOOP = "trap 'exit 0' TERM; while true; do sleep 1; done"
+EXIT_1 = "sleep 2; exit 1"
+UID_NS = uuid.UUID("6c1f0b9e-6a4e-4c1b-9d0e-0d2a6b1e5c11")
+
+
+def pod_uid(name: str, tag: str) -> str:
+    """A fixed UID per (name, tag), set in the manifest: raw and daemon pods never share one."""
+    return str(uuid.uuid5(UID_NS, f"{name}/{tag}"))
+
+MANIFEST = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+  uid: {uid}
+  labels:
+    app: daemon-bench
+spec:
+  restartPolicy: {restart}
+  terminationGracePeriodSeconds: 2
+  containers:
+    - name: main
+      image: {image}
+      imagePullPolicy: IfNotPresent
+      command: ["sh", "-c", {script}]
+"""
+
+
+# --- small tools ---------------------------------------------------------------------------
+
+
+def pct(values: list[float], q: float) -> float:
+    """The q-quantile (0..1), linear between the closest ranks."""
+    ordered = sorted(values)
+    if len(ordered) == 1:
+        return ordered[0]
+    pos = q * (len(ordered) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def parallel(fn: Callable[[Any], Any], items: Iterable[Any], workers: int) -> list[Any]:
+    todo = list(items)
+    if not todo:
+        return []
+    with ThreadPoolExecutor(min(workers, len(todo))) as pool:
+        return list(pool.map(fn, todo))
+
+
+@dataclass
+class Poll:
+    """How a wait went: when the condition held, how many polls, the mean poll period."""
+
+    seen: float
+    polls: int
+    period: float
+
+
+class TimedCRIClient(CRIClient):
+    """A CRIClient that sums the seconds and counts the calls of every RPC, by method."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.seconds: dict[str, float] = defaultdict(float)
+        self.counts: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return super()._call(method, *args, **kwargs)
+        finally:
+            elapsed = time.perf_counter() - started
+            with self._lock:
+                self.seconds[method] += elapsed
+                self.counts[method] += 1
+
+    def mark(self) -> tuple[dict[str, float], Counter[str]]:
+        with self._lock:
+            return dict(self.seconds), Counter(self.counts)
+
+
+class ProcStat:
+    """CPU, RSS and threads of one process from /proc."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    def cpu(self) -> float:
+        with open(f"/proc/{self.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / TICK_HZ  # utime, stime
+
+    def status(self) -> dict[str, str]:
+        out = {}
+        with open(f"/proc/{self.pid}/status") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                out[key] = value.strip()
+        return out
+
+    def rss_mib(self) -> float:
+        return int(self.status()["VmRSS"].split()[0]) / 1024
+
+    def threads(self) -> int:
+        return int(self.status()["Threads"])
+
+    def per_thread(self) -> dict[int, tuple[str, float]]:
+        out: dict[int, tuple[str, float]] = {}
+        for tid in os.listdir(f"/proc/{self.pid}/task"):
+            try:
+                with open(f"/proc/{self.pid}/task/{tid}/stat") as f:
+                    raw = f.read()
+            except OSError:
+                continue
+            name = raw[raw.index("(") + 1: raw.rindex(")")]
+            fields = raw.rsplit(")", 1)[1].split()
+            out[int(tid)] = (name, (int(fields[11]) + int(fields[12])) / TICK_HZ)
+        return out
+
+
+# --- the daemon ----------------------------------------------------------------------------
+
+
+class DaemonProc:
+    """bin/kubelet-actors on the bench's containerd, its manifest dir and its /pods."""
+
+    def __init__(self, work: Path, endpoint: str) -> None:
+        self.work = work
+        self.manifests = work / "manifests"
+        self.root_dir = work / "kubelet"
+        self.logs_dir = work / "pods"
+        self.log_path = work / "kubelet.log"
+        self.endpoint = endpoint
+        self.port, self.ro_port, self.hz_port = free_port(), free_port(), free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._conn: http.client.HTTPConnection | None = None
+
+    def start(self) -> None:
+        for d in (self.manifests, self.root_dir, self.logs_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        args = [
+            str(PYTHON), "-m", "bin.main",
+            "--container-runtime-endpoint", self.endpoint,
+            "--pod-manifest-path", str(self.manifests),
+            "--root-dir", str(self.root_dir), "--pod-logs-dir", str(self.logs_dir),
+            "--node-name", NODE,
+            "--port", str(self.port), "--read-only-port", str(self.ro_port),
+            "--healthz-port", str(self.hz_port), "--log-level", "INFO",
+        ]
+        with self.log_path.open("ab") as log:
+            self.proc = subprocess.Popen(args, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+                                         env={**os.environ, "PYTHONPATH": str(REPO)})
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the daemon exited with {self.proc.returncode}; "
+                                   f"see {self.log_path}")
+            with contextlib.suppress(OSError, http.client.HTTPException):
+                if self.get("/healthz/ping")[0] == 200:
+                    return
+            time.sleep(0.05)
+        raise RuntimeError(f"the daemon did not answer in 30 s; see {self.log_path}")
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def get(self, path: str) -> tuple[int, bytes]:
+        for attempt in (0, 1):
+            if self._conn is None:
+                self._conn = http.client.HTTPConnection("127.0.0.1", self.ro_port, timeout=10)
+            try:
+                self._conn.request("GET", path)
+                resp = self._conn.getresponse()
+                return resp.status, resp.read()
+            except (OSError, http.client.HTTPException):
+                self._conn.close()
+                self._conn = None
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def pods(self) -> dict[str, dict[str, Any]]:
+        code, body = self.get("/pods")
+        if code != 200:
+            raise RuntimeError(f"/pods answered {code}: {body[:300]!r}")
+        return {p["metadata"]["uid"]: p for p in json.loads(body)["items"]}
+
+    def write(self, name: str, restart: str = "Always", script: str = LOOP) -> Path:
+        tmp = self.manifests / f".{name}.yaml.tmp"
+        tmp.write_text(MANIFEST.format(name=name, uid=pod_uid(name, "daemon"), restart=restart,
+                                       image=BUSYBOX_IMAGE, script=json.dumps(script)))
+        final = self.manifests / f"{name}.yaml"
+        os.rename(tmp, final)
+        return final
+
+    def stop(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+
+def running(pod: dict[str, Any] | None) -> bool:
+    if pod is None or pod["status"].get("phase") != "Running":
+        return False
+    statuses = pod["status"].get("containerStatuses", [])
+    return bool(statuses) and all("running" in s.get("state", {}) for s in statuses)
+
+
+def terminated(pod: dict[str, Any] | None) -> bool:
+    if pod is None:
+        return False
+    statuses = pod["status"].get("containerStatuses", [])
+    return bool(statuses) and all("terminated" in s.get("state", {}) for s in statuses)
+
+
+def wait(cond: Callable[[], bool], interval: float, timeout: float, what: str) -> Poll:
+    started = time.perf_counter()
+    deadline = started + timeout
+    polls = 0
+    while True:
+        polls += 1
+        if cond():
+            now = time.perf_counter()
+            return Poll(now, polls, (now - started) / polls)
+        if time.perf_counter() > deadline:
+            raise RuntimeError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(interval)
+
+
+# --- the bench -----------------------------------------------------------------------------
+
+
+@dataclass
+class Results:
+    start_raw: list[float] = field(default_factory=list)
+    start_daemon: list[float] = field(default_factory=list)
+    start_raw_before: list[float] = field(default_factory=list)
+    start_raw_interleaved: list[float] = field(default_factory=list)
+    load: list[tuple[str, str]] = field(default_factory=list)
+    start_poll_period: list[float] = field(default_factory=list)
+    start_raw_ops: dict[str, tuple[float, float]] = field(default_factory=dict)
+    start_daemon_ops: dict[str, tuple[float, float]] = field(default_factory=dict)
+    start_daemon_internal: float = 0.0
+    bulk_raw_all: dict[str, list[float]] = field(default_factory=dict)
+    bulk_daemon_all: dict[str, list[float]] = field(default_factory=dict)
+    bulk_raw: dict[str, float] = field(default_factory=dict)
+    bulk_daemon: dict[str, float] = field(default_factory=dict)
+    bulk_poll_period: float = 0.0
+    exit_latency: list[float] = field(default_factory=list)
+    exit_poll_period: list[float] = field(default_factory=list)
+    steady: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+class Bench:
+    def __init__(self, emb: EmbeddedContainerd, console: Console, quick: bool) -> None:
+        self.emb = emb
+        self.console = console
+        self.quick = quick
+        self.work = emb.base_dir / "daemon-bench"
+        self.client = TimedCRIClient(emb.endpoint, timeout=120.0)
+        self.daemon = DaemonProc(self.work, emb.endpoint)
+        # Raw CRI writes into the same dirs the daemon will use.
+        self.settings = NodeSettings(node_name=NODE, root_dir=str(self.daemon.root_dir),
+                                     pod_logs_dir=str(self.daemon.logs_dir))
+        self.image_ref = ""
+        self.r = Results()
+        self.n_start = 8 if quick else 15
+        self.n_exit = 6 if quick else 10
+        self.steady_window = 30.0 if quick else 60.0
+        self.repeats = 2 if quick else 4
+        self.daemon_uids: set[str] = set()
+
+    # setup --------------------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        self.work.mkdir(parents=True, exist_ok=True)
+        for image in (PAUSE_IMAGE, BUSYBOX_IMAGE):
+            self.client.pull_image(ImageSpec(image=image))
+        found = self.client.image_status(ImageSpec(image=BUSYBOX_IMAGE))
+        if found is None:
+            raise RuntimeError(f"{BUSYBOX_IMAGE} is not there after pulling it")
+        self.image_ref = found.id
+
+    def pods_for(self, names: list[str], restart: str = "Always", script: str = LOOP,
+                 tag: str = "daemon") -> tuple[Pod, ...]:
+        """The Pods made of these manifests (as the daemon makes them with tag "daemon")."""
+        directory = self.work / f"parsed-{tag}-{names[0]}-{len(names)}"
+        directory.mkdir(parents=True, exist_ok=True)
+        for name in names:
+            (directory / f"{name}.yaml").write_text(MANIFEST.format(
+                name=name, uid=pod_uid(name, tag), restart=restart, image=BUSYBOX_IMAGE,
+                script=json.dumps(script)))
+        listing = read_manifest_dir(directory, NODE)
+        if listing.errors or len(listing.pods) != len(names):
+            raise RuntimeError(f"manifests in {directory}: {listing.errors}")
+        if tag == "daemon":
+            self.daemon_uids.update(p.pod.uid for p in listing.pods)
+        return tuple(p.pod for p in listing.pods)
+
+    def note_load(self, phase: str) -> None:
+        with open("/proc/loadavg") as f:
+            self.r.load.append((phase, " ".join(f.read().split()[:3])))
+
+    # raw CRI ------------------------------------------------------------------------------
+
+    def raw_start(self, pod: Pod) -> None:
+        sandbox = generate_sandbox_config(pod, 0, self.settings)
+        os.makedirs(sandbox.log_directory, exist_ok=True)
+        sandbox_id = self.client.run_pod_sandbox(sandbox)
+        container = pod.spec.containers[0]
+        config = generate_container_config(pod, container, self.image_ref, 0, "",
+                                           self.settings)
+        os.makedirs(os.path.join(sandbox.log_directory, container.name), exist_ok=True)
+        container_id = self.client.create_container(sandbox_id, config, sandbox)
+        self.client.start_container(container_id)
+
+    def raw_teardown(self, workers: int, graceful: bool = False) -> float:
+        client = self.client
+        sandboxes = client.list_pod_sandbox()
+        containers = client.list_containers()
+
+        def one(sandbox_id: Any) -> None:
+            if graceful:
+                for c in containers:
+                    if c.pod_sandbox_id == sandbox_id:
+                        client.stop_container(c.id, 2)
+            client.stop_pod_sandbox(sandbox_id)
+            client.remove_pod_sandbox(sandbox_id)
+
+        started = time.perf_counter()
+        parallel(one, [s.id for s in sandboxes], workers)
+        return time.perf_counter() - started
+
+    def raw_phase(self) -> None:
+        c = self.console
+        c.print("[bold]raw CRI baselines[/bold]")
+        self.note_load("raw baselines")
+        # warm-up: bridge, page cache, the gRPC channel
+        warm = self.pods_for(["warm-000"], tag="raw")
+        self.raw_start(warm[0])
+        self.raw_teardown(1)
+        pods = self.pods_for([f"start-{i:03d}" for i in range(self.n_start)], tag="raw")
+        ops: dict[str, list[float]] = {}
+        for pod in pods:
+            sec0, cnt0 = self.client.mark()
+            t0 = time.perf_counter()
+            self.raw_start(pod)
+            self.r.start_raw.append(time.perf_counter() - t0)
+            sec1, cnt1 = self.client.mark()
+            for k in sec1:
+                o = ops.setdefault(k, [0.0, 0.0])
+                o[0] += cnt1[k] - cnt0[k]
+                o[1] += sec1[k] - sec0.get(k, 0.0)
+            self.raw_teardown(1)
+            self.reset_logs()
+        n = len(pods)
+        self.r.start_raw_ops = {_snake(k): (c / n, t / n) for k, (c, t) in ops.items() if c}
+        self.r.start_raw_before = list(self.r.start_raw)
+        c.print(f"  1 pod sequential: p50 {pct(self.r.start_raw, .5):.3f} s")
+        all_ = self.r.bulk_raw_all
+        for rep in range(self.repeats):
+            for workers in (8, 50):
+                bulk = self.pods_for([f"bulk-{i:03d}" for i in range(50)],
+                                     tag=f"raw-{rep}-{workers}")
+                t0 = time.perf_counter()
+                parallel(self.raw_start, bulk, workers)
+                all_.setdefault(f"create{workers}", []).append(time.perf_counter() - t0)
+                graceful = rep % 2 == 1
+                kind = "graceful" if graceful else "teardown"
+                all_.setdefault(f"{kind}{workers}", []).append(
+                    self.raw_teardown(workers, graceful=graceful))
+                self.reset_logs()
+                c.print(f"  50 pods, {workers} callers: create {all_[f'create{workers}'][-1]:.2f}"
+                        f" s, {'StopContainer(2)+' if graceful else ''}Stop+RemovePodSandbox "
+                        f"{all_[f'{kind}{workers}'][-1]:.2f} s")
+        self.r.bulk_raw = {k: statistics.median(v) for k, v in all_.items()}
+        self.check_empty()
+
+    def reset_logs(self) -> None:
+        """Pod log dirs survive RemovePodSandbox (as upstream): start each pod clean."""
+        for entry in self.daemon.logs_dir.iterdir():
+            shutil.rmtree(entry, ignore_errors=True)
+
+    def raw_teardown_quiet(self) -> None:
+        for sandbox in self.client.list_pod_sandbox():
+            if sandbox.labels.get(L.POD_UID) in self.daemon_uids:
+                continue
+            with contextlib.suppress(CRINotFound):
+                self.client.stop_pod_sandbox(sandbox.id)
+                self.client.remove_pod_sandbox(sandbox.id)
+        self.reset_logs()
+
+    def raw_after(self) -> None:
+        """The one-pod raw baseline again, after the daemon stopped: drift shows."""
+        self.daemon.stop()
+        self.check_empty()
+        pods = self.pods_for([f"start-{i:03d}" for i in range(self.n_start)], tag="raw-after")
+        for pod in pods:
+            t0 = time.perf_counter()
+            self.raw_start(pod)
+            self.r.start_raw.append(time.perf_counter() - t0)
+            self.raw_teardown(1)
+            self.reset_logs()
+        self.check_empty()
+
+    def check_empty(self) -> None:
+        left = self.client.list_pod_sandbox()
+        if left:
+            raise RuntimeError(f"{len(left)} sandbox(es) left")
+
+    # the daemon ---------------------------------------------------------------------------
+
+    def gone(self, uids: set[str]) -> bool:
+        """No sandbox and no container of these pods is left in the runtime."""
+        for s in self.client.list_pod_sandbox():
+            if s.labels.get(L.POD_UID) in uids:
+                return False
+        return all(c.labels.get(L.POD_UID) not in uids for c in self.client.list_containers())
+
+    def delete_and_wait(self, names: list[str], uids: set[str], timeout: float = 120.0
+                        ) -> float:
+        t0 = time.perf_counter()
+        for name in names:
+            (self.daemon.manifests / f"{name}.yaml").unlink()
+        done = wait(lambda: self.gone(uids), POLL_BULK, timeout, f"{len(uids)} pods removed")
+        return done.seen - t0
+
+    def running_check(self, uid: str) -> Callable[[], bool]:
+        return lambda: running(self.daemon.pods().get(uid))
+
+    def daemon_start_latency(self) -> None:
+        """Daemon samples interleaved with raw ones on the same containerd while the daemon
+        idles: under a noisy machine, neighbouring samples share its load. A raw pod may be
+        seen as an orphan and killed by the daemon during its teardown (NotFound ignored);
+        a raw sample whose start fails that way is taken again."""
+        d = self.daemon
+        pods = self.pods_for([f"start-{i:03d}" for i in range(self.n_start)])
+        raw_pods = self.pods_for([f"start-{i:03d}" for i in range(self.n_start)],
+                                 tag="raw-interleaved")
+        deltas: dict[str, float] = defaultdict(float)
+        for pod, raw_pod in zip(pods, raw_pods, strict=True):
+            for _ in range(3):
+                t0 = time.perf_counter()
+                try:
+                    self.raw_start(raw_pod)
+                except CRIError:
+                    self.raw_teardown_quiet()
+                    continue
+                self.r.start_raw_interleaved.append(time.perf_counter() - t0)
+                break
+            self.raw_teardown_quiet()
+            time.sleep(0.3)
+            before = self.all_metrics()
+            t0 = time.perf_counter()
+            d.write(pod.metadata.name.removesuffix(f"-{NODE}"))
+            seen = wait(self.running_check(pod.uid), POLL_TIGHT, 60,
+                        f"{pod.metadata.name} Running")
+            self.r.start_daemon.append(seen.seen - t0)
+            self.r.start_poll_period.append(seen.period)
+            after = self.all_metrics()
+            for k, v in after.items():
+                deltas[k] += v - before.get(k, 0.0)
+            self.delete_and_wait([pod.metadata.name.removesuffix(f"-{NODE}")], {pod.uid})
+            time.sleep(0.3)
+        n = len(pods)
+        ops: dict[str, tuple[float, float]] = {}
+        for k, v in deltas.items():
+            m = re.match(r'kubelet_runtime_operations_duration_seconds_(sum|count)'
+                         r'\{operation_type="([^"]+)"\}', k)
+            if m and v:
+                c, t = ops.get(m.group(2), (0.0, 0.0))
+                ops[m.group(2)] = (c + v / n, t) if m.group(1) == "count" else (c, t + v / n)
+        self.r.start_daemon_ops = ops
+        count = deltas.get("kubelet_pod_start_duration_seconds_count", 0)
+        if count:
+            self.r.start_daemon_internal = deltas["kubelet_pod_start_duration_seconds_sum"] / count
+        self.console.print(f"  daemon 1 pod sequential: p50 {pct(self.r.start_daemon, .5):.3f}"
+                           f" s (poll period {statistics.mean(self.r.start_poll_period) * 1e3:.1f}"
+                           " ms)")
+
+    def daemon_bulk(self) -> None:
+        all_ = self.r.bulk_daemon_all
+        for _ in range(max(self.repeats // 2, 1)):
+            self.daemon_bulk_once()
+            for k, v in self.r.bulk_daemon.items():
+                all_.setdefault(k, []).append(v)
+        self.r.bulk_daemon = {k: statistics.median(v) for k, v in all_.items()}
+
+    def daemon_bulk_once(self) -> None:
+        d = self.daemon
+        names = [f"bulk-{i:03d}" for i in range(50)]
+        pods = self.pods_for(names)
+        uids = {p.uid for p in pods}
+        time.sleep(1.0)
+        t0 = time.perf_counter()
+        for name in names:
+            d.write(name)
+
+        def all_running() -> bool:
+            listed = d.pods()
+            return all(running(listed.get(u)) for u in uids)
+
+        seen = wait(all_running, POLL_BULK, 180, "50 pods Running")
+        self.r.bulk_daemon["create"] = seen.seen - t0
+        self.r.bulk_poll_period = seen.period
+        time.sleep(2.0)
+        self.r.bulk_daemon["teardown"] = self.delete_and_wait(names, uids)
+        time.sleep(3.0)  # terminated workers are forgotten on the next housekeeping
+        self.console.print(f"  daemon 50 pods: all Running {self.r.bulk_daemon['create']:.2f} s,"
+                           f" all gone {self.r.bulk_daemon['teardown']:.2f} s")
+
+    def daemon_exit_latency(self) -> None:
+        d = self.daemon
+        names = [f"exit-{i:03d}" for i in range(self.n_exit)]
+        pods = self.pods_for(names, restart="Never", script=EXIT_1)
+        for name, pod in zip(names, pods, strict=True):
+            d.write(name, restart="Never", script=EXIT_1)
+            wait(self.running_check(pod.uid), POLL_BULK, 60, f"{name} Running")
+            found: dict[str, Any] = {}
+
+            def ended(uid: str = pod.uid, found: dict[str, Any] = found) -> bool:
+                p = d.pods().get(uid)
+                if terminated(p):
+                    found["pod"] = p
+                    found["wall"] = time.time()
+                    return True
+                return False
+
+            seen = wait(ended, POLL_TIGHT, 60, f"{name} terminated")
+            cid = found["pod"]["status"]["containerStatuses"][0]["containerID"].split("://")[1]
+            status = self.client.container_status(cid)
+            self.r.exit_latency.append(found["wall"] - status.finished_at)
+            self.r.exit_poll_period.append(seen.period)
+            self.delete_and_wait([name], {pod.uid})
+        self.console.print(f"  daemon exit to /pods: p50 {pct(self.r.exit_latency, .5):.3f} s")
+
+    def metrics(self) -> Counter[str]:
+        """CRI calls made so far, by operation (the daemon's /metrics)."""
+        found = self.all_metrics()
+        out: Counter[str] = Counter()
+        for key, value in found.items():
+            m = re.match(r'kubelet_runtime_operations_total\{operation_type="([^"]+)"\}', key)
+            if m:
+                out[m.group(1)] = int(value)
+        return out
+
+    def all_metrics(self) -> dict[str, float]:
+        code, body = self.daemon.get("/metrics")
+        out: dict[str, float] = {}
+        if code != 200:
+            return out
+        for line in body.decode().splitlines():
+            if line and not line.startswith("#"):
+                key, _, value = line.rpartition(" ")
+                with contextlib.suppress(ValueError):
+                    out[key] = float(value)
+        return out
+
+    def daemon_steady(self, profile: bool) -> None:
+        d = self.daemon
+        names = [f"steady-{i:03d}" for i in range(110)]
+        pods = self.pods_for(names)
+        uids = {p.uid for p in pods}
+        t0 = time.perf_counter()
+        for name in names:
+            d.write(name)
+
+        def all_running() -> bool:
+            listed = d.pods()
+            return all(running(listed.get(u)) for u in uids)
+
+        seen = wait(all_running, 0.2, 300, "110 pods Running")
+        st = self.r.steady
+        st["start110"] = seen.seen - t0
+        self.console.print(f"  daemon 110 pods all Running in {st['start110']:.1f} s; settling")
+        time.sleep(5.0)
+        proc = ProcStat(d.pid)
+        calls0 = self.metrics()
+        threads0 = proc.per_thread()
+        cpu0, w0 = proc.cpu(), time.perf_counter()
+        rss: list[float] = []
+        end = w0 + self.steady_window
+        while time.perf_counter() < end:
+            rss.append(proc.rss_mib())
+            time.sleep(1.0)
+        cpu1, w1 = proc.cpu(), time.perf_counter()
+        threads1 = proc.per_thread()
+        calls1 = self.metrics()
+        st["window"] = w1 - w0
+        st["cpu"] = (cpu1 - cpu0) / (w1 - w0)
+        st["rss_max"] = max(rss)
+        st["rss_mean"] = statistics.mean(rss)
+        st["threads"] = proc.threads()
+        st["calls"] = {k: (calls1[k] - calls0.get(k, 0)) / (w1 - w0) for k in calls1
+                       if calls1[k] - calls0.get(k, 0)}
+        by_name: dict[str, float] = {}
+        counts: Counter[str] = Counter()
+        for tid, (name, cpu) in threads1.items():
+            group = re.sub(r"[-_:]?\d+$", "", name)
+            counts[group] += 1
+            by_name[group] = by_name.get(group, 0.0) + cpu - threads0.get(tid, (name, 0.0))[1]
+        st["threads_by_name"] = {k: (counts[k], v / (w1 - w0)) for k, v in by_name.items()}
+        self.console.print(f"  steady: {st['cpu']:.3f} cores, RSS max {st['rss_max']:.1f} MiB,"
+                           f" {st['threads']} threads")
+        # /pods with 110 pods: latency, and the daemon's CPU per request
+        cpu_a = proc.cpu()
+        t_a = time.perf_counter()
+        sizes: list[float] = []
+        n_get = 50
+        for _ in range(n_get):
+            sizes.append(len(d.get("/pods")[1]))
+        st["pods_get_s"] = (time.perf_counter() - t_a) / n_get
+        st["pods_get_cpu"] = (proc.cpu() - cpu_a) / n_get
+        st["pods_bytes"] = statistics.mean(sizes)
+        if profile:
+            self.profile_pieces(pods)
+            self.profile_inprocess(uids)
+        st["teardown110"] = self.delete_and_wait(names, uids, timeout=300)
+        self.console.print(f"  110 pods gone in {st['teardown110']:.1f} s")
+
+    def profile_pieces(self, pods: tuple[Pod, ...]) -> None:
+        """In this process, against the same containerd: what one relist and one pod status
+        read cost with 110 pods (the code the daemon runs), with a cProfile of each."""
+        from actors.pleg import take_snapshot
+
+        st = self.r.steady
+        n = 30
+        prof = cProfile.Profile()
+        t0 = time.perf_counter()
+        c0 = time.process_time()
+        prof.enable()
+        for _ in range(n):
+            take_snapshot(self.client)
+        prof.disable()
+        st["relist_s"] = (time.perf_counter() - t0) / n
+        st["relist_cpu"] = (time.process_time() - c0) / n
+        out = io.StringIO()
+        pstats.Stats(prof, stream=out).strip_dirs().sort_stats("tottime").print_stats(12)
+        st["relist_profile"] = out.getvalue()
+        prof = cProfile.Profile()
+        t0 = time.perf_counter()
+        c0 = time.process_time()
+        prof.enable()
+        for pod in pods[:n]:
+            get_pod_status(self.client, PodUID(pod.uid), pod.metadata.name,
+                           pod.metadata.namespace)
+        prof.disable()
+        st["podstatus_s"] = (time.perf_counter() - t0) / n
+        st["podstatus_cpu"] = (time.process_time() - c0) / n
+        out = io.StringIO()
+        pstats.Stats(prof, stream=out).strip_dirs().sort_stats("tottime").print_stats(12)
+        st["podstatus_profile"] = out.getvalue()
+        # The raw listings alone
+        t0 = time.perf_counter()
+        for _ in range(n):
+            self.client.list_pod_sandbox()
+            self.client.list_containers()
+        st["lists_s"] = (time.perf_counter() - t0) / n
+        uid = pods[0].uid
+        t0 = time.perf_counter()
+        for _ in range(n):
+            self.client.list_pod_sandbox(SandboxFilter(label_selector={L.POD_UID: uid}))
+            self.client.list_containers(ContainerFilter(label_selector={L.POD_UID: uid}))
+        st["filtered_lists_s"] = (time.perf_counter() - t0) / n
+
+    def profile_inprocess(self, uids: set[str]) -> None:
+        """The same kubelet in this process, adopting the 110 pods (the subprocess stops
+        first; pods keep running): CPU per Python thread name, and a CPU-weighted stack
+        sample (every 5 ms, each thread whose CPU clock moved is charged with its stack)."""
+        from actors.app import node_ip
+        from actors.daemon import start_kubelet
+        from actors.flags import parse_flags
+
+        d = self.daemon
+        d.stop()
+        ro_port = free_port()
+        flags = parse_flags([
+            "--container-runtime-endpoint", self.emb.endpoint,
+            "--pod-manifest-path", str(d.manifests), "--root-dir", str(d.root_dir),
+            "--pod-logs-dir", str(d.logs_dir), "--node-name", NODE,
+            "--port", str(free_port()), "--read-only-port", str(ro_port),
+            "--healthz-port", str(free_port()),
+        ])
+        client = CRIClient(self.emb.endpoint, timeout=120.0)
+        kubelet = start_kubelet(flags, client, node_ip())
+        st = self.r.steady
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", ro_port, timeout=10)
+
+            def all_running() -> bool:
+                conn.request("GET", "/pods")
+                listed = {p["metadata"]["uid"]: p
+                          for p in json.loads(conn.getresponse().read())["items"]}
+                return all(running(listed.get(u)) for u in uids)
+
+            wait(all_running, 0.2, 120, "110 pods adopted in-process")
+            conn.close()
+            time.sleep(5.0)
+            me = {threading.get_ident()}
+            window = 20.0
+            stacks: Counter[str] = Counter()
+            by_thread: dict[str, float] = defaultdict(float)
+            last: dict[int, float] = {}
+            names = {t.ident: t.name for t in threading.enumerate()}
+
+            def cpu_of(ident: int) -> float | None:
+                try:
+                    return time.clock_gettime(time.pthread_getcpuclockid(ident))
+                except (OSError, ProcessLookupError):
+                    return None
+
+            end = time.perf_counter() + window
+            started = time.perf_counter()
+            while time.perf_counter() < end:
+                for ident, frame in sys._current_frames().items():
+                    if ident in me:
+                        continue
+                    now = cpu_of(ident)
+                    if now is None:
+                        continue
+                    prev = last.get(ident)
+                    last[ident] = now
+                    if prev is None or now <= prev:
+                        continue
+                    if ident not in names:
+                        names = {t.ident: t.name for t in threading.enumerate()}
+                    group = re.sub(r"[-_:]?[0-9a-f-]{6,}$|-\d+$", "", names.get(ident, "?"))
+                    by_thread[group] += now - prev
+                    parts: list[str] = []
+                    f: Any = frame
+                    while f is not None and len(parts) < 4:
+                        code = f.f_code
+                        parts.append(f"{code.co_name}({Path(code.co_filename).name}:{f.f_lineno})")
+                        f = f.f_back
+                    stacks[" < ".join(parts)] += int((now - prev) * 1e6)
+                time.sleep(0.005)
+            elapsed = time.perf_counter() - started
+            st["inproc_threads"] = {k: v / elapsed for k, v in by_thread.items()}
+            st["inproc_stacks"] = [(k, v / 1e6 / elapsed) for k, v in stacks.most_common(20)]
+            st["inproc_window"] = elapsed
+        finally:
+            kubelet.stop()
+            client.close()
+        d.start()
+        wait(lambda: all(running(d.pods().get(u)) for u in uids), 0.2, 120,
+             "110 pods adopted again")
+
+    def daemon_phase(self, profile: bool) -> None:
+        self.console.print("[bold]the daemon[/bold]")
+        self.daemon.start()
+        self.r.steady["idle_rss"] = ProcStat(self.daemon.pid).rss_mib()
+        self.r.steady["idle_threads"] = ProcStat(self.daemon.pid).threads()
+        # warm-up pod: the daemon's first sync pays imports and the channel
+        warm = self.pods_for(["warm-000"])
+        self.daemon.write("warm-000")
+        wait(lambda: running(self.daemon.pods().get(warm[0].uid)), POLL_BULK, 60, "warm-up")
+        self.delete_and_wait(["warm-000"], {warm[0].uid})
+        self.note_load("1. start latency")
+        self.daemon_start_latency()
+        self.note_load("2. 50 pods")
+        self.daemon_bulk()
+        self.note_load("3. exit latency")
+        self.daemon_exit_latency()
+        self.note_load("4. 110 pods")
+        self.daemon_steady(profile)
+        self.note_load("end")
+
+
+def _snake(method: str) -> str:
+    """RunPodSandbox -> run_pod_sandbox, as the daemon's metrics name operations."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", method).lower()
+
+
+# --- reporting -----------------------------------------------------------------------------
+
+
+def _met(ok: bool) -> str:
+    return "[green]met[/green]" if ok else "[red]NOT met[/red]"
+
+
+def results_table(b: Bench) -> Table:
+    r = b.r
+    t = Table(title="kubelet-actors daemon vs raw CRI (one containerd, one run)")
+    for col in ("measurement", "daemon", "raw CRI", "ratio", "target", ""):
+        t.add_column(col, justify="left" if col == "measurement" else "right")
+    p50d, p90d = pct(r.start_daemon, .5), pct(r.start_daemon, .9)
+    inter = r.start_raw_interleaved
+    p50r, p90r = pct(inter, .5), pct(inter, .9)
+    t.add_row(f"1. pod start, p50 of {len(r.start_daemon)} sequential (raw interleaved)",
+              f"{p50d:.3f} s", f"{p50r:.3f} s", f"{p50d / p50r:.2f}x", f"<= {TARGET_RATIO}x",
+              _met(p50d / p50r <= TARGET_RATIO))
+    t.add_row("   pod start, p90", f"{p90d:.3f} s", f"{p90r:.3f} s", f"{p90d / p90r:.2f}x", "", "")
+    t.add_row("   pod start, min / max", f"{min(r.start_daemon):.3f} / {max(r.start_daemon):.3f}",
+              f"{min(inter):.3f} / {max(inter):.3f}", "", "", "")
+    before = r.start_raw_before
+    after = r.start_raw[len(before):]
+    if after:
+        pooled = pct(before + after, .5)
+        t.add_row("   raw p50 with no daemon: before / after it / pooled (ratio vs pooled)", "",
+                  f"{pct(before, .5):.3f} / {pct(after, .5):.3f} / {pooled:.3f}",
+                  f"{p50d / pooled:.2f}x", "", "")
+    t.add_row("   /pods poll period (mean)",
+              f"{statistics.mean(r.start_poll_period) * 1e3:.1f} ms", "", "", "", "")
+    created = r.bulk_daemon["create"]
+    for w in (8, 50):
+        raw = r.bulk_raw[f"create{w}"]
+        fair = " (fair)" if w == 50 else ""
+        t.add_row(f"2. 50 pods at once to all Running vs {w} raw callers{fair}",
+                  f"{created:.2f} s", f"{raw:.2f} s", f"{created / raw:.2f}x",
+                  f"<= {TARGET_RATIO}x" if w == 50 else "",
+                  _met(created / raw <= TARGET_RATIO) if w == 50 else "")
+    t.add_row("   /pods poll period (mean)", f"{r.bulk_poll_period * 1e3:.1f} ms", "", "", "", "")
+    gone = r.bulk_daemon["teardown"]
+    for w in (8, 50):
+        raw = r.bulk_raw[f"teardown{w}"]
+        t.add_row(f"   50 deleted to all gone vs {w} raw Stop+RemovePodSandbox"
+                  + (" (as briefed)" if w == 50 else ""),
+                  f"{gone:.2f} s", f"{raw:.2f} s", f"{gone / raw:.2f}x",
+                  f"<= {TARGET_RATIO}x" if w == 50 else "",
+                  _met(gone / raw <= TARGET_RATIO) if w == 50 else "")
+    for w in (8, 50):
+        raw = r.bulk_raw[f"graceful{w}"]
+        t.add_row(f"   50 deleted vs {w} raw StopContainer(2 s)+Stop+Remove"
+                  + (" (fair)" if w == 50 else ""),
+                  f"{gone:.2f} s", f"{raw:.2f} s", f"{gone / raw:.2f}x",
+                  f"<= {TARGET_RATIO}x" if w == 50 else "",
+                  _met(gone / raw <= TARGET_RATIO) if w == 50 else "")
+    e50, e90 = pct(r.exit_latency, .5), pct(r.exit_latency, .9)
+    t.add_row(f"3. exit (sleep 2; exit 1) to /pods terminated, p50 of {len(r.exit_latency)}",
+              f"{e50:.3f} s", "", "", f"<= {TARGET_EXIT_S} s", _met(e50 <= TARGET_EXIT_S))
+    t.add_row("   exit to /pods, p90 / min / max",
+              f"{e90:.3f} / {min(r.exit_latency):.3f} / {max(r.exit_latency):.3f} s",
+              "", "", "", "")
+    st = r.steady
+    t.add_row(f"4. 110 pods steady CPU ({st['window']:.0f} s window)", f"{st['cpu']:.4f} cores",
+              "", "", f"<= {TARGET_CPU}", _met(st["cpu"] <= TARGET_CPU))
+    t.add_row("   VmRSS max / mean", f"{st['rss_max']:.1f} / {st['rss_mean']:.1f} MiB", "", "",
+              f"<= {TARGET_RSS_MIB:.0f} MiB", _met(st["rss_max"] <= TARGET_RSS_MIB))
+    t.add_row("   idle daemon (0 pods) VmRSS / threads",
+              f"{st['idle_rss']:.1f} MiB / {st['idle_threads']}", "", "", "", "")
+    t.add_row("   threads with 110 pods", str(st["threads"]), "", "", "", "")
+    t.add_row("   110 manifests to all Running / deleted to all gone",
+              f"{st['start110']:.1f} s / {st['teardown110']:.1f} s", "", "", "", "")
+    t.add_row("   GET /pods with 110 pods: latency / daemon CPU per request",
+              f"{st['pods_get_s'] * 1e3:.1f} ms / {st['pods_get_cpu'] * 1e3:.1f} ms",
+              f"{st['pods_bytes'] / 1024:.0f} KiB", "", "", "")
+    return t
+
+
+def start_ops_table(b: Bench) -> Table:
+    r = b.r
+    t = Table(title="1. one pod start: CRI calls per pod (count / summed seconds), "
+                    "raw vs daemon (its /metrics)")
+    t.add_column("operation")
+    t.add_column("raw CRI", justify="right")
+    t.add_column("daemon", justify="right")
+    total_r = total_d = 0.0
+    for op in sorted(set(r.start_raw_ops) | set(r.start_daemon_ops),
+                     key=lambda k: -r.start_daemon_ops.get(k, (0, 0))[1]):
+        cells = []
+        for ops in (r.start_raw_ops, r.start_daemon_ops):
+            c, sec = ops.get(op, (0.0, 0.0))
+            cells.append(f"{c:.1f} / {sec * 1e3:.1f} ms" if c else "-")
+        total_r += r.start_raw_ops.get(op, (0, 0.0))[1]
+        total_d += r.start_daemon_ops.get(op, (0, 0.0))[1]
+        t.add_row(op, *cells)
+    t.add_row("all CRI calls", f"{total_r * 1e3:.1f} ms", f"{total_d * 1e3:.1f} ms")
+    p_mean = statistics.mean(r.start_daemon)
+    t.add_row("mean start latency (manifest -> /pods Running; raw: no daemon)",
+              f"{statistics.mean(r.start_raw_before) * 1e3:.1f} ms", f"{p_mean * 1e3:.1f} ms")
+    if r.start_daemon_internal:
+        t.add_row("daemon-internal (first seen by status manager -> all running)", "",
+                  f"{r.start_daemon_internal * 1e3:.1f} ms")
+    t.add_row("daemon latency not in CRI calls", "", f"{(p_mean - total_d) * 1e3:.1f} ms")
+    return t
+
+
+def steady_tables(b: Bench) -> list[Table]:
+    st = b.r.steady
+    calls = Table(title="CRI calls per second in the steady window (daemon's /metrics)")
+    calls.add_column("operation")
+    calls.add_column("calls/s", justify="right")
+    for k, v in sorted(st["calls"].items(), key=lambda kv: -kv[1]):
+        calls.add_row(k, f"{v:.2f}")
+    threads = Table(title="daemon CPU by thread name in the steady window")
+    threads.add_column("thread (comm, digits stripped)")
+    threads.add_column("count", justify="right")
+    threads.add_column("cores", justify="right")
+    for k, (n, v) in sorted(st["threads_by_name"].items(), key=lambda kv: -kv[1][1]):
+        threads.add_row(k, str(n), f"{v:.4f}")
+    out = [calls, threads]
+    if "relist_s" in st:
+        pieces = Table(title="pieces with 110 pods (measured in the bench process, same code)")
+        pieces.add_column("piece")
+        pieces.add_column("wall", justify="right")
+        pieces.add_column("CPU", justify="right")
+        pieces.add_row("PLEG take_snapshot (ListPodSandbox+ListContainers+diff input)",
+                       f"{st['relist_s'] * 1e3:.2f} ms", f"{st['relist_cpu'] * 1e3:.2f} ms")
+        pieces.add_row("get_pod_status (one pod: 2 filtered lists + 2 status calls)",
+                       f"{st['podstatus_s'] * 1e3:.2f} ms", f"{st['podstatus_cpu'] * 1e3:.2f} ms")
+        pieces.add_row("ListPodSandbox+ListContainers, unfiltered", f"{st['lists_s'] * 1e3:.2f} ms",
+                       "")
+        pieces.add_row("ListPodSandbox+ListContainers, one pod's label",
+                       f"{st['filtered_lists_s'] * 1e3:.2f} ms", "")
+        out.append(pieces)
+    if "inproc_threads" in st:
+        th = Table(title=f"in-process kubelet with 110 pods: CPU by Python thread "
+                         f"({st['inproc_window']:.0f} s, sampled every 5 ms)")
+        th.add_column("thread")
+        th.add_column("cores", justify="right")
+        for k, v in sorted(st["inproc_threads"].items(), key=lambda kv: -kv[1]):
+            if v >= 0.0001:
+                th.add_row(k, f"{v:.4f}")
+        out.append(th)
+        sk = Table(title="in-process kubelet: CPU-weighted stacks (innermost first)")
+        sk.add_column("stack")
+        sk.add_column("cores", justify="right")
+        for k, v in st["inproc_stacks"]:
+            sk.add_row(k, f"{v:.4f}")
+        out.append(sk)
+    return out
+
+
+@contextlib.contextmanager
+def quiet_logs(path: Path) -> Iterator[None]:
+    logger.remove()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sink = logger.add(str(path), level="INFO")
+    try:
+        yield
+    finally:
+        logger.remove(sink)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.daemon_bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="fewer samples, 30 s steady window")
+    parser.add_argument("--profile", action="store_true",
+                        help="also time a relist, a pod status read, with cProfile")
+    parser.add_argument("--keep-log", metavar="PATH",
+                        help="copy the daemon's log here before its directory goes")
+    args = parser.parse_args(argv)
+    console = Console(width=170)
+    if os.geteuid() != 0:
+        console.print("run as root: it starts containerd and makes a bridge")
+        return 2
+    logger.remove()
+    logger.add(sys.stderr, level="INFO")
+    with bench_lock(), registry() as started_registry, embedded_containerd() as emb:
+        bench = Bench(emb, console, args.quick)
+        console.print(f"containerd {emb.endpoint} (ready in {emb.last_startup_seconds or 0:.2f}"
+                      f" s); registry {'started here' if started_registry else 'already up'}; "
+                      f"daemon log {bench.daemon.log_path}")
+        try:
+            with quiet_logs(bench.work / "bench.log"):
+                bench.prepare()
+                bench.raw_phase()
+                bench.daemon_phase(args.profile)
+                bench.raw_after()
+            console.print(results_table(bench))
+            console.print(start_ops_table(bench))
+            console.print("load average (1/5/15 min) at each phase: " + "; ".join(
+                f"{phase}: {load}" for phase, load in bench.r.load) + f" ({os.cpu_count()} CPUs)")
+            for table in steady_tables(bench):
+                console.print(table)
+            if args.profile:
+                console.print(bench.r.steady["relist_profile"], markup=False, highlight=False)
+                console.print(bench.r.steady["podstatus_profile"], markup=False,
+                              highlight=False)
+        finally:
+            bench.daemon.stop()
+            bench.client.close()
+            if args.keep_log and bench.daemon.log_path.exists():
+                shutil.copyfile(bench.daemon.log_path, args.keep_log)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
