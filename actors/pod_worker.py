@@ -134,8 +134,8 @@ class PodWorker(KubeletActor):
         started = self._clock.monotonic()
         try:
             if self.state == WorkerState.TERMINATED:
+                # Removed: nothing left to report; the supervisor forgets the pod next.
                 self._remove_pod(self._status(self._pod), log)
-                self._observe(self._pod, self._status(self._pod), None)
                 self._done(None)
             elif self.state == WorkerState.TERMINATING:
                 self._terminate(self._pod, log)
@@ -197,11 +197,13 @@ class PodWorker(KubeletActor):
             log.warning("stopping the pod failed, will retry: {}", result)
             self._done(TERMINATE_RETRY, str(result))
             return
-        if self._remove:
-            self._remove_pod(status, log)
-            status = self._status(pod)
         self.state = WorkerState.TERMINATED
-        self._observe(pod, status, result)
+        if self._remove:
+            # Removed: an empty runtime status would read as Pending; the supervisor
+            # forgets the pod (and its status) once it hears this worker is done.
+            self._remove_pod(status, log)
+        else:
+            self._observe(pod, status, result)
         log.info("pod terminated{}", " and removed" if self._remove else "")
         self._done(None)
 

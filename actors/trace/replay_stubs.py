@@ -116,8 +116,13 @@ class Step:
         expected = {"to": record["to"], "type": short_type(record["type"]),
                     "body": record["body"]}
         if expected != actual:
+            what = (f"recorded {expected['type']} to {expected['to']}, replayed "
+                    f"{actual['type']} to {actual['to']}")
+            if (expected["type"], expected["to"]) == (actual["type"], actual["to"]):
+                what = f"same {actual['type']} to {actual['to']}, different content"
             raise DivergenceFound(self.divergence(
-                f"message {self.sent_count} sent by the handler differs", expected, actual))
+                f"message {self.sent_count} sent by the handler differs: {what}",
+                expected, actual))
 
     def expect_call(self, target: str, method: str, args: tuple[Any, ...]) -> Record:
         """The recorded answer to this call.
@@ -140,8 +145,8 @@ class Step:
             expected = {"target": record.get("target", "runtime"),
                         "method": record["method"], "args": record["args"]}
             raise DivergenceFound(self.divergence(
-                f"runtime call {self.call_count} differs from what the recording has next",
-                expected, actual))
+                f"runtime call {self.call_count} differs from what the recording has next: "
+                f"recorded {record['method']}, replayed {method}", expected, actual))
 
     def read_input(self, name: str, default: Any) -> Any:
         queue = self._inputs.get(name)
