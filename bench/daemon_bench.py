@@ -227,7 +227,8 @@ class ProcStat:
 class DaemonProc:
     """bin/kubelet-actors on the bench's containerd, its manifest dir and its /pods."""
 
-    def __init__(self, work: Path, endpoint: str) -> None:
+    def __init__(self, work: Path, endpoint: str, extra_args: tuple[str, ...] = ()) -> None:
+        self.extra_args = extra_args
         self.work = work
         self.manifests = work / "manifests"
         self.root_dir = work / "kubelet"
@@ -249,6 +250,7 @@ class DaemonProc:
             "--node-name", NODE,
             "--port", str(self.port), "--read-only-port", str(self.ro_port),
             "--healthz-port", str(self.hz_port), "--log-level", "INFO",
+            *self.extra_args,
         ]
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(args, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
