@@ -6,6 +6,7 @@ KubeletActor reports that to its supervisor (ChildFailed) so it can be replaced.
 
 from __future__ import annotations
 
+import sys
 from types import TracebackType
 from typing import Any
 
@@ -31,6 +32,11 @@ class KubeletActor(pykka.ThreadingActor):
         recorder: Any = dispatch.recorder
         if recorder is not None and hasattr(recorder, "spawn"):
             recorder.spawn(name, incarnation)
+        # A drill's FaultPlan (actors.faults), or None: then nothing below costs more
+        # than this attribute test per delivery.
+        self._faults: Any = getattr(dispatch, "faults", None)
+        if self._faults is not None:
+            self._faults.install_on_start(self)
 
     def send(self, to: str, message: object) -> bool:
         return self.dispatch.tell(to, message, sender=self.name)
@@ -46,17 +52,35 @@ class KubeletActor(pykka.ThreadingActor):
             if recorder_begin is not None:
                 recorder_begin(delivery, self.name, self.incarnation)
         error: BaseException | None = None
+        faults = self._faults
         try:
-            return self.handle(message)
+            if faults is None:
+                return self.handle(message)
+            armed = faults.delivery(self.name, self.incarnation, message)
+            result = self.handle(message)
+            if armed is not None:
+                faults.finish(armed)
+            return result
         except BaseException as err:
             error = err
             raise
         finally:
+            if faults is not None:
+                faults.leave()
             context.enter(previous)
             if recorder is not None and delivery is not None:
                 recorder_end = getattr(recorder, "end", None)
                 if recorder_end is not None:
                     recorder_end(delivery, self.name, self.incarnation, error)
+
+    def _actor_loop_setup(self) -> None:
+        """Pykka stops an actor whose on_start raised without calling on_failure, so its
+        supervisor never heard of it (found by the raise-in-on-start drill): report it."""
+        try:
+            self.on_start()
+        except Exception:
+            self._handle_failure(*sys.exc_info())
+            self.on_failure(*sys.exc_info())
 
     def handle(self, message: Any) -> Any:
         """Subclasses: act on one message."""

@@ -11,7 +11,7 @@ import dataclasses
 import signal
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any
@@ -19,6 +19,7 @@ from typing import Any
 from loguru import logger
 
 from actors.dispatch import Dispatch
+from actors.faults import FaultPlan, install
 from actors.flags import KubeletFlags
 from actors.http.server import KubeletHTTPServer
 from actors.messages import GetPods, RuntimePod
@@ -31,6 +32,7 @@ from actors.runtime_monitor import ManagedContainerd, RuntimeMonitor
 from actors.sources.file import FileSource
 from actors.sources.http import HTTPSource
 from actors.status_manager import StatusManager
+from actors.supervision import SupervisorSpec
 from actors.supervisor import (
     ChildFactory,
     GetHealth,
@@ -68,6 +70,7 @@ class DaemonView:
         self._metrics = metrics
         self._manager = manager
         self._dead_seen: dict[str, int] = {}
+        self._unhandled_seen: dict[str, int] = {}
 
     def _ask(self, name: str, message: object) -> Any:
         ref = self._dispatch.ref(name)
@@ -97,11 +100,15 @@ class DaemonView:
     def refresh_metrics(self) -> None:
         for actor, depth in self._dispatch.mailbox_depths().items():
             self._metrics.mailbox_depth.labels(actor).set(depth)
-        for kind, count in self._dispatch.dead_letters.items():
-            seen = self._dead_seen.get(kind, 0)
-            if count > seen:
-                self._metrics.dead_letters.labels(kind).inc(count - seen)
-                self._dead_seen[kind] = count
+        for counts, seen, metric in (
+            (self._dispatch.dead_letters, self._dead_seen, self._metrics.dead_letters),
+            (self._dispatch.dead_letters_unhandled, self._unhandled_seen,
+             self._metrics.dead_letters_unhandled),
+        ):
+            for kind, count in list(counts.items()):
+                if count > seen.get(kind, 0):
+                    metric.labels(kind).inc(count - seen.get(kind, 0))
+                    seen[kind] = count
 
     def container_log_path(self, namespace: str, pod: str, container: str,
                            previous: bool) -> str | None:
@@ -155,8 +162,18 @@ def start_kubelet(
     node_ip: str,
     containerd: ManagedContainerd | None = None,
     clock: Clock | None = None,
+    faults: FaultPlan | None = None,
+    wrap_runtime: Callable[[CRIRuntime], CRIRuntime] | None = None,
+    supervision: SupervisorSpec | None = None,
 ) -> Kubelet:
-    """Start the actors and the HTTP API on ``runtime``; returns once they run."""
+    """Start the actors and the HTTP API on ``runtime``; returns once they run.
+
+    For drills only: ``faults`` is the plan the actors consult, ``wrap_runtime`` wraps the
+    runtime beneath the recording (so an injected failure is in the trace), and
+    ``supervision`` replaces the kubelet's restart intensity and back-off.
+    """
+    if wrap_runtime is not None:
+        runtime = wrap_runtime(runtime)
     real_clock = clock or RealClock()
     metrics = KubeletMetrics()
     settings = NodeSettings(node_name=flags.node_name, root_dir=flags.root_dir,
@@ -173,6 +190,8 @@ def start_kubelet(
         http_check_frequency=flags.http_check_frequency,
         expected_sources=frozenset(sources),
     )
+    if supervision is not None:
+        supervisor_settings = dataclasses.replace(supervisor_settings, supervision=supervision)
     writer: TraceWriter | None = None
     instrumented = instrument(runtime, metrics.observe_runtime_call)
     clock = real_clock
@@ -189,6 +208,8 @@ def start_kubelet(
             containerd = proxy
         logger.info("recording a trace in {}", flags.trace_dir)
     dispatch = Dispatch(recorder=writer)
+    if faults is not None:
+        install(dispatch, faults)
     manager = KubeRuntimeManager(instrumented, settings, clock, node_ip=node_ip)
     timers = TimerService(dispatch, real_clock)
 

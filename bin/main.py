@@ -1,5 +1,6 @@
 """Console-script entry point: ``kubelet-actors`` runs actors.app.main;
-``kubelet-actors trace ...`` runs actors.trace.cli.main (the trace tools)."""
+``kubelet-actors trace ...`` runs actors.trace.cli.main (the trace tools);
+``kubelet-actors drill ...`` runs actors.drills.cli.main (the restart drills)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,10 @@ def main(argv: list[str] | None = None) -> None:
         from actors.trace.cli import main as trace_main
 
         sys.exit(trace_main(args[1:]))
+    if args[:1] == ["drill"]:
+        from actors.drills.cli import main as drill_main
+
+        sys.exit(drill_main(args[1:]))
     sys.exit(app_main(args))
 
 

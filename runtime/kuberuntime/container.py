@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Any
 
 from loguru import logger
 
@@ -98,7 +99,15 @@ class ContainerLifecycle:
         image_ref = self._images.ensure_image(pod, container, sandbox_config)
         log_dir = os.path.join(sandbox_config.log_directory, container.name)
         previous = status.find_container(container.name)
-        restart_count = previous.restart_count + 1 if previous else restart_count_from_logs(log_dir)
+        if previous is not None and previous.state == ContainerState.CREATED:
+            # Created but never started (the sync that created it died before
+            # StartContainer): remove it, so a pod never keeps a CREATED leftover next to
+            # the instance started now; it never ran, so it does not count as a restart.
+            self._remove_never_started(previous.id, log)
+            restart_count = previous.restart_count
+        else:
+            restart_count = (previous.restart_count + 1 if previous
+                             else restart_count_from_logs(log_dir))
         config = generate_container_config(
             pod, container, image_ref, restart_count, pod_ip, self._settings, self._node_ip
         )
@@ -124,6 +133,16 @@ class ContainerLifecycle:
                 )
                 raise SyncError("PostStartHookError", error)
         return container_id
+
+    def _remove_never_started(self, container_id: ContainerID, log: Any) -> None:
+        try:
+            self._runtime.remove_container(container_id)
+        except CRINotFound:
+            return
+        except CRIError as err:
+            raise SyncError("CreateContainerError", f"removing the never-started container "
+                            f"{container_id[:13]} failed: {err.detail}") from err
+        log.info("removed the never-started container {}", container_id[:13])
 
     def grace_period(self, pod: Pod | None, container: Container | None, reason: KillReason,
                      labels_grace: int | None) -> int:
