@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -150,6 +151,7 @@ def escalate_from_on_start(env: Env) -> None:
     with env.step("the supervisor gives up after MaxR restarts"):
         env.wait(lambda: not supervisor.is_alive(), 30.0, "the supervisor to give up")
         env.fault_at = env.plan.first_fired
+        env.recovered_at = time.monotonic()  # here: the fault to the escalation
     with env.step("the kubelet stops with a clear reason"):
         env.stop_kubelet()
         reason = escalation_reason(env.trace_dirs[-1])
@@ -160,9 +162,6 @@ def escalate_from_on_start(env: Env) -> None:
         now = {c.id for c in env.running(f"alpha-{NODE}")}
         if now != running:
             raise env.fail(f"containers changed: {sorted(running)} -> {sorted(now)}")
-    import time
-
-    env.recovered_at = time.monotonic()
 
 
 def escalation_reason(trace_dir: Path) -> str | None:

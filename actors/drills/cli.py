@@ -35,7 +35,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--keep-trace", metavar="DIR",
                         help="write every drill's trace under DIR and keep it (default: a "
                              "temporary dir, kept only for drills that failed or diverged)")
-    parser.add_argument("--log-level", default="WARNING", help="kubelet log level (WARNING)")
+    parser.add_argument("--log-level", default="CRITICAL",
+                        help="the kubelets' log level (default CRITICAL: verdicts only)")
     return parser
 
 
@@ -91,17 +92,21 @@ def print_summary(verdicts: list[Verdict]) -> None:
     for column in ("drill", "verdict", "failed step", "recovery", "replay", "time"):
         table.add_column(column, overflow="fold")
     for v in verdicts:
-        replay = "no divergence" if v.replay.startswith("no divergence") or all(
-            "no divergence" in p or "injected fault" in p for p in v.replay.split("; run"))\
-            else v.replay
-        if "injected fault" in v.replay and not v.replay_finding:
-            replay = "only at the injected fault"
         table.add_row(
             v.name, "[green]PASS[/]" if v.ok else "[red]FAIL[/]",
             f"{v.step}: {v.detail}" if not v.ok else "",
             f"{v.recovery:.2f} s" if v.recovery is not None else "-",
-            ("[yellow]" + replay + "[/]") if v.replay_finding else replay,
-            f"{v.duration:.1f} s")
+            _replay_cell(v), f"{v.duration:.1f} s")
     passed = sum(1 for v in verdicts if v.ok)
     table.caption = f"{passed}/{len(verdicts)} passed, {sum(v.duration for v in verdicts):.0f} s"
     Console(width=160).print(table)
+
+
+def _replay_cell(v: Verdict) -> str:
+    parts = v.replay.split("; ")
+    if all(p.split(": ", 1)[-1].startswith("no divergence") for p in parts):
+        return "no divergence"
+    if not v.replay_finding:
+        return "diverges only at the injected fault"
+    found = next((p for p in parts if "DIVERGENCE" in p or "unreadable" in p), v.replay)
+    return f"[yellow]{found[found.find('DIVERGENCE'):] if 'DIVERGENCE' in found else found}[/]"
