@@ -413,6 +413,9 @@ class Supervisor(SupervisorActor):
             self._rebuild_worker(PodUID(name[4:]))
         elif name == "status":
             self.send("status", DesiredPods(tuple(self._desired.values())))
+        elif name == "killer":
+            # Kills the old killer held died with it: housekeeping orders them again.
+            self._killing.clear()
 
     def _rebuild_worker(self, uid: PodUID) -> None:
         """A replaced worker syncs its pod from the runtime, or issues its kill again."""

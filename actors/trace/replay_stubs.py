@@ -76,6 +76,13 @@ class Divergence:
         return lines
 
 
+class ReplayedFault(Exception):
+    """A fault a drill injected here when recorded: the handler stops as it did then."""
+
+
+INJECTED_FAULTS = ("DrillFault",)
+
+
 class DivergenceFound(Exception):
     def __init__(self, divergence: Divergence) -> None:
         super().__init__(divergence.step)
@@ -96,6 +103,7 @@ class Step:
             self._inputs[record["name"]].append(record.get("value"))
         self._last: dict[str, Any] = {}
         self._lock = threading.Lock()
+        self.fault_expected = False  # the recorded handler ended in an injected fault
         self.sent_count = 0
         self.call_count = 0
 
@@ -109,6 +117,8 @@ class Step:
         actual = {"to": to, "type": short_type(type(message).__qualname__),
                   "body": plain(message, self.paths)}
         if not self._sent:
+            if self.fault_expected:
+                raise ReplayedFault(f"sending {actual['type']}")
             raise DivergenceFound(self.divergence(
                 f"message {self.sent_count} sent by the handler is not in the recording",
                 None, actual))
@@ -139,6 +149,8 @@ class Step:
                 if expected == actual:
                     return self._calls.pop(i)
             if not self._calls:
+                if self.fault_expected:
+                    raise ReplayedFault(f"runtime call {method}")
                 raise DivergenceFound(self.divergence(
                     f"runtime call {self.call_count} is not in the recording", None, actual))
             record = self._calls[0]
@@ -195,11 +207,15 @@ class ReplayDispatch(Dispatch, _Holder):
 
 
 def _error_from(record: Record) -> Exception:
-    cls = getattr(errors, record.get("type", ""), None)
+    name = str(record.get("type", "Exception"))
+    cls = getattr(errors, name, None)
     if isinstance(cls, type) and issubclass(cls, errors.CRIError):
         return cls(record.get("method", ""), record.get("detail", ""),
                    record.get("code", "UNKNOWN"))
-    return RuntimeError(f"{record.get('type')}: {record.get('detail')}")
+    # Another exception (a bug, an injected fault): one of the same name, so the handler
+    # and the comparison of its outcome see what they saw when recorded.
+    recorded: type[Exception] = type(name, (Exception,), {})
+    return recorded(str(record.get("detail", "")))
 
 
 _CONTAINERD_RESULTS: dict[str, Any] = {"poll": int | None, "start": None, "log_tail": str}

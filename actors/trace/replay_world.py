@@ -6,6 +6,8 @@ import dataclasses
 import threading
 from typing import Any
 
+import msgspec
+
 from actors.pleg import PLEG
 from actors.pod_killer import PodKiller
 from actors.pod_worker import PodWorker, WorkerTiming
@@ -70,10 +72,9 @@ def build_actor(actor: str, incarnation: int, config: dict[str, Any],
         return PodWorker(PodUID(actor[4:]), dispatch, manager, clock_any, None, timing,
                          threading.Event(), incarnation=incarnation)
     if actor == "supervisor":
-        raw = dict(config.get("supervisor", {}))
-        sources = frozenset(raw.get("expected_sources", ()))
-        raw["expected_sources"] = sources
-        settings_s = SupervisorSettings(**_fields(SupervisorSettings, raw))
+        raw = _fields(SupervisorSettings, dict(config.get("supervisor", {})))
+        settings_s = msgspec.convert(raw, SupervisorSettings)  # nested specs included
+        sources = settings_s.expected_sources
         children = [(name, lambda n: _StubRef()) for name in _KUBELET_CHILDREN]
         children += [(f"source/{s}", lambda n: _StubRef()) for s in sorted(sources)]
         supervisor = Supervisor(dispatch, timers_any, clock_any, children,

@@ -20,24 +20,12 @@ pytestmark = pytest.mark.e2e
 
 SEED = int(os.environ.get("KUBELET_ACTORS_DRILL_SEED", "0"))
 
-# Drills that found a bug outside the drills' files, not fixed yet: strict, so the fix
-# shows up as an XPASS failure that asks for the mark to go.
-FINDINGS = {
-    "kill-killer": "a killer that dies holding a KillRuntimePod loses the kill: the "
-                   "supervisor keeps the orphan's uid in _killing and never sends it again",
-}
 
-
-def _param(name: str) -> object:
-    if name in FINDINGS:
-        return pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=FINDINGS[name]))
-    return name
-
-
-@pytest.mark.parametrize("name", [_param(n) for n in DRILLS])
+@pytest.mark.parametrize("name", list(DRILLS))
 def test_drill(name: str, registry: object, e2e_lock: None, tmp_path: Path) -> None:
     with session(take_lock=False, serve_registry=False):
         verdict = run_drill(DRILLS[name], SEED, tmp_path / "traces")
     report = "\n".join([verdict.line(), *verdict.notes])
     assert verdict.ok, report
-    assert verdict.replay, report
+    # Every drill's trace replays against this code, faults and restarts included.
+    assert verdict.replay and "DIVERGENCE" not in verdict.replay, report
