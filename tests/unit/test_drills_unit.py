@@ -176,6 +176,7 @@ def test_handler_fault_fails_the_actor_and_reports_it() -> None:
         dispatch.tell("probe", Ping())
         report = wait_for(lambda: next((m for m in got if isinstance(m, ChildFailed)), None),
                           5.0, "the failure report")
+        assert report is not None
         assert report.name == "probe" and "DrillFault" in report.error
         wait_for(lambda: not ref.is_alive(), 5.0, "the actor to stop")
     finally:
@@ -196,6 +197,7 @@ def test_on_start_fault_is_reported_to_the_supervisor() -> None:
         ref = Probe.start(dispatch, started)
         report = wait_for(lambda: next((m for m in got if isinstance(m, ChildFailed)), None),
                           5.0, "the on_start failure report")
+        assert report is not None
         assert report.name == "probe" and "on_start" in report.error
         assert not started.is_set()  # the subclass's on_start never ran
         wait_for(lambda: not ref.is_alive(), 5.0, "the actor to stop")
