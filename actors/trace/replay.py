@@ -66,7 +66,9 @@ class _Index:
             kind = r["k"]
             if kind == "msg":
                 self.msgs[r["id"]] = r
-                if r.get("parent") is not None:
+                # What the dispatch point sends on its own (a dead letter handed to the
+                # supervisor) happens during a handler but is not the handler's doing.
+                if r.get("parent") is not None and r.get("from") != "dispatch":
                     self.sent[r["parent"]].append(r)
             elif kind == "begin":
                 self.begins.append(r)

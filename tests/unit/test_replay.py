@@ -31,8 +31,16 @@ def test_a_fresh_recording_replays_without_divergence(recorded: Path) -> None:
     assert format_report(report).startswith("no divergence: replayed ")
 
 
-@pytest.mark.parametrize("name", sorted(SCENARIOS))
+KEPT = sorted(p.name for p in HERE.iterdir() if p.is_dir() and any(p.glob("trace-*.jsonl")))
+
+
+def test_every_scenario_has_a_kept_trace() -> None:
+    assert set(SCENARIOS) <= set(KEPT)
+
+
+@pytest.mark.parametrize("name", KEPT)
 def test_kept_regression_traces_still_replay(name: str) -> None:
+    """Recorded runs (scenarios, and real drill runs that once found a replay bug)."""
     report = replay(read_trace(HERE / name))
     assert report.ok, format_report(report)
 
