@@ -96,10 +96,21 @@ def replay(
     only_actor: str | None = None,
     scratch_dir: str | None = None,
 ) -> ReplayReport:
-    """Replay ``trace``; stops at the first divergence."""
+    """Replay ``trace``; stops at the first divergence.
+
+    Replayed handlers may make directories (emptyDir, logs): they go to ``scratch_dir``,
+    or to a temporary directory removed afterwards.
+    """
+    if scratch_dir is not None:
+        return _replay(trace, until, only_actor, scratch_dir)
+    with tempfile.TemporaryDirectory(prefix="kubelet-actors-replay-") as scratch:
+        return _replay(trace, until, only_actor, scratch)
+
+
+def _replay(trace: Trace, until: int | None, only_actor: str | None,
+            scratch: str) -> ReplayReport:
     index = _Index(trace)
     report = ReplayReport()
-    scratch = scratch_dir or tempfile.mkdtemp(prefix="kubelet-actors-replay-")
     node = trace.config.get("node", {})
     paths = tuple((f"{scratch}/{sub}", node[key]) for sub, key in
                   (("root", "root_dir"), ("logs", "pod_logs_dir")) if key in node)

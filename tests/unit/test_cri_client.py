@@ -6,6 +6,7 @@ from it, so the tests see both directions of every conversion over the real wire
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -229,7 +230,8 @@ def _socket_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[FakeCRI, CRIClient]]:
-    sock = _socket_dir(tmp_path) / "cri.sock"
+    directory = _socket_dir(tmp_path)
+    sock = directory / "cri.sock"
     fake = FakeCRI()  # type: ignore[abstract]  # serves only the calls the tests make
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
     api_pb2_grpc.add_RuntimeServiceServicer_to_server(fake, server)
@@ -241,6 +243,8 @@ def served(tmp_path: Path) -> Iterator[tuple[FakeCRI, CRIClient]]:
     fake.release.set()
     client.close()
     server.stop(grace=None).wait(5)
+    if directory != tmp_path:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def _sandbox_config() -> PodSandboxConfig:
