@@ -7,6 +7,12 @@ import ipaddress
 import os
 import socket
 from dataclasses import dataclass
+from typing import Any
+
+from loguru import logger
+
+from actors.durations import parse_duration
+from actors.kubelet_config import KubeletConfigError, load_kubelet_config
 
 DEFAULT_ROOT_DIR = "/var/lib/kubelet-actors"
 DEFAULT_POD_LOGS_DIR = "/var/log/pods"
@@ -47,38 +53,20 @@ class KubeletFlags:
     trace_max_bytes: int
 
 
-def _duration(text: str) -> float:
-    """Go-style durations as upstream's flags take them: 90s, 2m, 1m30s, 500ms, or seconds."""
-    units = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    total, number = 0.0, ""
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch.isdigit() or ch == ".":
-            number += ch
-            i += 1
-            continue
-        unit = "ms" if text.startswith("ms", i) else ch
-        if unit not in units or not number:
-            raise argparse.ArgumentTypeError(f'"{text}" is not a duration (examples: 90s, 2m)')
-        total += float(number) * units[unit]
-        number = ""
-        i += len(unit)
-    if number:
-        raise argparse.ArgumentTypeError(f'"{text}" is not a duration (examples: 90s, 2m)')
-    return total
-
-
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
+    """The flags; with ``only_given``, parsing yields only the flags the user typed."""
     parser = argparse.ArgumentParser(
         prog="kubelet-actors",
         description="A Kubernetes node agent that runs pods on a CRI v1 runtime (containerd).",
     )
-    add = parser.add_argument
+
+    def add(*names: str, **options: Any) -> None:
+        if only_given:
+            options["default"] = argparse.SUPPRESS
+        parser.add_argument(*names, **options)
+
+    add("--config", default="",
+        help="a KubeletConfiguration file (kubelet.config.k8s.io/v1beta1); flags win over it")
     add("--pod-manifest-path", default="", help="directory (or file) of static pod manifests")
     add("--container-runtime-endpoint", default="",
         help="CRI endpoint, e.g. unix:///run/containerd/containerd.sock; "
@@ -101,11 +89,11 @@ def build_parser() -> argparse.ArgumentParser:
     add("--healthz-port", type=int, default=10248, help="healthz port (0 disables it)")
     add("--healthz-bind-address", default="127.0.0.1", help="address of the healthz port")
     add("--max-pods", type=int, default=110, help="most pods this node runs (default 110)")
-    add("--sync-frequency", type=_duration, default=60.0,
+    add("--sync-frequency", type=parse_duration, default=60.0,
         help="how often every pod is synced again (default 1m)")
-    add("--file-check-frequency", type=_duration, default=20.0,
+    add("--file-check-frequency", type=parse_duration, default=20.0,
         help="how often the manifest directory is listed again (default 20s)")
-    add("--http-check-frequency", type=_duration, default=20.0,
+    add("--http-check-frequency", type=parse_duration, default=20.0,
         help="how often --manifest-url is fetched again (default 20s)")
     add("--trace-dir", default="",
         help="record every delivery, runtime call and decision here, for "
@@ -114,11 +102,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="start a new trace file past this size (default 64 MiB)")
     add("--runonce", action="store_true",
         help="start the pods of the manifests, wait until they run, print them and exit")
-    add("--runonce-timeout", type=_duration, default=120.0,
+    add("--runonce-timeout", type=parse_duration, default=120.0,
         help="with --runonce: how long to wait for the pods (default 2m)")
     add("-o", "--output", choices=("table", "json"), default="table",
         help="with --runonce: how to print the result")
-    add("--runtime-request-timeout", type=_duration, default=120.0,
+    add("--runtime-request-timeout", type=parse_duration, default=120.0,
         help="timeout of every CRI call but image pulls (default 2m)")
     add("--v", "--log-level", dest="log_level", default="INFO",
         choices=("TRACE", "DEBUG", "INFO", "WARNING", "ERROR"), type=str.upper)
@@ -129,6 +117,18 @@ def build_parser() -> argparse.ArgumentParser:
 def parse_flags(argv: list[str]) -> KubeletFlags:
     """Parse and check flags; argparse exits with usage on syntax, FlagError on meaning."""
     ns = build_parser().parse_args(argv)
+    if ns.config:
+        try:
+            from_file, ignored = load_kubelet_config(ns.config)
+        except KubeletConfigError as err:
+            raise FlagError(f"--config {err}") from err
+        given = vars(build_parser(only_given=True).parse_args(argv))
+        for dest, value in from_file.items():
+            if dest not in given:
+                setattr(ns, dest, value)
+        if ignored:
+            logger.warning("--config {}: not supported by kubelet-actors, ignored: {}",
+                           ns.config, ", ".join(ignored))
     endpoint = ns.container_runtime_endpoint
     if endpoint and not (endpoint.startswith("unix://") or endpoint.startswith("/")):
         raise FlagError(

@@ -1,0 +1,120 @@
+"""Flags as upstream names them, their checks, and --config (a KubeletConfiguration)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from loguru import logger
+
+from actors.durations import parse_duration
+from actors.flags import FlagError, parse_flags
+
+
+@pytest.mark.parametrize(("text", "seconds"), [
+    ("20s", 20.0), ("1m0s", 60.0), ("1m30s", 90.0), ("500ms", 0.5), ("2h", 7200.0),
+    ("15", 15.0), ("0.5", 0.5),
+])
+def test_durations(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "s", "10x", "1m30", "m5"])
+def test_bad_durations(text: str) -> None:
+    with pytest.raises(Exception, match="is not a duration"):
+        parse_duration(text)
+
+
+def test_defaults_are_upstream_s(tmp_path: Path) -> None:
+    flags = parse_flags(["--pod-manifest-path", str(tmp_path)])
+    assert (flags.port, flags.read_only_port, flags.healthz_port) == (10250, 10255, 10248)
+    assert (flags.address, flags.healthz_bind_address) == ("127.0.0.1", "127.0.0.1")
+    assert flags.max_pods == 110
+    assert (flags.sync_frequency, flags.file_check_frequency, flags.http_check_frequency) \
+        == (60.0, 20.0, 20.0)
+    assert flags.runtime_request_timeout == 120.0
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    ([], "give --pod-manifest-path or --manifest-url"),
+    (["--runonce"], "--runonce needs --pod-manifest-path"),
+    (["--manifest-url", "ftp://x"], '--manifest-url "ftp://x": must be an http'),
+    (["--pod-manifest-path", "d", "--port", "70000"], "--port 70000: must be between"),
+    (["--pod-manifest-path", "d", "--max-pods", "0"], "--max-pods 0: must be at least 1"),
+    (["--pod-manifest-path", "d", "--address", "nowhere"], '--address "nowhere"'),
+    (["--pod-manifest-path", "d", "--pod-cidr", "10.0.0.1/8"], '--pod-cidr "10.0.0.1/8"'),
+    (["--pod-manifest-path", "d", "--container-runtime-endpoint", "tcp://x"],
+     "only unix sockets are supported"),
+    (["--pod-manifest-path", "d", "--sync-frequency", "0"], "--sync-frequency 0.0: must be"),
+])
+def test_bad_flag_values_say_which_flag_and_why(argv: list[str], message: str) -> None:
+    with pytest.raises(FlagError, match=message.replace("(", r"\(")):
+        parse_flags(argv)
+
+
+def write_config(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "kubelet.yaml"
+    path.write_text("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+                    + body)
+    return path
+
+
+def test_config_file_sets_flags_and_flags_win(tmp_path: Path) -> None:
+    config = write_config(tmp_path, """staticPodPath: manifests
+maxPods: 20
+syncFrequency: 1m30s
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.2
+podLogsDir: /var/log/other
+""")
+    flags = parse_flags(["--config", str(config), "--max-pods", "30"])
+    assert flags.pod_manifest_path == str(tmp_path / "manifests")  # relative to the file
+    assert flags.max_pods == 30  # the flag wins over the file
+    assert flags.sync_frequency == 90.0
+    assert flags.read_only_port == 0
+    assert flags.healthz_bind_address == "127.0.0.2"
+    assert flags.pod_logs_dir == "/var/log/other"
+
+
+def test_config_fields_not_supported_are_reported_not_dropped(tmp_path: Path) -> None:
+    config = write_config(tmp_path, "staticPodPath: /etc/pods\nclusterDNS: [10.0.0.10]\n")
+    lines: list[str] = []
+    sink = logger.add(lines.append, level="WARNING", format="{message}")
+    try:
+        parse_flags(["--config", str(config)])
+    finally:
+        logger.remove(sink)
+    assert any("not supported by kubelet-actors, ignored: clusterDNS" in line for line in lines)
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ("maxPods: lots\n", "maxPods: expected an integer, got str"),
+    ("port: 99999\n", "port: must be between 0 and 65535"),
+    ("syncFrequency: 60\n", "syncFrequency: expected a duration string"),
+    ("syncFrequency: soon\n", "syncFrequency: \"soon\" is not a duration"),
+    ("staticPodPath: [a]\n", "staticPodPath: expected a string, got list"),
+])
+def test_bad_config_values_name_the_file_and_field(tmp_path: Path, body: str,
+                                                   message: str) -> None:
+    config = write_config(tmp_path, body)
+    with pytest.raises(FlagError) as caught:
+        parse_flags(["--config", str(config)])
+    assert str(config) in str(caught.value) and message in str(caught.value)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("kind: Pod\napiVersion: v1\n", 'kind: expected "KubeletConfiguration"'),
+    ("kind: KubeletConfiguration\napiVersion: v1\n", "apiVersion: expected"),
+    ("{ not yaml", "invalid YAML"),
+    ("- a list\n", "expected a KubeletConfiguration object"),
+])
+def test_bad_config_documents(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "kubelet.yaml"
+    path.write_text(text)
+    with pytest.raises(FlagError, match=message):
+        parse_flags(["--config", str(path)])
+
+
+def test_missing_config_file(tmp_path: Path) -> None:
+    with pytest.raises(FlagError, match="cannot read"):
+        parse_flags(["--config", str(tmp_path / "none.yaml")])
