@@ -13,6 +13,7 @@ from loguru import logger
 from actors.flags import FlagError, KubeletFlags, parse_flags
 from actors.logs import configure_logging
 from actors.report import print_json, print_table
+from actors.root_lock import hold_root_dir
 from actors.runonce import RunOnce
 from runtime.clock import RealClock
 from runtime.cri.client import CRIClient
@@ -97,7 +98,7 @@ def run_once(flags: KubeletFlags) -> int:
         node_name=flags.node_name, root_dir=flags.root_dir, pod_logs_dir=flags.pod_logs_dir
     )
     host_ip = node_ip()
-    with open_runtime(flags) as (client, _):
+    with hold_root_dir(flags.root_dir), open_runtime(flags) as (client, _):
         manager = KubeRuntimeManager(client, settings, clock, node_ip=host_ip)
         pods = tuple(p.pod for p in listing.pods)
         logger.info("run-once: {} pod(s) from {}", len(pods), flags.pod_manifest_path)
@@ -113,7 +114,8 @@ def run_once(flags: KubeletFlags) -> int:
 def run_daemon(flags: KubeletFlags) -> int:
     from actors.daemon import run_until_signalled, start_kubelet
 
-    with open_runtime(flags, must_answer=False) as (client, embedded):
+    with hold_root_dir(flags.root_dir), \
+            open_runtime(flags, must_answer=False) as (client, embedded):
         kubelet = start_kubelet(flags, client, node_ip(), embedded)
         return run_until_signalled(kubelet)
 

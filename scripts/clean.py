@@ -10,6 +10,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from actors.root_lock import hold_root_dir  # noqa: E402
 from runtime.containerd.config import DEFAULT_BRIDGE_NAME  # noqa: E402
 from runtime.containerd.embedded import EmbeddedContainerd  # noqa: E402
 from runtime.cri.client import CRIClient  # noqa: E402
@@ -20,12 +21,17 @@ def main(root: str) -> int:
     if not (Path(root) / "containerd" / "config.toml").exists():
         print(f"clean: no embedded containerd was ever started under {root}")
         return 0
-    embedded = EmbeddedContainerd(root)
     try:
-        embedded.start()
+        with hold_root_dir(root):
+            return _clean(root)
     except KubeletError as err:
-        print(f"clean: cannot start the embedded containerd under {root}: {err}")
+        print(f"clean: {err}")
         return 1
+
+
+def _clean(root: str) -> int:
+    embedded = EmbeddedContainerd(root)
+    embedded.start()
     removed = 0
     try:
         with CRIClient(embedded.endpoint, timeout=60.0) as client:
