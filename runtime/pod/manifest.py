@@ -128,7 +128,16 @@ class _Where:
         return f"{where}: {path}: {why}"
 
 
+MAX_MANIFEST_BYTES = 10 * 1024 * 1024
+"""Larger is not a pod manifest (upstream caps manifest URLs at the same size)."""
+MAX_ALIASES = 100
+"""YAML aliases allowed in one manifest: real ones have few; a few lines with many can
+expand to gigabytes (an alias bomb), so more are refused before anything is built."""
+
+
 def _text(data: bytes, source: str) -> str:
+    if len(data) > MAX_MANIFEST_BYTES:
+        raise ManifestError(source, "", f"larger than {MAX_MANIFEST_BYTES} bytes: not a manifest")
     # A NUL never occurs in a text manifest, and catching it here gives a clearer message
     # than the YAML reader's "unacceptable character".
     if b"\x00" in data:
@@ -144,6 +153,11 @@ def _text(data: bytes, source: str) -> str:
 def _load_documents(text: str, source: str) -> list[tuple[int, object]]:
     """The non-empty YAML documents, numbered from 1 by their place in the file."""
     try:
+        aliases = sum(1 for e in yaml.parse(text, Loader=_Loader)
+                      if isinstance(e, yaml.AliasEvent))
+        if aliases > MAX_ALIASES:
+            raise ManifestError(source, "", f"{aliases} YAML aliases (at most {MAX_ALIASES}): "
+                                "refused, it could expand without bound")
         documents = list(yaml.load_all(text, Loader=_Loader))
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark

@@ -23,7 +23,7 @@ from typing import Literal
 from msgspec.structs import replace
 
 from runtime.errors import ManifestError
-from runtime.pod.manifest import parse_manifest_with_warnings
+from runtime.pod.manifest import MAX_MANIFEST_BYTES, parse_manifest_with_warnings
 from runtime.pod.model import Pod, pod_to_json
 from runtime.pod.validation import dns1123_subdomain
 
@@ -113,6 +113,9 @@ class ManifestDirResult:
 
 def _read(path: str, node_name: str) -> tuple[tuple[Pod, ...], tuple[str, ...]]:
     try:
+        if Path(path).stat().st_size > MAX_MANIFEST_BYTES:  # never read a huge file whole
+            raise ManifestError(path, "", f"larger than {MAX_MANIFEST_BYTES} bytes: "
+                                "not a manifest")
         data = Path(path).read_bytes()
     except OSError as err:
         raise ManifestError(path, "", f"cannot read: {err.strerror or err}") from err

@@ -504,3 +504,21 @@ def test_pods_are_frozen() -> None:
     (pod,) = parse_manifest(pod_yaml(), "m.yaml")
     with pytest.raises(AttributeError):
         pod.metadata.name = "x"  # type: ignore[misc]
+
+
+def test_a_yaml_alias_bomb_is_refused_before_it_expands() -> None:
+    lines = ['a: &a ["x","x","x","x","x","x","x","x","x","x"]']
+    for i in range(1, 10):  # 9 levels of 12: 10 * 12**9 strings once walked
+        prev = chr(ord("a") + i - 1)
+        cur = chr(ord("a") + i)
+        lines.append(f"{cur}: &{cur} [" + ",".join([f"*{prev}"] * 12) + "]")
+    with pytest.raises(ManifestError) as caught:
+        parse_manifest("\n".join(lines).encode(), "bomb.yaml")
+    assert caught.value.source == "bomb.yaml"
+    assert "YAML aliases" in caught.value.cause and "refused" in caught.value.cause
+
+
+def test_a_manifest_larger_than_10_mib_is_refused() -> None:
+    data = b"# " + b"x" * (10 * 1024 * 1024) + b"\n"
+    with pytest.raises(ManifestError, match="larger than"):
+        parse_manifest(data, "huge.yaml")

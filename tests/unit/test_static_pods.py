@@ -258,3 +258,13 @@ def test_multi_pod_file_and_warnings(tmp_path: Path) -> None:
     assert len({s.pod.uid for s in result.pods}) == 2
     (warning,) = result.warnings
     assert warning.startswith(str(tmp_path / "pods.yaml") + ": document 2: spec.nodeSelector")
+
+
+def test_a_huge_file_in_the_directory_is_refused_without_reading_it(tmp_path: Path) -> None:
+    (tmp_path / "good.yaml").write_bytes(manifest("good"))
+    with (tmp_path / "huge.yaml").open("wb") as f:
+        f.truncate(11 * 1024 * 1024)  # sparse: no real bytes written
+    result = read_manifest_dir(tmp_path, "n")
+    assert [s.pod.metadata.name for s in result.pods] == ["good-n"]
+    (err,) = result.errors
+    assert err.source == str(tmp_path / "huge.yaml") and "larger than" in err.cause
