@@ -15,6 +15,8 @@ stream). Upstream's kubelet (pkg/kubelet/kuberuntime/logs) reads these files bac
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 _TIMESTAMP = re.compile(
@@ -110,3 +112,46 @@ def render_logs(data: bytes, options: LogOptions) -> bytes:
     if options.limit_bytes is not None:
         del out[options.limit_bytes:]
     return bytes(out)
+
+
+FOLLOW_POLL = 0.2
+"""How often a followed log is checked for new records and the container for life."""
+
+
+def follow_log(
+    path: str,
+    initial: bytes,
+    options: LogOptions,
+    running: Callable[[], bool],
+    poll: float = FOLLOW_POLL,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Iterator[bytes]:
+    """``follow=true``: the log so far (as rendered without follow), then each new whole
+    record as the container writes it, until the container stops running. ``limitBytes``
+    counts across the whole stream. The caller (the HTTP server) stops iterating when the
+    client goes away."""
+    consumed = initial.rfind(b"\n") + 1  # a torn last record is sent once it is whole
+    first = render_logs(initial[:consumed], options)
+    budget = None if options.limit_bytes is None else options.limit_bytes - len(first)
+    yield first
+    after = LogOptions(timestamps=options.timestamps)
+    with open(path, "rb") as f:
+        f.seek(consumed)
+        pending = b""
+        while budget is None or budget > 0:
+            chunk = f.read()
+            if chunk:
+                pending += chunk
+                whole = pending.rfind(b"\n") + 1
+                if whole:
+                    out = render_logs(pending[:whole], after)
+                    pending = pending[whole:]
+                    if budget is not None:
+                        out = out[:budget]
+                        budget -= len(out)
+                    if out:
+                        yield out
+                continue
+            if not running():
+                return
+            sleep(poll)

@@ -7,6 +7,7 @@ upstream health-check text or a v1 ``Status`` object, as the API server answers.
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any, TypeAlias
 
@@ -15,7 +16,7 @@ import msgspec
 from loguru import logger
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from actors.http.logs import LogOptions, render_logs
+from actors.http.logs import LogOptions, follow_log, render_logs
 from actors.http.view import KubeletView
 from runtime.status.types import PodStatus
 
@@ -252,21 +253,22 @@ class ContainerLogsResource:
     """``/containerLogs/{namespace}/{pod}/{container}``: a container's log, as text.
 
     Query parameters as upstream: ``tailLines``, ``limitBytes``, ``timestamps``,
-    ``previous`` (the instance before the current one). ``follow=true`` is refused with
-    400: streaming is not supported yet. 404 names what is missing: the pod, the
-    container in its spec, or the (previous) instance's log.
+    ``previous`` (the instance before the current one), ``follow`` (keep streaming what
+    the container writes until it stops running or the client goes away). 404 names what
+    is missing: the pod, the container in its spec, or the (previous) instance's log.
     """
 
-    def __init__(self, view: KubeletView) -> None:
+    def __init__(self, view: KubeletView, stopping: threading.Event | None = None) -> None:
         self._view = view
+        # Set when the server stops: a followed log ends then, not only when its
+        # container stops (a stream has no other way to learn that its server is going).
+        self._stopping = stopping or threading.Event()
 
     def on_get(
         self, req: falcon.Request, resp: falcon.Response, namespace: str, pod: str,
         container: str,
     ) -> None:
-        if req.get_param_as_bool("follow", default=False):
-            raise falcon.HTTPBadRequest(
-                description="follow is not supported yet: request the log without it")
+        follow = bool(req.get_param_as_bool("follow", default=False))
         options = LogOptions(
             tail_lines=req.get_param_as_int("tailLines", min_value=0),
             limit_bytes=req.get_param_as_int("limitBytes", min_value=1),
@@ -289,7 +291,21 @@ class ContainerLogsResource:
                 f'the log of container "{container}" in pod "{pod}" is gone ({path})'
             )) from None
         resp.content_type = _TEXT
-        resp.data = render_logs(data, options)
+        if not follow or previous:
+            resp.data = render_logs(data, options)
+            return
+        resp.stream = follow_log(
+            path, data, options,
+            lambda: not self._stopping.is_set() and self._running(namespace, pod, container))
+
+    def _running(self, namespace: str, pod: str, container: str) -> bool:
+        for candidate, status in self._view.pods():
+            meta = candidate.metadata
+            if meta.namespace == namespace and meta.name == pod:
+                statuses = (*status.init_container_statuses, *status.container_statuses)
+                return any(s.name == container and s.state.running is not None
+                           for s in statuses)
+        return False
 
     on_head = on_get
 
@@ -321,7 +337,7 @@ def _add_healthz(app: WSGIApp, view: KubeletView) -> None:
     app.add_route("/healthz/{check}", HealthzCheckResource(view))
 
 
-def build_app(view: KubeletView) -> WSGIApp:
+def build_app(view: KubeletView, stopping: threading.Event | None = None) -> WSGIApp:
     """The WSGI app of the main and read-only ports: every endpoint."""
     app = _new_app()
     _add_healthz(app, view)
@@ -330,7 +346,8 @@ def build_app(view: KubeletView) -> WSGIApp:
     app.add_route("/runningpods/", running)
     app.add_route("/runningpods", running)
     app.add_route("/metrics", MetricsResource(view))
-    app.add_route("/containerLogs/{namespace}/{pod}/{container}", ContainerLogsResource(view))
+    app.add_route("/containerLogs/{namespace}/{pod}/{container}",
+                  ContainerLogsResource(view, stopping))
     return app
 
 

@@ -139,6 +139,7 @@ class KubeletHTTPServer:
             (HEALTHZ, healthz_address, healthz_port),
         )
         self._listeners: list[_Listener] = []
+        self._stopping = threading.Event()  # ends followed logs when the server stops
 
     @property
     def bound_ports(self) -> Mapping[str, int]:
@@ -151,7 +152,8 @@ class KubeletHTTPServer:
         nothing) when a port cannot be bound."""
         if self._listeners:
             raise RuntimeError("the kubelet HTTP server is already started")
-        main_app = build_app(self._view)
+        self._stopping.clear()
+        main_app = build_app(self._view, self._stopping)
         listeners: list[_Listener] = []
         try:
             for name, address, port in self._wanted:
@@ -189,6 +191,7 @@ class KubeletHTTPServer:
     def stop(self) -> None:
         """Stop serving, close every socket and join the threads; idempotent."""
         listeners, self._listeners = self._listeners, []
+        self._stopping.set()
         for listener in listeners:
             listener.stopping.set()
             listener.server.pull_trigger()

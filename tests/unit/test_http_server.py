@@ -326,11 +326,18 @@ def test_container_logs_unknown_pod_or_container(main_port: int) -> None:
     assert "has not started yet" in str(resp.json()["message"])
 
 
-def test_container_logs_follow_is_refused(main_port: int) -> None:
-    resp = request(main_port, "/containerLogs/default/web/nginx?follow=true")
-    assert resp.status == 400
-    assert "follow is not supported" in str(resp.json()["message"])
-    assert request(main_port, "/containerLogs/default/web/nginx?follow=false").status == 200
+def test_container_logs_follow_streams_the_log_so_far(main_port: int) -> None:
+    plain = request(main_port, "/containerLogs/default/web/nginx?follow=false")
+    assert plain.status == 200
+    with socket.create_connection(("127.0.0.1", main_port), timeout=5) as conn:
+        conn.sendall(b"GET /containerLogs/default/web/nginx?follow=true HTTP/1.1\r\n"
+                     b"Host: test\r\n\r\n")
+        received = b""
+        while plain.body not in received:  # the log so far arrives, then the stream stays
+            chunk = conn.recv(65536)
+            assert chunk, f"the stream ended early: {received!r}"
+            received += chunk
+    assert received.startswith(b"HTTP/1.1 200")
 
 
 def test_parse_cri_log_edge_cases() -> None:
