@@ -105,7 +105,7 @@ class _Probed:
     """A worker and what an attempt needs: the pod's name and IP, the container spec."""
 
     worker: ProbeWorker
-    pod: str  # namespace/name, for logs
+    pod: str  # the pod name, for logs
     container: Container
     pod_ip: str
     scheduled: float | None = None  # due time of this worker's live heap entry
@@ -187,7 +187,7 @@ class ProbeManager(KubeletActor):
         # A pod on its way out is not probed: readiness fails, liveness stays quiet.
         stopping = (message.state == WorkerState.TERMINATING
                     or pod.metadata.deletion_timestamp is not None)
-        pod_name = f"{pod.metadata.namespace}/{pod.metadata.name}"
+        pod_name = pod.metadata.name  # as every actor logs it
         pod_ip = status.ips[0] if status.ips else ""
         mono, wall = self._clock.monotonic(), self._clock.now()
         wanted: set[Key] = set()
