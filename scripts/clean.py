@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from actors.root_lock import hold_root_dir  # noqa: E402
-from runtime.containerd.config import DEFAULT_BRIDGE_NAME  # noqa: E402
+from runtime.containerd.config import DEFAULT_BRIDGE_NAME, DEFAULT_SUBNET  # noqa: E402
 from runtime.containerd.embedded import EmbeddedContainerd  # noqa: E402
 from runtime.cri.client import CRIClient  # noqa: E402
 from runtime.errors import CRIError, KubeletError  # noqa: E402
@@ -29,8 +30,21 @@ def main(root: str) -> int:
         return 1
 
 
+def network_of(root: str) -> tuple[str, str]:
+    """The bridge and subnet the root's containerd was configured with (its conflist), so
+    the pods' network teardown (CNI DEL: IPs, hostPort rules) runs on their own network."""
+    for conflist in sorted((Path(root) / "containerd" / "cni" / "net.d").glob("*.conflist")):
+        try:
+            plugin = json.loads(conflist.read_text())["plugins"][0]
+            return str(plugin["bridge"]), str(plugin["ipam"]["ranges"][0][0]["subnet"])
+        except (OSError, ValueError, KeyError, IndexError, TypeError):
+            continue
+    return DEFAULT_BRIDGE_NAME, DEFAULT_SUBNET
+
+
 def _clean(root: str) -> int:
-    embedded = EmbeddedContainerd(root)
+    bridge, subnet = network_of(root)
+    embedded = EmbeddedContainerd(root, bridge_name=bridge, subnet=subnet)
     embedded.start()
     removed = 0
     try:
@@ -42,7 +56,7 @@ def _clean(root: str) -> int:
                     removed += 1
     finally:
         embedded.stop()
-    subprocess.run(["ip", "link", "delete", DEFAULT_BRIDGE_NAME], capture_output=True, check=False)
+    subprocess.run(["ip", "link", "delete", bridge], capture_output=True, check=False)
     print(f"clean: removed {removed} pod(s) and stopped the containerd under {root}")
     return 0
 

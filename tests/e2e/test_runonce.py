@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ from runtime.cri.client import CRIClient
 from runtime.cri.types import ContainerFilter, ContainerState, SandboxFilter
 from runtime.kuberuntime import labels as L
 from tests.e2e.conftest import BUSYBOX_IMAGE, REPO, cleanup_runtime_dir, new_embedded
+from tests.helpers import wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -210,3 +213,30 @@ def test_embedded_containerd_runs_the_pods_and_leaves_them_running(
             assert c.state == ContainerState.RUNNING
     finally:
         cleanup_runtime_dir(base, bridge, emb)
+
+
+def test_host_port_reaches_the_container_over_loopback(
+    containerd: EmbeddedContainerd, workdir: Path
+) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    (workdir / "manifests" / "hp.yaml").write_text(pod_manifest("hostport", f"""  - name: web
+    image: {BUSYBOX_IMAGE}
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "mkdir -p /www; echo via-host-port > /www/index.html;
+              exec httpd -f -p 8080 -h /www"]
+    ports: [{{containerPort: 8080, hostPort: {port}}}]
+"""))
+    code, report = run_once(containerd.endpoint, workdir / "manifests", workdir / "logs")
+    assert code == 0, report
+
+    def answer() -> str | None:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as response:
+                return str(response.read().decode())
+        except OSError:
+            return None
+
+    body = wait_for(answer, 20.0, "the host port to answer")
+    assert body is not None and "via-host-port" in body
