@@ -76,14 +76,6 @@ class RunOnce:
         with ThreadPoolExecutor(workers, thread_name_prefix="runonce") as pool:
             return tuple(pool.map(lambda p: self._run_pod(p, deadline), pods))
 
-    def _status(self, pod: Pod, sync: PodSyncResult | None) -> PodStatus:
-        runtime_status = self._manager.get_pod_status(
-            PodUID(pod.uid), pod.metadata.name, pod.metadata.namespace
-        )
-        return generate_pod_status(
-            pod, runtime_status, sync, now=self._clock.now(), host_ip=self._host_ip
-        )
-
     def _run_pod(self, pod: Pod, deadline: float) -> PodOutcome:
         log = logger.bind(pod=pod.metadata.name, uid=pod.uid, container="")
         sync: PodSyncResult | None = None

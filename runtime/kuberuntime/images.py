@@ -12,6 +12,7 @@ from runtime.cri.types import ImageSpec, PodSandboxConfig
 from runtime.errors import CRIError, SyncError
 from runtime.kuberuntime.backoff import Backoff
 from runtime.pod.model import Container, Pod
+from runtime.pod.validation import default_pull_policy  # the one rule manifests get too
 
 # A docker-style reference: [host[:port]/]path[:tag][@digest], lower-case path components.
 _REFERENCE = re.compile(
@@ -24,17 +25,6 @@ _REFERENCE = re.compile(
 
 def is_valid_image_name(image: str) -> bool:
     return bool(image) and _REFERENCE.match(image) is not None
-
-
-def default_pull_policy(image: str) -> str:
-    """Always for ``:latest`` or untagged images, else IfNotPresent (upstream's default)."""
-    match = _REFERENCE.match(image)
-    if match is None:
-        return "IfNotPresent"
-    if match.group("digest"):
-        return "IfNotPresent"
-    tag = match.group("tag")
-    return "Always" if tag in (None, "latest") else "IfNotPresent"
 
 
 class ImageManager:
