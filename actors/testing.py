@@ -28,6 +28,10 @@ class Received:
         self.arrived = threading.Condition(self.lock)
 
 
+class _Barrier:
+    """Asked of a Collector: answered after every message told before it was recorded."""
+
+
 class Collector(pykka.ThreadingActor):
     """Records every message it receives, in order."""
 
@@ -36,6 +40,9 @@ class Collector(pykka.ThreadingActor):
         self.received = received
 
     def on_receive(self, message: Any) -> Any:
+        if isinstance(message, _Barrier):
+            with self.received.lock:
+                return len(self.received.messages)
         if isinstance(message, Envelope):
             message = message.message
         with self.received.arrived:
@@ -72,6 +79,11 @@ class Inbox:
                     raise AssertionError(
                         f"no {kind.__name__} matching within {timeout}s; got {seen}")
                 self._actor.arrived.wait(remaining)
+
+    def count(self, timeout: float = 10.0) -> int:
+        """How many messages arrived, once everything already sent to it has arrived."""
+        answer: Any = self.ref.ask(_Barrier(), timeout=timeout)
+        return int(answer)
 
     def clear(self) -> None:
         with self._actor.lock:

@@ -9,14 +9,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import pykka
 import pytest
 
 from actors.dispatch import Dispatch
 from actors.messages import PodForgotten, PodObserved, ProbeKind, ProbeVerdict, WorkerState
 from actors.probe_manager import ProbeManager, ProbeQuery, ProbeSnapshot
+from actors.testing import Inbox
 from actors.timers import ManualTimers
-from actors.trace.envelope import Envelope
 from runtime.clock import FakeClock
 from runtime.cri.types import (
     ContainerConfig,
@@ -43,22 +42,6 @@ BAD = ExecResult(b"", b"bad", 1)
 DEADLINE = 5.0
 
 
-class Collector(pykka.ThreadingActor):
-    """Stands in for the supervisor or the status manager: keeps every message."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.messages: list[object] = []
-
-    def on_receive(self, message: Any) -> Any:
-        if message == "get":
-            return list(self.messages)
-        if isinstance(message, Envelope):
-            message = message.message
-        self.messages.append(message)
-        return None
-
-
 def exec_probe(cmd: str, **kw: Any) -> Probe:
     return Probe(exec=ExecAction(command=(cmd,)), period_seconds=kw.pop("period_seconds", 1),
                  **kw)
@@ -71,8 +54,8 @@ class Node:
     timers: ManualTimers
     fake: FakeRuntime
     manager: Any
-    supervisor: Any
-    status: Any
+    supervisor: Inbox
+    status: Inbox
     sandboxes: dict[str, SandboxID] = field(default_factory=dict)
     attempts: dict[tuple[str, str], int] = field(default_factory=dict)
 
@@ -128,8 +111,8 @@ class Node:
             left -= step
 
     def verdicts(self, receiver: str = "status") -> list[ProbeVerdict]:
-        ref = self.supervisor if receiver == "supervisor" else self.status
-        return [m for m in ref.ask("get", timeout=DEADLINE) if isinstance(m, ProbeVerdict)]
+        inbox: Inbox = self.supervisor if receiver == "supervisor" else self.status
+        return inbox.all(ProbeVerdict)
 
     def results(self, kind: ProbeKind, receiver: str = "status") -> list[ProbeResult]:
         return [v.result for v in self.verdicts(receiver) if v.kind == kind]
@@ -145,16 +128,15 @@ def node() -> Iterator[Node]:
     dispatch = Dispatch()
     timers = ManualTimers(dispatch, clock)
     fake = FakeRuntime(clock, images=(IMAGE,))
-    supervisor, status = Collector.start(), Collector.start()
-    dispatch.register("supervisor", supervisor)
-    dispatch.register("status", status)
+    supervisor, status = Inbox(dispatch, "supervisor"), Inbox(dispatch, "status")
     manager = ProbeManager.start(dispatch, timers, fake, clock)
     dispatch.register("probes", manager)
     try:
         yield Node(clock, dispatch, timers, fake, manager, supervisor, status)
     finally:
-        for ref in (manager, supervisor, status):
-            ref.stop()
+        manager.stop()
+        supervisor.stop()
+        status.stop()
 
 
 def make_pod(uid: str = "u1", **probes: Any) -> Pod:
@@ -325,9 +307,7 @@ def test_answer_for_a_forgotten_pod_is_ignored() -> None:
     dispatch = Dispatch()
     timers = ManualTimers(dispatch, clock)
     fake = GatedRuntime(clock)
-    status = Collector.start()
-    dispatch.register("status", status)
-    dispatch.register("supervisor", status)
+    status = Inbox(dispatch, "status", "supervisor")
     manager = ProbeManager.start(dispatch, timers, fake, clock)
     dispatch.register("probes", manager)
     try:
@@ -347,8 +327,8 @@ def test_answer_for_a_forgotten_pod_is_ignored() -> None:
         assert manager.is_alive()
     finally:
         fake.gate.set()
-        for ref in (manager, status):
-            ref.stop()
+        manager.stop()
+        status.stop()
 
 
 def test_hundred_pods_share_a_small_pool(node: Node) -> None:

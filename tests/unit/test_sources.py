@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pykka
 import pytest
 from loguru import logger
 
@@ -19,7 +18,7 @@ from actors.sources.file import NAME as FILE_NAME
 from actors.sources.file import RELIST_TICK, FileSource
 from actors.sources.http import NAME as HTTP_NAME
 from actors.sources.http import POLL_TICK, HTTPSource
-from actors.trace.envelope import Envelope
+from actors.testing import Inbox
 from runtime.clock import FakeClock
 from runtime.pod.static import CONFIG_SOURCE
 from tests.helpers import wait_for
@@ -43,37 +42,17 @@ POD_LIST = (
 )
 
 
-class Collector(pykka.ThreadingActor):
-    """Stands in for the supervisor: keeps every message; ``ask("count")`` syncs with it."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.messages: list[object] = []
-
-    def on_receive(self, message: Any) -> Any:
-        if message == "count":
-            return len(self.messages)
-        if isinstance(message, Envelope):
-            message = message.message
-        self.messages.append(message)
-        return None
-
-
 class Harness:
     def __init__(self) -> None:
         self.dispatch = Dispatch()
-        self.collector_ref = Collector.start()
-        self.dispatch.register("supervisor", self.collector_ref)
-        self._collector = self.collector_ref.proxy()
-        self.refs: list[Any] = [self.collector_ref]
+        self.supervisor = Inbox(self.dispatch, "supervisor")
+        self.refs: list[Any] = []
 
     def snapshots(self) -> list[SourceSnapshot]:
-        messages = self._collector.messages.get()
-        return [m for m in messages if isinstance(m, SourceSnapshot)]
+        return self.supervisor.all(SourceSnapshot)
 
     def count(self) -> int:
-        count: Any = self.collector_ref.ask("count")
-        return int(count)
+        return self.supervisor.count()
 
     def last(self) -> SourceSnapshot:
         return self.snapshots()[-1]
@@ -99,6 +78,7 @@ class Harness:
     def stop(self) -> None:
         for ref in reversed(self.refs):
             ref.stop()
+        self.supervisor.stop()
 
 
 @pytest.fixture
