@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import http.client
 import socket
+import time
 
 from runtime.clock import Clock
 from runtime.cri.service import RuntimeService
 from runtime.errors import CRIError
+from runtime.httpget import action_url, get
 from runtime.ids import ContainerID
 from runtime.pod.model import Container, HTTPGetAction, IntOrString, LifecycleHandler
 
@@ -28,19 +30,11 @@ def resolve_port(port: IntOrString, container: Container) -> int:
 
 def http_get(action: HTTPGetAction, host: str, port: int, timeout: float, agent: str) -> int:
     """Send the GET an httpGet handler describes; return the status code."""
-    secure = action.scheme.upper() == "HTTPS"
-    cls = http.client.HTTPSConnection if secure else http.client.HTTPConnection
-    conn = cls(action.host or host, port, timeout=timeout)
-    try:
-        headers = {"User-Agent": agent, "Accept": "*/*"}
-        headers.update({h.name: h.value for h in action.http_headers})
-        path = action.path or "/"
-        conn.request("GET", path if path.startswith("/") else "/" + path, headers=headers)
-        response = conn.getresponse()
-        response.read(10 * 1024)
-        return response.status
-    finally:
-        conn.close()
+    headers = {"User-Agent": agent, "Accept": "*/*"}
+    headers.update({h.name: h.value for h in action.http_headers})
+    url = action_url(action, action.host or host, port)
+    code, _location, _body = get(url, list(headers.items()), time.monotonic() + timeout)
+    return code
 
 
 class HandlerRunner:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import http.client
 import socket
-import ssl
 import time
 import urllib.parse
 
@@ -20,6 +19,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from runtime.cri.service import RuntimeService
 from runtime.errors import CRIDeadlineExceeded, CRIError
+from runtime.httpget import MAX_BODY, action_url, get, hostport
 from runtime.ids import ContainerID
 from runtime.kuberuntime.hooks import resolve_port
 from runtime.pod.model import (
@@ -36,7 +36,6 @@ from runtime.prober.results import ProbeResult
 USER_AGENT = "kube-probe/1.32"
 """What upstream's prober sends as User-Agent (kube-probe/<major>.<minor>)."""
 
-MAX_BODY = 10 * 1024
 """At most this much of an HTTP body (or exec output) is read and kept, as upstream."""
 
 MAX_REDIRECTS = 10
@@ -105,58 +104,7 @@ def _port(port: IntOrString, container: Container) -> int:
     return number
 
 
-def _hostport(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
 # --- httpGet -----------------------------------------------------------------------------
-
-
-def _url(action: HTTPGetAction, host: str, port: int) -> str:
-    scheme = "https" if action.scheme.upper() == "HTTPS" else "http"
-    path = action.path or "/"
-    if not path.startswith("/"):
-        path = "/" + path
-    return f"{scheme}://{_hostport(host, port)}{path}"
-
-
-def _insecure_tls() -> ssl.SSLContext:
-    # As upstream: probes do not verify the server's certificate.
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
-    return context
-
-
-def _get(
-    url: str, headers: list[tuple[str, str]], deadline: float
-) -> tuple[int, str | None, bytes]:
-    """One GET: the status code, the Location header and at most MAX_BODY of the body."""
-    parts = urllib.parse.urlsplit(url)
-    remaining = deadline - time.monotonic()
-    if remaining <= 0:
-        raise TimeoutError("timed out")
-    host = parts.hostname or ""
-    port = parts.port
-    conn: http.client.HTTPConnection
-    if parts.scheme == "https":
-        conn = http.client.HTTPSConnection(host, port, timeout=remaining, context=_insecure_tls())
-    else:
-        conn = http.client.HTTPConnection(host, port, timeout=remaining)
-    try:
-        target = parts.path or "/"
-        if parts.query:
-            target += "?" + parts.query
-        has_host = any(name.lower() == "host" for name, _ in headers)
-        conn.putrequest("GET", target, skip_host=has_host, skip_accept_encoding=True)
-        for name, value in headers:
-            conn.putheader(name, value)
-        conn.endheaders()
-        response = conn.getresponse()
-        body = response.read(MAX_BODY)
-        return response.status, response.getheader("Location"), body
-    finally:
-        conn.close()
 
 
 def http_probe(action: HTTPGetAction, container: Container, pod_ip: str, timeout: float) -> Outcome:
@@ -180,12 +128,12 @@ def http_probe(action: HTTPGetAction, container: Container, pod_ip: str, timeout
     if "accept" not in names:
         headers.append(("Accept", "*/*"))
     headers.append(("Connection", "close"))
-    url = _url(action, host, port)
+    url = action_url(action, host, port)
     original_host = urllib.parse.urlsplit(url).hostname
     deadline = time.monotonic() + timeout
     try:
         for _ in range(MAX_REDIRECTS + 1):
-            code, location, body = _get(url, headers, deadline)
+            code, location, body = get(url, headers, deadline, verify_tls=False)
             if code in _REDIRECT_CODES and location:
                 target = urllib.parse.urljoin(url, location)
                 if urllib.parse.urlsplit(target).hostname != original_host:
@@ -226,7 +174,7 @@ def tcp_probe(
         with socket.create_connection((host, port), timeout=timeout):
             return ProbeResult.SUCCESS, ""
     except OSError as err:
-        return ProbeResult.FAILURE, f"dial tcp {_hostport(host, port)}: {err or 'timed out'}"
+        return ProbeResult.FAILURE, f"dial tcp {hostport(host, port)}: {err or 'timed out'}"
 
 
 # --- grpc --------------------------------------------------------------------------------
@@ -238,7 +186,7 @@ def grpc_probe(action: GRPCAction, pod_ip: str, timeout: float) -> Outcome:
         return ProbeResult.UNKNOWN, "the pod has no IP"
     if not 0 < action.port < 65536:
         return ProbeResult.UNKNOWN, f"invalid port number: {action.port}"
-    address = _hostport(pod_ip, action.port)
+    address = hostport(pod_ip, action.port)
     service = action.service or ""
     deadline = time.monotonic() + timeout
     channel = grpc.insecure_channel(address, options=[("grpc.primary_user_agent", USER_AGENT)])
