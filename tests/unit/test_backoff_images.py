@@ -8,8 +8,9 @@ import pytest
 from runtime.clock import FakeClock
 from runtime.errors import CRIError, SyncError
 from runtime.kuberuntime.backoff import Backoff
-from runtime.kuberuntime.images import ImageManager, default_pull_policy, is_valid_image_name
+from runtime.kuberuntime.images import ImageManager, is_valid_image_name
 from runtime.pod.model import Container, ObjectMeta, Pod, PodSpec
+from runtime.pod.validation import default_pull_policy
 from runtime.testing.fake_images import image_id_for
 from runtime.testing.fake_runtime import FakeRuntime
 

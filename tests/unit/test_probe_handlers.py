@@ -29,6 +29,7 @@ from runtime.cri.types import (
     PodSandboxMetadata,
 )
 from runtime.errors import CRIDeadlineExceeded, CRIUnavailable
+from runtime.httpget import MAX_BODY
 from runtime.ids import ContainerID
 from runtime.pod.model import (
     Container,
@@ -40,7 +41,7 @@ from runtime.pod.model import (
     Probe,
     TCPSocketAction,
 )
-from runtime.prober.handlers import MAX_BODY, USER_AGENT, run_probe
+from runtime.prober.handlers import USER_AGENT, run_probe
 from runtime.prober.results import ProbeResult
 from runtime.testing.fake_runtime import FakeRuntime
 
