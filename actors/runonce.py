@@ -80,7 +80,7 @@ class RunOnce:
         log = logger.bind(pod=pod.metadata.name, uid=pod.uid, container="")
         sync: PodSyncResult | None = None
         delay = 0.05
-        status = PodStatus()
+        status = PodStatus(phase="Pending")
         try:
             while True:
                 runtime_status = self._manager.get_pod_status(

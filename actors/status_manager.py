@@ -33,12 +33,7 @@ from runtime.pod.model import Pod
 from runtime.prober.results import ProbeResult
 from runtime.status.generate import generate_pod_status
 from runtime.status.types import (
-    ContainerState,
-    ContainerStateWaiting,
-    ContainerStatus,
-    PodCondition,
     PodStatus,
-    rfc3339,
 )
 
 SEEN = "kubernetes.io/config.seen"
@@ -58,22 +53,10 @@ class _Entry:
 
 
 def pending_status(pod: Pod, now: float) -> PodStatus:
-    """What a pod looks like before its first sync: Pending, containers creating."""
-    waiting = "PodInitializing" if pod.spec.init_containers else "ContainerCreating"
-    stamp = rfc3339(now)
-    def statuses(containers: tuple[Any, ...]) -> tuple[ContainerStatus, ...]:
-        return tuple(
-            ContainerStatus(name=c.name, image=c.image, started=False,
-                            state=ContainerState(waiting=ContainerStateWaiting(reason=waiting)))
-            for c in containers
-        )
-    return PodStatus(
-        phase="Pending",
-        conditions=(PodCondition(type="PodScheduled", status="True",
-                                 last_transition_time=stamp),),
-        init_container_statuses=statuses(pod.spec.init_containers),
-        container_statuses=statuses(pod.spec.containers),
-    )
+    """What a pod looks like before its first sync: what the runtime holding nothing of it
+    means by upstream's rules (Pending, containers creating or waiting on init)."""
+    nothing = RuntimePodStatus(PodUID(pod.uid), pod.metadata.name, pod.metadata.namespace)
+    return generate_pod_status(pod, nothing, now=now)
 
 
 def _seen_time(pod: Pod) -> float | None:

@@ -100,23 +100,9 @@ def _pod_list(items: list[dict[str, Any]]) -> bytes:
 
 
 def _status_json(status: PodStatus) -> dict[str, Any]:
-    """A PodStatus as JSON, with the fields Go never omits put back.
-
-    The status Structs omit defaults (``omit_defaults``); the v1 types always carry
-    ``phase`` and, per container status, ``ready``, ``restartCount``, ``image`` and
-    ``imageID`` (no ``omitempty``), and clients such as kubectl expect them.
-    """
+    """A PodStatus as JSON (the status types themselves always carry what Go always
+    sends: phase, and per container state, lastState, ready, restartCount, image, imageID)."""
     out: dict[str, Any] = msgspec.to_builtins(status)
-    out.setdefault("phase", status.phase)
-    for key, values in (("initContainerStatuses", status.init_container_statuses),
-                        ("containerStatuses", status.container_statuses)):
-        for encoded, cs in zip(out.get(key, ()), values, strict=True):
-            encoded.setdefault("state", {})
-            encoded.setdefault("lastState", {})
-            encoded.setdefault("ready", cs.ready)
-            encoded.setdefault("restartCount", cs.restart_count)
-            encoded.setdefault("image", cs.image)
-            encoded.setdefault("imageID", cs.image_id)
     return out
 
 

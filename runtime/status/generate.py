@@ -60,7 +60,11 @@ def container_status(
         return ContainerStatus(
             name=container.name,
             state=ContainerState(waiting=ContainerStateWaiting(reason=reason, message=message)),
+            last_state=last,
+            ready=False,
+            restart_count=0,
             image=container.image,
+            image_id="",
             started=False,
         )
     if len(instances) > 1 and instances[1].state == CRIState.EXITED:

@@ -54,13 +54,15 @@ class ContainerState(APIModel, frozen=True):
 
 
 class ContainerStatus(APIModel, frozen=True):
+    # No defaults on the fields the v1 type always carries (no omitempty in Go): msgspec
+    # then always encodes them, as kubectl and other clients expect.
     name: str
-    state: ContainerState = msgspec.field(default_factory=ContainerState)
-    last_state: ContainerState = msgspec.field(default_factory=ContainerState)
-    ready: bool = False
-    restart_count: int = 0
-    image: str = ""
-    image_id: str = msgspec.field(default="", name="imageID")
+    state: ContainerState
+    last_state: ContainerState
+    ready: bool
+    restart_count: int
+    image: str
+    image_id: str = msgspec.field(name="imageID")
     container_id: str = msgspec.field(default="", name="containerID")
     started: bool | None = None
 
@@ -79,7 +81,7 @@ class PodIP(APIModel, frozen=True):
 
 
 class PodStatus(APIModel, frozen=True):
-    phase: str = "Pending"
+    phase: str  # always encoded, as in Go
     conditions: tuple[PodCondition, ...] = ()
     message: str = ""
     reason: str = ""

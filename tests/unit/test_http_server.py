@@ -49,8 +49,8 @@ def _status(*containers: str) -> PodStatus:
         pod_ip="10.0.0.5",
         container_statuses=tuple(
             ContainerStatus(
-                name=c, image=f"{c}:1", ready=True,
-                container_id=f"containerd://{c}-id",
+                name=c, image=f"{c}:1", ready=True, restart_count=0, image_id="",
+                last_state=ContainerState(), container_id=f"containerd://{c}-id",
                 state=ContainerState(running=ContainerStateRunning(started_at="2024-05-01T10:00:00Z")),
             ) for c in containers),
     )

@@ -474,6 +474,10 @@ def test_json_uses_kubernetes_field_names() -> None:
 
 
 def test_container_status_json_roundtrip() -> None:
-    cs = ContainerStatus(name="x", state=ContainerState(waiting=ContainerStateWaiting(reason="A")))
+    cs = ContainerStatus(name="x", state=ContainerState(waiting=ContainerStateWaiting(reason="A")),
+                         last_state=ContainerState(), ready=False, restart_count=0, image="i",
+                         image_id="")
+    # The fields the v1 type always carries are encoded even when empty, as Go does.
     assert msgspec.json.decode(msgspec.json.encode(cs)) == {
-        "name": "x", "state": {"waiting": {"reason": "A"}}, "lastState": {}}
+        "name": "x", "state": {"waiting": {"reason": "A"}}, "lastState": {}, "ready": False,
+        "restartCount": 0, "image": "i", "imageID": ""}
