@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from actors.trace.names import message
 from runtime.ids import ContainerID, PodUID
 from runtime.kuberuntime.podstatus import RuntimePodStatus
 from runtime.kuberuntime.result import PodSyncResult
@@ -32,6 +33,7 @@ class ManifestProblem:
     cause: str
 
 
+@message("SourceSnapshot")
 @dataclass(frozen=True, slots=True)
 class SourceSnapshot:
     """Every pod a source wants right now (upstream's SET), with the files it rejected."""
@@ -45,6 +47,7 @@ class SourceSnapshot:
 # --- timers ----------------------------------------------------------------------------
 
 
+@message("Tick")
 @dataclass(frozen=True, slots=True)
 class Tick:
     """A timer firing; ``kind`` names the timer (sync, housekeeping, relist, ...)."""
@@ -90,6 +93,7 @@ class RuntimePod:
     containers: tuple[RuntimeContainer, ...] = ()
 
 
+@message("Relisted")
 @dataclass(frozen=True, slots=True)
 class Relisted:
     """One PLEG relist: the events it found and every pod the runtime holds."""
@@ -100,6 +104,7 @@ class Relisted:
     duration: float
 
 
+@message("RelistFailed")
 @dataclass(frozen=True, slots=True)
 class RelistFailed:
     error: str
@@ -115,6 +120,7 @@ class UpdateKind(enum.Enum):
     KILL = "kill"
 
 
+@message("UpdatePod")
 @dataclass(frozen=True, slots=True)
 class UpdatePod:
     """Bring the worker's pod to ``pod``; KILL (or a deleted pod) terminates it."""
@@ -134,6 +140,7 @@ class WorkerState(enum.Enum):
     TERMINATED = "terminated"
 
 
+@message("PodWorkerDone")
 @dataclass(frozen=True, slots=True)
 class PodWorkerDone:
     """A worker finished one round; the supervisor requeues it after ``requeue_after``."""
@@ -148,6 +155,7 @@ class PodWorkerDone:
 # --- pod workers -> status manager and probe manager ------------------------------------
 
 
+@message("PodObserved")
 @dataclass(frozen=True, slots=True)
 class PodObserved:
     """What a worker saw of its pod in the runtime, and what its last sync did."""
@@ -158,6 +166,7 @@ class PodObserved:
     state: WorkerState
 
 
+@message("PodRejected")
 @dataclass(frozen=True, slots=True)
 class PodRejected:
     """Admission refused the pod (upstream: phase Failed with a reason)."""
@@ -167,6 +176,7 @@ class PodRejected:
     message: str
 
 
+@message("DesiredPods")
 @dataclass(frozen=True, slots=True)
 class DesiredPods:
     """Every pod the sources want, so status shows them before their first sync."""
@@ -174,11 +184,13 @@ class DesiredPods:
     pods: tuple[Pod, ...]
 
 
+@message("GetPods")
 @dataclass(frozen=True, slots=True)
 class GetPods:
     """Ask the status manager for every pod with its status."""
 
 
+@message("PodForgotten")
 @dataclass(frozen=True, slots=True)
 class PodForgotten:
     """The pod is gone from the node: drop its status, probes and back-offs."""
@@ -195,6 +207,7 @@ class ProbeKind(enum.Enum):
     STARTUP = "startup"
 
 
+@message("ProbeVerdict")
 @dataclass(frozen=True, slots=True)
 class ProbeVerdict:
     """A probe's result flipped (after its thresholds) for one container."""
@@ -209,6 +222,7 @@ class ProbeVerdict:
 # --- pod killer --------------------------------------------------------------------------
 
 
+@message("KillRuntimePod")
 @dataclass(frozen=True, slots=True)
 class KillRuntimePod:
     """Stop and remove everything the runtime holds of a pod no source wants."""
@@ -220,6 +234,7 @@ class KillRuntimePod:
     reason: str = "orphaned"
 
 
+@message("RuntimePodKilled")
 @dataclass(frozen=True, slots=True)
 class RuntimePodKilled:
     uid: PodUID
@@ -230,6 +245,7 @@ class RuntimePodKilled:
 # --- runtime health ----------------------------------------------------------------------
 
 
+@message("RuntimeHealth")
 @dataclass(frozen=True, slots=True)
 class RuntimeHealth:
     """Whether the CRI runtime answers; ``reason`` says why not."""
@@ -241,6 +257,7 @@ class RuntimeHealth:
 # --- supervision -------------------------------------------------------------------------
 
 
+@message("ChildFailed")
 @dataclass(frozen=True, slots=True)
 class ChildFailed:
     """A supervised actor stopped on an exception."""
@@ -251,6 +268,7 @@ class ChildFailed:
     pending: tuple[object, ...] = ()  # its mailbox at the moment of failure, in order
 
 
+@message("ChildExited")
 @dataclass(frozen=True, slots=True)
 class ChildExited:
     """A supervised actor stopped on purpose (a normal exit: transient ones stay stopped)."""
@@ -260,6 +278,7 @@ class ChildExited:
     reason: str = "normal"
 
 
+@message("RestartChild")
 @dataclass(frozen=True, slots=True)
 class RestartChild:
     """A timer: restart ``name`` now (its back-off delay is over)."""
@@ -268,6 +287,7 @@ class RestartChild:
     incarnation: int  # the incarnation that failed; a stale timer is ignored
 
 
+@message("DeadLetter")
 @dataclass(frozen=True, slots=True)
 class DeadLetter:
     """A message told to a name with no live actor, handed to the supervisor to hold."""
@@ -277,6 +297,7 @@ class DeadLetter:
     message: object
 
 
+@message("Stop")
 @dataclass(frozen=True, slots=True)
 class Stop:
     """Stop the kubelet; ``reason`` is logged."""

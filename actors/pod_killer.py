@@ -15,11 +15,13 @@ from loguru import logger
 from actors.base import KubeletActor
 from actors.dispatch import Dispatch
 from actors.messages import KillRuntimePod, RuntimePodKilled
+from actors.trace.names import message
 from runtime.errors import CRIError, CRINotFound
 from runtime.ids import PodUID
 from runtime.kuberuntime.manager import KubeRuntimeManager
 
 
+@message("KillFinished")
 @dataclass(frozen=True, slots=True)
 class KillFinished:
     """Internal: a kill job ended."""

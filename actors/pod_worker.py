@@ -23,6 +23,7 @@ from actors.base import KubeletActor
 from actors.dispatch import Dispatch
 from actors.messages import PodObserved, PodWorkerDone, UpdateKind, UpdatePod, WorkerState
 from actors.metrics import KubeletMetrics
+from actors.trace.names import message
 from runtime.clock import Clock
 from runtime.errors import CRIError, CRINotFound, CRIUnavailable
 from runtime.ids import PodUID
@@ -37,6 +38,7 @@ RESYNC_JITTER = 0.5
 TERMINATE_RETRY = 1.0
 
 
+@message("RunPending")
 @dataclass(frozen=True, slots=True)
 class RunPending:
     """Internal: sync the newest pending update now."""

@@ -40,6 +40,7 @@ from actors.messages import (
     WorkerState,
 )
 from actors.timers import TimerHandle, Timers
+from actors.trace.names import message
 from runtime.clock import Clock
 from runtime.cri.service import RuntimeService
 from runtime.ids import ContainerID, PodUID
@@ -61,6 +62,7 @@ Key = tuple[PodUID, str, ProbeKind]
 _ORDER = (ProbeKind.STARTUP, ProbeKind.LIVENESS, ProbeKind.READINESS)
 
 
+@message("ProbeOutcome")
 @dataclass(frozen=True, slots=True)
 class ProbeOutcome:
     """Internal: one probe attempt finished on the pool (``seq`` is the attempt number)."""
@@ -76,6 +78,7 @@ class ProbeOutcome:
     finished_at: float  # monotonic
 
 
+@message("ProbeQuery")
 @dataclass(frozen=True, slots=True)
 class ProbeQuery:
     """Ask (pykka ``ask``) for a ProbeSnapshot: what the manager runs, for tests and views."""

@@ -18,6 +18,7 @@ from actors.dispatch import Dispatch
 from actors.messages import RuntimeHealth, Tick
 from actors.metrics import KubeletMetrics
 from actors.timers import Timers
+from actors.trace.names import message
 from runtime.clock import Clock
 from runtime.cri.service import RuntimeService
 from runtime.errors import CRIError, KubeletError
@@ -36,6 +37,7 @@ class ManagedContainerd(Protocol):
     def log_tail(self, lines: int = 20) -> str: ...
 
 
+@message("Recheck")
 @dataclass(frozen=True, slots=True)
 class Recheck:
     """Internal: check again now (a back-off timer fired)."""

@@ -50,6 +50,7 @@ from actors.supervision import (
     pod_worker_spec,
 )
 from actors.timers import TimerHandle, Timers
+from actors.trace.names import message
 from runtime.clock import Clock
 from runtime.ids import ContainerID, PodUID
 from runtime.pod.model import Pod
@@ -62,11 +63,13 @@ PLEG_UNHEALTHY_AFTER = 180.0
 SYNC_LOOP_UNHEALTHY_AFTER = 60.0
 
 
+@message("GetHealth")
 @dataclass(frozen=True, slots=True)
 class GetHealth:
     """Ask: each health check by name, None when healthy, else why not."""
 
 
+@message("GetRunningPods")
 @dataclass(frozen=True, slots=True)
 class GetRunningPods:
     """Ask: the runtime pods of the last relist."""

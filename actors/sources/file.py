@@ -30,6 +30,7 @@ from loguru import logger
 from actors.base import KubeletActor
 from actors.dispatch import Dispatch
 from actors.messages import ManifestProblem, SourceSnapshot, Tick
+from actors.trace.names import message
 from runtime.clock import Clock
 from runtime.errors import ManifestError
 from runtime.pod.model import Pod
@@ -61,6 +62,7 @@ its watch is in place, prompting one listing to catch files made while it starte
 _log = logger.bind(pod="", uid="", container="")
 
 
+@message("FilesChanged")
 @dataclass(frozen=True, slots=True)
 class FilesChanged:
     """The watcher saw changes under the manifest path (empty: its watch is now in place)."""

@@ -109,6 +109,8 @@ def main(argv: Sequence[str]) -> int:
 
 
 def _read(path: str) -> Trace | None:
+    import actors.trace.replay_world  # noqa: F401 - the kubelet's message names
+
     try:
         trace = read_trace(path)
     except TraceError as err:

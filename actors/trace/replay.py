@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from actors.trace import context
+from actors.trace.names import MESSAGES
 from actors.trace.reader import Trace, TraceError, read_trace
 from actors.trace.replay_stubs import (
     INJECTED_FAULTS,
@@ -196,7 +197,7 @@ def _handle(instance: Any, delivery: int, actor: str, inc: int, message: object,
 
 
 def _chain_line(record: Record) -> str:
-    return (f"#{record['id']} {record['type'].rsplit('.', 1)[-1]} "
+    return (f"#{record['id']} {MESSAGES.short(record['type'])} "
             f"{record['from'] or '-'} -> {record['to']} (sender seq {record['seq']})")
 
 

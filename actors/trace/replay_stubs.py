@@ -8,7 +8,6 @@ raise DivergenceFound at the first difference.
 from __future__ import annotations
 
 import difflib
-import importlib
 import json
 import threading
 import typing
@@ -21,6 +20,7 @@ import msgspec
 
 import runtime.errors as errors
 from actors.dispatch import Dispatch
+from actors.trace.names import MESSAGES
 from actors.trace.writer import encode
 from runtime.cri.service import CRIRuntime
 
@@ -40,7 +40,7 @@ def plain(value: object, paths: tuple[tuple[str, str], ...] = ()) -> Any:
 
 
 def short_type(name: str) -> str:
-    return name.rsplit(".", 1)[-1]
+    return MESSAGES.short(name)
 
 
 @dataclass(slots=True)
@@ -114,7 +114,7 @@ class Step:
 
     def expect_send(self, to: str, message: object) -> None:
         self.sent_count += 1
-        actual = {"to": to, "type": short_type(type(message).__qualname__),
+        actual = {"to": to, "type": short_type(MESSAGES.name_of(message)),
                   "body": plain(message, self.paths)}
         if isinstance(message, dict | list) and self._sent:
             # A message carried in an ``object`` field (held mail, dead letters) comes back
@@ -297,13 +297,10 @@ class InertExecutor(Executor):
 
 def decode_message(record: Record) -> object:
     """Rebuild the recorded message as the Python value the handler got."""
-    module, _, qualname = record["type"].rpartition(".")
     try:
-        cls: Any = importlib.import_module(module)
-        for part in qualname.split("."):
-            cls = getattr(cls, part)
+        cls = MESSAGES.resolve(record["type"])
         return msgspec.convert(record["body"], cls)
-    except (ImportError, AttributeError, msgspec.ValidationError, TypeError) as err:
+    except (LookupError, msgspec.ValidationError, TypeError) as err:
         step = Step(record, [], [], [])
         raise DivergenceFound(step.divergence(
             f"the recorded {record['type']} cannot be rebuilt by this code: {err}",

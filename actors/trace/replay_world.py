@@ -13,8 +13,10 @@ from actors.pod_killer import PodKiller
 from actors.pod_worker import PodWorker, WorkerTiming
 from actors.probe_manager import ProbeManager
 from actors.runtime_monitor import RuntimeMonitor
+from actors.sources.file import FilesChanged  # noqa: F401 - registers its message name
 from actors.status_manager import StatusManager
 from actors.supervisor import Supervisor, SupervisorSettings
+from actors.trace.names import MESSAGES
 from actors.trace.replay_stubs import (
     InertExecutor,
     ReplayClock,
@@ -25,6 +27,25 @@ from actors.trace.replay_stubs import (
 from runtime.ids import PodUID
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.settings import NodeSettings
+
+# What traces recorded before message names existed called each message (its module path).
+LEGACY_TYPES: dict[str, str] = {
+    **{f"actors.messages.{name}": name for name in (
+        "SourceSnapshot", "Tick", "Relisted", "RelistFailed", "UpdatePod", "PodWorkerDone",
+        "PodObserved", "PodRejected", "DesiredPods", "GetPods", "PodForgotten",
+        "ProbeVerdict", "KillRuntimePod", "RuntimePodKilled", "RuntimeHealth",
+        "ChildFailed", "ChildExited", "RestartChild", "DeadLetter", "Stop")},
+    "actors.pod_worker.RunPending": "RunPending",
+    "actors.pod_killer.KillFinished": "KillFinished",
+    "actors.runtime_monitor.Recheck": "Recheck",
+    "actors.probe_manager.ProbeOutcome": "ProbeOutcome",
+    "actors.probe_manager.ProbeQuery": "ProbeQuery",
+    "actors.sources.file.FilesChanged": "FilesChanged",
+    "actors.supervisor.GetHealth": "GetHealth",
+    "actors.supervisor.GetRunningPods": "GetRunningPods",
+}
+for _recorded, _name in LEGACY_TYPES.items():
+    MESSAGES.legacy(_recorded, _name)
 
 NOT_REPLAYABLE = frozenset({"source", "source/file", "source/http", "timers", "test"})
 """Actors whose handlers read files or URLs: their messages are inputs, not replayed."""

@@ -23,6 +23,7 @@ from rich.color import ColorSystem
 from rich.console import Console
 from rich.style import Style
 
+from actors.trace.names import MESSAGES
 from actors.trace.reader import Trace
 
 _HEX_ID = re.compile(r"^[0-9a-f]{32,}$")
@@ -56,8 +57,8 @@ class Text:
 
 
 def short_type(type_name: str) -> str:
-    """``actors.messages.UpdatePod`` -> ``UpdatePod``."""
-    return type_name.rsplit(".", 1)[-1]
+    """A recorded type as people read it: its registered name (old module paths mapped)."""
+    return MESSAGES.short(type_name)
 
 
 def _get(value: Any, *path: str) -> Any:

@@ -30,16 +30,12 @@ import msgspec
 from loguru import logger
 
 from actors.trace import context
+from actors.trace.names import MESSAGES
 
 TRACE_VERSION = 1
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_FILES = 50
 _FLUSH_EVERY = 0.05
-
-
-def type_name(value: object) -> str:
-    cls = type(value)
-    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def _enc_hook(value: Any) -> Any:
@@ -107,7 +103,7 @@ class TraceWriter:
                  incarnation: int, parent: int | None, message: object, dead: bool) -> None:
         self._put({"k": "msg", "id": id, "from": sender, "seq": sender_seq, "to": receiver,
                    "inc": incarnation, "parent": parent, "dead": dead,
-                   "type": type_name(message), "body": message})
+                   "type": MESSAGES.name_of(message), "body": message})
 
     def begin(self, id: int, actor: str, incarnation: int) -> None:
         self._put({"k": "begin", "id": id, "actor": actor, "inc": incarnation})

@@ -91,3 +91,20 @@ def test_the_command_says_no_divergence_or_exits_1(
     assert replay_cli.main([str(recorded)]) == 1
     assert "divergence at delivery #" in capsys.readouterr().out
     assert replay_cli.main(["/nonexistent/trace"]) == 1
+
+
+def test_traces_name_messages_by_registered_names(recorded: Path) -> None:
+    """Type names survive a class moving: no module paths for the kubelet's messages."""
+    types = {r["type"] for r in read_trace(recorded).messages()}
+    assert {"UpdatePod", "Tick", "Relisted", "PodObserved"} <= types
+    assert not [t for t in types if "." in t]
+
+
+def test_old_traces_name_module_paths_that_still_resolve() -> None:
+    from actors.trace.names import MESSAGES
+
+    old = {r["type"] for name in KEPT for r in read_trace(HERE / name).messages()}
+    assert any(t.startswith("actors.messages.") for t in old)
+    for recorded_type in old:
+        cls = MESSAGES.resolve(recorded_type)
+        assert MESSAGES.name_of(cls.__new__(cls)) == MESSAGES.canonical(recorded_type)

@@ -1,0 +1,96 @@
+"""Stable names for the message types a trace records.
+
+A trace names each message's type so a replay can rebuild it and the trace tools can
+summarize it. A module path would tie every trace on disk to where a class lives today;
+a registered name does not: a class can move or be renamed and keep its name. Plug-ins
+register their messages (``register`` or the ``message`` decorator) and map the names that
+older traces used (``legacy``).
+
+A type nobody registered is still recorded, under its module path, so a toy actor in a
+test can be traced; the kubelet's messages are all registered.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T", bound=type)
+
+
+class MessageNames:
+    """Registered name <-> message class, plus the names older traces used."""
+
+    def __init__(self) -> None:
+        self._classes: dict[str, type] = {}
+        self._names: dict[type, str] = {}
+        self._legacy: dict[str, str] = {}
+
+    def register(self, name: str, cls: type) -> None:
+        """Record ``cls`` under ``name``; a name or a class is registered once."""
+        if "." in name:
+            raise ValueError(f"message name {name!r}: a registered name has no dots "
+                             "(dots are how unregistered types are written)")
+        known = self._classes.get(name)
+        if known is not None and known is not cls:
+            raise ValueError(f"message name {name!r} is taken by {known.__qualname__}")
+        other = self._names.get(cls)
+        if other is not None and other != name:
+            raise ValueError(f"{cls.__qualname__} is registered as {other!r} already")
+        self._classes[name] = cls
+        self._names[cls] = name
+
+    def legacy(self, recorded: str, name: str) -> None:
+        """Traces written before names existed call ``name`` ``recorded`` (a module path)."""
+        self._legacy[recorded] = name
+
+    def name_of(self, value: object) -> str:
+        """What a trace calls ``value``'s type."""
+        cls = type(value)
+        name = self._names.get(cls)
+        return name if name is not None else f"{cls.__module__}.{cls.__qualname__}"
+
+    def canonical(self, recorded: str) -> str:
+        """The registered name for what a trace recorded (old module paths mapped)."""
+        return self._legacy.get(recorded, recorded)
+
+    def short(self, recorded: str) -> str:
+        """A recorded type as people read it: the registered name, else the class name."""
+        return self.canonical(recorded).rsplit(".", 1)[-1]
+
+    def resolve(self, recorded: str) -> type:
+        """The class a trace's type name stands for; LookupError if this code has none."""
+        name = self.canonical(recorded)
+        cls = self._classes.get(name)
+        if cls is not None:
+            return cls
+        module, _, qualname = name.rpartition(".")
+        if not module:
+            raise LookupError(f"no message type is registered as {name!r}")
+        try:
+            found: Any = importlib.import_module(module)
+            for part in qualname.split("."):
+                found = getattr(found, part)
+        except (ImportError, AttributeError) as err:
+            raise LookupError(f"{name}: {err}") from err
+        if not isinstance(found, type):
+            raise LookupError(f"{name} is not a class")
+        return found
+
+    def names(self) -> dict[str, type]:
+        return dict(self._classes)
+
+
+MESSAGES = MessageNames()
+"""The process's registry: the framework's messages and every plug-in's."""
+
+
+def message(name: str) -> Callable[[T], T]:
+    """Class decorator: register a message type under ``name`` (outermost decorator)."""
+
+    def register(cls: T) -> T:
+        MESSAGES.register(name, cls)
+        return cls
+
+    return register
