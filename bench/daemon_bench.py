@@ -737,7 +737,7 @@ class Bench:
     def profile_pieces(self, pods: tuple[Pod, ...]) -> None:
         """In this process, against the same containerd: what one relist and one pod status
         read cost with 110 pods (the code the daemon runs), with a cProfile of each."""
-        from actors.pleg import take_snapshot
+        from actors.kubelet.pleg import take_snapshot
 
         st = self.r.steady
         n = 30
@@ -783,9 +783,9 @@ class Bench:
         """The same kubelet in this process, adopting the 110 pods (the subprocess stops
         first; pods keep running): CPU per Python thread name, and a CPU-weighted stack
         sample (every 5 ms, each thread whose CPU clock moved is charged with its stack)."""
-        from actors.app import node_ip
-        from actors.daemon import start_kubelet
-        from actors.flags import parse_flags
+        from actors.app.daemon import start_kubelet
+        from actors.app.flags import parse_flags
+        from actors.app.main import node_ip
 
         d = self.daemon
         d.stop()

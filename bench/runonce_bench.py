@@ -50,9 +50,9 @@ from loguru import logger
 from rich.console import Console
 from rich.table import Table
 
-from actors.app import node_ip
-from actors.logs import configure_logging
-from actors.runonce import PodOutcome, RunOnce
+from actors.app.logging_setup import configure_logging
+from actors.app.main import node_ip
+from actors.app.runonce import PodOutcome, RunOnce
 from bench._runtime import (
     BUSYBOX_IMAGE,
     PAUSE_IMAGE,

@@ -6,17 +6,17 @@ from __future__ import annotations
 
 import sys
 
-from actors.app import main as app_main
+from actors.app.main import main as app_main
 
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     if args[:1] == ["trace"]:
-        from actors.trace.cli import main as trace_main
+        from actors.app.trace_cli import main as trace_main
 
         sys.exit(trace_main(args[1:]))
     if args[:1] == ["drill"]:
-        from actors.drills.cli import main as drill_main
+        from actors.app.drills.cli import main as drill_main
 
         sys.exit(drill_main(args[1:]))
     sys.exit(app_main(args))

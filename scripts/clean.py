@@ -11,7 +11,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from actors.root_lock import hold_root_dir  # noqa: E402
+from actors.app.root_lock import hold_root_dir  # noqa: E402
 from runtime.containerd.config import DEFAULT_BRIDGE_NAME, DEFAULT_SUBNET  # noqa: E402
 from runtime.containerd.embedded import EmbeddedContainerd  # noqa: E402
 from runtime.cri.client import CRIClient  # noqa: E402

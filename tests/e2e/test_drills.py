@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from actors.drills.catalog import DRILLS
-from actors.drills.env import session
-from actors.drills.runner import run_drill
+from actors.app.drills.catalog import DRILLS
+from actors.app.drills.env import session
+from actors.app.drills.runner import run_drill
 
 pytestmark = pytest.mark.e2e
 

@@ -14,18 +14,18 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from actors.dispatch import Dispatch
-from actors.messages import SourceSnapshot
-from actors.pleg import PLEG
-from actors.pod_killer import PodKiller
-from actors.pod_worker import PodWorker, WorkerTiming
-from actors.runtime_monitor import RuntimeMonitor
-from actors.status_manager import StatusManager
-from actors.supervisor import Supervisor, SupervisorSettings
-from actors.testing import Inbox
-from actors.timers import ManualTimers
-from actors.trace.recording import RecordingClock, recording_runtime
-from actors.trace.writer import TraceWriter
+from actors.core.dispatch import Dispatch
+from actors.core.testing import Inbox
+from actors.core.timers import ManualTimers
+from actors.core.trace.recording import RecordingClock, recording_runtime
+from actors.core.trace.writer import TraceWriter
+from actors.kubelet.messages import SourceSnapshot
+from actors.kubelet.pleg import PLEG
+from actors.kubelet.pod_killer import PodKiller
+from actors.kubelet.pod_worker import PodWorker, WorkerTiming
+from actors.kubelet.runtime_monitor import RuntimeMonitor
+from actors.kubelet.status_manager import StatusManager
+from actors.kubelet.sync_loop import Supervisor, SupervisorSettings
 from runtime.clock import FakeClock
 from runtime.cri.types import ContainerState
 from runtime.ids import ContainerID, PodUID

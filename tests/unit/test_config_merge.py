@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 import pytest
 from msgspec.structs import replace
 
-from actors.config.merge import PodChanges, PodConfig, rfc3339_nano
-from actors.messages import SourceSnapshot
+from actors.kubelet.messages import SourceSnapshot
+from actors.kubelet.pod_config import PodChanges, PodConfig, rfc3339_nano
 from runtime.clock import FakeClock
 from runtime.pod.model import Container, ObjectMeta, Pod, PodSpec
 from runtime.pod.static import CONFIG_HASH, CONFIG_SEEN, CONFIG_SOURCE, make_static_pod

@@ -10,14 +10,14 @@ from typing import Any
 import pykka
 import pytest
 
-from actors.base import KubeletActor
-from actors.dispatch import Dispatch
-from actors.drills import invariants as inv
-from actors.drills.catalog import DRILLS
-from actors.drills.cli import main as drill_main
-from actors.faults import ActorFault, DrillFault, FaultPlan, install
-from actors.messages import ChildFailed
-from actors.trace import context
+from actors.app.drills import invariants as inv
+from actors.app.drills.catalog import DRILLS
+from actors.app.drills.cli import main as drill_main
+from actors.core import context
+from actors.core.actor import KubeletActor
+from actors.core.dispatch import Dispatch
+from actors.core.faults import ActorFault, DrillFault, FaultPlan, install
+from actors.core.messages import ChildFailed
 from runtime.clock import FakeClock
 from runtime.cri.types import ContainerState
 from runtime.ids import PodUID

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from loguru import logger
 
-from actors.durations import parse_duration
-from actors.flags import FlagError, parse_flags
+from actors.app.durations import parse_duration
+from actors.app.flags import FlagError, parse_flags
 
 
 @pytest.mark.parametrize(("text", "seconds"), [

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from actors.http.logs import LogOptions, fixed_timestamp, parse_cri_log, render_logs
-from actors.http.server import ANY_PORT, HEALTHZ, MAIN, READ_ONLY, KubeletHTTPServer
-from actors.messages import RuntimeContainer, RuntimePod
-from actors.metrics import KubeletMetrics
+from actors.app.http.server import ANY_PORT, HEALTHZ, MAIN, READ_ONLY, KubeletHTTPServer
+from actors.kubelet.messages import RuntimeContainer, RuntimePod
+from actors.kubelet.metrics import KubeletMetrics
 from runtime.errors import ConfigError
 from runtime.ids import ContainerID, PodUID
+from runtime.kuberuntime.logs import LogOptions, fixed_timestamp, parse_cri_log, render_logs
 from runtime.pod.model import Container, ObjectMeta, Pod, PodSpec
 from runtime.status.types import (
     ContainerState,

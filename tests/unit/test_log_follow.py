@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from actors.http.logs import LogOptions, follow_log
+from runtime.kuberuntime.logs import LogOptions, follow_log
 
 
 def record(text: str, tag: str = "F", stream: str = "stdout") -> bytes:

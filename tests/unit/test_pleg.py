@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from actors.messages import EventType as E
-from actors.messages import PodLifecycleEvent
-from actors.pleg import PlegState as S
-from actors.pleg import diff, events_for, take_snapshot
+from actors.kubelet.messages import EventType as E
+from actors.kubelet.messages import PodLifecycleEvent
+from actors.kubelet.pleg import PlegState as S
+from actors.kubelet.pleg import diff, events_for, take_snapshot
 from runtime.clock import FakeClock
 from runtime.cri.types import (
     ContainerConfig,

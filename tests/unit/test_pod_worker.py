@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from actors.dispatch import Dispatch
-from actors.messages import PodObserved, PodWorkerDone, UpdateKind, UpdatePod, WorkerState
-from actors.pod_worker import PodWorker, WorkerTiming
-from actors.testing import Inbox
+from actors.core.dispatch import Dispatch
+from actors.core.testing import Inbox
+from actors.kubelet.messages import PodObserved, PodWorkerDone, UpdateKind, UpdatePod, WorkerState
+from actors.kubelet.pod_worker import PodWorker, WorkerTiming
 from runtime.clock import FakeClock
 from runtime.cri.types import PodSandboxConfig
 from runtime.ids import PodUID, SandboxID

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from actors.dispatch import Dispatch
-from actors.messages import PodForgotten, PodObserved, ProbeKind, ProbeVerdict, WorkerState
-from actors.probe_manager import ProbeManager, ProbeQuery, ProbeSnapshot
-from actors.testing import Inbox
-from actors.timers import ManualTimers
+from actors.core.dispatch import Dispatch
+from actors.core.testing import Inbox
+from actors.core.timers import ManualTimers
+from actors.kubelet.messages import PodForgotten, PodObserved, ProbeKind, ProbeVerdict, WorkerState
+from actors.kubelet.probe_manager import ProbeManager, ProbeQuery, ProbeSnapshot
 from runtime.clock import FakeClock
 from runtime.cri.types import (
     ContainerConfig,

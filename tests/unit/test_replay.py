@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from actors.trace import replay as replay_cli
-from actors.trace.reader import read_trace
-from actors.trace.replay import format_report, replay
+from actors.core.trace import replay as replay_cli
+from actors.core.trace.reader import read_trace
+from actors.core.trace.replay import format_report, replay
 from runtime.kuberuntime import actions
 from tests.traces.scenarios import HERE, SCENARIOS, restart_and_remove
 
@@ -101,7 +101,7 @@ def test_traces_name_messages_by_registered_names(recorded: Path) -> None:
 
 
 def test_old_traces_name_module_paths_that_still_resolve() -> None:
-    from actors.trace.names import MESSAGES
+    from actors.core.trace.names import MESSAGES
 
     old = {r["type"] for name in KEPT for r in read_trace(HERE / name).messages()}
     assert any(t.startswith("actors.messages.") for t in old)

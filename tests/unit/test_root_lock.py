@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from actors.root_lock import LOCK_NAME, hold_root_dir
+from actors.app.root_lock import LOCK_NAME, hold_root_dir
 from runtime.errors import ConfigError
 
 HOLD = """
 import sys, time
-from actors.root_lock import hold_root_dir
+from actors.app.root_lock import hold_root_dir
 with hold_root_dir(sys.argv[1]):
     print("held", flush=True)
     sys.stdin.read()

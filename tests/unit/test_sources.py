@@ -12,13 +12,14 @@ from typing import Any
 import pytest
 from loguru import logger
 
-from actors.dispatch import Dispatch
-from actors.messages import SourceSnapshot, Tick
-from actors.sources.file import NAME as FILE_NAME
-from actors.sources.file import RELIST_TICK, FileSource
-from actors.sources.http import NAME as HTTP_NAME
-from actors.sources.http import POLL_TICK, HTTPSource
-from actors.testing import Inbox
+from actors.core.dispatch import Dispatch
+from actors.core.messages import Tick
+from actors.core.testing import Inbox
+from actors.kubelet.messages import SourceSnapshot
+from actors.kubelet.sources.file import NAME as FILE_NAME
+from actors.kubelet.sources.file import RELIST_TICK, FileSource
+from actors.kubelet.sources.http import NAME as HTTP_NAME
+from actors.kubelet.sources.http import POLL_TICK, HTTPSource
 from runtime.clock import FakeClock
 from runtime.pod.static import CONFIG_SOURCE
 from tests.helpers import wait_for

@@ -9,17 +9,17 @@ from typing import Any
 
 import pytest
 
-from actors.base import KubeletActor
-from actors.dispatch import Dispatch
-from actors.messages import ChildExited, Tick
-from actors.supervision import (
+from actors.core.actor import KubeletActor
+from actors.core.dispatch import Dispatch
+from actors.core.messages import ChildExited, Tick
+from actors.core.supervision import (
     ChildSpec,
     RestartType,
     SupervisorActor,
     SupervisorSpec,
     backoff_delay,
 )
-from actors.timers import ManualTimers
+from actors.core.timers import ManualTimers
 from runtime.clock import FakeClock
 from tests.helpers import wait_for
 

@@ -11,18 +11,18 @@ from typing import Any
 import pytest
 from loguru import logger
 
-from actors.dispatch import Dispatch
-from actors.messages import GetPods, SourceSnapshot
-from actors.metrics import KubeletMetrics
-from actors.pleg import PLEG
-from actors.pod_killer import PodKiller
-from actors.pod_worker import PodWorker, WorkerTiming
-from actors.runtime_monitor import RuntimeMonitor
-from actors.status_manager import StatusManager
-from actors.supervision import KUBELET_SUPERVISION, SupervisorSpec
-from actors.supervisor import GetHealth, Supervisor, SupervisorSettings
-from actors.testing import Inbox
-from actors.timers import ManualTimers
+from actors.core.dispatch import Dispatch
+from actors.core.supervision import KUBELET_SUPERVISION, SupervisorSpec
+from actors.core.testing import Inbox
+from actors.core.timers import ManualTimers
+from actors.kubelet.messages import GetPods, SourceSnapshot
+from actors.kubelet.metrics import KubeletMetrics
+from actors.kubelet.pleg import PLEG
+from actors.kubelet.pod_killer import PodKiller
+from actors.kubelet.pod_worker import PodWorker, WorkerTiming
+from actors.kubelet.runtime_monitor import RuntimeMonitor
+from actors.kubelet.status_manager import StatusManager
+from actors.kubelet.sync_loop import GetHealth, Supervisor, SupervisorSettings
 from runtime.clock import FakeClock
 from runtime.cri.types import ContainerState, PodSandboxConfig, PodSandboxMetadata
 from runtime.errors import CRIUnavailable

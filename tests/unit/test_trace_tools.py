@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from actors.base import KubeletActor
-from actors.dispatch import Dispatch
-from actors.messages import Tick
-from actors.trace.cli import main as cli_main
-from actors.trace.perfetto import export_perfetto
-from actors.trace.reader import Trace, read_trace
-from actors.trace.show import show
-from actors.trace.writer import TraceWriter
+from actors.app.trace_cli import main as cli_main
+from actors.core.actor import KubeletActor
+from actors.core.dispatch import Dispatch
+from actors.core.messages import Tick
+from actors.core.trace.perfetto import export_perfetto
+from actors.core.trace.reader import Trace, read_trace
+from actors.core.trace.timeline import show
+from actors.core.trace.writer import TraceWriter
 from tests.helpers import wait_for
 
 UID = "6f7a3968998c8ed2799338ccd0e45403"
@@ -538,14 +538,14 @@ def test_cli_torn_trace_warns(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 def test_cli_replay_hands_over_to_the_replay_module(
         monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[list[str]] = []
-    module = types.ModuleType("actors.trace.replay")
+    module = types.ModuleType("actors.core.trace.replay")
 
     def fake_main(args: list[str]) -> int:
         calls.append(args)
         return 3
 
     module.main = fake_main  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "actors.trace.replay", module)
+    monkeypatch.setitem(sys.modules, "actors.core.trace.replay", module)
     assert cli_main(["replay", "DIR", "--until", "7"]) == 3
     assert calls == [["DIR", "--until", "7"]]
 

@@ -1,0 +1,276 @@
+"""The long-running kubelet: wires the runtime, the actors, the timers and the HTTP API.
+
+SIGTERM or SIGINT stops the daemon without touching pods, as upstream: the actors stop,
+the embedded containerd stops, the containers keep running, and the next start adopts
+them from their labels.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import signal
+import sys
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import FrameType
+from typing import Any
+
+from loguru import logger
+
+from actors.app.flags import KubeletFlags
+from actors.app.http.server import KubeletHTTPServer
+from actors.core.dispatch import Dispatch
+from actors.core.faults import FaultPlan, install
+from actors.core.supervision import SupervisorSpec
+from actors.core.timers import TimerService
+from actors.core.trace.recording import (
+    CONTAINERD_METHODS,
+    RecordingClock,
+    RecordingProxy,
+    recording_runtime,
+)
+from actors.core.trace.writer import TraceWriter
+from actors.kubelet.messages import GetPods, RuntimePod
+from actors.kubelet.metrics import KubeletMetrics
+from actors.kubelet.pleg import PLEG
+from actors.kubelet.pod_killer import PodKiller
+from actors.kubelet.pod_worker import PodWorker, WorkerTiming
+from actors.kubelet.probe_manager import ProbeManager
+from actors.kubelet.runtime_monitor import ManagedContainerd, RuntimeMonitor
+from actors.kubelet.sources.file import FileSource
+from actors.kubelet.sources.http import HTTPSource
+from actors.kubelet.status_manager import StatusManager
+from actors.kubelet.sync_loop import (
+    ChildFactory,
+    GetHealth,
+    GetRunningPods,
+    Supervisor,
+    SupervisorSettings,
+)
+from runtime.clock import Clock, RealClock
+from runtime.cri.instrumented import instrument
+from runtime.cri.service import CRIRuntime
+from runtime.ids import PodUID
+from runtime.kuberuntime.manager import KubeRuntimeManager
+from runtime.kuberuntime.settings import NodeSettings
+from runtime.pod.model import Pod
+from runtime.status.types import PodStatus
+
+ASK_TIMEOUT = 5.0
+EXIT_OK, EXIT_SUPERVISOR_GAVE_UP = 0, 1
+
+
+class DaemonView:
+    """The HTTP API's view of the running kubelet: asks, never blocks an actor."""
+
+    def __init__(self, dispatch: Dispatch, metrics: KubeletMetrics,
+                 manager: KubeRuntimeManager) -> None:
+        self._dispatch = dispatch
+        self._metrics = metrics
+        self._manager = manager
+        self._dead_seen: dict[str, int] = {}
+        self._unhandled_seen: dict[str, int] = {}
+
+    def _ask(self, name: str, message: object) -> Any:
+        ref = self._dispatch.ref(name)
+        if ref is None:
+            raise RuntimeError(f"the {name} actor is not running")
+        return ref.ask(message, timeout=ASK_TIMEOUT)
+
+    def pods(self) -> tuple[tuple[Pod, PodStatus], ...]:
+        result: tuple[tuple[Pod, PodStatus], ...] = self._ask("status", GetPods())
+        return result
+
+    def running_pods(self) -> tuple[RuntimePod, ...]:
+        result: tuple[RuntimePod, ...] = self._ask("supervisor", GetRunningPods())
+        return result
+
+    def health(self) -> Mapping[str, str | None]:
+        try:
+            result: Mapping[str, str | None] = self._ask("supervisor", GetHealth())
+            return result
+        except Exception as err:  # a stuck or dead supervisor is itself the finding
+            return {"ping": None, "syncloop": f"the supervisor did not answer: {err!r}",
+                    "pleg": None, "runtime": None}
+
+    def metrics(self) -> KubeletMetrics:
+        return self._metrics
+
+    def refresh_metrics(self) -> None:
+        for actor, depth in self._dispatch.mailbox_depths().items():
+            self._metrics.mailbox_depth.labels(actor).set(depth)
+        for counts, seen, metric in (
+            (self._dispatch.dead_letters, self._dead_seen, self._metrics.dead_letters),
+            (self._dispatch.dead_letters_unhandled, self._unhandled_seen,
+             self._metrics.dead_letters_unhandled),
+        ):
+            for kind, count in list(counts.items()):
+                if count > seen.get(kind, 0):
+                    metric.labels(kind).inc(count - seen.get(kind, 0))
+                    seen[kind] = count
+
+    def container_log_path(self, namespace: str, pod: str, container: str,
+                           previous: bool) -> str | None:
+        match = next((p for p, _ in self.pods()
+                      if p.metadata.namespace == namespace and p.metadata.name == pod), None)
+        if match is None:
+            return None
+        status = self._manager.get_pod_status(PodUID(match.uid), pod, namespace)
+        instances = status.instances(container)
+        index = 1 if previous else 0
+        return instances[index].log_path or None if len(instances) > index else None
+
+
+@dataclass
+class Kubelet:
+    """A started daemon: its parts, so a caller (or a test) can stop it in order."""
+
+    dispatch: Dispatch
+    timers: TimerService
+    supervisor: Any
+    http: KubeletHTTPServer
+    metrics: KubeletMetrics
+    writer: TraceWriter | None = None
+
+    def stop(self) -> None:
+        self.http.stop()
+        if self.supervisor.is_alive():
+            self.supervisor.stop(block=True, timeout=60.0)
+        self.timers.stop()
+        if self.writer is not None:
+            self.writer.close()
+
+
+def replay_config(settings: NodeSettings, timing: WorkerTiming,
+                  supervisor: SupervisorSettings, node_ip: str, embedded: bool
+                  ) -> dict[str, Any]:
+    """What a replay needs to build the same actors (recorded in every trace header)."""
+    return {
+        "node": dataclasses.asdict(settings),
+        "timing": dataclasses.asdict(timing),
+        "supervisor": {**dataclasses.asdict(supervisor),
+                       "expected_sources": sorted(supervisor.expected_sources)},
+        "host_ip": node_ip,
+        "embedded": embedded,
+    }
+
+
+def start_kubelet(
+    flags: KubeletFlags,
+    runtime: CRIRuntime,
+    node_ip: str,
+    containerd: ManagedContainerd | None = None,
+    clock: Clock | None = None,
+    faults: FaultPlan | None = None,
+    wrap_runtime: Callable[[CRIRuntime], CRIRuntime] | None = None,
+    supervision: SupervisorSpec | None = None,
+) -> Kubelet:
+    """Start the actors and the HTTP API on ``runtime``; returns once they run.
+
+    For drills only: ``faults`` is the plan the actors consult, ``wrap_runtime`` wraps the
+    runtime beneath the recording (so an injected failure is in the trace), and
+    ``supervision`` replaces the kubelet's restart intensity and back-off.
+    """
+    if wrap_runtime is not None:
+        runtime = wrap_runtime(runtime)
+    real_clock = clock or RealClock()
+    metrics = KubeletMetrics()
+    settings = NodeSettings(node_name=flags.node_name, root_dir=flags.root_dir,
+                            pod_logs_dir=flags.pod_logs_dir)
+    timing = WorkerTiming(resync_interval=flags.sync_frequency)
+    sources: set[str] = set()
+    if flags.pod_manifest_path:
+        sources.add("file")
+    if flags.manifest_url:
+        sources.add("http")
+    supervisor_settings = SupervisorSettings(
+        max_pods=flags.max_pods,
+        file_check_frequency=flags.file_check_frequency,
+        http_check_frequency=flags.http_check_frequency,
+        expected_sources=frozenset(sources),
+    )
+    if supervision is not None:
+        supervisor_settings = dataclasses.replace(supervisor_settings, supervision=supervision)
+    writer: TraceWriter | None = None
+    instrumented = instrument(runtime, metrics.observe_runtime_call)
+    clock = real_clock
+    if flags.trace_dir:
+        writer = TraceWriter(
+            flags.trace_dir, max_bytes=flags.trace_max_bytes, argv=tuple(sys.argv),
+            config=replay_config(settings, timing, supervisor_settings, node_ip,
+                                 containerd is not None),
+        )
+        instrumented = recording_runtime(instrumented, writer)
+        clock = RecordingClock(real_clock, writer)
+        if containerd is not None:
+            proxy: Any = RecordingProxy(containerd, writer, "containerd", CONTAINERD_METHODS)
+            containerd = proxy
+        logger.info("recording a trace in {}", flags.trace_dir)
+    dispatch = Dispatch(recorder=writer)
+    if faults is not None:
+        install(dispatch, faults)
+    manager = KubeRuntimeManager(instrumented, settings, clock, node_ip=node_ip)
+    timers = TimerService(dispatch, real_clock)
+
+    children: list[tuple[str, ChildFactory]] = [
+        ("status", lambda n: StatusManager.start(dispatch, clock, metrics, node_ip, n)),
+        ("probes", lambda n: ProbeManager.start(dispatch, timers, instrumented, clock, n)),
+        ("killer", lambda n: PodKiller.start(dispatch, manager, incarnation=n)),
+        ("pleg", lambda n: PLEG.start(dispatch, instrumented, clock, n)),
+        ("runtime-monitor", lambda n: RuntimeMonitor.start(
+            dispatch, timers, instrumented, clock, containerd, metrics, n)),
+    ]
+    if flags.pod_manifest_path:
+        children.append(("source/file", lambda n: FileSource.start(
+            dispatch, flags.pod_manifest_path, flags.node_name, clock, n)))
+    if flags.manifest_url:
+        children.append(("source/http", lambda n: HTTPSource.start(
+            dispatch, flags.manifest_url, flags.node_name, clock, n)))
+
+    def worker(uid: PodUID, incarnation: int, cancel: threading.Event) -> Any:
+        return PodWorker.start(uid, dispatch, manager, clock, metrics, timing, cancel,
+                               incarnation=incarnation)
+
+    timers.start()
+    supervisor = Supervisor.start(dispatch, timers, clock, children, worker,
+                                  supervisor_settings, metrics)
+    http = KubeletHTTPServer(
+        DaemonView(dispatch, metrics, manager), address=flags.address, port=flags.port,
+        read_only_port=flags.read_only_port, healthz_port=flags.healthz_port,
+        healthz_address=flags.healthz_bind_address,
+    )
+    try:
+        http.start()
+    except Exception:
+        supervisor.stop(block=True, timeout=60.0)
+        timers.stop()
+        if writer is not None:
+            writer.close()
+        raise
+    logger.info("kubelet-actors running: node {}, sources {}, HTTP {}:{} (read-only {}, "
+                "healthz {})", flags.node_name, sorted(sources), flags.address, flags.port,
+                flags.read_only_port, flags.healthz_port)
+    return Kubelet(dispatch, timers, supervisor, http, metrics, writer)
+
+
+def run_until_signalled(kubelet: Kubelet) -> int:
+    """Block until SIGTERM/SIGINT or until the supervisor gives up; then stop in order."""
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        logger.info("received {}: stopping (pods keep running)", signal.Signals(signum).name)
+        stop.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        while not stop.wait(0.5):
+            if not kubelet.supervisor.is_alive():
+                logger.error("the supervisor stopped: the kubelet cannot go on")
+                kubelet.stop()
+                return EXIT_SUPERVISOR_GAVE_UP
+        kubelet.stop()
+        return EXIT_OK
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,311 @@
+"""A drill's world: a private embedded containerd, a kubelet on it, pods, and cleanup.
+
+The machinery is the benchmarks' and e2e tests' (bench/_runtime.py, tests/e2e/conftest.py
+in the checkout): the machine-wide lock, the loopback registry with the images, and the
+cleanup of a containerd's directory (pods, containerd, shims, mounts, bridge, dir). A
+drill gets its own directory prefix, bridge and subnet.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+from loguru import logger
+
+from actors.app.daemon import Kubelet, start_kubelet
+from actors.app.drills.invariants import RUNNING, SeenContainer, SeenPod, all_problems, duplicates
+from actors.app.flags import parse_flags
+from actors.core.faults import FaultPlan
+from actors.core.supervision import SupervisorSpec
+from actors.kubelet.messages import GetPods
+from runtime.cri.client import CRIClient
+from runtime.errors import CRIError, KubeletError
+from runtime.kuberuntime import labels as L
+
+T = TypeVar("T")
+
+REPO = Path(__file__).resolve().parents[3]
+DRILL_BRIDGE = "kad0"
+DRILL_SUBNET = "10.92.0.0/24"
+DRILL_DIR_PARENT = Path("/var/tmp")
+DRILL_DIR_PREFIX = "kad-drill-"
+NODE = "drill-node"
+SERVE = "trap 'exit 0' TERM; while true; do sleep 1; done"
+WATCH_EVERY = 0.2
+
+
+class DrillSetupError(Exception):
+    """The drills cannot run here (no checkout, no lock, no registry)."""
+
+
+class DrillFailed(Exception):
+    """A step of a drill failed: ``step`` names it, the message says how."""
+
+    def __init__(self, step: str, detail: str) -> None:
+        super().__init__(detail)
+        self.step = step
+        self.detail = detail
+
+
+def checkout(module: str) -> Any:
+    """A module of the checkout's bench/ or tests/ (the drills run from a checkout)."""
+    if not (REPO / "bench" / "_runtime.py").is_file():
+        raise DrillSetupError(f"the drills need the kubelet-actors checkout ({REPO} has no "
+                              "bench/_runtime.py)")
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    return importlib.import_module(module)
+
+
+@contextlib.contextmanager
+def session(take_lock: bool = True, serve_registry: bool = True) -> Iterator[None]:
+    """The machine-wide e2e lock and the registry, for a run of drills."""
+    bench = checkout("bench._runtime")
+    conftest = checkout("tests.e2e.conftest")
+    with contextlib.ExitStack() as stack:
+        if take_lock:
+            stack.enter_context(bench.bench_lock())
+        for stale in sorted(DRILL_DIR_PARENT.glob(f"{DRILL_DIR_PREFIX}*")):
+            logger.warning("cleaning up the drill dir {} of an earlier run", stale)
+            conftest.cleanup_runtime_dir(stale, DRILL_BRIDGE)
+        if serve_registry:
+            stack.enter_context(bench.registry())
+        yield
+
+
+def manifest(name: str, image: str) -> str:
+    return f"""apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: main
+    image: {image}
+    command: ["sh", "-c", "{SERVE}"]
+"""
+
+
+class Env:
+    """One drill's containerd, kubelet(s), pods and trace; ``close`` undoes all of it."""
+
+    def __init__(self, name: str, seed: int, trace_root: Path) -> None:
+        self._conftest = checkout("tests.e2e.conftest")
+        self.name = name
+        self.plan = FaultPlan(seed)
+        self.base = Path(tempfile.mkdtemp(prefix=DRILL_DIR_PREFIX, dir=DRILL_DIR_PARENT))
+        self.manifests = self.base / "manifests"
+        self.manifests.mkdir()
+        self.trace_dir = trace_root / name
+        self.trace_dirs: list[Path] = []
+        self.image = str(self._conftest.BUSYBOX_IMAGE)
+        self.emb = self._conftest.new_embedded(
+            self.base, bridge_name=DRILL_BRIDGE, subnet=DRILL_SUBNET)
+        self.cri: CRIClient | None = None
+        self.kubelet: Kubelet | None = None
+        self.desired: set[str] = set()
+        self.removed: set[str] = set()
+        self.step_name = "setup"
+        self.fault_at: float | None = None
+        self.recovered_at: float | None = None
+        self.notes: list[str] = []
+        self.violations: list[str] = []
+        self.supervision: SupervisorSpec | None = None  # None: the kubelet's own
+        self.expect_escalation = False
+        self.view_override: Callable[[], list[SeenPod] | None] | None = None
+        self._watching = threading.Event()
+        self._watcher: threading.Thread | None = None
+
+    # --- steps -----------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def step(self, name: str) -> Iterator[None]:
+        self.step_name = name
+        logger.info("drill {}: {}", self.name, name)
+        yield
+
+    def fail(self, detail: str) -> DrillFailed:
+        return DrillFailed(self.step_name, detail)
+
+    def wait(self, predicate: Callable[[], T], timeout: float, what: str,
+             interval: float = 0.1) -> T:
+        """Poll ``predicate`` until truthy; else fail the step naming ``what``."""
+        deadline = time.monotonic() + timeout
+        last: object = None
+        while True:
+            try:
+                value = predicate()
+            except (CRIError, KubeletError, OSError) as err:
+                value, last = None, f"{type(err).__name__}: {err}"
+            else:
+                if value:
+                    return value
+                last = value if last is None or value else last
+            if time.monotonic() >= deadline:
+                raise self.fail(f"{what} not within {timeout:g} s (last: {last!r})")
+            time.sleep(interval)
+
+    # --- the runtime and the kubelet ---------------------------------------------------
+
+    def start(self, kubelet: bool = True, supervision: SupervisorSpec | None = None) -> None:
+        with self.step("start containerd"):
+            self.emb.start()
+            self.cri = CRIClient(self.emb.endpoint, timeout=30.0)
+        if kubelet:
+            self.start_kubelet(supervision)
+        self._watcher = threading.Thread(target=self._watch, name=f"drill-{self.name}-watch",
+                                         daemon=True)
+        self._watcher.start()
+
+    def flags(self, trace_dir: Path) -> list[str]:
+        return ["--pod-manifest-path", str(self.manifests),
+                "--root-dir", str(self.base / "root"), "--pod-logs-dir", str(self.base / "logs"),
+                "--node-name", NODE, "--file-check-frequency", "2s",
+                "--trace-dir", str(trace_dir)]
+
+    def start_kubelet(self, supervision: SupervisorSpec | None = None) -> Kubelet:
+        with self.step("start the kubelet"):
+            trace_dir = self.trace_dir / f"run{len(self.trace_dirs) + 1}"
+            self.trace_dirs.append(trace_dir)
+            flags = parse_flags([*self.flags(trace_dir), "--port", "0", "--read-only-port",
+                                 "0", "--healthz-port", "0",
+                                 "--container-runtime-endpoint", self.emb.endpoint])
+            runtime = CRIClient(self.emb.endpoint, timeout=flags.runtime_request_timeout)
+            self.kubelet = start_kubelet(flags, runtime, "", self.emb, faults=self.plan,
+                                         wrap_runtime=self.plan.wrap_runtime,
+                                         supervision=supervision)
+            return self.kubelet
+
+    def stop_kubelet(self) -> None:
+        if self.kubelet is not None:
+            kubelet, self.kubelet = self.kubelet, None
+            kubelet.stop()
+
+    # --- pods --------------------------------------------------------------------------
+
+    def write_pod(self, name: str, text: str | None = None) -> str:
+        """Write (atomically) the manifest of pod ``name``; returns its full name."""
+        staging = self.base / f".{name}.yaml"
+        staging.write_text(text if text is not None else manifest(name, self.image))
+        os.replace(staging, self.manifests / f"{name}.yaml")
+        full = f"{name}-{NODE}"
+        self.desired.add(full)
+        self.removed.discard(full)
+        return full
+
+    def remove_pod(self, name: str) -> str:
+        (self.manifests / f"{name}.yaml").unlink()
+        full = f"{name}-{NODE}"
+        self.desired.discard(full)
+        self.removed.add(full)
+        return full
+
+    def containers(self) -> list[SeenContainer]:
+        assert self.cri is not None
+        return [SeenContainer(c.id, c.labels.get(L.POD_NAME, "?"),
+                              c.labels.get(L.CONTAINER_NAME, c.metadata.name), c.state.name)
+                for c in self.cri.list_containers()]
+
+    def running(self, pod: str) -> list[SeenContainer]:
+        return [c for c in self.containers() if c.pod == pod and c.state == RUNNING]
+
+    def view(self) -> list[SeenPod] | None:
+        """The kubelet's view of its pods; None while the status manager does not answer."""
+        if self.view_override is not None:
+            return self.view_override()
+        kubelet = self.kubelet
+        ref = kubelet.dispatch.ref("status") if kubelet is not None else None
+        if ref is None:
+            return None
+        try:
+            pods = ref.ask(GetPods(), timeout=5.0)
+        except Exception:  # down or restarting: not converged yet
+            return None
+        return [SeenPod(p.metadata.name, s.phase,
+                        sum(1 for c in s.container_statuses if c.state.running is not None),
+                        len(p.spec.containers)) for p, s in pods]
+
+    def problems(self, view: list[SeenPod] | None = None) -> list[str]:
+        seen = view if view is not None else self.view()
+        if seen is None:
+            return ["the status manager does not answer"]
+        return all_problems(self.containers(), seen, self.desired, self.removed)
+
+    def converge(self, timeout: float, what: str = "every invariant to hold") -> float:
+        """Wait until the steady-state invariants hold; returns when (and marks recovery)."""
+        last: list[str] = []
+
+        def holds() -> bool:
+            nonlocal last
+            try:
+                last = self.problems()
+            except CRIError as err:
+                last = [f"the runtime does not answer: {err.detail}"]
+            return not last
+
+        deadline = time.monotonic() + timeout
+        while not holds():
+            if time.monotonic() >= deadline:
+                raise self.fail(f"{what} not within {timeout:g} s: " + "; ".join(last[:4]))
+            time.sleep(0.1)
+        now = time.monotonic()
+        if self.fault_at is None:
+            self.fault_at = self.plan.first_fired
+        if self.fault_at is not None and self.recovered_at is None:
+            self.recovered_at = now
+        return now
+
+    def fault(self) -> None:
+        """Mark the moment the drill injected its fault (when it is not the plan's)."""
+        if self.fault_at is None:
+            self.fault_at = time.monotonic()
+
+    # --- watching while the drill runs -------------------------------------------------
+
+    def _watch(self) -> None:
+        self._watching.set()
+        client = CRIClient(self.emb.endpoint, timeout=5.0)
+        try:
+            while self._watching.is_set():
+                try:
+                    seen = [SeenContainer(c.id, c.labels.get(L.POD_NAME, "?"),
+                                          c.labels.get(L.CONTAINER_NAME, ""), c.state.name)
+                            for c in client.list_containers()]
+                except CRIError:
+                    seen = []
+                for problem in duplicates(seen):
+                    if problem not in self.violations:
+                        self.violations.append(problem)
+                time.sleep(WATCH_EVERY)
+        finally:
+            client.close()
+
+    # --- cleanup -----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop everything and remove everything, whatever state the drill left."""
+        self._watching.clear()
+        if self._watcher is not None:
+            self._watcher.join(timeout=10.0)
+        try:
+            self.stop_kubelet()
+        except Exception as err:
+            logger.opt(exception=err).error("drill {}: stopping the kubelet failed", self.name)
+        if self.cri is not None:
+            self.cri.close()
+        if not self.emb.is_running():
+            with contextlib.suppress(Exception):
+                self.emb.start()  # so the pods can be removed through CRI
+        self._conftest.cleanup_runtime_dir(self.base, DRILL_BRIDGE, self.emb)
+        shutil.rmtree(self.base, ignore_errors=True)

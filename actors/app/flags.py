@@ -1,0 +1,197 @@
+"""Command-line flags, named as upstream's kubelet names them."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import socket
+from dataclasses import dataclass
+from typing import Any
+
+from loguru import logger
+
+from actors.app.durations import parse_duration
+from actors.app.kubelet_config import KubeletConfigError, load_kubelet_config
+
+DEFAULT_ROOT_DIR = "/var/lib/kubelet-actors"
+DEFAULT_POD_LOGS_DIR = "/var/log/pods"
+DEFAULT_PAUSE_IMAGE = "localhost:5000/kubelet-actors/pause:3.9"
+
+
+class FlagError(Exception):
+    """A flag value that cannot work; the message names the flag and the cause."""
+
+
+@dataclass(frozen=True, slots=True)
+class KubeletFlags:
+    pod_manifest_path: str
+    container_runtime_endpoint: str
+    root_dir: str
+    pod_logs_dir: str
+    node_name: str
+    pod_infra_container_image: str
+    runonce: bool
+    runonce_timeout: float
+    output: str
+    log_level: str
+    log_format: str
+    runtime_request_timeout: float
+    pod_cidr: str
+    cni_bridge_name: str
+    manifest_url: str
+    address: str
+    port: int
+    read_only_port: int
+    healthz_port: int
+    healthz_bind_address: str
+    max_pods: int
+    sync_frequency: float
+    file_check_frequency: float
+    http_check_frequency: float
+    trace_dir: str
+    trace_max_bytes: int
+
+
+def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
+    """The flags; with ``only_given``, parsing yields only the flags the user typed."""
+    parser = argparse.ArgumentParser(
+        prog="kubelet-actors",
+        description="A Kubernetes node agent that runs pods on a CRI v1 runtime (containerd).",
+    )
+
+    def add(*names: str, **options: Any) -> None:
+        if only_given:
+            options["default"] = argparse.SUPPRESS
+        parser.add_argument(*names, **options)
+
+    add("--config", default="",
+        help="a KubeletConfiguration file (kubelet.config.k8s.io/v1beta1); flags win over it")
+    add("--pod-manifest-path", default="", help="directory (or file) of static pod manifests")
+    add("--container-runtime-endpoint", default="",
+        help="CRI endpoint, e.g. unix:///run/containerd/containerd.sock; "
+             "without it the kubelet runs its own containerd under --root-dir")
+    add("--root-dir", default=DEFAULT_ROOT_DIR, help="where the kubelet keeps its state")
+    add("--pod-logs-dir", default=DEFAULT_POD_LOGS_DIR, help="where container logs go")
+    add("--node-name", "--hostname-override", dest="node_name", default="",
+        help="the node's name (default: the host name, lower-cased)")
+    add("--pod-infra-container-image", default=DEFAULT_PAUSE_IMAGE,
+        help="the sandbox (pause) image of the embedded containerd")
+    add("--pod-cidr", default="10.88.0.0/16",
+        help="embedded containerd: the subnet pod IPs come from (default 10.88.0.0/16)")
+    add("--cni-bridge-name", default="kacni0",
+        help="embedded containerd: the Linux bridge its pods attach to (default kacni0)")
+    add("--manifest-url", default="", help="URL of a pod manifest (one pod or a PodList)")
+    add("--address", default="127.0.0.1",
+        help="address of the main and read-only HTTP ports (default 127.0.0.1)")
+    add("--port", type=int, default=10250, help="main HTTP port (0 disables it)")
+    add("--read-only-port", type=int, default=10255, help="read-only HTTP port (0 disables)")
+    add("--healthz-port", type=int, default=10248, help="healthz port (0 disables it)")
+    add("--healthz-bind-address", default="127.0.0.1", help="address of the healthz port")
+    add("--max-pods", type=int, default=110, help="most pods this node runs (default 110)")
+    add("--sync-frequency", type=parse_duration, default=60.0,
+        help="how often every pod is synced again (default 1m)")
+    add("--file-check-frequency", type=parse_duration, default=20.0,
+        help="how often the manifest directory is listed again (default 20s)")
+    add("--http-check-frequency", type=parse_duration, default=20.0,
+        help="how often --manifest-url is fetched again (default 20s)")
+    add("--trace-dir", default="",
+        help="record every delivery, runtime call and decision here, for "
+             "`kubelet-actors trace replay|show|export`")
+    add("--trace-max-bytes", type=int, default=64 * 1024 * 1024,
+        help="start a new trace file past this size (default 64 MiB)")
+    add("--runonce", action="store_true",
+        help="start the pods of the manifests, wait until they run, print them and exit")
+    add("--runonce-timeout", type=parse_duration, default=120.0,
+        help="with --runonce: how long to wait for the pods (default 2m)")
+    add("-o", "--output", choices=("table", "json"), default="table",
+        help="with --runonce: how to print the result")
+    add("--runtime-request-timeout", type=parse_duration, default=120.0,
+        help="timeout of every CRI call but image pulls (default 2m)")
+    add("--v", "--log-level", dest="log_level", default="INFO",
+        choices=("TRACE", "DEBUG", "INFO", "WARNING", "ERROR"), type=str.upper)
+    add("--log-format", choices=("text", "json"), default="text")
+    return parser
+
+
+def parse_flags(argv: list[str]) -> KubeletFlags:
+    """Parse and check flags; argparse exits with usage on syntax, FlagError on meaning."""
+    ns = build_parser().parse_args(argv)
+    if ns.config:
+        try:
+            from_file, ignored = load_kubelet_config(ns.config)
+        except KubeletConfigError as err:
+            raise FlagError(f"--config {err}") from err
+        given = vars(build_parser(only_given=True).parse_args(argv))
+        for dest, value in from_file.items():
+            if dest not in given:
+                setattr(ns, dest, value)
+        if ignored:
+            logger.warning("--config {}: not supported by kubelet-actors, ignored: {}",
+                           ns.config, ", ".join(ignored))
+    endpoint = ns.container_runtime_endpoint
+    if endpoint and not (endpoint.startswith("unix://") or endpoint.startswith("/")):
+        raise FlagError(
+            f'--container-runtime-endpoint "{endpoint}": only unix sockets are supported '
+            "(unix:///path/to.sock)"
+        )
+    if ns.runonce and not ns.pod_manifest_path:
+        raise FlagError("--runonce needs --pod-manifest-path: there is nothing to run")
+    if not ns.runonce and not (ns.pod_manifest_path or ns.manifest_url):
+        raise FlagError("give --pod-manifest-path or --manifest-url: there is nothing to run")
+    if ns.manifest_url and not ns.manifest_url.startswith(("http://", "https://")):
+        raise FlagError(f'--manifest-url "{ns.manifest_url}": must be an http:// or https:// URL')
+    for flag, value in (("--port", ns.port), ("--read-only-port", ns.read_only_port),
+                        ("--healthz-port", ns.healthz_port)):
+        if not 0 <= value <= 65535:
+            raise FlagError(f"{flag} {value}: must be between 0 and 65535")
+    if ns.trace_max_bytes < 4096:
+        raise FlagError(f"--trace-max-bytes {ns.trace_max_bytes}: must be at least 4096")
+    if ns.max_pods < 1:
+        raise FlagError(f"--max-pods {ns.max_pods}: must be at least 1")
+    for flag, seconds in (("--sync-frequency", ns.sync_frequency),
+                          ("--file-check-frequency", ns.file_check_frequency),
+                          ("--http-check-frequency", ns.http_check_frequency)):
+        if seconds <= 0:
+            raise FlagError(f"{flag} {seconds}: must be more than 0")
+    for flag, address in (("--address", ns.address),
+                          ("--healthz-bind-address", ns.healthz_bind_address)):
+        try:
+            ipaddress.ip_address(address)
+        except ValueError as err:
+            raise FlagError(f'{flag} "{address}": {err}') from err
+    if ns.runonce_timeout <= 0:
+        raise FlagError(f"--runonce-timeout {ns.runonce_timeout}: must be more than 0")
+    try:
+        ipaddress.ip_network(ns.pod_cidr)
+    except ValueError as err:
+        raise FlagError(f'--pod-cidr "{ns.pod_cidr}": {err}') from err
+    node = (ns.node_name or socket.gethostname()).lower()
+    return KubeletFlags(
+        pod_manifest_path=ns.pod_manifest_path,
+        container_runtime_endpoint=endpoint,
+        root_dir=os.path.abspath(ns.root_dir),
+        pod_logs_dir=os.path.abspath(ns.pod_logs_dir),
+        node_name=node,
+        pod_infra_container_image=ns.pod_infra_container_image,
+        runonce=ns.runonce,
+        runonce_timeout=ns.runonce_timeout,
+        output=ns.output,
+        log_level=ns.log_level,
+        log_format=ns.log_format,
+        runtime_request_timeout=ns.runtime_request_timeout,
+        pod_cidr=ns.pod_cidr,
+        cni_bridge_name=ns.cni_bridge_name,
+        manifest_url=ns.manifest_url,
+        address=ns.address,
+        port=ns.port,
+        read_only_port=ns.read_only_port,
+        healthz_port=ns.healthz_port,
+        healthz_bind_address=ns.healthz_bind_address,
+        max_pods=ns.max_pods,
+        sync_frequency=ns.sync_frequency,
+        file_check_frequency=ns.file_check_frequency,
+        http_check_frequency=ns.http_check_frequency,
+        trace_dir=os.path.abspath(ns.trace_dir) if ns.trace_dir else "",
+        trace_max_bytes=ns.trace_max_bytes,
+    )

@@ -1,0 +1,344 @@
+"""The falcon resources of the kubelet's HTTP API, each a thin reader of a KubeletView.
+
+``build_app`` assembles them: the full set for the main and read-only ports, only the
+health checks for the healthz port. Every response that is not a success is either the
+upstream health-check text or a v1 ``Status`` object, as the API server answers.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, TypeAlias
+
+import falcon
+import msgspec
+from loguru import logger
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from actors.app.http.view import KubeletView
+from runtime.kuberuntime.logs import LogOptions, follow_log, render_logs
+from runtime.status.types import PodStatus
+
+_REASONS = {
+    400: "BadRequest",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+}
+_NOT_FOUND = "the server could not find the requested resource"
+_ALLOWED_METHODS = ("GET", "HEAD")
+_TEXT = "text/plain; charset=utf-8"
+
+WSGIApp: TypeAlias = "falcon.App[falcon.Request, falcon.Response]"
+"""A falcon WSGI app with the default request and response types."""
+
+
+def _status_body(code: int, message: str) -> bytes:
+    """A v1 Status object (what the API server sends with every failure), as JSON."""
+    return msgspec.json.encode({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": _REASONS.get(code, "Unknown"),
+        "code": code,
+    })
+
+
+def _serialize_error(req: falcon.Request, resp: falcon.Response, err: falcon.HTTPError) -> None:
+    """Falcon's error serializer: every HTTPError becomes a v1 Status."""
+    code = err.status_code
+    if isinstance(err, falcon.HTTPNotFound) and not err.description:
+        message = _NOT_FOUND
+    else:
+        message = err.description or err.title or str(code)
+    resp.content_type = falcon.MEDIA_JSON
+    resp.data = _status_body(code, message)
+
+
+def _internal_error(
+    req: falcon.Request, resp: falcon.Response, err: Exception, params: dict[str, Any]
+) -> None:
+    """Any other exception (a view call failing): 500 with its message, server unharmed."""
+    logger.opt(exception=err).warning("HTTP {} {} failed: {}", req.method, req.path, err)
+    resp.status = falcon.HTTP_500
+    resp.content_type = falcon.MEDIA_JSON
+    resp.data = _status_body(500, f"{type(err).__name__}: {err}")
+
+
+class _AccessLog:
+    """Middleware: one debug line per request, and GET/HEAD as the only methods."""
+
+    def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
+        req.context.started = time.monotonic()
+
+    def process_resource(
+        self, req: falcon.Request, resp: falcon.Response, resource: object,
+        params: dict[str, Any],
+    ) -> None:
+        # Runs after routing: unknown paths stay 404 whatever the method.
+        if resource is not None and req.method not in _ALLOWED_METHODS:
+            raise falcon.HTTPMethodNotAllowed(
+                list(_ALLOWED_METHODS), description=f"method {req.method} is not allowed")
+
+    def process_response(
+        self, req: falcon.Request, resp: falcon.Response, resource: object,
+        req_succeeded: bool,
+    ) -> None:
+        started = getattr(req.context, "started", time.monotonic())
+        logger.debug(
+            "HTTP {} {} {} {} in {:.1f} ms", req.remote_addr, req.method, req.relative_uri,
+            resp.status_code, (time.monotonic() - started) * 1000)
+
+
+def _pod_list(items: list[dict[str, Any]]) -> bytes:
+    return msgspec.json.encode(
+        {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": items})
+
+
+def _status_json(status: PodStatus) -> dict[str, Any]:
+    """A PodStatus as JSON (the status types themselves always carry what Go always
+    sends: phase, and per container state, lastState, ready, restartCount, image, imageID)."""
+    out: dict[str, Any] = msgspec.to_builtins(status)
+    return out
+
+
+class PodsResource:
+    """``/pods``: the pods the kubelet wants to run, as a v1 PodList with their status."""
+
+    def __init__(self, view: KubeletView) -> None:
+        self._view = view
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        items: list[dict[str, Any]] = []
+        for pod, status in self._view.pods():
+            item = msgspec.to_builtins(pod)
+            item.pop("kind", None)
+            item.pop("apiVersion", None)
+            item["status"] = _status_json(status)
+            items.append(item)
+        resp.content_type = falcon.MEDIA_JSON
+        resp.data = _pod_list(items)
+
+    on_head = on_get
+
+
+class RunningPodsResource:
+    """``/runningpods/``: what the runtime runs, as upstream's handler shows it.
+
+    Upstream lists only running pods (a ready sandbox or a running container) with their
+    running containers, each reduced to name and image, as a v1 PodList.
+    """
+
+    def __init__(self, view: KubeletView) -> None:
+        self._view = view
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        items: list[dict[str, Any]] = []
+        for rp in self._view.running_pods():
+            if not rp.running:
+                continue
+            containers = [
+                {"name": c.name, "image": c.image, "resources": {}}
+                for c in rp.containers if c.state == "running"
+            ]
+            items.append({
+                "metadata": {"name": rp.name, "namespace": rp.namespace, "uid": rp.uid},
+                "spec": {"containers": containers},
+                "status": {},
+            })
+        resp.content_type = falcon.MEDIA_JSON
+        resp.data = _pod_list(items)
+
+    on_head = on_get
+
+
+def _text(resp: falcon.Response, status: str, body: str) -> None:
+    resp.status = status
+    resp.content_type = _TEXT
+    resp.set_header("X-Content-Type-Options", "nosniff")
+    resp.text = body
+
+
+class HealthzResource:
+    """``/healthz``: every check, in upstream's format.
+
+    200 ``ok`` when all pass (with ``?verbose``: one ``[+]name ok`` line per check and
+    ``healthz check passed``); otherwise 500 listing every check, failing ones as
+    ``[-]name failed: reason``, then ``healthz check failed``. ``?exclude=name`` (may
+    repeat) leaves a check out.
+    """
+
+    def __init__(self, view: KubeletView) -> None:
+        self._view = view
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        excluded = set(req.get_param_as_list("exclude") or ())
+        lines: list[str] = []
+        failed = False
+        for name, reason in self._view.health().items():
+            if name in excluded:
+                excluded.discard(name)
+                lines.append(f"[+]{name} excluded: ok\n")
+            elif reason is None:
+                lines.append(f"[+]{name} ok\n")
+            else:
+                failed = True
+                lines.append(f"[-]{name} failed: {reason}\n")
+        if excluded:
+            lines.append("warn: some health checks cannot be excluded: no matches for "
+                         + ",".join(f'"{name}"' for name in sorted(excluded)) + "\n")
+        verbose = "".join(lines)
+        if failed:
+            _text(resp, falcon.HTTP_500, f"{verbose}healthz check failed\n")
+        elif "verbose" in req.params:
+            _text(resp, falcon.HTTP_200, f"{verbose}healthz check passed\n")
+        else:
+            _text(resp, falcon.HTTP_200, "ok")
+
+    on_head = on_get
+
+
+class HealthzCheckResource:
+    """``/healthz/{check}``: one check; 200 ``ok``, 500 with the reason, 404 if unknown."""
+
+    def __init__(self, view: KubeletView) -> None:
+        self._view = view
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, check: str) -> None:
+        checks = self._view.health()
+        if check not in checks:
+            raise falcon.HTTPNotFound(description=f'health check "{check}" not found')
+        reason = checks[check]
+        if reason is None:
+            _text(resp, falcon.HTTP_200, "ok")
+        else:
+            _text(resp, falcon.HTTP_500, f"internal server error: {reason}\n")
+
+    on_head = on_get
+
+
+class MetricsResource:
+    """``/metrics``: the kubelet's registry in the Prometheus text format."""
+
+    def __init__(self, view: KubeletView) -> None:
+        self._view = view
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        self._view.refresh_metrics()
+        resp.content_type = CONTENT_TYPE_LATEST
+        resp.data = generate_latest(self._view.metrics().registry)
+
+    on_head = on_get
+
+
+class ContainerLogsResource:
+    """``/containerLogs/{namespace}/{pod}/{container}``: a container's log, as text.
+
+    Query parameters as upstream: ``tailLines``, ``limitBytes``, ``timestamps``,
+    ``previous`` (the instance before the current one), ``follow`` (keep streaming what
+    the container writes until it stops running or the client goes away). 404 names what
+    is missing: the pod, the container in its spec, or the (previous) instance's log.
+    """
+
+    def __init__(self, view: KubeletView, stopping: threading.Event | None = None) -> None:
+        self._view = view
+        # Set when the server stops: a followed log ends then, not only when its
+        # container stops (a stream has no other way to learn that its server is going).
+        self._stopping = stopping or threading.Event()
+
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, namespace: str, pod: str,
+        container: str,
+    ) -> None:
+        follow = bool(req.get_param_as_bool("follow", default=False))
+        options = LogOptions(
+            tail_lines=req.get_param_as_int("tailLines", min_value=0),
+            limit_bytes=req.get_param_as_int("limitBytes", min_value=1),
+            timestamps=bool(req.get_param_as_bool("timestamps", default=False)),
+        )
+        previous = bool(req.get_param_as_bool("previous", default=False))
+        self._check_known(namespace, pod, container)
+        path = self._view.container_log_path(namespace, pod, container, previous)
+        if path is None:
+            if previous:
+                raise falcon.HTTPNotFound(description=(
+                    f'previous terminated container "{container}" in pod "{pod}" not found'))
+            raise falcon.HTTPNotFound(description=(
+                f'container "{container}" in pod "{pod}" has not started yet: no log'))
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            raise falcon.HTTPNotFound(description=(
+                f'the log of container "{container}" in pod "{pod}" is gone ({path})'
+            )) from None
+        resp.content_type = _TEXT
+        if not follow or previous:
+            resp.data = render_logs(data, options)
+            return
+        resp.stream = follow_log(
+            path, data, options,
+            lambda: not self._stopping.is_set() and self._running(namespace, pod, container))
+
+    def _running(self, namespace: str, pod: str, container: str) -> bool:
+        for candidate, status in self._view.pods():
+            meta = candidate.metadata
+            if meta.namespace == namespace and meta.name == pod:
+                statuses = (*status.init_container_statuses, *status.container_statuses)
+                return any(s.name == container and s.state.running is not None
+                           for s in statuses)
+        return False
+
+    on_head = on_get
+
+    def _check_known(self, namespace: str, pod: str, container: str) -> None:
+        """404, with upstream's wording, for a pod the kubelet does not run or a container
+        not in its spec."""
+        for candidate, _status in self._view.pods():
+            meta = candidate.metadata
+            if meta.namespace == namespace and meta.name == pod:
+                spec = candidate.spec
+                names = {c.name for c in (*spec.init_containers, *spec.containers)}
+                if container not in names:
+                    raise falcon.HTTPNotFound(
+                        description=f'container "{container}" not found in pod "{pod}"')
+                return
+        raise falcon.HTTPNotFound(
+            description=f'pod "{pod}" does not exist in namespace "{namespace}"')
+
+
+def _new_app() -> WSGIApp:
+    app: WSGIApp = falcon.App(middleware=[_AccessLog()])
+    app.set_error_serializer(_serialize_error)
+    app.add_error_handler(Exception, _internal_error)
+    return app
+
+
+def _add_healthz(app: WSGIApp, view: KubeletView) -> None:
+    app.add_route("/healthz", HealthzResource(view))
+    app.add_route("/healthz/{check}", HealthzCheckResource(view))
+
+
+def build_app(view: KubeletView, stopping: threading.Event | None = None) -> WSGIApp:
+    """The WSGI app of the main and read-only ports: every endpoint."""
+    app = _new_app()
+    _add_healthz(app, view)
+    app.add_route("/pods", PodsResource(view))
+    running = RunningPodsResource(view)
+    app.add_route("/runningpods/", running)
+    app.add_route("/runningpods", running)
+    app.add_route("/metrics", MetricsResource(view))
+    app.add_route("/containerLogs/{namespace}/{pod}/{container}",
+                  ContainerLogsResource(view, stopping))
+    return app
+
+
+def build_healthz_app(view: KubeletView) -> WSGIApp:
+    """The WSGI app of the healthz port: ``/healthz`` and its per-check subpaths only."""
+    app = _new_app()
+    _add_healthz(app, view)
+    return app

@@ -1,0 +1,204 @@
+"""The kubelet's HTTP listeners: main, read-only and healthz ports, served by waitress.
+
+Upstream's kubelet listens on three ports: the main port (10250, TLS and auth upstream;
+plain HTTP here), the read-only port (10255) and the healthz port (10248, on
+``--healthz-bind-address``). Each is a waitress server on its own socket map, with a few
+worker threads, whose event loop runs in a daemon thread. All sockets are bound in
+``start()`` before anything is served, so a port in use fails the start with a
+ConfigError naming the flag instead of leaving a kubelet half up.
+
+Unlike upstream, the read-only port also serves the debugging handlers
+(``/containerLogs``, ``/runningpods/``): nothing here has authentication, so the main
+port is no better guarded than the read-only one.
+
+Port numbers: 0 disables a listener, as upstream. ``ANY_PORT`` (-1) binds any free
+port; it exists for tests, which read the ports actually bound from ``bound_ports``.
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from loguru import logger
+from waitress import create_server, wasyncore
+from waitress.channel import HTTPChannel
+
+from actors.app.http.routes import WSGIApp, build_app, build_healthz_app
+from actors.app.http.view import KubeletView
+from runtime.errors import ConfigError
+
+DISABLED = 0
+"""A port of 0 turns its listener off (upstream: ``--read-only-port=0``, ...)."""
+
+ANY_PORT = -1
+"""Tests only: bind any free port; ``bound_ports`` tells which."""
+
+MAIN, READ_ONLY, HEALTHZ = "main", "read-only", "healthz"
+"""Listener names, the keys of ``bound_ports``."""
+
+_THREADS = {MAIN: 4, READ_ONLY: 4, HEALTHZ: 2}
+_FLAGS = {MAIN: "--port", READ_ONLY: "--read-only-port", HEALTHZ: "--healthz-port"}
+_ADDRESS_FLAGS = {MAIN: "--address", READ_ONLY: "--address", HEALTHZ: "--healthz-bind-address"}
+_JOIN_TIMEOUT = 10.0
+
+
+@dataclass
+class _Listener:
+    """One bound socket and, once serving, its waitress server and loop thread."""
+
+    name: str
+    address: str
+    sock: socket.socket
+    app: WSGIApp
+    server: Any = None
+    thread: threading.Thread | None = None
+    stopping: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def port(self) -> int:
+        return int(self.sock.getsockname()[1])
+
+
+def _bind(name: str, address: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``address:port``, or a ConfigError naming the flags."""
+    where = f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
+    flag = f"{_FLAGS[name]}={port} {_ADDRESS_FLAGS[name]}={address}"
+    try:
+        infos = socket.getaddrinfo(
+            address, max(port, 0), type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as err:
+        raise ConfigError(f"{flag}: cannot resolve {address!r}: {err}") from err
+    family, socktype, proto, _canon, sockaddr = infos[0]
+    sock = socket.socket(family, socktype, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(sockaddr)
+        sock.listen(1024)
+    except OSError as err:
+        sock.close()
+        if err.errno == errno.EADDRINUSE:
+            raise ConfigError(
+                f"{flag}: cannot listen on {where}: the address is already in use") from err
+        raise ConfigError(f"{flag}: cannot listen on {where}: {err.strerror or err}") from err
+    return sock
+
+
+def _serve(listener: _Listener) -> None:
+    """The loop thread of one listener: poll until told to stop, then close everything
+    in its socket map (from this thread, which owns the map) and end its workers."""
+    server = listener.server
+    socket_map: dict[int, Any] = server._map
+    timeout = server.adj.asyncore_loop_timeout
+    try:
+        while not listener.stopping.is_set():
+            wasyncore.loop(timeout=timeout, map=socket_map, use_poll=True, count=1)
+    except Exception as err:  # never expected: waitress handles errors per channel
+        logger.opt(exception=err).error("HTTP {} listener failed: {}", listener.name, err)
+    finally:
+        for obj in list(socket_map.values()):
+            try:
+                if isinstance(obj, HTTPChannel):
+                    obj.handle_close()  # wakes worker threads waiting to write to it
+                else:
+                    obj.close()
+            except OSError:
+                pass
+        server.task_dispatcher.shutdown(timeout=_JOIN_TIMEOUT)
+
+
+class KubeletHTTPServer:
+    """The kubelet's HTTP API over a KubeletView, on up to three ports.
+
+    The main and read-only ports serve every endpoint (see actors.http.routes), the
+    healthz port only ``/healthz`` and its per-check subpaths. ``start()`` binds, then
+    serves in daemon threads; ``stop()`` stops serving, closes the sockets and joins the
+    threads. Both are meant to be called from one thread (the daemon's main).
+    """
+
+    def __init__(
+        self,
+        view: KubeletView,
+        address: str = "127.0.0.1",
+        port: int = 10250,
+        read_only_port: int = 10255,
+        healthz_port: int = 10248,
+        healthz_address: str = "127.0.0.1",
+    ) -> None:
+        for name, value in ((MAIN, port), (READ_ONLY, read_only_port),
+                            (HEALTHZ, healthz_port)):
+            if not ANY_PORT <= value <= 65535:
+                raise ConfigError(f"{_FLAGS[name]}={value}: must be between 0 and 65535")
+        self._view = view
+        self._wanted = (
+            (MAIN, address, port), (READ_ONLY, address, read_only_port),
+            (HEALTHZ, healthz_address, healthz_port),
+        )
+        self._listeners: list[_Listener] = []
+        self._stopping = threading.Event()  # ends followed logs when the server stops
+
+    @property
+    def bound_ports(self) -> Mapping[str, int]:
+        """The port each running listener is bound to, by name (``main``, ``read-only``,
+        ``healthz``); disabled listeners are absent, and all are before ``start()``."""
+        return {listener.name: listener.port for listener in self._listeners}
+
+    def start(self) -> None:
+        """Bind every enabled listener, then serve them. Raises ConfigError (and serves
+        nothing) when a port cannot be bound."""
+        if self._listeners:
+            raise RuntimeError("the kubelet HTTP server is already started")
+        self._stopping.clear()
+        main_app = build_app(self._view, self._stopping)
+        listeners: list[_Listener] = []
+        try:
+            for name, address, port in self._wanted:
+                if port == DISABLED:
+                    continue
+                sock = _bind(name, address, 0 if port == ANY_PORT else port)
+                app = build_healthz_app(self._view) if name == HEALTHZ else main_app
+                listeners.append(_Listener(name, address, sock, app))
+        except BaseException:
+            for listener in listeners:
+                listener.sock.close()
+            raise
+        try:
+            for listener in listeners:
+                self._serve(listener)
+        except BaseException:
+            for listener in listeners:
+                if listener.server is None:
+                    listener.sock.close()
+            self.stop()
+            raise
+
+    def _serve(self, listener: _Listener) -> None:
+        """Hand a bound socket to a new waitress server and start its loop thread."""
+        listener.server = create_server(
+            listener.app, map={}, sockets=[listener.sock], threads=_THREADS[listener.name],
+            ident="kubelet-actors")
+        listener.thread = threading.Thread(
+            target=_serve, args=(listener,), name=f"http-{listener.name}", daemon=True)
+        self._listeners.append(listener)
+        listener.thread.start()
+        logger.info("Serving HTTP ({}) on {}:{}", listener.name, listener.address,
+                    listener.port)
+
+    def stop(self) -> None:
+        """Stop serving, close every socket and join the threads; idempotent."""
+        listeners, self._listeners = self._listeners, []
+        self._stopping.set()
+        for listener in listeners:
+            listener.stopping.set()
+            listener.server.pull_trigger()
+        for listener in listeners:
+            if listener.thread is not None:
+                listener.thread.join(_JOIN_TIMEOUT)
+                if listener.thread.is_alive():
+                    logger.warning("HTTP {} listener did not stop within {:g}s",
+                                   listener.name, _JOIN_TIMEOUT)
+            listener.sock.close()

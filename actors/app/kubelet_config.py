@@ -1,0 +1,114 @@
+"""``--config``: a KubeletConfiguration file (kubelet.config.k8s.io/v1beta1), as upstream.
+
+Only the fields kubelet-actors acts on are read; the others are reported once as ignored,
+never silently dropped. Flags given on the command line win over the file, as upstream.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from actors.app.durations import parse_duration
+
+API_VERSION = "kubelet.config.k8s.io/v1beta1"
+KIND = "KubeletConfiguration"
+
+
+class KubeletConfigError(Exception):
+    """The file cannot be used: the message names the file, the field and the cause."""
+
+
+def _string(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {type(value).__name__}")
+    return value
+
+
+def _port(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"expected an integer, got {type(value).__name__}")
+    if not 0 <= value <= 65535:
+        raise ValueError("must be between 0 and 65535")
+    return value
+
+
+def _positive(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"expected an integer, got {type(value).__name__}")
+    if value < 1:
+        raise ValueError("must be at least 1")
+    return value
+
+
+def _duration(value: Any) -> float:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        raise TypeError("expected a duration string such as 20s or 1m0s, got a number")
+    try:
+        return parse_duration(_string(value))
+    except argparse.ArgumentTypeError as err:
+        raise ValueError(str(err)) from err
+
+
+# KubeletConfiguration field -> (flag destination, converter)
+FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "staticPodPath": ("pod_manifest_path", _string),
+    "staticPodURL": ("manifest_url", _string),
+    "containerRuntimeEndpoint": ("container_runtime_endpoint", _string),
+    "podLogsDir": ("pod_logs_dir", _string),
+    "address": ("address", _string),
+    "port": ("port", _port),
+    "readOnlyPort": ("read_only_port", _port),
+    "healthzPort": ("healthz_port", _port),
+    "healthzBindAddress": ("healthz_bind_address", _string),
+    "maxPods": ("max_pods", _positive),
+    "syncFrequency": ("sync_frequency", _duration),
+    "fileCheckFrequency": ("file_check_frequency", _duration),
+    "httpCheckFrequency": ("http_check_frequency", _duration),
+    "runtimeRequestTimeout": ("runtime_request_timeout", _duration),
+    "podCIDR": ("pod_cidr", _string),
+}
+
+
+PATH_FIELDS = frozenset({"staticPodPath", "podLogsDir"})
+
+
+def load_kubelet_config(path: str) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The flag values the file sets, by flag destination, and the fields it ignores."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise KubeletConfigError(f"{path}: cannot read: {err}") from err
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise KubeletConfigError(f"{path}: invalid YAML: {err}") from err
+    if not isinstance(document, dict):
+        raise KubeletConfigError(f"{path}: expected a KubeletConfiguration object")
+    kind, version = document.get("kind"), document.get("apiVersion")
+    if kind != KIND:
+        raise KubeletConfigError(f'{path}: kind: expected "{KIND}", got {kind!r}')
+    if version != API_VERSION:
+        raise KubeletConfigError(f'{path}: apiVersion: expected "{API_VERSION}", got {version!r}')
+    values: dict[str, Any] = {}
+    ignored: list[str] = []
+    for field, value in document.items():
+        if field in ("kind", "apiVersion"):
+            continue
+        if field not in FIELDS:
+            ignored.append(field)
+            continue
+        dest, convert = FIELDS[field]
+        try:
+            values[dest] = convert(value)
+        except (TypeError, ValueError) as err:
+            raise KubeletConfigError(f"{path}: {field}: {err}") from err
+        if field in PATH_FIELDS and values[dest] and not os.path.isabs(values[dest]):
+            # Upstream resolves a config file's relative paths against the file's directory.
+            values[dest] = os.path.join(os.path.dirname(os.path.abspath(path)), values[dest])
+    return values, tuple(ignored)

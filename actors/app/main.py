@@ -1,0 +1,135 @@
+"""The kubelet-actors program: flags in, a runtime chosen, the requested mode run."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import sys
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from loguru import logger
+
+from actors.app.flags import FlagError, KubeletFlags, parse_flags
+from actors.app.logging_setup import configure_logging
+from actors.app.report import print_json, print_table
+from actors.app.root_lock import hold_root_dir
+from actors.app.runonce import RunOnce
+from runtime.clock import RealClock
+from runtime.cri.client import CRIClient
+from runtime.errors import CRIError, KubeletError
+from runtime.kuberuntime.manager import KubeRuntimeManager
+from runtime.kuberuntime.settings import NodeSettings
+from runtime.pod.static import read_manifest_dir
+
+if TYPE_CHECKING:
+    from runtime.containerd.embedded import EmbeddedContainerd
+
+EXIT_OK = 0
+EXIT_PODS_FAILED = 1
+EXIT_USAGE = 2
+EXIT_RUNTIME = 3
+
+
+def node_ip() -> str:
+    """The node's primary address: the one its host name resolves to, if not loopback."""
+    try:
+        address = socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return ""
+    return "" if address.startswith("127.") else address
+
+
+@contextlib.contextmanager
+def open_runtime(
+    flags: KubeletFlags, must_answer: bool = True
+) -> Iterator[tuple[CRIClient, EmbeddedContainerd | None]]:
+    """The CRI runtime to use: the given endpoint, or an embedded containerd we start.
+
+    The embedded containerd is stopped on the way out; its containers keep running. With
+    ``must_answer`` False (the daemon) a runtime that does not answer yet is logged, not
+    fatal: the daemon waits for it with back-off, as upstream does.
+    """
+    embedded: EmbeddedContainerd | None = None
+    endpoint = flags.container_runtime_endpoint
+    if not endpoint:
+        # Imported here: about 12 ms that a run against a given endpoint need not pay.
+        from runtime.containerd.embedded import EmbeddedContainerd
+
+        embedded = EmbeddedContainerd(
+            flags.root_dir,
+            sandbox_image=flags.pod_infra_container_image,
+            bridge_name=flags.cni_bridge_name,
+            subnet=flags.pod_cidr,
+        )
+        logger.info("starting the embedded containerd under {}", flags.root_dir)
+        embedded.start()
+        endpoint = embedded.endpoint
+    client = CRIClient(endpoint, timeout=flags.runtime_request_timeout)
+    try:
+        try:
+            version = client.version()
+            logger.info("runtime {} {} (CRI {}) at {}", version.runtime_name,
+                        version.runtime_version, version.runtime_api_version, endpoint)
+        except CRIError as err:
+            down = CRIError(
+                "Version",
+                f"the container runtime at {endpoint} does not answer: {err.detail}",
+                err.code,
+            )
+            if must_answer:
+                raise down from err
+            logger.warning("{}; waiting for it", down)
+        yield client, embedded
+    finally:
+        client.close()
+        if embedded is not None:
+            embedded.stop()
+
+
+def run_once(flags: KubeletFlags) -> int:
+    clock = RealClock()
+    listing = read_manifest_dir(flags.pod_manifest_path, flags.node_name)
+    for error in listing.errors:
+        logger.error("{}", error)
+    for warning in listing.warnings:
+        logger.warning("{}", warning)
+    settings = NodeSettings(
+        node_name=flags.node_name, root_dir=flags.root_dir, pod_logs_dir=flags.pod_logs_dir
+    )
+    host_ip = node_ip()
+    with hold_root_dir(flags.root_dir), open_runtime(flags) as (client, _):
+        manager = KubeRuntimeManager(client, settings, clock, node_ip=host_ip)
+        pods = tuple(p.pod for p in listing.pods)
+        logger.info("run-once: {} pod(s) from {}", len(pods), flags.pod_manifest_path)
+        outcomes = RunOnce(manager, clock, flags.runonce_timeout, host_ip=host_ip).run(pods)
+    if flags.output == "json":
+        print_json(outcomes, listing.errors)
+    else:
+        print_table(outcomes, listing.errors)
+    ok = all(o.ok for o in outcomes) and not listing.errors
+    return EXIT_OK if ok else EXIT_PODS_FAILED
+
+
+def run_daemon(flags: KubeletFlags) -> int:
+    from actors.app.daemon import run_until_signalled, start_kubelet
+
+    with hold_root_dir(flags.root_dir), \
+            open_runtime(flags, must_answer=False) as (client, embedded):
+        kubelet = start_kubelet(flags, client, node_ip(), embedded)
+        return run_until_signalled(kubelet)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        flags = parse_flags(args)
+    except FlagError as err:
+        print(f"kubelet-actors: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    configure_logging(flags.log_level, flags.log_format == "json")
+    try:
+        return run_once(flags) if flags.runonce else run_daemon(flags)
+    except KubeletError as err:
+        print(f"kubelet-actors: {err}", file=sys.stderr)
+        return EXIT_RUNTIME

@@ -1,0 +1,125 @@
+"""The base of every kubelet actor: named, addressed through Dispatch, supervised.
+
+Pykka stops an actor for good when a tell handler raises and drops its queued tells; a
+KubeletActor reports that to its supervisor (ChildFailed) so it can be replaced.
+"""
+
+from __future__ import annotations
+
+import sys
+from types import TracebackType
+from typing import Any
+
+import pykka
+from loguru import logger
+
+from actors.core import context
+from actors.core.dispatch import Dispatch
+from actors.core.envelope import Envelope
+from actors.core.messages import ChildFailed
+
+
+class KubeletActor(pykka.ThreadingActor):
+    """An actor with a name, an incarnation number and a supervisor to report to."""
+
+    supervisor_name = "supervisor"
+
+    def __init__(self, name: str, dispatch: Dispatch, incarnation: int = 0) -> None:
+        super().__init__()
+        self.name = name
+        self.dispatch = dispatch
+        self.incarnation = incarnation
+        recorder: Any = dispatch.recorder
+        if recorder is not None and hasattr(recorder, "spawn"):
+            recorder.spawn(name, incarnation)
+        # A drill's FaultPlan (actors.faults), or None: then nothing below costs more
+        # than this attribute test per delivery.
+        self._faults: Any = getattr(dispatch, "faults", None)
+        if self._faults is not None:
+            self._faults.install_on_start(self)
+
+    def send(self, to: str, message: object) -> bool:
+        return self.dispatch.tell(to, message, sender=self.name)
+
+    def on_receive(self, message: Any) -> Any:
+        delivery: int | None = None
+        if isinstance(message, Envelope):
+            delivery, message = message.id, message.message
+        previous = context.enter(context.Handling(self.name, self.incarnation, delivery))
+        recorder = self.dispatch.recorder
+        if recorder is not None and delivery is not None:
+            recorder_begin = getattr(recorder, "begin", None)
+            if recorder_begin is not None:
+                recorder_begin(delivery, self.name, self.incarnation)
+        error: BaseException | None = None
+        faults = self._faults
+        try:
+            if faults is None:
+                return self.handle(message)
+            armed = faults.delivery(self.name, self.incarnation, message)
+            result = self.handle(message)
+            if armed is not None:
+                faults.finish(armed)
+            return result
+        except BaseException as err:
+            error = err
+            raise
+        finally:
+            if faults is not None:
+                faults.leave()
+            context.enter(previous)
+            if recorder is not None and delivery is not None:
+                recorder_end = getattr(recorder, "end", None)
+                if recorder_end is not None:
+                    recorder_end(delivery, self.name, self.incarnation, error)
+
+    def _actor_loop_setup(self) -> None:
+        """Pykka stops an actor whose on_start raised without calling on_failure, so its
+        supervisor never heard of it (found by the raise-in-on-start drill): report it."""
+        try:
+            self.on_start()
+        except Exception:
+            self._handle_failure(*sys.exc_info())
+            self.on_failure(*sys.exc_info())
+
+    def handle(self, message: Any) -> Any:
+        """Subclasses: act on one message."""
+        logger.warning("{} got a message it does not handle: {}", self.name, type(message))
+        return None
+
+    def on_failure(
+        self,
+        exception_type: type[BaseException] | None,
+        exception_value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        logger.opt(exception=(exception_type, exception_value, traceback)).error(
+            "actor {} (incarnation {}) failed", self.name, self.incarnation
+        )
+        # Unregister first: from here on a tell to the name is a dead letter (which the
+        # supervisor holds for the restart), so nothing lands in the mailbox after the drain.
+        self.dispatch.unregister(self.name, self.actor_ref)
+        pending = self._drain_mailbox()
+        if self.name != self.supervisor_name:
+            self.send(
+                self.supervisor_name,
+                ChildFailed(self.name, self.incarnation, repr(exception_value), pending),
+            )
+
+    def _drain_mailbox(self) -> tuple[object, ...]:
+        """Take what pykka would drop: the queued tells, in order (asks get ActorDeadError)."""
+        pending: list[object] = []
+        while not self.actor_inbox.empty():  # only this thread takes from it
+            queued = self.actor_inbox.get()
+            message = getattr(queued, "message", queued)
+            reply_to = getattr(queued, "reply_to", None)
+            if reply_to is not None:
+                dead = pykka.ActorDeadError(f"{self.name} failed before handling the message")
+                reply_to.set_exception(exc_info=(type(dead), dead, None))
+                continue
+            if isinstance(message, Envelope):
+                message = message.message
+            if type(message).__module__.startswith("pykka"):
+                continue  # a stop or proxy call for the dead incarnation
+            pending.append(message)
+        return tuple(pending)

@@ -1,0 +1,248 @@
+"""Fault injection for the drills: a seeded plan of where an actor fails.
+
+Nothing here runs unless a plan is given to ``start_kubelet`` (``faults=``): a
+KubeletActor reads ``dispatch.faults`` once, and with None it costs one attribute test per
+delivery. A plan holds:
+
+- handler faults (``ActorFault``): the actor named (or any actor under a prefix such as
+  ``pod/``) raises a ``DrillFault`` while it handles a matching delivery: right after its
+  handler began (``runtime_call=0``: the delivery is taken, nothing of it done), or on the
+  handler's N-th runtime call (``runtime_call=N``: the handler is half way through its
+  work), or, if it made fewer calls, when the handler returns (before the delivery ends);
+- start faults (``ActorFault(on_start=True)``): the next ``times`` (re)starts of the actor
+  raise in ``on_start``;
+- a crash between CreateContainer and StartContainer (``crash_after_create``): the runtime
+  wrapper (``wrap_runtime``) lets a pod worker's CreateContainer through, then raises a
+  DrillFault (not a CRIError, which the worker would handle) before StartContainer.
+
+Faults fire only once the plan is armed (``arm``), so a kubelet can start cleanly first.
+Every firing is kept in ``fired`` (time, actor, incarnation, delivery, where).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from actors.core import context
+from runtime.cri.service import CRIRuntime
+
+
+class DrillFault(Exception):
+    """A fault a drill injected on purpose."""
+
+
+@dataclass(frozen=True, slots=True)
+class ActorFault:
+    """Where one actor fails. ``actor`` is a name, or a prefix ending in "/"."""
+
+    actor: str
+    message: str | None = None  # the message type's name to match; None: any
+    skip: int = 0  # matching deliveries (or starts) let through first
+    runtime_call: int = 0  # 0: when the handler begins; N: on its N-th runtime call
+    times: int = 1
+    on_start: bool = False
+
+    def matches(self, name: str) -> bool:
+        return name.startswith(self.actor) if self.actor.endswith("/") else name == self.actor
+
+
+@dataclass(frozen=True, slots=True)
+class Fired:
+    at: float  # time.monotonic()
+    actor: str
+    incarnation: int
+    delivery: int | None
+    where: str
+
+
+@dataclass(slots=True)
+class _Slot:
+    fault: ActorFault
+    seen: int = 0
+    fired: int = 0
+
+    @property
+    def spent(self) -> bool:
+        return self.fired >= self.fault.times
+
+
+@dataclass(slots=True)
+class _Armed:
+    """One faulted delivery in progress: the runtime calls left before it fires."""
+
+    actor: str
+    incarnation: int
+    delivery: int | None
+    calls_left: int
+    done: bool = False
+
+
+_current: contextvars.ContextVar[_Armed | None] = contextvars.ContextVar(
+    "kubelet_actors_fault", default=None)
+
+
+@dataclass(slots=True)
+class FaultPlan:
+    """A seeded set of faults; ``rng`` is the drills' only source of randomness."""
+
+    seed: int = 0
+    faults: list[ActorFault] = field(default_factory=list)
+    crash_after_create: int = 0  # how many pod-worker CreateContainers crash after
+    rng: random.Random = field(init=False)
+    armed: bool = False
+    fired: list[Fired] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)  # containers left by crashes
+    _slots: list[_Slot] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self.rng = random.Random(self.seed)
+        self._slots = [_Slot(f) for f in self.faults]
+
+    def add(self, fault: ActorFault) -> None:
+        with self._lock:
+            self.faults.append(fault)
+            self._slots.append(_Slot(fault))
+
+    def arm(self) -> None:
+        self.armed = True
+
+    def disarm(self) -> None:
+        self.armed = False
+
+    @property
+    def first_fired(self) -> float | None:
+        return self.fired[0].at if self.fired else None
+
+    def fired_count(self, where_prefix: str = "") -> int:
+        return sum(1 for f in self.fired if f.where.startswith(where_prefix))
+
+    def _fire(self, actor: str, incarnation: int, delivery: int | None, where: str) -> None:
+        self.fired.append(Fired(time.monotonic(), actor, incarnation, delivery, where))
+        raise DrillFault(f"drill fault in {actor} (incarnation {incarnation}): {where}")
+
+    def _take(self, name: str, message: str | None, on_start: bool) -> _Slot | None:
+        """The slot this delivery (or start) triggers, counting it; None if none."""
+        if not self.armed:
+            return None
+        with self._lock:
+            for slot in self._slots:
+                f = slot.fault
+                if f.on_start != on_start or slot.spent or not f.matches(name):
+                    continue
+                if f.message is not None and f.message != message:
+                    continue
+                slot.seen += 1
+                if slot.seen <= f.skip:
+                    continue
+                slot.fired += 1
+                return slot
+        return None
+
+    # --- hooks (KubeletActor) ------------------------------------------------------------
+
+    def delivery(self, actor: str, incarnation: int, message: object) -> _Armed | None:
+        """Called as a handler begins; raises now, or arms the runtime-call countdown."""
+        slot = self._take(actor, type(message).__name__, on_start=False)
+        if slot is None:
+            return None
+        handling = context.current()
+        delivery = handling.delivery if handling is not None else None
+        if slot.fault.runtime_call <= 0:
+            self._fire(actor, incarnation, delivery, f"handler of {type(message).__name__} began")
+        armed = _Armed(actor, incarnation, delivery, slot.fault.runtime_call)
+        _current.set(armed)
+        return armed
+
+    def finish(self, armed: _Armed) -> None:
+        """The handler returned before its N-th runtime call: fail it now."""
+        _current.set(None)
+        if not armed.done:
+            armed.done = True
+            self._fire(armed.actor, armed.incarnation, armed.delivery,
+                       "handler returned before its faulted runtime call")
+
+    @staticmethod
+    def leave() -> None:
+        _current.set(None)
+
+    def starting(self, actor: str, incarnation: int) -> None:
+        """Called in on_start: raises if a start fault is due for ``actor``."""
+        if self._take(actor, None, on_start=True) is not None:
+            self._fire(actor, incarnation, None, "on_start")
+
+    def install_on_start(self, actor: Any) -> None:
+        """Route ``actor``'s on_start through ``starting`` when a start fault names it."""
+        if not any(f.on_start and f.matches(actor.name) for f in self.faults):
+            return
+        original: Callable[[], None] = actor.on_start
+
+        def on_start() -> None:
+            self.starting(actor.name, actor.incarnation)
+            original()
+
+        object.__setattr__(actor, "on_start", on_start)
+
+    # --- the runtime ---------------------------------------------------------------------
+
+    def before_call(self, method: str) -> None:
+        armed = _current.get()
+        if armed is None or armed.done:
+            return
+        armed.calls_left -= 1
+        if armed.calls_left <= 0:
+            armed.done = True
+            self._fire(armed.actor, armed.incarnation, armed.delivery,
+                       f"runtime call {method}")
+
+    def after_call(self, method: str, result: object) -> None:
+        if method != "create_container" or not self.armed or self.crash_after_create <= 0:
+            return
+        handling = context.current()
+        if handling is None or not handling.actor.startswith("pod/"):
+            return
+        with self._lock:
+            if self.crash_after_create <= 0:
+                return
+            self.crash_after_create -= 1
+            self.created.append(str(result))
+        self._fire(handling.actor, handling.incarnation, handling.delivery,
+                   f"between CreateContainer ({str(result)[:13]}) and StartContainer")
+
+    def wrap_runtime(self, runtime: CRIRuntime) -> CRIRuntime:
+        wrapped: Any = FaultRuntime(runtime, self)
+        result: CRIRuntime = wrapped
+        return result
+
+
+class FaultRuntime:
+    """A CRI runtime whose calls pass through a FaultPlan (see ``FaultPlan.wrap_runtime``)."""
+
+    def __init__(self, inner: CRIRuntime, plan: FaultPlan) -> None:
+        self._inner = inner
+        self._plan = plan
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._inner, name)
+        if name.startswith("_") or not callable(attribute):
+            return attribute
+        plan = self._plan
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            plan.before_call(name)
+            result = attribute(*args, **kwargs)
+            plan.after_call(name, result)
+            return result
+
+        return call
+
+
+def install(dispatch: Any, plan: FaultPlan) -> None:
+    """Make ``plan`` the dispatch's fault plan (read by every KubeletActor it serves)."""
+    dispatch.faults = plan

@@ -1,0 +1,239 @@
+"""Replay: run a trace's recorded inputs through the actors again, and compare.
+
+Single-threaded and in virtual time: each handled delivery is fed, in the recorded order,
+to a fresh instance of the actor that handled it (one per incarnation). Whatever the
+handler asks of the outside comes from the recording: runtime answers, clock reads, other
+inputs. Whatever it does (messages it sends, runtime calls it makes) is checked against
+what the recording says it did. The first difference is reported with the causal chain
+of deliveries that led to it; none means the code still behaves as it did.
+
+Actors that read the outside world directly (the sources read files and URLs) are not
+replayed: their messages are inputs of the others.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from actors.core import context
+from actors.core.trace.names import MESSAGES
+from actors.core.trace.reader import Trace, TraceError, read_trace
+from actors.core.trace.stubs import (
+    INJECTED_FAULTS,
+    Divergence,
+    DivergenceFound,
+    ReplayClock,
+    ReplayDispatch,
+    ReplayedFault,
+    ReplayRuntime,
+    ReplayTimers,
+    Step,
+    decode_message,
+)
+from actors.kubelet.trace import NOT_REPLAYABLE, build_actor
+
+Record = dict[str, Any]
+
+
+@dataclass(slots=True)
+class ReplayReport:
+    replayed: int = 0
+    actors: set[str] = field(default_factory=set)
+    skipped: dict[str, int] = field(default_factory=dict)
+    divergence: Divergence | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.divergence is None
+
+
+class _Index:
+    """The trace, arranged by delivery: what each handler received, did and read."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.msgs: dict[int, Record] = {}
+        self.begins: list[Record] = []
+        self.ends: dict[int, Record] = {}
+        self.sent: dict[int, list[Record]] = defaultdict(list)
+        self.calls: dict[int, list[Record]] = defaultdict(list)
+        self.inputs: dict[int, list[Record]] = defaultdict(list)
+        for r in trace.records:
+            kind = r["k"]
+            if kind == "msg":
+                self.msgs[r["id"]] = r
+                # What the dispatch point sends on its own (a dead letter handed to the
+                # supervisor) happens during a handler but is not the handler's doing.
+                if r.get("parent") is not None and r.get("from") != "dispatch":
+                    self.sent[r["parent"]].append(r)
+            elif kind == "begin":
+                self.begins.append(r)
+            elif kind == "end":
+                self.ends[r["id"]] = r
+            elif kind == "call" and r.get("in") is not None:
+                self.calls[r["in"]].append(r)
+            elif kind == "input" and r.get("in") is not None:
+                self.inputs[r["in"]].append(r)
+
+    def chain(self, delivery: int, limit: int = 12) -> list[Record]:
+        """The delivery, then the one whose handler sent it, and so on back to a root."""
+        out: list[Record] = []
+        current: int | None = delivery
+        while current is not None and current in self.msgs and len(out) < limit:
+            record = self.msgs[current]
+            out.append(record)
+            current = record.get("parent")
+        return out
+
+
+def replay(
+    trace: Trace,
+    until: int | None = None,
+    only_actor: str | None = None,
+    scratch_dir: str | None = None,
+) -> ReplayReport:
+    """Replay ``trace``; stops at the first divergence.
+
+    Replayed handlers may make directories (emptyDir, logs): they go to ``scratch_dir``,
+    or to a temporary directory removed afterwards.
+    """
+    if scratch_dir is not None:
+        return _replay(trace, until, only_actor, scratch_dir)
+    with tempfile.TemporaryDirectory(prefix="kubelet-actors-replay-") as scratch:
+        return _replay(trace, until, only_actor, scratch)
+
+
+def _replay(trace: Trace, until: int | None, only_actor: str | None,
+            scratch: str) -> ReplayReport:
+    index = _Index(trace)
+    report = ReplayReport()
+    node = trace.config.get("node", {})
+    paths = tuple((f"{scratch}/{sub}", node[key]) for sub, key in
+                  (("root", "root_dir"), ("logs", "pod_logs_dir")) if key in node)
+    clock = ReplayClock(trace.header.get("m", 0.0), trace.header.get("t", 0.0))
+    dispatch = ReplayDispatch()
+    runtime = ReplayRuntime()
+    containerd = ReplayRuntime("containerd")
+    timers = ReplayTimers()
+    instances: dict[tuple[str, int], Any] = {}
+    cut_off: set[tuple[str, int]] = set()
+    for begin in index.begins:
+        delivery, actor, inc = begin["id"], begin["actor"], begin["inc"]
+        if until is not None and delivery > until:
+            break
+        if only_actor is not None and actor != only_actor:
+            continue
+        kind = actor.split("/", 1)[0]
+        if actor in NOT_REPLAYABLE or kind in NOT_REPLAYABLE:
+            report.skipped[actor] = report.skipped.get(actor, 0) + 1
+            continue
+        if (actor, inc) in cut_off:
+            continue
+        if delivery not in index.ends:
+            # The trace ends inside this handler (the kubelet stopped or was killed while
+            # it ran): what it did is only partly recorded, so this actor stops here.
+            cut_off.add((actor, inc))
+            report.notes.append(f"the trace ends while {actor} handled delivery #{delivery}; "
+                                f"{actor} replayed up to there")
+            continue
+        msg = index.msgs.get(delivery)
+        if msg is None:
+            report.notes.append(f"delivery #{delivery} to {actor}: its message is not in the "
+                                "trace (an older, rotated file?); skipped")
+            continue
+        key = (actor, inc)
+        if key not in instances:
+            instances[key] = build_actor(actor, inc, trace.config, dispatch, runtime,
+                                         containerd, clock, timers, scratch)
+        message = decode_message(msg)
+        step = Step(msg, index.sent[delivery], index.calls[delivery], index.inputs[delivery],
+                    paths)
+        dispatch.step = runtime.step = containerd.step = clock.step = step
+        try:
+            _handle(instances[key], delivery, actor, inc, message, index.ends.get(delivery),
+                    step)
+            step.finish()
+        except DivergenceFound as found:
+            found.divergence.chain = [_chain_line(r) for r in index.chain(delivery)]
+            report.divergence = found.divergence
+            return report
+        report.replayed += 1
+        report.actors.add(actor)
+    return report
+
+
+def _handle(instance: Any, delivery: int, actor: str, inc: int, message: object,
+            end: Record | None, step: Step) -> None:
+    expected_error = (end or {}).get("error")
+    # A drill's injected fault is an input like any other: the handler stops where the
+    # recording shows it stopped, whether the fault fired as it began, on a runtime call
+    # or as it returned.
+    step.fault_expected = any(name in (expected_error or "") for name in INJECTED_FAULTS)
+    previous = context.enter(context.Handling(actor, inc, delivery))
+    try:
+        instance.handle(message)
+    except DivergenceFound:
+        raise
+    except ReplayedFault:
+        return
+    except Exception as err:
+        if expected_error is None:
+            raise DivergenceFound(step.divergence(
+                "the handler raised", "no error", repr(err))) from err
+        if type(err).__name__ not in expected_error:
+            raise DivergenceFound(step.divergence(
+                "the handler raised another error", expected_error, repr(err))) from err
+        return
+    finally:
+        context.enter(previous)
+    if expected_error is not None and not step.fault_expected:
+        raise DivergenceFound(step.divergence("the handler did not raise", expected_error,
+                                              "no error"))
+
+
+def _chain_line(record: Record) -> str:
+    return (f"#{record['id']} {MESSAGES.short(record['type'])} "
+            f"{record['from'] or '-'} -> {record['to']} (sender seq {record['seq']})")
+
+
+# --- the command ----------------------------------------------------------------------
+
+
+def format_report(report: ReplayReport) -> str:
+    skipped = ", ".join(f"{a} {n}" for a, n in sorted(report.skipped.items()))
+    lines: list[str] = []
+    if report.divergence is None:
+        lines.append(f"no divergence: replayed {report.replayed} deliveries to "
+                     f"{len(report.actors)} actors"
+                     + (f" (not replayed, they read the outside world: {skipped})"
+                        if skipped else ""))
+    else:
+        lines.extend(report.divergence.describe())
+        lines.append(f"({report.replayed} deliveries replayed without divergence before it)")
+    lines.extend(f"note: {n}" for n in report.notes)
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="kubelet-actors trace replay",
+                                     description="Replay a recorded trace against this code.")
+    parser.add_argument("trace", help="a trace directory or one trace file")
+    parser.add_argument("--until", type=int, help="replay deliveries up to this id only")
+    parser.add_argument("--actor", help="replay one actor (e.g. supervisor, pod/<uid>)")
+    args = parser.parse_args(argv)
+    try:
+        trace = read_trace(args.trace)
+    except TraceError as err:
+        print(f"kubelet-actors trace replay: {err}", file=sys.stderr)
+        return 1
+    report = replay(trace, until=args.until, only_actor=args.actor)
+    for torn in trace.torn:
+        report.notes.append(torn)
+    print(format_report(report))
+    return 0 if report.ok else 1
+

@@ -1,0 +1,307 @@
+"""The world as a replayed actor sees it: everything answers from the recording.
+
+A Step holds what the recording says one handler did (messages sent, runtime calls made)
+and read (clock and other inputs). The stubs check each action against it, in order, and
+raise DivergenceFound at the first difference.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import threading
+import typing
+from collections import defaultdict
+from concurrent.futures import Executor, Future
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+import runtime.errors as errors
+from actors.core.dispatch import Dispatch
+from actors.core.trace.names import MESSAGES
+from actors.core.trace.writer import encode
+from runtime.cri.service import CRIRuntime
+
+Record = dict[str, Any]
+
+
+def plain(value: object, paths: tuple[tuple[str, str], ...] = ()) -> Any:
+    """A value as the JSON the recorder would have written for it.
+
+    ``paths`` maps a replay's scratch directories back to the recorded node's, so a path
+    an actor builds compares equal to the one it built when recorded.
+    """
+    data = encode(value)
+    for scratch, original in paths:
+        data = data.replace(scratch.encode(), original.encode())
+    return msgspec.json.decode(data)
+
+
+def short_type(name: str) -> str:
+    return MESSAGES.short(name)
+
+
+@dataclass(slots=True)
+class Divergence:
+    """Where replay first did something other than the recording."""
+
+    delivery: int
+    actor: str
+    incarnation: int
+    message: str  # the type of the delivery being handled
+    sender: str
+    sender_seq: int
+    step: str
+    expected: Any
+    actual: Any
+    chain: list[str] = field(default_factory=list)
+
+    def describe(self) -> list[str]:
+        lines = [
+            f"divergence at delivery #{self.delivery}: {self.actor} (incarnation "
+            f"{self.incarnation}) handling {self.message} from {self.sender or '-'} "
+            f"(sender seq {self.sender_seq})",
+            f"  {self.step}",
+        ]
+        expected = json.dumps(self.expected, indent=2, sort_keys=True, default=str)
+        actual = json.dumps(self.actual, indent=2, sort_keys=True, default=str)
+        diff = difflib.unified_diff(expected.splitlines(), actual.splitlines(),
+                                    "recorded", "replayed", lineterm="", n=2)
+        lines.extend(f"  {line}" for line in diff)
+        if self.chain:
+            lines.append("  caused by (newest first):")
+            lines.extend(f"    {link}" for link in self.chain)
+        return lines
+
+
+class ReplayedFault(Exception):
+    """A fault a drill injected here when recorded: the handler stops as it did then."""
+
+
+INJECTED_FAULTS = ("DrillFault",)
+
+
+class DivergenceFound(Exception):
+    def __init__(self, divergence: Divergence) -> None:
+        super().__init__(divergence.step)
+        self.divergence = divergence
+
+
+class Step:
+    """One recorded handler run: its delivery, what it sent, called and read."""
+
+    def __init__(self, msg: Record, sent: list[Record], calls: list[Record],
+                 inputs: list[Record], paths: tuple[tuple[str, str], ...] = ()) -> None:
+        self.msg = msg
+        self.paths = paths
+        self._sent = list(sent)
+        self._calls = list(calls)
+        self._inputs: dict[str, list[Any]] = defaultdict(list)
+        for record in inputs:
+            self._inputs[record["name"]].append(record.get("value"))
+        self._last: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self.fault_expected = False  # the recorded handler ended in an injected fault
+        self.sent_count = 0
+        self.call_count = 0
+
+    def divergence(self, step: str, expected: Any, actual: Any) -> Divergence:
+        m = self.msg
+        return Divergence(m["id"], m["to"], m["inc"], short_type(m["type"]), m["from"],
+                          m["seq"], step, expected, actual)
+
+    def expect_send(self, to: str, message: object) -> None:
+        self.sent_count += 1
+        actual = {"to": to, "type": short_type(MESSAGES.name_of(message)),
+                  "body": plain(message, self.paths)}
+        if isinstance(message, dict | list) and self._sent:
+            # A message carried in an ``object`` field (held mail, dead letters) comes back
+            # from JSON without its class: its content is what can be compared.
+            actual["type"] = short_type(self._sent[0]["type"])
+        if not self._sent:
+            if self.fault_expected:
+                raise ReplayedFault(f"sending {actual['type']}")
+            raise DivergenceFound(self.divergence(
+                f"message {self.sent_count} sent by the handler is not in the recording",
+                None, actual))
+        record = self._sent.pop(0)
+        expected = {"to": record["to"], "type": short_type(record["type"]),
+                    "body": record["body"]}
+        if expected != actual:
+            what = (f"recorded {expected['type']} to {expected['to']}, replayed "
+                    f"{actual['type']} to {actual['to']}")
+            if (expected["type"], expected["to"]) == (actual["type"], actual["to"]):
+                what = f"same {actual['type']} to {actual['to']}, different content"
+            raise DivergenceFound(self.divergence(
+                f"message {self.sent_count} sent by the handler differs: {what}",
+                expected, actual))
+
+    def expect_call(self, target: str, method: str, args: tuple[Any, ...]) -> Record:
+        """The recorded answer to this call.
+
+        Calls are matched by content, first unanswered one first: a handler may fan out
+        to threads (parallel kills) whose calls reach the runtime in any order.
+        """
+        with self._lock:
+            self.call_count += 1
+            actual = {"target": target, "method": method, "args": plain(args, self.paths)}
+            for i, record in enumerate(self._calls):
+                expected = {"target": record.get("target", "runtime"),
+                            "method": record["method"], "args": record["args"]}
+                if expected == actual:
+                    return self._calls.pop(i)
+            if not self._calls:
+                if self.fault_expected:
+                    raise ReplayedFault(f"runtime call {method}")
+                raise DivergenceFound(self.divergence(
+                    f"runtime call {self.call_count} is not in the recording", None, actual))
+            record = self._calls[0]
+            expected = {"target": record.get("target", "runtime"),
+                        "method": record["method"], "args": record["args"]}
+            raise DivergenceFound(self.divergence(
+                f"runtime call {self.call_count} differs from what the recording has next: "
+                f"recorded {record['method']}, replayed {method}", expected, actual))
+
+    def read_input(self, name: str, default: Any) -> Any:
+        queue = self._inputs.get(name)
+        if queue:
+            self._last[name] = queue.pop(0)
+        return self._last.get(name, default)
+
+    def finish(self) -> None:
+        if self._sent:
+            record = self._sent[0]
+            raise DivergenceFound(self.divergence(
+                f"the handler did not send message {self.sent_count + 1}",
+                {"to": record["to"], "type": short_type(record["type"]),
+                 "body": record["body"]}, None))
+        if self._calls:
+            record = self._calls[0]
+            raise DivergenceFound(self.divergence(
+                f"the handler did not make runtime call {self.call_count + 1}",
+                {"method": record["method"], "args": record["args"]}, None))
+
+
+class _Holder:
+    """Shared by the stubs: the step being replayed."""
+
+    step: Step | None = None
+
+    def current(self) -> Step:
+        if self.step is None:
+            raise RuntimeError("replay stub used outside a replayed handler")
+        return self.step
+
+
+class ReplayDispatch(Dispatch, _Holder):
+    """Checks every message a handler sends; delivers nothing."""
+
+    def __init__(self) -> None:
+        super().__init__(recorder=None)
+        self.step = None
+
+    def tell(self, to: str, message: object, sender: str = "") -> bool:
+        self.current().expect_send(to, message)
+        return True
+
+    def observe(self, name: str, value: Any) -> Any:
+        return self.step.read_input(name, value) if self.step else value
+
+
+def _error_from(record: Record) -> Exception:
+    name = str(record.get("type", "Exception"))
+    cls = getattr(errors, name, None)
+    if isinstance(cls, type) and issubclass(cls, errors.CRIError):
+        return cls(record.get("method", ""), record.get("detail", ""),
+                   record.get("code", "UNKNOWN"))
+    # Another exception (a bug, an injected fault): one of the same name, so the handler
+    # and the comparison of its outcome see what they saw when recorded.
+    recorded: type[Exception] = type(name, (Exception,), {})
+    return recorded(str(record.get("detail", "")))
+
+
+_CONTAINERD_RESULTS: dict[str, Any] = {"poll": int | None, "start": None, "log_tail": str}
+
+
+class ReplayRuntime(_Holder):
+    """Answers CRI (and embedded containerd) calls with the recorded results."""
+
+    def __init__(self, target: str = "runtime") -> None:
+        self.target = target
+        self.step = None
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if self.target == "runtime":
+            hints = typing.get_type_hints(getattr(CRIRuntime, name))
+            result_type = hints.get("return", Any)
+        else:
+            result_type = _CONTAINERD_RESULTS.get(name, Any)
+
+        def answer(*args: Any, **kwargs: Any) -> Any:
+            record = self.current().expect_call(self.target, name, args + tuple(kwargs.values()))
+            if "error" in record:
+                raise _error_from(record["error"])
+            if result_type is None or result_type is type(None):
+                return None
+            return msgspec.convert(record.get("result"), result_type)
+
+        return answer
+
+
+class ReplayClock(_Holder):
+    """Virtual time: every read returns what the recorded handler read."""
+
+    def __init__(self, monotonic: float, wall: float) -> None:
+        self.step = None
+        self._mono = monotonic
+        self._wall = wall
+
+    def now(self) -> float:
+        return float(self.step.read_input("clock.now", self._wall) if self.step else self._wall)
+
+    def monotonic(self) -> float:
+        if self.step is None:
+            return self._mono
+        return float(self.step.read_input("clock.monotonic", self._mono))
+
+    def sleep(self, seconds: float) -> None:
+        if self.step is not None:
+            self.step.read_input("clock.sleep", seconds)
+
+
+class _Handle:
+    def cancel(self) -> None:
+        return None
+
+
+class ReplayTimers:
+    """Timers that never fire: their ticks are recorded deliveries already."""
+
+    def every(self, kind: str, to: str, period: float, first: float | None = None) -> _Handle:
+        return _Handle()
+
+    def once(self, delay: float, to: str, message: object) -> _Handle:
+        return _Handle()
+
+
+class InertExecutor(Executor):
+    """Runs nothing: in a replay, what pool threads did comes back as recorded messages."""
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        return Future()
+
+
+def decode_message(record: Record) -> object:
+    """Rebuild the recorded message as the Python value the handler got."""
+    try:
+        cls = MESSAGES.resolve(record["type"])
+        return msgspec.convert(record["body"], cls)
+    except (LookupError, msgspec.ValidationError, TypeError) as err:
+        step = Step(record, [], [], [])
+        raise DivergenceFound(step.divergence(
+            f"the recorded {record['type']} cannot be rebuilt by this code: {err}",
+            record["body"], None)) from err

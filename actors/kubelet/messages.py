@@ -1,0 +1,243 @@
+"""The messages actors exchange: immutable values, JSON-encodable, no protobuf.
+
+Every input of the kubelet reaches an actor as one of these (source updates, timer ticks,
+relist results, probe results, runtime call outcomes), through actors.dispatch, so a trace
+can record them and a replay can feed them again.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from actors.core.trace.names import message
+from runtime.ids import ContainerID, PodUID
+from runtime.kuberuntime.podstatus import RuntimePodStatus
+from runtime.kuberuntime.result import PodSyncResult
+from runtime.pod.model import Pod
+from runtime.prober.results import ProbeResult
+
+Verdicts = tuple[tuple[ContainerID, ProbeResult], ...]
+"""Probe verdicts by container, as an immutable sequence of pairs."""
+
+
+# --- sources -> supervisor -------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestProblem:
+    """A manifest that could not become a pod: where, which field, why."""
+
+    source: str
+    path: str
+    cause: str
+
+
+@message("SourceSnapshot")
+@dataclass(frozen=True, slots=True)
+class SourceSnapshot:
+    """Every pod a source wants right now (upstream's SET), with the files it rejected."""
+
+    source: str  # "file" or "http"
+    pods: tuple[Pod, ...]
+    problems: tuple[ManifestProblem, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+
+
+# --- PLEG -> supervisor ----------------------------------------------------------------
+
+
+class EventType(enum.Enum):
+    CONTAINER_STARTED = "ContainerStarted"
+    CONTAINER_DIED = "ContainerDied"
+    CONTAINER_REMOVED = "ContainerRemoved"
+    CONTAINER_CHANGED = "ContainerChanged"
+    POD_SYNC = "PodSync"
+
+
+@dataclass(frozen=True, slots=True)
+class PodLifecycleEvent:
+    uid: PodUID
+    type: EventType
+    container_id: ContainerID | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeContainer:
+    id: ContainerID
+    name: str
+    image: str
+    state: str  # running, exited, created, unknown
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimePod:
+    """A pod the runtime holds something of, named by its labels."""
+
+    uid: PodUID
+    name: str
+    namespace: str
+    running: bool  # a ready sandbox or a running container
+    containers: tuple[RuntimeContainer, ...] = ()
+
+
+@message("Relisted")
+@dataclass(frozen=True, slots=True)
+class Relisted:
+    """One PLEG relist: the events it found and every pod the runtime holds."""
+
+    events: tuple[PodLifecycleEvent, ...]
+    pods: tuple[RuntimePod, ...]
+    running_containers: int
+    duration: float
+
+
+@message("RelistFailed")
+@dataclass(frozen=True, slots=True)
+class RelistFailed:
+    error: str
+
+
+# --- supervisor -> pod workers -----------------------------------------------------------
+
+
+class UpdateKind(enum.Enum):
+    CREATE = "create"
+    UPDATE = "update"
+    SYNC = "sync"
+    KILL = "kill"
+
+
+@message("UpdatePod")
+@dataclass(frozen=True, slots=True)
+class UpdatePod:
+    """Bring the worker's pod to ``pod``; KILL (or a deleted pod) terminates it."""
+
+    pod: Pod
+    kind: UpdateKind
+    liveness: Verdicts = ()
+    startup: Verdicts = ()
+    grace_override: int | None = None
+    reason: str = ""
+    remove: bool = False  # after stopping, remove the pod's sandboxes, containers, dirs
+
+
+class WorkerState(enum.Enum):
+    SYNCING = "syncing"
+    TERMINATING = "terminating"
+    TERMINATED = "terminated"
+
+
+@message("PodWorkerDone")
+@dataclass(frozen=True, slots=True)
+class PodWorkerDone:
+    """A worker finished one round; the supervisor requeues it after ``requeue_after``."""
+
+    uid: PodUID
+    state: WorkerState
+    requeue_after: float | None
+    error: str = ""
+    runtime_error: bool = False
+
+
+# --- pod workers -> status manager and probe manager ------------------------------------
+
+
+@message("PodObserved")
+@dataclass(frozen=True, slots=True)
+class PodObserved:
+    """What a worker saw of its pod in the runtime, and what its last sync did."""
+
+    pod: Pod
+    runtime: RuntimePodStatus
+    sync: PodSyncResult | None
+    state: WorkerState
+
+
+@message("PodRejected")
+@dataclass(frozen=True, slots=True)
+class PodRejected:
+    """Admission refused the pod (upstream: phase Failed with a reason)."""
+
+    pod: Pod
+    reason: str
+    message: str
+
+
+@message("DesiredPods")
+@dataclass(frozen=True, slots=True)
+class DesiredPods:
+    """Every pod the sources want, so status shows them before their first sync."""
+
+    pods: tuple[Pod, ...]
+
+
+@message("GetPods")
+@dataclass(frozen=True, slots=True)
+class GetPods:
+    """Ask the status manager for every pod with its status."""
+
+
+@message("PodForgotten")
+@dataclass(frozen=True, slots=True)
+class PodForgotten:
+    """The pod is gone from the node: drop its status, probes and back-offs."""
+
+    uid: PodUID
+
+
+# --- probe manager -----------------------------------------------------------------------
+
+
+class ProbeKind(enum.Enum):
+    LIVENESS = "liveness"
+    READINESS = "readiness"
+    STARTUP = "startup"
+
+
+@message("ProbeVerdict")
+@dataclass(frozen=True, slots=True)
+class ProbeVerdict:
+    """A probe's result flipped (after its thresholds) for one container."""
+
+    uid: PodUID
+    container_name: str
+    container_id: ContainerID
+    kind: ProbeKind
+    result: ProbeResult
+
+
+# --- pod killer --------------------------------------------------------------------------
+
+
+@message("KillRuntimePod")
+@dataclass(frozen=True, slots=True)
+class KillRuntimePod:
+    """Stop and remove everything the runtime holds of a pod no source wants."""
+
+    uid: PodUID
+    name: str
+    namespace: str
+    grace_override: int | None = None
+    reason: str = "orphaned"
+
+
+@message("RuntimePodKilled")
+@dataclass(frozen=True, slots=True)
+class RuntimePodKilled:
+    uid: PodUID
+    ok: bool
+    error: str = ""
+
+
+# --- runtime health ----------------------------------------------------------------------
+
+
+@message("RuntimeHealth")
+@dataclass(frozen=True, slots=True)
+class RuntimeHealth:
+    """Whether the CRI runtime answers; ``reason`` says why not."""
+
+    ok: bool
+    reason: str = ""

@@ -1,0 +1,235 @@
+"""One actor per pod UID: syncs its pod, one sync at a time (upstream podWorkers).
+
+Updates are coalesced: each UpdatePod only replaces the pending one and, if no run is
+scheduled, schedules one (a RunPending message to itself, behind every update already in
+the mailbox), so when a sync ends only the newest update is synced. A kill is never
+overwritten by a later update, and its grace period only shrinks. The worker goes
+syncing -> terminating -> terminated; a terminated worker ignores updates until the
+supervisor forgets it.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from loguru import logger
+
+from actors.core.actor import KubeletActor
+from actors.core.dispatch import Dispatch
+from actors.core.trace.names import message
+from actors.kubelet.messages import PodObserved, PodWorkerDone, UpdateKind, UpdatePod, WorkerState
+from actors.kubelet.metrics import KubeletMetrics
+from runtime.clock import Clock
+from runtime.errors import CRIError, CRINotFound, CRIUnavailable
+from runtime.ids import PodUID
+from runtime.kuberuntime.manager import KubeRuntimeManager
+from runtime.kuberuntime.podstatus import RuntimePodStatus
+from runtime.kuberuntime.result import PodSyncResult
+from runtime.pod.model import Pod
+from runtime.status.generate import TERMINAL_PHASES, generate_pod_status
+
+SYNC_ERROR_BACKOFF = 10.0
+RESYNC_JITTER = 0.5
+TERMINATE_RETRY = 1.0
+
+
+@message("RunPending")
+@dataclass(frozen=True, slots=True)
+class RunPending:
+    """Internal: sync the newest pending update now."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerTiming:
+    resync_interval: float = 60.0
+    error_backoff: float = SYNC_ERROR_BACKOFF
+
+
+class PodWorker(KubeletActor):
+    """Keeps one pod converged with its spec, then stops it when told."""
+
+    def __init__(
+        self,
+        uid: PodUID,
+        dispatch: Dispatch,
+        manager: KubeRuntimeManager,
+        clock: Clock,
+        metrics: KubeletMetrics | None = None,
+        timing: WorkerTiming | None = None,
+        cancel: threading.Event | None = None,
+        rng: random.Random | None = None,
+        incarnation: int = 0,
+    ) -> None:
+        super().__init__(f"pod/{uid}", dispatch, incarnation)
+        self.uid = uid
+        self._manager = manager
+        self._clock = clock
+        self._metrics = metrics
+        self._timing = timing or WorkerTiming()
+        self.cancel = cancel or threading.Event()
+        # Seeded by UID: jitter still spreads pods apart, and a replay draws the same.
+        self._rng = rng or random.Random(str(uid))
+        self.state = WorkerState.SYNCING
+        self._pending: UpdatePod | None = None
+        self._scheduled = False
+        self._pod: Pod | None = None
+        self._kill: UpdatePod | None = None  # the kill that started termination, if any
+        self._grace: int | None = None
+        self._remove = False
+        self._last_phase = ""
+
+    # --- mailbox ---------------------------------------------------------------------------
+
+    def handle(self, message: Any) -> Any:
+        if isinstance(message, UpdatePod):
+            self._accept(message)
+        elif isinstance(message, RunPending):
+            self._scheduled = False
+            self._run()
+        else:
+            return super().handle(message)
+        return None
+
+    def _accept(self, update: UpdatePod) -> None:
+        if self.state == WorkerState.TERMINATED:
+            # Finished: ignore updates until forgotten, but a pod that ended on its own
+            # (terminal phase) may still be asked to be removed.
+            if update.remove and not self._remove:
+                self._remove = True
+                self._pending = update
+                self._schedule()
+            return
+        self._pod = update.pod
+        if update.kind == UpdateKind.KILL or update.pod.metadata.deletion_timestamp:
+            self._start_termination(update)
+        self._pending = update
+        self._schedule()
+
+    def _schedule(self) -> None:
+        if not self._scheduled:
+            self._scheduled = True
+            self.send(self.name, RunPending())
+
+    def _start_termination(self, update: UpdatePod) -> None:
+        grace = update.grace_override
+        if grace is None:
+            grace = update.pod.metadata.deletion_grace_period_seconds
+        if self._grace is None or (grace is not None and grace < self._grace):
+            self._grace = grace  # grace only shrinks
+        self._remove = self._remove or update.remove
+        if self._kill is None:
+            self._kill = update
+        self.state = WorkerState.TERMINATING
+
+    # --- work ------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        update, self._pending = self._pending, None
+        if update is None or self._pod is None:
+            return
+        log = logger.bind(pod=self._pod.metadata.name, uid=self.uid, container="")
+        started = self._clock.monotonic()
+        try:
+            if self.state == WorkerState.TERMINATED:
+                # Removed: nothing left to report; the supervisor forgets the pod next.
+                self._remove_pod(self._status(self._pod), log)
+                self._done(None)
+            elif self.state == WorkerState.TERMINATING:
+                self._terminate(self._pod, log)
+            else:
+                self.cancel.clear()
+                self._sync(self._pod, update)
+        except CRIError as err:
+            log.warning("{} failed: {}", self.state.value, err)
+            self._done(self._timing.error_backoff, str(err), isinstance(err, CRIUnavailable))
+        finally:
+            if self._metrics is not None:
+                self._metrics.pod_worker_duration.labels(update.kind.value).observe(
+                    self._clock.monotonic() - started
+                )
+
+    def _cancelled(self) -> bool:
+        """Whether the supervisor cancelled this sync (set from its thread: an input)."""
+        return bool(self.dispatch.observe("cancelled", self.cancel.is_set()))
+
+    def _status(self, pod: Pod) -> RuntimePodStatus:
+        return self._manager.get_pod_status(self.uid, pod.metadata.name, pod.metadata.namespace)
+
+    def _observe(self, pod: Pod, status: RuntimePodStatus, result: PodSyncResult | None) -> None:
+        observed = PodObserved(pod, status, result, self.state)
+        self.send("status", observed)
+        self.send("probes", observed)
+
+    def _sync(self, pod: Pod, update: UpdatePod) -> None:
+        status = self._status(pod)
+        phase = generate_pod_status(pod, status).phase
+        if phase in TERMINAL_PHASES:
+            # Upstream: a pod that reached a terminal phase is terminated (its sandbox
+            # stopped) but stays, with its statuses, until its source removes it.
+            self._observe(pod, status, None)
+            self.state = WorkerState.TERMINATING
+            self._pending = update
+            self._run()
+            return
+        result = self._manager.sync_pod(
+            pod, status, dict(update.liveness), dict(update.startup), self._cancelled
+        )
+        after = self._status(pod) if result.steps else status
+        self._observe(pod, after, result)
+        new_phase = generate_pod_status(pod, after, result).phase
+        changed = new_phase != self._last_phase
+        self._last_phase = new_phase
+        if not result.ok:
+            self._done(self._timing.error_backoff, str(result))
+        elif changed and new_phase in TERMINAL_PHASES:
+            self._done(0.0)  # a phase change is acted on right away
+        else:
+            jitter = self._rng.uniform(0, RESYNC_JITTER) * self._timing.resync_interval
+            self._done(self._timing.resync_interval + jitter)
+
+    def _terminate(self, pod: Pod, log: Any) -> None:
+        status = self._status(pod)
+        result = self._manager.kill_pod(pod, status, self._grace)
+        if not result.ok:
+            log.warning("stopping the pod failed, will retry: {}", result)
+            self._done(TERMINATE_RETRY, str(result))
+            return
+        self.state = WorkerState.TERMINATED
+        if self._remove:
+            # Removed: an empty runtime status would read as Pending; the supervisor
+            # forgets the pod (and its status) once it hears this worker is done.
+            self._remove_pod(status, log)
+        else:
+            self._observe(pod, status, result)
+        log.info("pod terminated{}", " and removed" if self._remove else "")
+        self._done(None)
+
+    def _remove_pod(self, status: RuntimePodStatus, log: Any) -> None:
+        """Remove the pod's sandboxes (and with them its containers), then its dirs."""
+        for sandbox in status.sandbox_statuses:
+            try:
+                self._manager.runtime.remove_pod_sandbox(sandbox.id)
+            except CRINotFound:
+                continue
+        pod = self._pod
+        if pod is None:
+            return
+        settings = self._manager.settings
+        for path in (
+            settings.pod_dir(pod.uid),
+            settings.pod_log_dir(pod.metadata.namespace, pod.metadata.name, pod.uid),
+        ):
+            if os.path.isdir(path):
+                shutil.rmtree(path, ignore_errors=True)
+        log.debug("removed the pod's sandboxes and directories")
+
+    def _done(self, requeue_after: float | None, error: str = "", runtime_error: bool = False
+              ) -> None:
+        self.send("supervisor", PodWorkerDone(
+            self.uid, self.state, requeue_after, error, runtime_error
+        ))

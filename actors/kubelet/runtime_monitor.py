@@ -1,0 +1,132 @@
+"""Watches the CRI runtime: answers or not, and (embedded mode) restarts containerd.
+
+On every Tick("runtime-check") it asks the runtime for its status with a short timeout.
+While the runtime does not answer it checks again after 100 ms, doubling to 5 s (upstream's
+syncLoop back-off), and tells the supervisor only when health changes. An embedded
+containerd that exited is started again, with back-off 1 s doubling to 30 s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from loguru import logger
+
+from actors.core.actor import KubeletActor
+from actors.core.dispatch import Dispatch
+from actors.core.messages import Tick
+from actors.core.timers import Timers
+from actors.core.trace.names import message
+from actors.kubelet.messages import RuntimeHealth
+from actors.kubelet.metrics import KubeletMetrics
+from runtime.clock import Clock
+from runtime.cri.service import RuntimeService
+from runtime.errors import CRIError, KubeletError
+
+CHECK_MIN, CHECK_MAX = 0.1, 5.0
+RESTART_MIN, RESTART_MAX = 1.0, 30.0
+
+
+class ManagedContainerd(Protocol):
+    """What the monitor needs of an embedded containerd."""
+
+    def poll(self) -> int | None: ...
+
+    def start(self, timeout: float | None = None) -> None: ...
+
+    def log_tail(self, lines: int = 20) -> str: ...
+
+
+@message("Recheck")
+@dataclass(frozen=True, slots=True)
+class Recheck:
+    """Internal: check again now (a back-off timer fired)."""
+
+
+class RuntimeMonitor(KubeletActor):
+    """Reports RuntimeHealth changes to the supervisor and keeps containerd running."""
+
+    def __init__(
+        self,
+        dispatch: Dispatch,
+        timers: Timers,
+        runtime: RuntimeService,
+        clock: Clock,
+        containerd: ManagedContainerd | None = None,
+        metrics: KubeletMetrics | None = None,
+        incarnation: int = 0,
+    ) -> None:
+        super().__init__("runtime-monitor", dispatch, incarnation)
+        self._timers = timers
+        self._runtime = runtime
+        self._clock = clock
+        self._containerd = containerd
+        self._metrics = metrics
+        self._healthy: bool | None = None
+        self._check_delay = CHECK_MIN
+        self._restart_delay = RESTART_MIN
+        self._next_restart = 0.0
+        self._recheck_pending = False
+
+    def handle(self, message: Any) -> Any:
+        if isinstance(message, Tick) and message.kind == "runtime-check":
+            if not self._recheck_pending:
+                self.check()
+        elif isinstance(message, Recheck):
+            self._recheck_pending = False
+            self.check()
+        else:
+            return super().handle(message)
+        return None
+
+    def check(self) -> None:
+        reason = self._containerd_reason()
+        if reason is None:
+            try:
+                status = self._runtime.status()
+                cond = status.condition("RuntimeReady")
+                if cond is not None and not cond.status:
+                    reason = f"runtime not ready: {cond.reason} {cond.message}".strip()
+            except CRIError as err:
+                reason = f"container runtime is down: {err.detail}"
+        self._report(reason)
+
+    def _containerd_reason(self) -> str | None:
+        """None if containerd runs (or is not ours); else why not, restarting it if due."""
+        if self._containerd is None:
+            return None
+        code = self._containerd.poll()
+        if code is None:
+            return None
+        now = self._clock.monotonic()
+        reason = f"embedded containerd exited with code {code}"
+        if now < self._next_restart:
+            return reason
+        logger.warning("{}; restarting it", reason)
+        try:
+            self._containerd.start()
+            if self._metrics is not None:
+                self._metrics.containerd_restarts.inc()
+            self._restart_delay = RESTART_MIN
+            return None
+        except KubeletError as err:
+            self._next_restart = now + self._restart_delay
+            self._restart_delay = min(self._restart_delay * 2, RESTART_MAX)
+            return f"{reason}; restart failed: {err}"
+
+    def _report(self, reason: str | None) -> None:
+        healthy = reason is None
+        if healthy != self._healthy:
+            if healthy:
+                logger.info("container runtime is healthy")
+            else:
+                logger.warning("{}", reason)
+            self.send("supervisor", RuntimeHealth(healthy, reason or ""))
+        self._healthy = healthy
+        if healthy:
+            self._check_delay = CHECK_MIN
+            return
+        self._recheck_pending = True
+        self._timers.once(self._check_delay, self.name, Recheck())
+        self._check_delay = min(self._check_delay * 2, CHECK_MAX)

@@ -1,0 +1,172 @@
+"""The status manager: the source of truth for each pod's v1 status.
+
+It hears what pod workers observe (runtime state and sync results) and what the probe
+manager decides (readiness, startup), and computes the status by upstream's rules. The
+HTTP API asks it for a snapshot; it never asks anyone anything itself.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+from typing import Any
+
+from loguru import logger
+
+from actors.core.actor import KubeletActor
+from actors.core.dispatch import Dispatch
+from actors.kubelet.messages import (
+    DesiredPods,
+    GetPods,
+    PodForgotten,
+    PodObserved,
+    PodRejected,
+    ProbeKind,
+    ProbeVerdict,
+)
+from actors.kubelet.metrics import KubeletMetrics
+from runtime.clock import Clock
+from runtime.ids import ContainerID, PodUID
+from runtime.kuberuntime.podstatus import RuntimePodStatus
+from runtime.kuberuntime.result import PodSyncResult
+from runtime.pod.model import Pod
+from runtime.prober.results import ProbeResult
+from runtime.status.generate import generate_pod_status
+from runtime.status.types import (
+    PodStatus,
+)
+
+SEEN = "kubernetes.io/config.seen"
+
+
+@dataclass(slots=True)
+class _Entry:
+    pod: Pod
+    status: PodStatus
+    runtime: RuntimePodStatus | None = None
+    sync: PodSyncResult | None = None
+    readiness: dict[ContainerID, ProbeResult] = field(default_factory=dict)
+    startup: dict[ContainerID, ProbeResult] = field(default_factory=dict)
+    started_recorded: bool = False
+    rejected: bool = False
+    first_seen: float = 0.0
+
+
+def pending_status(pod: Pod, now: float) -> PodStatus:
+    """What a pod looks like before its first sync: what the runtime holding nothing of it
+    means by upstream's rules (Pending, containers creating or waiting on init)."""
+    nothing = RuntimePodStatus(PodUID(pod.uid), pod.metadata.name, pod.metadata.namespace)
+    return generate_pod_status(pod, nothing, now=now)
+
+
+def _seen_time(pod: Pod) -> float | None:
+    raw = pod.metadata.annotations.get(SEEN)
+    if not raw:
+        return None
+    try:
+        return datetime.datetime.fromisoformat(raw.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+class StatusManager(KubeletActor):
+    """Holds and computes the v1 status of every pod the kubelet knows."""
+
+    def __init__(
+        self,
+        dispatch: Dispatch,
+        clock: Clock,
+        metrics: KubeletMetrics | None = None,
+        host_ip: str = "",
+        incarnation: int = 0,
+    ) -> None:
+        super().__init__("status", dispatch, incarnation)
+        self._clock = clock
+        self._metrics = metrics
+        self._host_ip = host_ip
+        self._pods: dict[PodUID, _Entry] = {}
+
+    def handle(self, message: Any) -> Any:
+        if isinstance(message, GetPods):
+            return tuple((e.pod, e.status) for _, e in sorted(
+                self._pods.items(), key=lambda kv: (kv[1].pod.metadata.namespace,
+                                                    kv[1].pod.metadata.name)))
+        if isinstance(message, PodObserved):
+            self._observed(message)
+        elif isinstance(message, ProbeVerdict):
+            self._verdict(message)
+        elif isinstance(message, DesiredPods):
+            self._desired(message)
+        elif isinstance(message, PodRejected):
+            self._rejected(message)
+        elif isinstance(message, PodForgotten):
+            self._pods.pop(message.uid, None)
+        else:
+            return super().handle(message)
+        return None
+
+    def _desired(self, message: DesiredPods) -> None:
+        now = self._clock.now()
+        for pod in message.pods:
+            uid = PodUID(pod.uid)
+            entry = self._pods.get(uid)
+            if entry is None:
+                self._pods[uid] = _Entry(pod, pending_status(pod, now), first_seen=now)
+            else:
+                entry.pod = pod
+
+    def _rejected(self, message: PodRejected) -> None:
+        pod = message.pod
+        status = PodStatus(phase="Failed", reason=message.reason, message=message.message)
+        self._pods[PodUID(pod.uid)] = _Entry(pod, status, rejected=True)
+
+    def _observed(self, message: PodObserved) -> None:
+        uid = PodUID(message.pod.uid)
+        entry = self._pods.get(uid)
+        if entry is None:
+            now = self._clock.now()
+            entry = self._pods[uid] = _Entry(
+                message.pod, pending_status(message.pod, now), first_seen=_seen_time(
+                    message.pod) or now)
+        entry.pod = message.pod
+        entry.runtime = message.runtime
+        if message.sync is not None:
+            entry.sync = message.sync
+        self._recompute(uid, entry)
+
+    def _verdict(self, message: ProbeVerdict) -> None:
+        entry = self._pods.get(message.uid)
+        if entry is None:
+            return
+        if message.kind == ProbeKind.READINESS:
+            entry.readiness[message.container_id] = message.result
+        elif message.kind == ProbeKind.STARTUP:
+            entry.startup[message.container_id] = message.result
+        else:
+            return
+        if entry.runtime is not None:
+            self._recompute(message.uid, entry)
+
+    def _recompute(self, uid: PodUID, entry: _Entry) -> None:
+        if entry.runtime is None or entry.rejected:
+            return
+        previous = entry.status if entry.status.start_time else None
+        entry.status = generate_pod_status(
+            entry.pod, entry.runtime, entry.sync, entry.readiness, entry.startup,
+            now=self._clock.now(), previous=previous, host_ip=self._host_ip,
+        )
+        if previous is None or previous.phase != entry.status.phase:
+            logger.bind(pod=entry.pod.metadata.name, uid=uid, container="").info(
+                "phase {}", entry.status.phase
+            )
+        self._record_start(entry)
+
+    def _record_start(self, entry: _Entry) -> None:
+        """kubelet_pod_start_duration_seconds: first seen until every container runs."""
+        if entry.started_recorded or self._metrics is None:
+            return
+        statuses = entry.status.container_statuses
+        if not statuses or not all(s.state.running is not None for s in statuses):
+            return
+        entry.started_recorded = True
+        self._metrics.pod_start_duration.observe(max(self._clock.now() - entry.first_seen, 0.0))

@@ -1,0 +1,441 @@
+"""The supervisor: upstream's syncLoop as an actor, and the owner of every other actor.
+
+It takes what the select loop took (source snapshots, PLEG relists, the sync and
+housekeeping ticks, probe verdicts, runtime health), keeps the desired pods, admits them,
+and dispatches updates to pod workers. Its children are supervised as OTP does it
+(actors.supervision, where the kubelet's tree and its restart strategy are described),
+and stop when it stops: nothing outlives it.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from loguru import logger
+
+from actors.core.dispatch import Dispatch
+from actors.core.messages import Stop, Tick
+from actors.core.supervision import (
+    KUBELET_SUPERVISION,
+    ChildSpec,
+    SupervisorActor,
+    SupervisorSpec,
+    kubelet_child,
+    pod_worker_spec,
+)
+from actors.core.timers import TimerHandle, Timers
+from actors.core.trace.names import message
+from actors.kubelet.messages import (
+    DesiredPods,
+    EventType,
+    KillRuntimePod,
+    PodForgotten,
+    PodRejected,
+    PodWorkerDone,
+    ProbeKind,
+    ProbeVerdict,
+    Relisted,
+    RelistFailed,
+    RuntimeHealth,
+    RuntimePod,
+    RuntimePodKilled,
+    SourceSnapshot,
+    UpdateKind,
+    UpdatePod,
+    WorkerState,
+)
+from actors.kubelet.metrics import KubeletMetrics
+from actors.kubelet.pod_config import PodConfig
+from runtime.clock import Clock
+from runtime.ids import ContainerID, PodUID
+from runtime.pod.model import Pod
+from runtime.prober.results import ProbeResult
+
+ChildFactory = Callable[[int], Any]  # incarnation -> pykka ActorRef
+WorkerFactory = Callable[[PodUID, int, threading.Event], Any]
+
+PLEG_UNHEALTHY_AFTER = 180.0
+SYNC_LOOP_UNHEALTHY_AFTER = 60.0
+
+
+@message("GetHealth")
+@dataclass(frozen=True, slots=True)
+class GetHealth:
+    """Ask: each health check by name, None when healthy, else why not."""
+
+
+@message("GetRunningPods")
+@dataclass(frozen=True, slots=True)
+class GetRunningPods:
+    """Ask: the runtime pods of the last relist."""
+
+
+@dataclass(frozen=True, slots=True)
+class SupervisorSettings:
+    max_pods: int = 110
+    sync_tick: float = 1.0
+    housekeeping_period: float = 2.0
+    relist_period: float = 1.0
+    runtime_check_period: float = 1.0
+    file_check_frequency: float = 20.0
+    http_check_frequency: float = 20.0
+    expected_sources: frozenset[str] = frozenset({"file"})
+    supervision: SupervisorSpec = KUBELET_SUPERVISION
+
+
+@dataclass(slots=True)
+class _Worker:
+    ref: Any
+    cancel: threading.Event
+    pod: Pod
+    state: WorkerState = WorkerState.SYNCING
+    incarnation: int = 0
+    kill: UpdatePod | None = None  # the kill in flight, issued again to a replacement
+
+
+@dataclass(slots=True)
+class _Verdicts:
+    liveness: dict[ContainerID, ProbeResult] = field(default_factory=dict)
+    startup: dict[ContainerID, ProbeResult] = field(default_factory=dict)
+
+
+class Supervisor(SupervisorActor):
+    """Owns the kubelet's actors and decides what each pod worker does next."""
+
+    def __init__(
+        self,
+        dispatch: Dispatch,
+        timers: Timers,
+        clock: Clock,
+        children: Sequence[ChildSpec | tuple[str, ChildFactory]],
+        worker_factory: WorkerFactory,
+        settings: SupervisorSettings | None = None,
+        metrics: KubeletMetrics | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.settings = settings or SupervisorSettings()
+        super().__init__("supervisor", dispatch, timers, clock, self.settings.supervision,
+                         [kubelet_child(c) for c in children], rng or random.Random(0))
+        self._timers = timers
+        self._clock = clock
+        self._worker_factory = worker_factory
+        self._metrics = metrics
+        self._config = PodConfig(clock)
+        self._desired: dict[PodUID, Pod] = {}
+        self._rejected: set[PodUID] = set()
+        self._workers: dict[PodUID, _Worker] = {}
+        self._queue: dict[PodUID, float] = {}
+        self._verdicts: dict[PodUID, _Verdicts] = {}
+        self._waiting: dict[str, list[Pod]] = {}  # static pods waiting on a full name
+        self._killing: set[PodUID] = set()
+        self._runtime_pods: tuple[RuntimePod, ...] = ()
+        self._runtime_ok = True
+        self._runtime_reason = ""
+        self._last_relist = clock.monotonic()
+        self._relist_error = ""
+        self._last_sync_tick = clock.monotonic()
+        self._timer_handles: list[TimerHandle] = []
+        self._problems: dict[str, set[tuple[str, str, str]]] = {}
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    def on_start(self) -> None:
+        super().on_start()
+        s = self.settings
+        every = self._timers.every
+        self._timer_handles = [
+            every("sync", self.name, s.sync_tick),
+            every("housekeeping", self.name, s.housekeeping_period),
+            every("relist", "pleg", s.relist_period, first=0.0),
+            every("runtime-check", "runtime-monitor", s.runtime_check_period, first=0.0),
+        ]
+        if "file" in s.expected_sources:
+            self._timer_handles.append(every("file-relist", "source/file", s.file_check_frequency))
+        if "http" in s.expected_sources:
+            self._timer_handles.append(every("http-poll", "source/http", s.http_check_frequency))
+        logger.info("kubelet supervisor started {} actors", len(self._child_specs))
+
+    def on_stop(self) -> None:
+        for handle in self._timer_handles:
+            handle.cancel()
+        super().on_stop()
+
+    # --- the select loop ---------------------------------------------------------------
+
+    def handle(self, message: Any) -> Any:
+        if isinstance(message, SourceSnapshot):
+            self._source(message)
+        elif isinstance(message, Relisted):
+            self._relisted(message)
+        elif isinstance(message, Tick):
+            if message.kind == "sync":
+                self._sync_tick()
+            elif message.kind == "housekeeping":
+                self._housekeeping()
+        elif isinstance(message, PodWorkerDone):
+            self._worker_done(message)
+        elif isinstance(message, ProbeVerdict):
+            self._probe(message)
+        elif isinstance(message, RuntimeHealth):
+            self._health(message)
+        elif isinstance(message, RelistFailed):
+            self._relist_error = message.error
+        elif isinstance(message, RuntimePodKilled):
+            self._killing.discard(message.uid)
+        elif isinstance(message, GetHealth):
+            return self.health()
+        elif isinstance(message, GetRunningPods):
+            return self._runtime_pods
+        elif isinstance(message, Stop):
+            logger.info("stopping: {}", message.reason)
+            self.actor_ref.stop(block=False)
+        else:
+            return super().handle(message)
+        return None
+
+    # --- sources and admission ---------------------------------------------------------
+
+    def _source(self, snapshot: SourceSnapshot) -> None:
+        self._note_problems(snapshot)
+        changes = self._config.apply(snapshot)
+        for conflict in changes.conflicts:
+            logger.warning("{}", conflict)
+        for pod in changes.removes:
+            self._terminate(PodUID(pod.uid), remove=True, reason="removed from its source")
+        for pod in changes.adds:
+            self._admit(pod)
+        for pod in changes.updates + changes.reconciles:
+            self._update(pod)
+        for pod in changes.deletes:
+            self._terminate(PodUID(pod.uid), remove=True, reason="deleted",
+                            grace=pod.metadata.deletion_grace_period_seconds)
+        self.send("status", DesiredPods(tuple(self._desired.values())))
+
+    def _note_problems(self, snapshot: SourceSnapshot) -> None:
+        current = {(p.source, p.path, p.cause) for p in snapshot.problems}
+        previous = self._problems.get(snapshot.source, set())
+        self._problems[snapshot.source] = current
+        if self._metrics is not None:
+            self._metrics.manifest_errors_current.labels(snapshot.source).set(len(current))
+            self._metrics.manifest_errors.labels(snapshot.source).inc(len(current - previous))
+
+    def _active(self) -> int:
+        return sum(1 for w in self._workers.values() if w.state != WorkerState.TERMINATED)
+
+    def _admit(self, pod: Pod) -> None:
+        uid = PodUID(pod.uid)
+        if uid in self._desired:
+            self._update(pod)
+            return
+        blocker = next((w for u, w in self._workers.items()
+                        if w.pod.full_name == pod.full_name and u != uid), None)
+        if blocker is not None:
+            # Upstream: static pods with the same full name start one at a time.
+            self._waiting.setdefault(pod.full_name, []).append(pod)
+            logger.bind(pod=pod.metadata.name, uid=uid, container="").info(
+                "waiting for the previous pod named {} to terminate", pod.full_name)
+            return
+        if self._active() >= self.settings.max_pods:
+            used = self._active()
+            self._rejected.add(uid)
+            self.send("status", PodRejected(
+                pod, "OutOfpods", f"Node didn't have enough resource: pods, requested: 1, "
+                f"used: {used}, capacity: {self.settings.max_pods}"))
+            logger.bind(pod=pod.metadata.name, uid=uid, container="").warning(
+                "rejected: node has {} pods already (max {})", used, self.settings.max_pods)
+            return
+        self._desired[uid] = pod
+        self._start_worker(uid, pod)
+        self._dispatch(uid, UpdateKind.CREATE)
+
+    def _update(self, pod: Pod) -> None:
+        uid = PodUID(pod.uid)
+        if uid not in self._desired:
+            return
+        self._desired[uid] = pod
+        worker = self._workers.get(uid)
+        if worker is not None:
+            worker.pod = pod
+        self._dispatch(uid, UpdateKind.UPDATE)
+
+    def _terminate(self, uid: PodUID, remove: bool, reason: str, grace: int | None = None
+                   ) -> None:
+        pod = self._desired.pop(uid, None)
+        self._rejected.discard(uid)
+        self._queue.pop(uid, None)
+        self._verdicts.pop(uid, None)
+        for waiting in self._waiting.values():
+            waiting[:] = [p for p in waiting if p.uid != uid]
+        worker = self._workers.get(uid)
+        if worker is None:
+            if pod is not None:
+                self.send("status", PodForgotten(uid))
+            return
+        worker.cancel.set()  # stop a sync in flight from starting more containers
+        logger.bind(pod=worker.pod.metadata.name, uid=uid, container="").info(
+            "stopping pod: {}", reason)
+        kill = UpdatePod(pod or worker.pod, UpdateKind.KILL, grace_override=grace,
+                         reason=reason, remove=remove)
+        if worker.kill is not None:  # as the worker merges them: grace only shrinks
+            old = worker.kill.grace_override
+            kill = replace(kill, remove=remove or worker.kill.remove, grace_override=(
+                old if old is not None and (grace is None or old < grace) else grace))
+        worker.kill = kill
+        self.dispatch.tell(worker_name(uid), kill, sender=self.name)
+
+    # --- pod workers -------------------------------------------------------------------
+
+    def _start_worker(self, uid: PodUID, pod: Pod) -> None:
+        self._workers[uid] = _Worker(None, threading.Event(), pod)
+        self.supervision.add(pod_worker_spec(worker_name(uid),
+                                             lambda n: self._worker_incarnation(uid, n)))
+
+    def _worker_incarnation(self, uid: PodUID, incarnation: int) -> Any:
+        worker = self._workers[uid]
+        worker.cancel, worker.incarnation = threading.Event(), incarnation
+        worker.ref = self._worker_factory(uid, incarnation, worker.cancel)
+        return worker.ref
+
+    def _dispatch(self, uid: PodUID, kind: UpdateKind) -> None:
+        worker = self._workers.get(uid)
+        pod = self._desired.get(uid)
+        if worker is None or pod is None or worker.state == WorkerState.TERMINATED:
+            return
+        verdicts = self._verdicts.get(uid, _Verdicts())
+        self._queue.pop(uid, None)
+        self.dispatch.tell(worker_name(uid), UpdatePod(
+            pod, kind, tuple(verdicts.liveness.items()), tuple(verdicts.startup.items())),
+            sender=self.name)
+
+    def _forget_worker(self, uid: PodUID) -> None:
+        worker = self._workers.pop(uid, None)
+        if worker is None:
+            return
+        self.supervision.remove(worker_name(uid), "its pod is gone")
+        self.send("status", PodForgotten(uid))
+        self.send("probes", PodForgotten(uid))
+        waiting = self._waiting.pop(worker.pod.full_name, [])
+        if waiting:
+            first, rest = waiting[0], waiting[1:]
+            if rest:
+                self._waiting[worker.pod.full_name] = rest
+            self._admit(first)
+
+    def _worker_done(self, done: PodWorkerDone) -> None:
+        worker = self._workers.get(done.uid)
+        if worker is None:
+            return
+        worker.state = done.state
+        if done.state == WorkerState.TERMINATED:
+            self._queue.pop(done.uid, None)
+            if done.uid not in self._desired:
+                self._forget_worker(done.uid)
+        elif done.requeue_after is not None:
+            self._queue[done.uid] = self._clock.monotonic() + done.requeue_after
+        if done.runtime_error:
+            self.send("runtime-monitor", Tick("runtime-check", self._clock.monotonic()))
+
+    def _sync_tick(self) -> None:
+        now = self._last_sync_tick = self._clock.monotonic()
+        if not self._runtime_ok:
+            return  # upstream's syncLoop backs off while the runtime reports errors
+        for uid in [u for u, due in self._queue.items() if due <= now]:
+            self._dispatch(uid, UpdateKind.SYNC)
+
+    # --- PLEG, probes, runtime ---------------------------------------------------------
+
+    def _relisted(self, relist: Relisted) -> None:
+        self._last_relist = self._clock.monotonic()
+        self._relist_error = ""
+        self._runtime_pods = relist.pods
+        if self._metrics is not None:
+            self._metrics.pleg_relist_duration.observe(relist.duration)
+            self._metrics.pleg_last_seen.set(self._clock.now())
+            self._metrics.running_containers.labels("running").set(relist.running_containers)
+            self._metrics.running_pods.set(sum(1 for p in relist.pods if p.running))
+        if not self._runtime_ok:
+            return
+        for uid in dict.fromkeys(e.uid for e in relist.events
+                                 if e.type != EventType.CONTAINER_REMOVED):
+            self._dispatch(uid, UpdateKind.SYNC)
+
+    def _probe(self, verdict: ProbeVerdict) -> None:
+        if verdict.uid not in self._desired or verdict.kind == ProbeKind.READINESS:
+            return
+        entry = self._verdicts.setdefault(verdict.uid, _Verdicts())
+        table = entry.liveness if verdict.kind == ProbeKind.LIVENESS else entry.startup
+        table[verdict.container_id] = verdict.result
+        if verdict.result != ProbeResult.UNKNOWN:
+            self._dispatch(verdict.uid, UpdateKind.SYNC)
+
+    def _health(self, health: RuntimeHealth) -> None:
+        was_ok, self._runtime_ok = self._runtime_ok, health.ok
+        self._runtime_reason = health.reason
+        if health.ok and not was_ok:
+            for uid in list(self._desired):
+                self._dispatch(uid, UpdateKind.SYNC)
+
+    def _housekeeping(self) -> None:
+        if not self._config.sources_ready(self.settings.expected_sources):
+            return  # never kill what a source that has not spoken yet may still want
+        for uid in [u for u, w in self._workers.items()
+                    if w.state == WorkerState.TERMINATED and u not in self._desired]:
+            self._forget_worker(uid)
+        if not self._runtime_ok:
+            return
+        for rp in self._runtime_pods:
+            if rp.uid in self._desired or rp.uid in self._workers or rp.uid in self._killing:
+                continue
+            self._killing.add(rp.uid)
+            self.send("killer", KillRuntimePod(rp.uid, rp.name, rp.namespace))
+
+    def health(self) -> dict[str, str | None]:
+        now = self._clock.monotonic()
+        pleg: str | None = None
+        if now - self._last_relist > PLEG_UNHEALTHY_AFTER:
+            pleg = (f"PLEG has not relisted successfully for {now - self._last_relist:.0f}s"
+                    + (f": {self._relist_error}" if self._relist_error else ""))
+        syncloop: str | None = None
+        if now - self._last_sync_tick > SYNC_LOOP_UNHEALTHY_AFTER:
+            syncloop = f"sync loop last ran {now - self._last_sync_tick:.0f}s ago"
+        runtime = None if self._runtime_ok else (self._runtime_reason or "runtime is down")
+        return {"ping": None, "syncloop": syncloop, "pleg": pleg, "runtime": runtime}
+
+    # --- supervision -------------------------------------------------------------------
+
+    def child_restarted(self, name: str, incarnation: int) -> None:
+        """Give a replaced child what rebuilds its state."""
+        if self._metrics is not None:
+            self._metrics.actor_restarts.labels("pod" if name.startswith("pod/") else name).inc()
+        if name.startswith("pod/"):
+            self._rebuild_worker(PodUID(name[4:]))
+        elif name == "status":
+            self.send("status", DesiredPods(tuple(self._desired.values())))
+        elif name == "killer":
+            # Kills the old killer held died with it: housekeeping orders them again.
+            self._killing.clear()
+
+    def _rebuild_worker(self, uid: PodUID) -> None:
+        """A replaced worker syncs its pod from the runtime, or issues its kill again."""
+        worker = self._workers.get(uid)
+        if worker is None:
+            return
+        if worker.kill is None and uid not in self._desired:
+            worker.kill = UpdatePod(worker.pod, UpdateKind.KILL, remove=True, reason="removed")
+        if worker.kill is None:
+            worker.state = WorkerState.SYNCING
+            self._dispatch(uid, UpdateKind.SYNC)
+            return
+        worker.state = WorkerState.TERMINATING
+        worker.cancel.set()
+        logger.bind(pod=worker.pod.metadata.name, uid=uid, container="").info(
+            "issuing the kill in flight again: {}", worker.kill.reason)
+        self.dispatch.tell(worker_name(uid), worker.kill, sender=self.name)
+
+
+def worker_name(uid: PodUID) -> str:
+    return f"pod/{uid}"
