@@ -45,8 +45,8 @@ from actors.kubelet.sync_loop import (
     ChildFactory,
     GetHealth,
     GetRunningPods,
-    Supervisor,
-    SupervisorSettings,
+    SyncLoop,
+    SyncLoopSettings,
 )
 from runtime.clock import Clock, RealClock
 from runtime.cri.instrumented import instrument
@@ -143,7 +143,7 @@ class Kubelet:
 
 
 def replay_config(settings: NodeSettings, timing: WorkerTiming,
-                  supervisor: SupervisorSettings, node_ip: str, embedded: bool
+                  supervisor: SyncLoopSettings, node_ip: str, embedded: bool
                   ) -> dict[str, Any]:
     """What a replay needs to build the same actors (recorded in every trace header)."""
     return {
@@ -184,7 +184,7 @@ def start_kubelet(
         sources.add("file")
     if flags.manifest_url:
         sources.add("http")
-    supervisor_settings = SupervisorSettings(
+    supervisor_settings = SyncLoopSettings(
         max_pods=flags.max_pods,
         file_check_frequency=flags.file_check_frequency,
         http_check_frequency=flags.http_check_frequency,
@@ -233,7 +233,7 @@ def start_kubelet(
                                incarnation=incarnation)
 
     timers.start()
-    supervisor = Supervisor.start(dispatch, timers, clock, children, worker,
+    supervisor = SyncLoop.start(dispatch, timers, clock, children, worker,
                                   supervisor_settings, metrics)
     http = KubeletHTTPServer(
         DaemonView(dispatch, metrics, manager), address=flags.address, port=flags.port,

@@ -1,7 +1,7 @@
 """The base of every kubelet actor: named, addressed through Dispatch, supervised.
 
 Pykka stops an actor for good when a tell handler raises and drops its queued tells; a
-KubeletActor reports that to its supervisor (ChildFailed) so it can be replaced.
+Actor reports that to its supervisor (ChildFailed) so it can be replaced.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from actors.core.envelope import Envelope
 from actors.core.messages import ChildFailed
 
 
-class KubeletActor(pykka.ThreadingActor):
+class Actor(pykka.ThreadingActor):
     """An actor with a name, an incarnation number and a supervisor to report to."""
 
     supervisor_name = "supervisor"

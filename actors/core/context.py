@@ -1,6 +1,6 @@
 """Which actor, incarnation and delivery the current code is handling, if any.
 
-Set by KubeletActor around each handler, read by the recorders so every runtime call,
+Set by Actor around each handler, read by the recorders so every runtime call,
 clock read and sent message is attributed to the actor and delivery that caused it. A
 context variable, so work a handler fans out to threads with a copied context (the
 runtime manager's parallel kills) is still attributed to it.

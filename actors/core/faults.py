@@ -1,7 +1,7 @@
 """Fault injection for the drills: a seeded plan of where an actor fails.
 
 Nothing here runs unless a plan is given to ``start_kubelet`` (``faults=``): a
-KubeletActor reads ``dispatch.faults`` once, and with None it costs one attribute test per
+Actor reads ``dispatch.faults`` once, and with None it costs one attribute test per
 delivery. A plan holds:
 
 - handler faults (``ActorFault``): the actor named (or any actor under a prefix such as
@@ -145,7 +145,7 @@ class FaultPlan:
                 return slot
         return None
 
-    # --- hooks (KubeletActor) ------------------------------------------------------------
+    # --- hooks (Actor) ------------------------------------------------------------
 
     def delivery(self, actor: str, incarnation: int, message: object) -> _Armed | None:
         """Called as a handler begins; raises now, or arms the runtime-call countdown."""
@@ -244,5 +244,5 @@ class FaultRuntime:
 
 
 def install(dispatch: Any, plan: FaultPlan) -> None:
-    """Make ``plan`` the dispatch's fault plan (read by every KubeletActor it serves)."""
+    """Make ``plan`` the dispatch's fault plan (read by every Actor it serves)."""
     dispatch.faults = plan

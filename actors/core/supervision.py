@@ -54,7 +54,7 @@ from typing import Any, Literal
 
 from loguru import logger
 
-from actors.core.actor import KubeletActor
+from actors.core.actor import Actor
 from actors.core.dispatch import Dispatch
 from actors.core.messages import ChildExited, ChildFailed, DeadLetter, RestartChild, Tick
 from actors.core.timers import TimerHandle, Timers
@@ -460,7 +460,7 @@ class Supervision:
         return child is not None and child.ref is None
 
 
-class SupervisorActor(KubeletActor):
+class SupervisorActor(Actor):
     """An actor that supervises children with a ``Supervision`` (subclass for more)."""
 
     def __init__(

@@ -14,7 +14,7 @@ from typing import Any
 
 from loguru import logger
 
-from actors.core.actor import KubeletActor
+from actors.core.actor import Actor
 from actors.core.dispatch import Dispatch
 from actors.core.messages import Tick
 from actors.kubelet.messages import (
@@ -133,7 +133,7 @@ def take_snapshot(runtime: RuntimeService) -> _Snapshot:
     return _Snapshot(states, pods, running_containers)
 
 
-class PLEG(KubeletActor):
+class PLEG(Actor):
     """Relists on every Tick("relist") and reports to the supervisor."""
 
     def __init__(

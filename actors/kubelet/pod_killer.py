@@ -12,7 +12,7 @@ from typing import Any
 
 from loguru import logger
 
-from actors.core.actor import KubeletActor
+from actors.core.actor import Actor
 from actors.core.dispatch import Dispatch
 from actors.core.trace.names import message
 from actors.kubelet.messages import KillRuntimePod, RuntimePodKilled
@@ -31,7 +31,7 @@ class KillFinished:
     error: str = ""
 
 
-class PodKiller(KubeletActor):
+class PodKiller(Actor):
     """Kills orphans with their own grace period and preStop hooks (from their labels)."""
 
     def __init__(

@@ -19,7 +19,7 @@ from typing import Any
 
 from loguru import logger
 
-from actors.core.actor import KubeletActor
+from actors.core.actor import Actor
 from actors.core.dispatch import Dispatch
 from actors.core.trace.names import message
 from actors.kubelet.messages import PodObserved, PodWorkerDone, UpdateKind, UpdatePod, WorkerState
@@ -50,7 +50,7 @@ class WorkerTiming:
     error_backoff: float = SYNC_ERROR_BACKOFF
 
 
-class PodWorker(KubeletActor):
+class PodWorker(Actor):
     """Keeps one pod converged with its spec, then stops it when told."""
 
     def __init__(

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
-from actors.core.actor import KubeletActor
+from actors.core.actor import Actor
 from actors.core.dispatch import Dispatch
 from actors.core.messages import Tick
 from actors.core.timers import TimerHandle, Timers
@@ -123,7 +123,7 @@ def _probed_containers(pod: Pod) -> tuple[Container, ...]:
     return sidecars + pod.spec.containers
 
 
-class ProbeManager(KubeletActor):
+class ProbeManager(Actor):
     """Schedules probe attempts, runs them on a pool and publishes verdicts that flip."""
 
     def __init__(

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from loguru import logger
 
-from actors.core.actor import KubeletActor
+from actors.core.actor import Actor
 from actors.core.dispatch import Dispatch
 from actors.core.messages import Tick
 from actors.core.timers import Timers
@@ -44,7 +44,7 @@ class Recheck:
     """Internal: check again now (a back-off timer fired)."""
 
 
-class RuntimeMonitor(KubeletActor):
+class RuntimeMonitor(Actor):
     """Reports RuntimeHealth changes to the supervisor and keeps containerd running."""
 
     def __init__(

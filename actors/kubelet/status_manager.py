@@ -13,7 +13,7 @@ from typing import Any
 
 from loguru import logger
 
-from actors.core.actor import KubeletActor
+from actors.core.actor import Actor
 from actors.core.dispatch import Dispatch
 from actors.kubelet.messages import (
     DesiredPods,
@@ -69,7 +69,7 @@ def _seen_time(pod: Pod) -> float | None:
         return None
 
 
-class StatusManager(KubeletActor):
+class StatusManager(Actor):
     """Holds and computes the v1 status of every pod the kubelet knows."""
 
     def __init__(

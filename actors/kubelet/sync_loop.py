@@ -75,7 +75,7 @@ class GetRunningPods:
 
 
 @dataclass(frozen=True, slots=True)
-class SupervisorSettings:
+class SyncLoopSettings:
     max_pods: int = 110
     sync_tick: float = 1.0
     housekeeping_period: float = 2.0
@@ -103,7 +103,7 @@ class _Verdicts:
     startup: dict[ContainerID, ProbeResult] = field(default_factory=dict)
 
 
-class Supervisor(SupervisorActor):
+class SyncLoop(SupervisorActor):
     """Owns the kubelet's actors and decides what each pod worker does next."""
 
     def __init__(
@@ -113,11 +113,11 @@ class Supervisor(SupervisorActor):
         clock: Clock,
         children: Sequence[ChildSpec | tuple[str, ChildFactory]],
         worker_factory: WorkerFactory,
-        settings: SupervisorSettings | None = None,
+        settings: SyncLoopSettings | None = None,
         metrics: KubeletMetrics | None = None,
         rng: random.Random | None = None,
     ) -> None:
-        self.settings = settings or SupervisorSettings()
+        self.settings = settings or SyncLoopSettings()
         super().__init__("supervisor", dispatch, timers, clock, self.settings.supervision,
                          [kubelet_child(c) for c in children], rng or random.Random(0))
         self._timers = timers
@@ -128,7 +128,7 @@ class Supervisor(SupervisorActor):
         self._desired: dict[PodUID, Pod] = {}
         self._rejected: set[PodUID] = set()
         self._workers: dict[PodUID, _Worker] = {}
-        self._queue: dict[PodUID, float] = {}
+        self._requeue_at: dict[PodUID, float] = {}
         self._verdicts: dict[PodUID, _Verdicts] = {}
         self._waiting: dict[str, list[Pod]] = {}  # static pods waiting on a full name
         self._killing: set[PodUID] = set()
@@ -250,7 +250,7 @@ class Supervisor(SupervisorActor):
             return
         self._desired[uid] = pod
         self._start_worker(uid, pod)
-        self._dispatch(uid, UpdateKind.CREATE)
+        self._dispatch_work(uid, UpdateKind.CREATE)
 
     def _update(self, pod: Pod) -> None:
         uid = PodUID(pod.uid)
@@ -260,13 +260,13 @@ class Supervisor(SupervisorActor):
         worker = self._workers.get(uid)
         if worker is not None:
             worker.pod = pod
-        self._dispatch(uid, UpdateKind.UPDATE)
+        self._dispatch_work(uid, UpdateKind.UPDATE)
 
     def _terminate(self, uid: PodUID, remove: bool, reason: str, grace: int | None = None
                    ) -> None:
         pod = self._desired.pop(uid, None)
         self._rejected.discard(uid)
-        self._queue.pop(uid, None)
+        self._requeue_at.pop(uid, None)
         self._verdicts.pop(uid, None)
         for waiting in self._waiting.values():
             waiting[:] = [p for p in waiting if p.uid != uid]
@@ -300,13 +300,13 @@ class Supervisor(SupervisorActor):
         worker.ref = self._worker_factory(uid, incarnation, worker.cancel)
         return worker.ref
 
-    def _dispatch(self, uid: PodUID, kind: UpdateKind) -> None:
+    def _dispatch_work(self, uid: PodUID, kind: UpdateKind) -> None:
         worker = self._workers.get(uid)
         pod = self._desired.get(uid)
         if worker is None or pod is None or worker.state == WorkerState.TERMINATED:
             return
         verdicts = self._verdicts.get(uid, _Verdicts())
-        self._queue.pop(uid, None)
+        self._requeue_at.pop(uid, None)
         self.dispatch.tell(worker_name(uid), UpdatePod(
             pod, kind, tuple(verdicts.liveness.items()), tuple(verdicts.startup.items())),
             sender=self.name)
@@ -331,11 +331,11 @@ class Supervisor(SupervisorActor):
             return
         worker.state = done.state
         if done.state == WorkerState.TERMINATED:
-            self._queue.pop(done.uid, None)
+            self._requeue_at.pop(done.uid, None)
             if done.uid not in self._desired:
                 self._forget_worker(done.uid)
         elif done.requeue_after is not None:
-            self._queue[done.uid] = self._clock.monotonic() + done.requeue_after
+            self._requeue_at[done.uid] = self._clock.monotonic() + done.requeue_after
         if done.runtime_error:
             self.send("runtime-monitor", Tick("runtime-check", self._clock.monotonic()))
 
@@ -343,8 +343,8 @@ class Supervisor(SupervisorActor):
         now = self._last_sync_tick = self._clock.monotonic()
         if not self._runtime_ok:
             return  # upstream's syncLoop backs off while the runtime reports errors
-        for uid in [u for u, due in self._queue.items() if due <= now]:
-            self._dispatch(uid, UpdateKind.SYNC)
+        for uid in [u for u, due in self._requeue_at.items() if due <= now]:
+            self._dispatch_work(uid, UpdateKind.SYNC)
 
     # --- PLEG, probes, runtime ---------------------------------------------------------
 
@@ -361,7 +361,7 @@ class Supervisor(SupervisorActor):
             return
         for uid in dict.fromkeys(e.uid for e in relist.events
                                  if e.type != EventType.CONTAINER_REMOVED):
-            self._dispatch(uid, UpdateKind.SYNC)
+            self._dispatch_work(uid, UpdateKind.SYNC)
 
     def _probe(self, verdict: ProbeVerdict) -> None:
         if verdict.uid not in self._desired or verdict.kind == ProbeKind.READINESS:
@@ -370,14 +370,14 @@ class Supervisor(SupervisorActor):
         table = entry.liveness if verdict.kind == ProbeKind.LIVENESS else entry.startup
         table[verdict.container_id] = verdict.result
         if verdict.result != ProbeResult.UNKNOWN:
-            self._dispatch(verdict.uid, UpdateKind.SYNC)
+            self._dispatch_work(verdict.uid, UpdateKind.SYNC)
 
     def _health(self, health: RuntimeHealth) -> None:
         was_ok, self._runtime_ok = self._runtime_ok, health.ok
         self._runtime_reason = health.reason
         if health.ok and not was_ok:
             for uid in list(self._desired):
-                self._dispatch(uid, UpdateKind.SYNC)
+                self._dispatch_work(uid, UpdateKind.SYNC)
 
     def _housekeeping(self) -> None:
         if not self._config.sources_ready(self.settings.expected_sources):
@@ -428,7 +428,7 @@ class Supervisor(SupervisorActor):
             worker.kill = UpdatePod(worker.pod, UpdateKind.KILL, remove=True, reason="removed")
         if worker.kill is None:
             worker.state = WorkerState.SYNCING
-            self._dispatch(uid, UpdateKind.SYNC)
+            self._dispatch_work(uid, UpdateKind.SYNC)
             return
         worker.state = WorkerState.TERMINATING
         worker.cancel.set()

@@ -23,7 +23,7 @@ from actors.kubelet.probe_manager import ProbeManager
 from actors.kubelet.runtime_monitor import RuntimeMonitor
 from actors.kubelet.sources.file import FilesChanged  # noqa: F401 - registers its message name
 from actors.kubelet.status_manager import StatusManager
-from actors.kubelet.sync_loop import Supervisor, SupervisorSettings
+from actors.kubelet.sync_loop import SyncLoop, SyncLoopSettings
 from runtime.ids import PodUID
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.settings import NodeSettings
@@ -93,12 +93,12 @@ def build_actor(actor: str, incarnation: int, config: dict[str, Any],
         return PodWorker(PodUID(actor[4:]), dispatch, manager, clock_any, None, timing,
                          threading.Event(), incarnation=incarnation)
     if actor == "supervisor":
-        raw = _fields(SupervisorSettings, dict(config.get("supervisor", {})))
-        settings_s = msgspec.convert(raw, SupervisorSettings)  # nested specs included
+        raw = _fields(SyncLoopSettings, dict(config.get("supervisor", {})))
+        settings_s = msgspec.convert(raw, SyncLoopSettings)  # nested specs included
         sources = settings_s.expected_sources
         children = [(name, lambda n: _StubRef()) for name in _KUBELET_CHILDREN]
         children += [(f"source/{s}", lambda n: _StubRef()) for s in sorted(sources)]
-        supervisor = Supervisor(dispatch, timers_any, clock_any, children,
+        supervisor = SyncLoop(dispatch, timers_any, clock_any, children,
                                 lambda uid, n, cancel: _StubRef(), settings_s, None)
         supervisor.on_start()
         return supervisor

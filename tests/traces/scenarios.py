@@ -25,7 +25,7 @@ from actors.kubelet.pod_killer import PodKiller
 from actors.kubelet.pod_worker import PodWorker, WorkerTiming
 from actors.kubelet.runtime_monitor import RuntimeMonitor
 from actors.kubelet.status_manager import StatusManager
-from actors.kubelet.sync_loop import Supervisor, SupervisorSettings
+from actors.kubelet.sync_loop import SyncLoop, SyncLoopSettings
 from runtime.clock import FakeClock
 from runtime.cri.types import ContainerState
 from runtime.ids import ContainerID, PodUID
@@ -59,7 +59,7 @@ class RecordedNode:
         node = NodeSettings("node", root_dir=str(scratch / "root"),
                             pod_logs_dir=str(scratch / "logs"))
         timing = WorkerTiming(60.0)
-        settings = SupervisorSettings(expected_sources=frozenset({"file"}))
+        settings = SyncLoopSettings(expected_sources=frozenset({"file"}))
         self.writer = TraceWriter(directory, config={
             "node": {"node_name": node.node_name, "root_dir": node.root_dir,
                      "pod_logs_dir": node.pod_logs_dir},
@@ -84,7 +84,7 @@ class RecordedNode:
             return PodWorker.start(uid, d, manager, clock, None, timing, cancel,
                                    incarnation=n)
 
-        self.supervisor = Supervisor.start(d, self.timers, clock, children, worker, settings)
+        self.supervisor = SyncLoop.start(d, self.timers, clock, children, worker, settings)
 
     def snapshot(self, *pods: Pod) -> None:
         self.dispatch.tell("supervisor", SourceSnapshot("file", pods), sender="source/file")

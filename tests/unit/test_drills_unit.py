@@ -14,7 +14,7 @@ from actors.app.drills import invariants as inv
 from actors.app.drills.catalog import DRILLS
 from actors.app.drills.cli import main as drill_main
 from actors.core import context
-from actors.core.actor import KubeletActor
+from actors.core.actor import Actor
 from actors.core.dispatch import Dispatch
 from actors.core.faults import ActorFault, DrillFault, FaultPlan, install
 from actors.core.messages import ChildFailed
@@ -129,10 +129,10 @@ def test_seeded_rng_draws_the_same() -> None:
     assert FaultPlan(42).rng.random() == FaultPlan(42).rng.random()
 
 
-# --- the hooks in KubeletActor -----------------------------------------------------------
+# --- the hooks in Actor -----------------------------------------------------------
 
 
-class Probe(KubeletActor):
+class Probe(Actor):
     def __init__(self, dispatch: Dispatch, started: threading.Event) -> None:
         super().__init__("probe", dispatch)
         self.started = started
@@ -144,7 +144,7 @@ class Probe(KubeletActor):
         return "handled"
 
 
-class Sink(KubeletActor):
+class Sink(Actor):
     def __init__(self, dispatch: Dispatch, got: list[object]) -> None:
         super().__init__("supervisor", dispatch)
         self.got = got
@@ -184,7 +184,7 @@ def test_handler_fault_fails_the_actor_and_reports_it() -> None:
 
 
 def test_on_start_fault_is_reported_to_the_supervisor() -> None:
-    """Pykka does not call on_failure when on_start raises; KubeletActor reports it."""
+    """Pykka does not call on_failure when on_start raises; Actor reports it."""
     dispatch = Dispatch()
     plan = FaultPlan(3, [ActorFault("probe", on_start=True)])
     install(dispatch, plan)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from actors.core.actor import KubeletActor
+from actors.core.actor import Actor
 from actors.core.dispatch import Dispatch
 from actors.core.messages import ChildExited, Tick
 from actors.core.supervision import (
@@ -39,7 +39,7 @@ class Log:
         return self.events[mark:]
 
 
-class Child(KubeletActor):
+class Child(Actor):
     """Logs its start, stop and messages; ("raise", x) raises, ("block", ev) waits on ev,
     ("exit",) exits normally (tells its supervisor, then stops)."""
 

@@ -22,7 +22,7 @@ from actors.kubelet.pod_killer import PodKiller
 from actors.kubelet.pod_worker import PodWorker, WorkerTiming
 from actors.kubelet.runtime_monitor import RuntimeMonitor
 from actors.kubelet.status_manager import StatusManager
-from actors.kubelet.sync_loop import GetHealth, Supervisor, SupervisorSettings
+from actors.kubelet.sync_loop import GetHealth, SyncLoop, SyncLoopSettings
 from runtime.clock import FakeClock
 from runtime.cri.types import ContainerState, PodSandboxConfig, PodSandboxMetadata
 from runtime.errors import CRIUnavailable
@@ -74,9 +74,9 @@ class Node:
             return PodWorker.start(uid, d, self.manager, c, m, WorkerTiming(60.0), cancel,
                                    incarnation=n)
 
-        self.supervisor = Supervisor.start(
+        self.supervisor = SyncLoop.start(
             d, self.timers, c, children, worker,
-            SupervisorSettings(max_pods=max_pods, expected_sources=frozenset({"file"}),
+            SyncLoopSettings(max_pods=max_pods, expected_sources=frozenset({"file"}),
                                supervision=supervision), m)
 
     def snapshot(self, *pods: Pod) -> None:

@@ -14,7 +14,7 @@ import pytest
 from rich.console import Console
 
 from actors.app.trace_cli import main as cli_main
-from actors.core.actor import KubeletActor
+from actors.core.actor import Actor
 from actors.core.dispatch import Dispatch
 from actors.core.messages import Tick
 from actors.core.trace.perfetto import export_perfetto
@@ -371,7 +371,7 @@ class Boom:
     pass
 
 
-class Pinger(KubeletActor):
+class Pinger(Actor):
     def __init__(self, dispatch: Dispatch, writer: TraceWriter) -> None:
         super().__init__("pinger", dispatch)
         self.writer = writer
@@ -384,7 +384,7 @@ class Pinger(KubeletActor):
         return None
 
 
-class Ponger(KubeletActor):
+class Ponger(Actor):
     def __init__(self, dispatch: Dispatch, seen: list[Any], incarnation: int = 0) -> None:
         super().__init__("ponger", dispatch, incarnation)
         self.seen = seen
@@ -396,7 +396,7 @@ class Ponger(KubeletActor):
         return None
 
 
-class Boss(KubeletActor):
+class Boss(Actor):
     """Restarts the ponger once, as a supervisor would."""
 
     def __init__(self, dispatch: Dispatch, writer: TraceWriter, seen: list[Any]) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 import watchfiles
 from loguru import logger
 
-from actors.core.actor import KubeletActor
+from actors.core.actor import Actor
 from actors.core.dispatch import Dispatch
 from actors.core.messages import Tick
 from actors.core.trace.names import message
@@ -171,7 +171,7 @@ class _Watcher:
             _log.warning("watching {} for manifests stopped: {}", self.target, err)
 
 
-class FileSource(KubeletActor):
+class FileSource(Actor):
     """Lists a static-pod manifest directory and sends its pods to the supervisor."""
 
     def __init__(

@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from loguru import logger
 
-from actors.core.actor import KubeletActor
+from actors.core.actor import Actor
 from actors.core.dispatch import Dispatch
 from actors.core.messages import Tick
 from actors.kubelet.messages import ManifestProblem, SourceSnapshot
@@ -61,7 +61,7 @@ def urllib_fetch(url: str, timeout: float) -> tuple[int, bytes]:
             return int(err.code), bytes(err.read(MAX_BODY + 1))
 
 
-class HTTPSource(KubeletActor):
+class HTTPSource(Actor):
     """Polls a manifest URL and sends its static pods to the supervisor."""
 
     def __init__(
