@@ -9,7 +9,7 @@ import pytest
 from runtime.pod.manifest import parse_manifest_with_warnings
 from runtime.pod.static import read_manifest_dir
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 FILES = sorted(p for p in EXAMPLES.iterdir() if p.is_file() and not p.name.startswith("."))
 
 

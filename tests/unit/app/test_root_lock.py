@@ -22,7 +22,7 @@ with hold_root_dir(sys.argv[1]):
 
 
 def test_a_second_kubelet_on_the_same_root_dir_is_refused(tmp_path: Path) -> None:
-    repo = Path(__file__).resolve().parents[2]
+    repo = Path(__file__).resolve().parents[3]
     holder = subprocess.Popen([sys.executable, "-c", HOLD, str(tmp_path)], cwd=repo,
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                               env={**os.environ, "PYTHONPATH": str(repo)})

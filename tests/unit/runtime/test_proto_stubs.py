@@ -11,7 +11,7 @@ import pytest
 
 from proto import api_pb2, generate
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_committed_stubs_are_current() -> None:

@@ -48,7 +48,7 @@ from runtime.ids import ContainerID, SandboxID
 from runtime.kuberuntime.actions import KillReason, PodActions, compute_pod_actions
 from runtime.pod.model import Pod, Probe
 from runtime.prober.results import ProbeResult
-from tests.unit.kuberuntime_fixtures import (
+from tests.unit.runtime.kuberuntime_fixtures import (
     SANDBOX_ID,
     Scenario,
     make_base_pod_and_status,
