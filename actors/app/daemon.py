@@ -11,7 +11,7 @@ import dataclasses
 import signal
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any
@@ -20,36 +20,22 @@ from loguru import logger
 
 from actors.app.flags import KubeletFlags
 from actors.app.http.server import KubeletHTTPServer
-from actors.core.dispatch import Dispatch
-from actors.core.faults import FaultPlan, install
+from actors.core.dispatch import ActorRef, Dispatch
+from actors.core.faults import FaultPlan
 from actors.core.supervision import SupervisorSpec
 from actors.core.timers import TimerService
-from actors.core.trace.recording import (
-    CONTAINERD_METHODS,
-    RecordingClock,
-    RecordingProxy,
-    recording_runtime,
-)
+from actors.core.trace.recording import RecordingClock, RecordingInterceptor
 from actors.core.trace.writer import TraceWriter
+from actors.kubelet import names, tree
 from actors.kubelet.messages import GetPods, RuntimePod
 from actors.kubelet.metrics import KubeletMetrics
-from actors.kubelet.pleg import PLEG
-from actors.kubelet.pod_killer import PodKiller
-from actors.kubelet.pod_worker import PodWorker, WorkerTiming
-from actors.kubelet.probe_manager import ProbeManager
-from actors.kubelet.runtime_monitor import ManagedContainerd, RuntimeMonitor
-from actors.kubelet.sources.file import FileSource
-from actors.kubelet.sources.http import HTTPSource
-from actors.kubelet.status_manager import StatusManager
-from actors.kubelet.sync_loop import (
-    ChildFactory,
-    GetHealth,
-    GetRunningPods,
-    SyncLoop,
-    SyncLoopSettings,
-)
+from actors.kubelet.pod_worker import WorkerTiming
+from actors.kubelet.sync_loop import GetHealth, GetRunningPods, SyncLoopSettings
+from actors.kubelet.tree import KubeletParts, ReplayConfig, Sources
 from runtime.clock import Clock, RealClock
-from runtime.cri.instrumented import instrument
+from runtime.containerd.managed import ManagedContainerd
+from runtime.cri.instrumented import Timing
+from runtime.cri.intercept import Interceptor, intercept
 from runtime.cri.service import CRIRuntime
 from runtime.ids import PodUID
 from runtime.kuberuntime.manager import KubeRuntimeManager
@@ -76,29 +62,29 @@ class DaemonView:
         ref = self._dispatch.ref(name)
         if ref is None:
             raise RuntimeError(f"the {name} actor is not running")
-        return ref.ask(message, timeout=ASK_TIMEOUT)
+        return ref.ask(message, block=True, timeout=ASK_TIMEOUT)
 
     def pods(self) -> tuple[tuple[Pod, PodStatus], ...]:
-        result: tuple[tuple[Pod, PodStatus], ...] = self._ask("status", GetPods())
+        result: tuple[tuple[Pod, PodStatus], ...] = self._ask(names.STATUS, GetPods())
         return result
 
     def running_pods(self) -> tuple[RuntimePod, ...]:
-        result: tuple[RuntimePod, ...] = self._ask("supervisor", GetRunningPods())
+        result: tuple[RuntimePod, ...] = self._ask(names.SYNC_LOOP, GetRunningPods())
         return result
 
     def health(self) -> Mapping[str, str | None]:
         try:
-            result: Mapping[str, str | None] = self._ask("supervisor", GetHealth())
+            result: Mapping[str, str | None] = self._ask(names.SYNC_LOOP, GetHealth())
             return result
-        except Exception as err:  # a stuck or dead supervisor is itself the finding
-            return {"ping": None, "syncloop": f"the supervisor did not answer: {err!r}",
-                    "pleg": None, "runtime": None}
+        except Exception as err:  # a stuck or dead sync loop is itself the finding
+            return {**dict.fromkeys(names.HEALTH_CHECKS),
+                    names.HEALTH_SYNC_LOOP: f"the sync loop did not answer: {err!r}"}
 
     def metrics(self) -> KubeletMetrics:
         return self._metrics
 
     def refresh_metrics(self) -> None:
-        for actor, depth in self._dispatch.mailbox_depths().items():
+        for actor, depth in self._dispatch.mailbox_depths(names.actor_group).items():
             self._metrics.mailbox_depth.labels(actor).set(depth)
         for counts, seen, metric in (
             (self._dispatch.dead_letters, self._dead_seen, self._metrics.dead_letters),
@@ -128,32 +114,18 @@ class Kubelet:
 
     dispatch: Dispatch
     timers: TimerService
-    supervisor: Any
+    sync_loop: ActorRef
     http: KubeletHTTPServer
     metrics: KubeletMetrics
     writer: TraceWriter | None = None
 
     def stop(self) -> None:
         self.http.stop()
-        if self.supervisor.is_alive():
-            self.supervisor.stop(block=True, timeout=60.0)
+        if self.sync_loop.is_alive():
+            self.sync_loop.stop(block=True, timeout=60.0)
         self.timers.stop()
         if self.writer is not None:
             self.writer.close()
-
-
-def replay_config(settings: NodeSettings, timing: WorkerTiming,
-                  supervisor: SyncLoopSettings, node_ip: str, embedded: bool
-                  ) -> dict[str, Any]:
-    """What a replay needs to build the same actors (recorded in every trace header)."""
-    return {
-        "node": dataclasses.asdict(settings),
-        "timing": dataclasses.asdict(timing),
-        "supervisor": {**dataclasses.asdict(supervisor),
-                       "expected_sources": sorted(supervisor.expected_sources)},
-        "host_ip": node_ip,
-        "embedded": embedded,
-    }
 
 
 def start_kubelet(
@@ -163,78 +135,53 @@ def start_kubelet(
     containerd: ManagedContainerd | None = None,
     clock: Clock | None = None,
     faults: FaultPlan | None = None,
-    wrap_runtime: Callable[[CRIRuntime], CRIRuntime] | None = None,
+    runtime_faults: tuple[Interceptor, ...] = (),
     supervision: SupervisorSpec | None = None,
 ) -> Kubelet:
     """Start the actors and the HTTP API on ``runtime``; returns once they run.
 
-    For drills only: ``faults`` is the plan the actors consult, ``wrap_runtime`` wraps the
-    runtime beneath the recording (so an injected failure is in the trace), and
-    ``supervision`` replaces the kubelet's restart intensity and back-off.
+    For drills only: ``faults`` is the plan the actors consult, ``runtime_faults`` stand
+    between the actors and the runtime beneath the recording (so an injected failure is
+    in the trace), and ``supervision`` replaces the kubelet's restart intensity and
+    back-off.
     """
-    if wrap_runtime is not None:
-        runtime = wrap_runtime(runtime)
     real_clock = clock or RealClock()
     metrics = KubeletMetrics()
-    settings = NodeSettings(node_name=flags.node_name, root_dir=flags.root_dir,
-                            pod_logs_dir=flags.pod_logs_dir)
-    timing = WorkerTiming(resync_interval=flags.sync_frequency)
-    sources: set[str] = set()
-    if flags.pod_manifest_path:
-        sources.add("file")
-    if flags.manifest_url:
-        sources.add("http")
-    supervisor_settings = SyncLoopSettings(
+    sources = Sources(flags.node_name, flags.pod_manifest_path, flags.manifest_url)
+    sync_settings = SyncLoopSettings(
         max_pods=flags.max_pods,
         file_check_frequency=flags.file_check_frequency,
         http_check_frequency=flags.http_check_frequency,
-        expected_sources=frozenset(sources),
+        expected_sources=sources.expected(),
     )
     if supervision is not None:
-        supervisor_settings = dataclasses.replace(supervisor_settings, supervision=supervision)
+        sync_settings = dataclasses.replace(sync_settings, supervision=supervision)
+    config = ReplayConfig(
+        node=NodeSettings(node_name=flags.node_name, root_dir=flags.root_dir,
+                          pod_logs_dir=flags.pod_logs_dir),
+        timing=WorkerTiming(resync_interval=flags.sync_frequency),
+        supervisor=sync_settings, host_ip=node_ip, embedded=containerd is not None)
     writer: TraceWriter | None = None
-    instrumented = instrument(runtime, metrics.observe_runtime_call)
+    calls: tuple[Interceptor, ...] = (Timing(metrics.observe_runtime_call), *runtime_faults)
     clock = real_clock
     if flags.trace_dir:
-        writer = TraceWriter(
-            flags.trace_dir, max_bytes=flags.trace_max_bytes, argv=tuple(sys.argv),
-            config=replay_config(settings, timing, supervisor_settings, node_ip,
-                                 containerd is not None),
-        )
-        instrumented = recording_runtime(instrumented, writer)
+        writer = TraceWriter(flags.trace_dir, max_bytes=flags.trace_max_bytes,
+                             argv=tuple(sys.argv), config=config.to_header())
+        recording = RecordingInterceptor(writer)
+        calls = (recording, *calls)
         clock = RecordingClock(real_clock, writer)
         if containerd is not None:
-            proxy: Any = RecordingProxy(containerd, writer, "containerd", CONTAINERD_METHODS)
-            containerd = proxy
+            containerd = intercept(containerd, ManagedContainerd, recording,
+                                   target="containerd")
         logger.info("recording a trace in {}", flags.trace_dir)
-    dispatch = Dispatch(recorder=writer)
-    if faults is not None:
-        install(dispatch, faults)
-    manager = KubeRuntimeManager(instrumented, settings, clock, node_ip=node_ip)
+    instrumented = intercept(runtime, CRIRuntime, *calls)
+    dispatch = Dispatch(recorder=writer, faults=faults)
+    manager = KubeRuntimeManager(instrumented, config.node, clock, node_ip=node_ip)
     timers = TimerService(dispatch, real_clock)
-
-    children: list[tuple[str, ChildFactory]] = [
-        ("status", lambda n: StatusManager.start(dispatch, clock, metrics, node_ip, n)),
-        ("probes", lambda n: ProbeManager.start(dispatch, timers, instrumented, clock, n)),
-        ("killer", lambda n: PodKiller.start(dispatch, manager, incarnation=n)),
-        ("pleg", lambda n: PLEG.start(dispatch, instrumented, clock, n)),
-        ("runtime-monitor", lambda n: RuntimeMonitor.start(
-            dispatch, timers, instrumented, clock, containerd, metrics, n)),
-    ]
-    if flags.pod_manifest_path:
-        children.append(("source/file", lambda n: FileSource.start(
-            dispatch, flags.pod_manifest_path, flags.node_name, clock, n)))
-    if flags.manifest_url:
-        children.append(("source/http", lambda n: HTTPSource.start(
-            dispatch, flags.manifest_url, flags.node_name, clock, n)))
-
-    def worker(uid: PodUID, incarnation: int, cancel: threading.Event) -> Any:
-        return PodWorker.start(uid, dispatch, manager, clock, metrics, timing, cancel,
-                               incarnation=incarnation)
-
+    parts = KubeletParts(dispatch, timers, clock, instrumented, manager, config, metrics,
+                         containerd, sources)
     timers.start()
-    supervisor = SyncLoop.start(dispatch, timers, clock, children, worker,
-                                  supervisor_settings, metrics)
+    sync_loop = tree.start(parts)
     http = KubeletHTTPServer(
         DaemonView(dispatch, metrics, manager), address=flags.address, port=flags.port,
         read_only_port=flags.read_only_port, healthz_port=flags.healthz_port,
@@ -243,19 +190,19 @@ def start_kubelet(
     try:
         http.start()
     except Exception:
-        supervisor.stop(block=True, timeout=60.0)
+        sync_loop.stop(block=True, timeout=60.0)
         timers.stop()
         if writer is not None:
             writer.close()
         raise
     logger.info("kubelet-actors running: node {}, sources {}, HTTP {}:{} (read-only {}, "
-                "healthz {})", flags.node_name, sorted(sources), flags.address, flags.port,
-                flags.read_only_port, flags.healthz_port)
-    return Kubelet(dispatch, timers, supervisor, http, metrics, writer)
+                "healthz {})", flags.node_name, sorted(sources.expected()), flags.address,
+                flags.port, flags.read_only_port, flags.healthz_port)
+    return Kubelet(dispatch, timers, sync_loop, http, metrics, writer)
 
 
 def run_until_signalled(kubelet: Kubelet) -> int:
-    """Block until SIGTERM/SIGINT or until the supervisor gives up; then stop in order."""
+    """Block until SIGTERM/SIGINT or until the sync loop gives up; then stop in order."""
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -265,8 +212,8 @@ def run_until_signalled(kubelet: Kubelet) -> int:
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
         while not stop.wait(0.5):
-            if not kubelet.supervisor.is_alive():
-                logger.error("the supervisor stopped: the kubelet cannot go on")
+            if not kubelet.sync_loop.is_alive():
+                logger.error("the sync loop stopped: the kubelet cannot go on")
                 kubelet.stop()
                 return EXIT_SUPERVISOR_GAVE_UP
         kubelet.stop()

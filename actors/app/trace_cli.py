@@ -3,7 +3,7 @@
   kubelet-actors trace show DIR|FILE [--pod P] [--actor A] [--type T ...]
                                      [--since S] [--until S] [--limit N]
   kubelet-actors trace export DIR|FILE --format perfetto [-o OUT.json]
-  kubelet-actors trace replay ...        (actors.trace.replay, when it is there)
+  kubelet-actors trace replay DIR|FILE [--until N] [--actor NAME]
 
 Exit codes: 0 done, 1 the trace cannot be read (the message names the file), 2 usage.
 """
@@ -11,7 +11,6 @@ Exit codes: 0 done, 1 the trace cannot be read (the message names the file), 2 u
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import sys
@@ -82,8 +81,8 @@ def _parser() -> _Parser:
     export.add_argument("-o", "--output", metavar="OUT.json",
                         help="write here instead of standard output")
 
-    # --- replay: written elsewhere (actors/trace/replay.py); loaded only when asked for ---
-    replay = commands.add_parser("replay", help="replay a trace (actors.trace.replay)",
+    # replay parses its own arguments (actors.core.trace.replay.main)
+    replay = commands.add_parser("replay", help="replay a trace against this code",
                                  add_help=False)
     replay.add_argument("args", nargs=argparse.REMAINDER)
     return parser
@@ -170,18 +169,9 @@ def _export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-# --- replay: the spot for actors.trace.replay (another engineer's module) -------------------
-
-
 def _replay(args: list[str]) -> int:
-    """Hand ``trace replay ARGS`` to actors.trace.replay.main, imported only now."""
-    try:
-        module: Any = importlib.import_module("actors.core.trace.replay")
-    except ModuleNotFoundError as err:
-        if err.name != "actors.core.trace.replay":
-            raise
-        print(f"{PROG} replay: not available in this build (no actors.trace.replay)",
-              file=sys.stderr)
-        return EXIT_USAGE
-    result = module.main(args)
-    return int(result) if result is not None else EXIT_OK
+    """``trace replay ARGS``: core's replay engine with the kubelet's world."""
+    from actors.core.trace.replay import main as replay_main
+    from actors.kubelet.trace import KubeletWorld
+
+    return replay_main(args, KubeletWorld(), prog=f"{PROG} replay")

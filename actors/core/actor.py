@@ -1,12 +1,12 @@
-"""The base of every kubelet actor: named, addressed through Dispatch, supervised.
+"""The base of every actor: named, addressed through Dispatch, supervised by its parent.
 
-Pykka stops an actor for good when a tell handler raises and drops its queued tells; a
-Actor reports that to its supervisor (ChildFailed) so it can be replaced.
+Pykka stops an actor for good when a tell handler raises and drops its queued tells; an
+Actor reports that to the supervisor that started it (ChildFailed, with the queued mail)
+so it can be replaced.
 """
 
 from __future__ import annotations
 
-import sys
 from types import TracebackType
 from typing import Any
 
@@ -17,42 +17,43 @@ from actors.core import context
 from actors.core.dispatch import Dispatch
 from actors.core.envelope import Envelope
 from actors.core.messages import ChildFailed
+from actors.core.pykka_compat import StartReportingActor
 
 
-class Actor(pykka.ThreadingActor):
-    """An actor with a name, an incarnation number and a supervisor to report to."""
-
-    supervisor_name = "supervisor"
+class Actor(StartReportingActor):
+    """An actor with a name, an incarnation number and a parent to report failures to."""
 
     def __init__(self, name: str, dispatch: Dispatch, incarnation: int = 0) -> None:
         super().__init__()
         self.name = name
         self.dispatch = dispatch
         self.incarnation = incarnation
-        recorder: Any = dispatch.recorder
-        if recorder is not None and hasattr(recorder, "spawn"):
-            recorder.spawn(name, incarnation)
-        # A drill's FaultPlan (actors.faults), or None: then nothing below costs more
-        # than this attribute test per delivery.
-        self._faults: Any = getattr(dispatch, "faults", None)
-        if self._faults is not None:
-            self._faults.install_on_start(self)
+        if dispatch.recorder is not None:
+            dispatch.recorder.spawn(name, incarnation)
 
     def send(self, to: str, message: object) -> bool:
         return self.dispatch.tell(to, message, sender=self.name)
+
+    @property
+    def parent(self) -> str | None:
+        """The supervisor that started this incarnation (None for a root actor)."""
+        return self.dispatch.parent_of(self.name)
+
+    def before_start(self) -> None:
+        faults = self.dispatch.faults
+        if faults is not None:
+            faults.starting(self.name, self.incarnation)
 
     def on_receive(self, message: Any) -> Any:
         delivery: int | None = None
         if isinstance(message, Envelope):
             delivery, message = message.id, message.message
         previous = context.enter(context.Handling(self.name, self.incarnation, delivery))
-        recorder = self.dispatch.recorder
+        recorder = self.dispatch.recorder if delivery is not None else None
         if recorder is not None and delivery is not None:
-            recorder_begin = getattr(recorder, "begin", None)
-            if recorder_begin is not None:
-                recorder_begin(delivery, self.name, self.incarnation)
+            recorder.begin(delivery, self.name, self.incarnation)
         error: BaseException | None = None
-        faults = self._faults
+        faults = self.dispatch.faults
         try:
             if faults is None:
                 return self.handle(message)
@@ -69,18 +70,7 @@ class Actor(pykka.ThreadingActor):
                 faults.leave()
             context.enter(previous)
             if recorder is not None and delivery is not None:
-                recorder_end = getattr(recorder, "end", None)
-                if recorder_end is not None:
-                    recorder_end(delivery, self.name, self.incarnation, error)
-
-    def _actor_loop_setup(self) -> None:
-        """Pykka stops an actor whose on_start raised without calling on_failure, so its
-        supervisor never heard of it (found by the raise-in-on-start drill): report it."""
-        try:
-            self.on_start()
-        except Exception:
-            self._handle_failure(*sys.exc_info())
-            self.on_failure(*sys.exc_info())
+                recorder.end(delivery, self.name, self.incarnation, error)
 
     def handle(self, message: Any) -> Any:
         """Subclasses: act on one message."""
@@ -96,15 +86,14 @@ class Actor(pykka.ThreadingActor):
         logger.opt(exception=(exception_type, exception_value, traceback)).error(
             "actor {} (incarnation {}) failed", self.name, self.incarnation
         )
+        parent = self.parent
         # Unregister first: from here on a tell to the name is a dead letter (which the
         # supervisor holds for the restart), so nothing lands in the mailbox after the drain.
         self.dispatch.unregister(self.name, self.actor_ref)
         pending = self._drain_mailbox()
-        if self.name != self.supervisor_name:
-            self.send(
-                self.supervisor_name,
-                ChildFailed(self.name, self.incarnation, repr(exception_value), pending),
-            )
+        if parent is not None:
+            self.send(parent, ChildFailed(self.name, self.incarnation, repr(exception_value),
+                                          pending))
 
     def _drain_mailbox(self) -> tuple[object, ...]:
         """Take what pykka would drop: the queued tells, in order (asks get ActorDeadError)."""

@@ -1,6 +1,6 @@
 """The one delivery point: every message between actors, and every timer firing, passes here.
 
-Actors are named ("supervisor", "pleg", "pod/<uid>", ...) and addressed by name, so a
+Actors are named ("cache", "worker/7", ...) and addressed by name, so a
 replaced actor receives what is sent to its name after it is registered again. A message
 to a name with no live actor is a dead letter: counted, logged and handed to the
 dead-letter hook. A recorder (for traces) sees every delivery.
@@ -12,46 +12,38 @@ import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import pykka
 from loguru import logger
 
 from actors.core import context
 from actors.core.envelope import Envelope
+from actors.core.hooks import FaultHooks, Recorder
 
-
-class Recorder(Protocol):
-    """Sees every delivery (and dead letter), in the order the mailboxes got them."""
-
-    def delivery(
-        self,
-        id: int,
-        sender: str,
-        sender_seq: int,
-        receiver: str,
-        incarnation: int,
-        parent: int | None,
-        message: object,
-        dead: bool,
-    ) -> None: ...
+ActorRef = pykka.ActorRef[Any]
+"""A started actor's reference, whatever the actor's class."""
 
 
 @dataclass(frozen=True, slots=True)
 class Registration:
-    ref: Any  # pykka.ActorRef; typed Any because pykka ships no type information
+    ref: ActorRef
     incarnation: int
 
 
 class Dispatch:
     """Named actor registry and delivery point."""
 
-    def __init__(self, recorder: Recorder | None = None) -> None:
+    def __init__(self, recorder: Recorder | None = None,
+                 faults: FaultHooks | None = None) -> None:
         self._actors: dict[str, Registration] = {}
+        self._parents: dict[str, str] = {}
         self._lock = threading.Lock()
         self._next_id = 0
         self._sender_seq: Counter[str] = Counter()
+        # Both None unless tracing or drilling: then a delivery costs one test each.
         self.recorder = recorder
+        self.faults = faults
         self.dead_letters: Counter[str] = Counter()
         # Dead letters nobody redelivered or dropped by rule (drills assert it stays empty).
         self.dead_letters_unhandled: Counter[str] = Counter()
@@ -60,18 +52,36 @@ class Dispatch:
         # supervisor holds it for a restart), so it is not counted as a dead letter here.
         self.on_dead_letter: Callable[[str, str, object], bool | None] | None = None
 
-    def register(self, name: str, ref: Any, incarnation: int = 0) -> None:
+    def register(self, name: str, ref: ActorRef, incarnation: int = 0) -> None:
+        """Address ``name`` to ``ref`` (a new incarnation replaces the old one)."""
         with self._lock:
             self._actors[name] = Registration(ref, incarnation)
 
-    def unregister(self, name: str, ref: Any | None = None) -> None:
+    def adopt(self, name: str, parent: str | None) -> None:
+        """Record the supervisor that starts ``name`` (None: forget it).
+
+        Recorded before the child's first start, so a child that fails in its very
+        first moment (before its ref is registered) still knows whom to tell.
+        """
+        with self._lock:
+            if parent is None:
+                self._parents.pop(name, None)
+            else:
+                self._parents[name] = parent
+
+    def parent_of(self, name: str) -> str | None:
+        """The supervisor ``name`` reports its failures to (None: a root actor)."""
+        with self._lock:
+            return self._parents.get(name)
+
+    def unregister(self, name: str, ref: ActorRef | None = None) -> None:
         """Forget ``name`` (only if it still points at ``ref``, when given)."""
         with self._lock:
             current = self._actors.get(name)
             if current is not None and (ref is None or current.ref is ref):
                 del self._actors[name]
 
-    def ref(self, name: str) -> Any | None:
+    def ref(self, name: str) -> ActorRef | None:
         with self._lock:
             entry = self._actors.get(name)
         return entry.ref if entry else None
@@ -119,20 +129,18 @@ class Dispatch:
     def observe(self, name: str, value: Any) -> Any:
         """An input a handler reads from outside its messages (a flag, a random draw):
         recorded when tracing, so a replay can answer with the same value."""
-        recorder: Any = self.recorder
-        if recorder is not None and hasattr(recorder, "input"):
-            recorder.input(name, value)
+        if self.recorder is not None:
+            self.recorder.input(name, value)
         return value
 
-    def mailbox_depths(self) -> dict[str, int]:
-        """Messages waiting per actor (pod workers summed under "pod")."""
+    def mailbox_depths(self, group: Callable[[str], str] = str) -> dict[str, int]:
+        """Messages waiting per actor, summed by ``group(name)`` (e.g. one line for a
+        whole family of dynamic children)."""
         with self._lock:
             entries = list(self._actors.items())
         depths: Counter[str] = Counter()
         for name, entry in entries:
-            group = "pod" if name.startswith("pod/") else name
-            try:
-                depths[group] += entry.ref.actor_inbox.qsize()
-            except AttributeError:
-                depths[group] += 0
+            # pykka declares an inbox by put/get/empty; a thread actor's is a queue.Queue.
+            inbox: Any = entry.ref.actor_inbox
+            depths[group(name)] += inbox.qsize()
         return dict(depths)

@@ -1,8 +1,7 @@
-"""Fault injection for the drills: a seeded plan of where an actor fails.
+"""Fault injection for drills: a seeded plan of where an actor fails.
 
-Nothing here runs unless a plan is given to ``start_kubelet`` (``faults=``): a
-Actor reads ``dispatch.faults`` once, and with None it costs one attribute test per
-delivery. A plan holds:
+Nothing here runs unless a plan is given to the Dispatch (``Dispatch(faults=plan)``): an
+Actor finds no fault hooks there and pays one test per delivery. A plan holds:
 
 - handler faults (``ActorFault``): the actor named (or any actor under a prefix such as
   ``pod/``) raises a ``DrillFault`` while it handles a matching delivery: right after its
@@ -10,10 +9,11 @@ delivery. A plan holds:
   handler's N-th runtime call (``runtime_call=N``: the handler is half way through its
   work), or, if it made fewer calls, when the handler returns (before the delivery ends);
 - start faults (``ActorFault(on_start=True)``): the next ``times`` (re)starts of the actor
-  raise in ``on_start``;
-- a crash between CreateContainer and StartContainer (``crash_after_create``): the runtime
-  wrapper (``wrap_runtime``) lets a pod worker's CreateContainer through, then raises a
-  DrillFault (not a CRIError, which the worker would handle) before StartContainer.
+  raise just before ``on_start``.
+
+The runtime-call countdown needs the plan between the actors and the services they call:
+the plan is an interceptor (runtime.cri.intercept) for that. Faults of a particular
+service (a kubelet's CRI) are interceptors of their own that call ``fire``.
 
 Faults fire only once the plan is armed (``arm``), so a kubelet can start cleanly first.
 Every firing is kept in ``fired`` (time, actor, incarnation, delivery, where).
@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from actors.core import context
-from runtime.cri.service import CRIRuntime
 
 
 class DrillFault(Exception):
@@ -93,11 +92,9 @@ class FaultPlan:
 
     seed: int = 0
     faults: list[ActorFault] = field(default_factory=list)
-    crash_after_create: int = 0  # how many pod-worker CreateContainers crash after
     rng: random.Random = field(init=False)
     armed: bool = False
     fired: list[Fired] = field(default_factory=list)
-    created: list[str] = field(default_factory=list)  # containers left by crashes
     _slots: list[_Slot] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -123,7 +120,8 @@ class FaultPlan:
     def fired_count(self, where_prefix: str = "") -> int:
         return sum(1 for f in self.fired if f.where.startswith(where_prefix))
 
-    def _fire(self, actor: str, incarnation: int, delivery: int | None, where: str) -> None:
+    def fire(self, actor: str, incarnation: int, delivery: int | None, where: str) -> None:
+        """Note the firing and raise the DrillFault (for this plan's faults and others')."""
         self.fired.append(Fired(time.monotonic(), actor, incarnation, delivery, where))
         raise DrillFault(f"drill fault in {actor} (incarnation {incarnation}): {where}")
 
@@ -145,7 +143,7 @@ class FaultPlan:
                 return slot
         return None
 
-    # --- hooks (Actor) ------------------------------------------------------------
+    # --- the fault hooks (actors.core.hooks.FaultHooks) ------------------------------
 
     def delivery(self, actor: str, incarnation: int, message: object) -> _Armed | None:
         """Called as a handler begins; raises now, or arms the runtime-call countdown."""
@@ -155,94 +153,38 @@ class FaultPlan:
         handling = context.current()
         delivery = handling.delivery if handling is not None else None
         if slot.fault.runtime_call <= 0:
-            self._fire(actor, incarnation, delivery, f"handler of {type(message).__name__} began")
+            self.fire(actor, incarnation, delivery, f"handler of {type(message).__name__} began")
         armed = _Armed(actor, incarnation, delivery, slot.fault.runtime_call)
         _current.set(armed)
         return armed
 
-    def finish(self, armed: _Armed) -> None:
+    def finish(self, armed: object) -> None:
         """The handler returned before its N-th runtime call: fail it now."""
         _current.set(None)
-        if not armed.done:
+        if isinstance(armed, _Armed) and not armed.done:
             armed.done = True
-            self._fire(armed.actor, armed.incarnation, armed.delivery,
-                       "handler returned before its faulted runtime call")
+            self.fire(armed.actor, armed.incarnation, armed.delivery,
+                      "handler returned before its faulted runtime call")
 
     @staticmethod
     def leave() -> None:
         _current.set(None)
 
     def starting(self, actor: str, incarnation: int) -> None:
-        """Called in on_start: raises if a start fault is due for ``actor``."""
+        """Called right before on_start: raises if a start fault is due for ``actor``."""
         if self._take(actor, None, on_start=True) is not None:
-            self._fire(actor, incarnation, None, "on_start")
+            self.fire(actor, incarnation, None, "on_start")
 
-    def install_on_start(self, actor: Any) -> None:
-        """Route ``actor``'s on_start through ``starting`` when a start fault names it."""
-        if not any(f.on_start and f.matches(actor.name) for f in self.faults):
-            return
-        original: Callable[[], None] = actor.on_start
+    # --- the services the actors call (an interceptor) ----------------------------------
 
-        def on_start() -> None:
-            self.starting(actor.name, actor.incarnation)
-            original()
-
-        object.__setattr__(actor, "on_start", on_start)
-
-    # --- the runtime ---------------------------------------------------------------------
-
-    def before_call(self, method: str) -> None:
+    def around(self, target: str, method: str, args: tuple[Any, ...],
+               proceed: Callable[[], Any]) -> Any:
+        """Count the call against an armed handler's runtime-call fault; fire on the N-th."""
         armed = _current.get()
-        if armed is None or armed.done:
-            return
-        armed.calls_left -= 1
-        if armed.calls_left <= 0:
-            armed.done = True
-            self._fire(armed.actor, armed.incarnation, armed.delivery,
-                       f"runtime call {method}")
-
-    def after_call(self, method: str, result: object) -> None:
-        if method != "create_container" or not self.armed or self.crash_after_create <= 0:
-            return
-        handling = context.current()
-        if handling is None or not handling.actor.startswith("pod/"):
-            return
-        with self._lock:
-            if self.crash_after_create <= 0:
-                return
-            self.crash_after_create -= 1
-            self.created.append(str(result))
-        self._fire(handling.actor, handling.incarnation, handling.delivery,
-                   f"between CreateContainer ({str(result)[:13]}) and StartContainer")
-
-    def wrap_runtime(self, runtime: CRIRuntime) -> CRIRuntime:
-        wrapped: Any = FaultRuntime(runtime, self)
-        result: CRIRuntime = wrapped
-        return result
-
-
-class FaultRuntime:
-    """A CRI runtime whose calls pass through a FaultPlan (see ``FaultPlan.wrap_runtime``)."""
-
-    def __init__(self, inner: CRIRuntime, plan: FaultPlan) -> None:
-        self._inner = inner
-        self._plan = plan
-
-    def __getattr__(self, name: str) -> Any:
-        attribute = getattr(self._inner, name)
-        if name.startswith("_") or not callable(attribute):
-            return attribute
-        plan = self._plan
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            plan.before_call(name)
-            result = attribute(*args, **kwargs)
-            plan.after_call(name, result)
-            return result
-
-        return call
-
-
-def install(dispatch: Any, plan: FaultPlan) -> None:
-    """Make ``plan`` the dispatch's fault plan (read by every Actor it serves)."""
-    dispatch.faults = plan
+        if armed is not None and not armed.done:
+            armed.calls_left -= 1
+            if armed.calls_left <= 0:
+                armed.done = True
+                self.fire(armed.actor, armed.incarnation, armed.delivery,
+                          f"runtime call {method}")
+        return proceed()

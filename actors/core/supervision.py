@@ -9,7 +9,7 @@ A supervisor owns children declared by ``ChildSpec`` and restarts them by its
 - strategy: ``one_for_one`` restarts the child that failed; ``rest_for_one`` stops every
   child started after it (in reverse start order, each within its shutdown timeout) and
   starts them again in start order; ``one_for_all`` does that with every child. Dynamic
-  children (``add``, OTP's simple_one_for_one: the pod workers) are always restarted on
+  children (``add``, OTP's simple_one_for_one) are always restarted on
   their own and never take part in a group restart;
 - intensity: more than ``max_restarts`` restart events within ``within`` seconds (one
   event per failure, however many children it restarts, dynamic ones included) and the
@@ -23,25 +23,13 @@ A supervisor owns children declared by ``ChildSpec`` and restarts them by its
 - work in flight: a failed child's queued tells (``ChildFailed.pending``) and the tells to
   its name while it is down (dead letters, held here) are delivered to the next
   incarnation in order, except what the restart makes redundant: of several ``Tick``s of
-  one kind only the newest, and whatever the spec's ``redundant`` predicate names (the
-  pod worker's updates, superseded by the supervisor's rebuild message);
+  one kind only the newest, and whatever the spec's ``redundant`` predicate names (e.g.
+  updates that the supervisor's rebuild message supersedes);
 - shutdown: children stop in reverse start order, each given its ``shutdown_timeout``; one
   that does not stop in time is logged and abandoned.
 
 All time is the injected clock's, except the shutdown wait, which waits on the child's
 thread (a real event; the wait is injectable).
-
-The kubelet's tree (actors.supervisor): status, probes, killer, pleg, runtime-monitor,
-then the sources, in that start order; all permanent; strategy rest_for_one. The order
-puts the consumers of state before its producers, so a restart rebuilds state by itself:
-a new status or probe manager is followed by a new PLEG, whose first relist (against an
-empty snapshot) reports every container and so makes every pod worker sync and report
-again, and by new sources, whose first snapshot sends every wanted pod again. Pod workers
-are dynamic transient children, replaced on their own; a PLEG restart does not restart
-them, since the new PLEG's first relist makes each of them sync anyway. A replaced worker
-gets what rebuilds it from the supervisor (its pod's newest update, or the kill in flight,
-issued again), so its queued updates are redundant and dropped. Every restart, workers'
-included, counts towards one intensity for the whole kubelet.
 """
 
 from __future__ import annotations
@@ -55,17 +43,15 @@ from typing import Any, Literal
 from loguru import logger
 
 from actors.core.actor import Actor
-from actors.core.dispatch import Dispatch
+from actors.core.dispatch import ActorRef, Dispatch
 from actors.core.messages import ChildExited, ChildFailed, DeadLetter, RestartChild, Tick
-from actors.core.timers import TimerHandle, Timers
-from actors.kubelet.messages import UpdatePod
-from actors.kubelet.pod_worker import RunPending
+from actors.core.timers import Cancellable, Timers
 from runtime.clock import Clock
 
 RestartType = Literal["permanent", "transient", "temporary"]
 Strategy = Literal["one_for_one", "rest_for_one", "one_for_all"]
-StartChild = Callable[[int], Any]  # incarnation -> a started pykka ActorRef
-WaitStopped = Callable[[Any, float], bool]  # (ref, timeout) -> stopped in time
+StartChild = Callable[[int], ActorRef]  # incarnation -> a started actor
+WaitStopped = Callable[[ActorRef, float], bool]  # (ref, timeout) -> stopped in time
 
 CHILD_SHUTDOWN_TIMEOUT = 10.0
 HELD_LIMIT = 10_000  # dead letters held per child while it is down
@@ -99,13 +85,13 @@ class SupervisorSpec:
 class _Child:
     spec: ChildSpec
     dynamic: bool
-    ref: Any = None  # None while stopped (failed, or waiting for a restart)
+    ref: ActorRef | None = None  # None while stopped (failed, or waiting for a restart)
     incarnation: int = 0
     started_at: float = 0.0
     consecutive: int = 0  # restarts in a row, for the back-off
     reported: bool = False  # its failure or exit was reported and handled
     held: list[object] = field(default_factory=list)
-    timer: TimerHandle | None = None  # a delayed restart with this child at its head
+    timer: Cancellable | None = None  # a delayed restart with this child at its head
     group: tuple[str, ...] = ()  # what that restart starts, in start order
 
 
@@ -117,7 +103,7 @@ class SupervisionStats:
     abandoned: list[str] = field(default_factory=list)
 
 
-def default_wait_stopped(ref: Any, timeout: float) -> bool:
+def default_wait_stopped(ref: ActorRef, timeout: float) -> bool:
     return bool(ref.actor_stopped.wait(timeout=timeout))
 
 
@@ -165,9 +151,8 @@ class Supervision:
 
     def _decide(self, what: str, **detail: Any) -> None:
         """Put a supervision decision in the trace, when one is recorded."""
-        recorder: Any = self._dispatch.recorder
-        if recorder is not None and hasattr(recorder, "decision"):
-            recorder.decision(self.owner, what, detail)
+        if self._dispatch.recorder is not None:
+            self._dispatch.recorder.decision(self.owner, what, detail)
 
     # --- starting and stopping ---------------------------------------------------------
 
@@ -179,7 +164,7 @@ class Supervision:
         for spec in specs:
             self._add(spec, dynamic=False)
 
-    def add(self, spec: ChildSpec) -> Any:
+    def add(self, spec: ChildSpec) -> ActorRef | None:
         """Start a dynamic child (simple_one_for_one); returns its ref."""
         return self._add(spec, dynamic=True).ref
 
@@ -187,6 +172,7 @@ class Supervision:
         if spec.name in self._children:
             raise ValueError(f"{self.owner}: a child named {spec.name} exists already")
         self._retired.pop(spec.name, None)
+        self._dispatch.adopt(spec.name, self.owner)
         child = self._children[spec.name] = _Child(spec, dynamic)
         self._start(child)
         return child
@@ -214,6 +200,8 @@ class Supervision:
         """Unregister the child, then ask it to stop (after the mail it already has)."""
         ref, child.ref = child.ref, None
         child.reported = True  # stopped on purpose: a late failure report of it is stale
+        if ref is None:
+            return True
         self._dispatch.unregister(child.spec.name, ref)
         try:
             ref.stop(block=False)
@@ -223,7 +211,7 @@ class Supervision:
             return True
         return self._await_stop(child.spec.name, ref, child.spec.shutdown_timeout)
 
-    def _await_stop(self, name: str, ref: Any, timeout: float) -> bool:
+    def _await_stop(self, name: str, ref: ActorRef, timeout: float) -> bool:
         if self._wait_stopped(ref, timeout):
             return True
         logger.error("{}: {} did not stop within {:g} s: abandoned", self.owner, name, timeout)
@@ -251,6 +239,8 @@ class Supervision:
         for child in children:
             if not child.dynamic and child.ref is not None:
                 self._stop(child)
+        for name in self._children:
+            self._dispatch.adopt(name, None)
         self._children.clear()
 
     # --- failures ----------------------------------------------------------------------
@@ -438,6 +428,7 @@ class Supervision:
             self.stats.dropped[kind] += 1
 
     def _retire(self, name: str, reason: str) -> None:
+        self._dispatch.adopt(name, None)
         self._retired[name] = reason
         while len(self._retired) > RETIRED_LIMIT:
             self._retired.popitem(last=False)
@@ -447,7 +438,7 @@ class Supervision:
     def names(self) -> list[str]:
         return list(self._children)
 
-    def ref(self, name: str) -> Any | None:
+    def ref(self, name: str) -> ActorRef | None:
         child = self._children.get(name)
         return child.ref if child is not None else None
 
@@ -481,7 +472,9 @@ class SupervisorActor(Actor):
                                        self.child_restarted, self._give_up, wait_stopped)
 
     def on_start(self) -> None:
-        self.dispatch.register(self.name, self.actor_ref, self.incarnation)
+        # A nested supervisor is registered by its own parent; a root one registers itself.
+        if self.dispatch.ref(self.name) is None:
+            self.dispatch.register(self.name, self.actor_ref, self.incarnation)
         self.supervision.start(self._child_specs)
 
     def on_stop(self) -> None:
@@ -509,31 +502,8 @@ class SupervisorActor(Actor):
         """Hook: ``name`` runs again; send it what rebuilds its state."""
 
     def _give_up(self, reason: str) -> None:
-        if self.name != self.supervisor_name:
-            self.send(self.supervisor_name, ChildFailed(self.name, self.incarnation, reason))
+        parent = self.parent
+        if parent is not None:
+            self.send(parent, ChildFailed(self.name, self.incarnation, reason))
         self.dispatch.unregister(self.name, self.actor_ref)
         self.actor_ref.stop(block=False)
-
-
-# --- the kubelet's tree ------------------------------------------------------------------
-
-KUBELET_SUPERVISION = SupervisorSpec(
-    strategy="rest_for_one", max_restarts=10, within=60.0, backoff_initial=0.1,
-    backoff_max=10.0, backoff_jitter=0.2, reset_after=60.0)
-
-
-def kubelet_child(child: ChildSpec | tuple[str, StartChild]) -> ChildSpec:
-    """A (name, start) pair as the kubelet declares it: a permanent child."""
-    if isinstance(child, ChildSpec):
-        return child
-    return ChildSpec(child[0], child[1], "permanent", CHILD_SHUTDOWN_TIMEOUT)
-
-
-def pod_worker_redundant(message: object) -> bool:
-    """A replaced worker's queued updates are superseded by the supervisor's rebuild (the
-    newest update or the kill in flight); RunPending only scheduled the old one's run."""
-    return isinstance(message, UpdatePod | RunPending)
-
-
-def pod_worker_spec(name: str, start: StartChild) -> ChildSpec:
-    return ChildSpec(name, start, "transient", CHILD_SHUTDOWN_TIMEOUT, pod_worker_redundant)

@@ -82,7 +82,7 @@ class Inbox:
 
     def count(self, timeout: float = 10.0) -> int:
         """How many messages arrived, once everything already sent to it has arrived."""
-        answer: Any = self.ref.ask(_Barrier(), timeout=timeout)
+        answer: Any = self.ref.ask(_Barrier(), block=True, timeout=timeout)
         return int(answer)
 
     def clear(self) -> None:

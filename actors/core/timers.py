@@ -1,8 +1,9 @@
 """Timers that deliver messages: periodic ticks and one-shot messages, through Dispatch.
 
-TimerService runs them on one thread against the real clock. ManualTimers has the same
-interface but fires only when a test calls ``advance``, against a FakeClock, so actor
-tests run in virtual time.
+``Timers`` is what an actor needs of them. TimerService runs them on one thread against
+the real clock. ManualTimers fires only when a test calls ``advance``, against a
+FakeClock, so actor tests run in virtual time. (A replay's timers never fire: their
+firings are recorded deliveries already.)
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import heapq
 import itertools
 import threading
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from actors.core.dispatch import Dispatch
 from actors.core.messages import Tick
@@ -26,6 +28,23 @@ class _Entry:
     kind: str = field(compare=False, default="")
     period: float | None = field(compare=False, default=None)
     cancelled: bool = field(compare=False, default=False)
+
+
+class Cancellable(Protocol):
+    def cancel(self) -> None: ...
+
+
+class Timers(Protocol):
+    """Schedules messages to actors."""
+
+    def every(self, kind: str, to: str, period: float,
+              first: float | None = None) -> Cancellable:
+        """Send ``Tick(kind)`` to ``to`` every ``period`` seconds, first after ``first``."""
+        ...
+
+    def once(self, delay: float, to: str, message: object) -> Cancellable:
+        """Send ``message`` to ``to`` after ``delay`` seconds."""
+        ...
 
 
 class TimerHandle:
@@ -142,5 +161,3 @@ class ManualTimers(_TimerHeap):
         self.fake_clock.step(max(target - self.fake_clock.monotonic(), 0.0))
         return fired
 
-
-Timers = TimerService | ManualTimers

@@ -17,6 +17,7 @@ from loguru import logger
 from actors.core.actor import Actor
 from actors.core.dispatch import Dispatch
 from actors.core.messages import Tick
+from actors.kubelet import names
 from actors.kubelet.messages import (
     EventType,
     PodLifecycleEvent,
@@ -139,13 +140,13 @@ class PLEG(Actor):
     def __init__(
         self, dispatch: Dispatch, runtime: RuntimeService, clock: Clock, incarnation: int = 0
     ) -> None:
-        super().__init__("pleg", dispatch, incarnation)
+        super().__init__(names.PLEG, dispatch, incarnation)
         self._runtime = runtime
         self._clock = clock
         self._states: dict[PodUID, dict[ContainerID, PlegState]] | None = None
 
     def handle(self, message: Any) -> Any:
-        if isinstance(message, Tick) and message.kind == "relist":
+        if isinstance(message, Tick) and message.kind == names.TICK_RELIST:
             self.relist()
             return None
         return super().handle(message)
@@ -156,7 +157,7 @@ class PLEG(Actor):
             snapshot = take_snapshot(self._runtime)
         except CRIError as err:
             logger.warning("PLEG relist failed: {}", err)
-            self.send("supervisor", RelistFailed(str(err)))
+            self.send(names.SYNC_LOOP, RelistFailed(str(err)))
             return
         # The first relist after a (re)start has nothing to compare with: every pod gets a
         # sync event, so a new incarnation rebuilds its view from the runtime.
@@ -167,7 +168,7 @@ class PLEG(Actor):
         else:
             events = diff(self._states, snapshot.states)
         self._states = snapshot.states
-        self.send("supervisor", Relisted(
+        self.send(names.SYNC_LOOP, Relisted(
             events=events, pods=snapshot.pods, running_containers=snapshot.running_containers,
             duration=self._clock.monotonic() - started,
         ))

@@ -15,6 +15,7 @@ from loguru import logger
 from actors.core.actor import Actor
 from actors.core.dispatch import Dispatch
 from actors.core.trace.names import message
+from actors.kubelet import names
 from actors.kubelet.messages import KillRuntimePod, RuntimePodKilled
 from runtime.errors import CRIError, CRINotFound
 from runtime.ids import PodUID
@@ -42,7 +43,7 @@ class PodKiller(Actor):
         incarnation: int = 0,
         executor: Executor | None = None,
     ) -> None:
-        super().__init__("killer", dispatch, incarnation)
+        super().__init__(names.KILLER, dispatch, incarnation)
         self._manager = manager
         # A replay passes an executor that runs nothing: the outcomes are in the trace.
         self._pool: Executor = executor or ThreadPoolExecutor(
@@ -57,7 +58,7 @@ class PodKiller(Actor):
             self._pool.submit(self._kill, message)
         elif isinstance(message, KillFinished):
             self._in_flight.discard(message.uid)
-            self.send("supervisor", RuntimePodKilled(message.uid, message.ok, message.error))
+            self.send(names.SYNC_LOOP, RuntimePodKilled(message.uid, message.ok, message.error))
         else:
             return super().handle(message)
         return None

@@ -22,6 +22,7 @@ from loguru import logger
 from actors.core.actor import Actor
 from actors.core.dispatch import Dispatch
 from actors.core.trace.names import message
+from actors.kubelet import names
 from actors.kubelet.messages import PodObserved, PodWorkerDone, UpdateKind, UpdatePod, WorkerState
 from actors.kubelet.metrics import KubeletMetrics
 from runtime.clock import Clock
@@ -65,7 +66,7 @@ class PodWorker(Actor):
         rng: random.Random | None = None,
         incarnation: int = 0,
     ) -> None:
-        super().__init__(f"pod/{uid}", dispatch, incarnation)
+        super().__init__(names.worker_name(uid), dispatch, incarnation)
         self.uid = uid
         self._manager = manager
         self._clock = clock
@@ -162,8 +163,8 @@ class PodWorker(Actor):
 
     def _observe(self, pod: Pod, status: RuntimePodStatus, result: PodSyncResult | None) -> None:
         observed = PodObserved(pod, status, result, self.state)
-        self.send("status", observed)
-        self.send("probes", observed)
+        self.send(names.STATUS, observed)
+        self.send(names.PROBES, observed)
 
     def _sync(self, pod: Pod, update: UpdatePod) -> None:
         status = self._status(pod)
@@ -230,6 +231,6 @@ class PodWorker(Actor):
 
     def _done(self, requeue_after: float | None, error: str = "", runtime_error: bool = False
               ) -> None:
-        self.send("supervisor", PodWorkerDone(
+        self.send(names.SYNC_LOOP, PodWorkerDone(
             self.uid, self.state, requeue_after, error, runtime_error
         ))

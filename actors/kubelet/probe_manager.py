@@ -32,8 +32,9 @@ from loguru import logger
 from actors.core.actor import Actor
 from actors.core.dispatch import Dispatch
 from actors.core.messages import Tick
-from actors.core.timers import TimerHandle, Timers
+from actors.core.timers import Cancellable, Timers
 from actors.core.trace.names import message
+from actors.kubelet import names
 from actors.kubelet.messages import PodForgotten, PodObserved, ProbeKind, ProbeVerdict, WorkerState
 from runtime.clock import Clock
 from runtime.cri.service import RuntimeService
@@ -46,7 +47,7 @@ from runtime.prober.worker import EPSILON, ProbeWorker
 if TYPE_CHECKING:
     from loguru import Logger
 
-TICK_KIND = "probe"
+TICK_KIND = names.TICK_PROBE
 DEFAULT_TICK = 0.1
 """Seconds between schedule checks: the lateness a probe may have, at most."""
 
@@ -137,7 +138,7 @@ class ProbeManager(Actor):
         tick: float = DEFAULT_TICK,
         executor: Executor | None = None,
     ) -> None:
-        super().__init__("probes", dispatch, incarnation)
+        super().__init__(names.PROBES, dispatch, incarnation)
         self._timers = timers
         self._runtime = runtime
         self._clock = clock
@@ -149,7 +150,7 @@ class ProbeManager(Actor):
         self._by_pod: dict[PodUID, set[Key]] = {}
         self._heap: list[tuple[float, int, Key]] = []
         self._seq = itertools.count()
-        self._ticker: TimerHandle | None = None
+        self._ticker: Cancellable | None = None
 
     # --- messages ------------------------------------------------------------------------
 
@@ -338,8 +339,8 @@ class ProbeManager(Actor):
         uid, name, kind = key
         self._log(key, entry).info("{} probe result now {}", kind.value, result.value)
         verdict = ProbeVerdict(uid, name, entry.worker.container_id, kind, result)
-        self.send("supervisor", verdict)
-        self.send("status", verdict)
+        self.send(names.SYNC_LOOP, verdict)
+        self.send(names.STATUS, verdict)
 
     # --- views ---------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ containerd that exited is started again, with back-off 1 s doubling to 30 s.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from loguru import logger
 
@@ -18,24 +18,16 @@ from actors.core.dispatch import Dispatch
 from actors.core.messages import Tick
 from actors.core.timers import Timers
 from actors.core.trace.names import message
+from actors.kubelet import names
 from actors.kubelet.messages import RuntimeHealth
 from actors.kubelet.metrics import KubeletMetrics
 from runtime.clock import Clock
+from runtime.containerd.managed import ManagedContainerd
 from runtime.cri.service import RuntimeService
 from runtime.errors import CRIError, KubeletError
 
 CHECK_MIN, CHECK_MAX = 0.1, 5.0
 RESTART_MIN, RESTART_MAX = 1.0, 30.0
-
-
-class ManagedContainerd(Protocol):
-    """What the monitor needs of an embedded containerd."""
-
-    def poll(self) -> int | None: ...
-
-    def start(self, timeout: float | None = None) -> None: ...
-
-    def log_tail(self, lines: int = 20) -> str: ...
 
 
 @message("Recheck")
@@ -57,7 +49,7 @@ class RuntimeMonitor(Actor):
         metrics: KubeletMetrics | None = None,
         incarnation: int = 0,
     ) -> None:
-        super().__init__("runtime-monitor", dispatch, incarnation)
+        super().__init__(names.RUNTIME_MONITOR, dispatch, incarnation)
         self._timers = timers
         self._runtime = runtime
         self._clock = clock
@@ -70,7 +62,7 @@ class RuntimeMonitor(Actor):
         self._recheck_pending = False
 
     def handle(self, message: Any) -> Any:
-        if isinstance(message, Tick) and message.kind == "runtime-check":
+        if isinstance(message, Tick) and message.kind == names.TICK_RUNTIME_CHECK:
             if not self._recheck_pending:
                 self.check()
         elif isinstance(message, Recheck):
@@ -122,7 +114,7 @@ class RuntimeMonitor(Actor):
                 logger.info("container runtime is healthy")
             else:
                 logger.warning("{}", reason)
-            self.send("supervisor", RuntimeHealth(healthy, reason or ""))
+            self.send(names.SYNC_LOOP, RuntimeHealth(healthy, reason or ""))
         self._healthy = healthy
         if healthy:
             self._check_delay = CHECK_MIN

@@ -15,6 +15,7 @@ from loguru import logger
 
 from actors.core.actor import Actor
 from actors.core.dispatch import Dispatch
+from actors.kubelet import names
 from actors.kubelet.messages import (
     DesiredPods,
     GetPods,
@@ -80,7 +81,7 @@ class StatusManager(Actor):
         host_ip: str = "",
         incarnation: int = 0,
     ) -> None:
-        super().__init__("status", dispatch, incarnation)
+        super().__init__(names.STATUS, dispatch, incarnation)
         self._clock = clock
         self._metrics = metrics
         self._host_ip = host_ip

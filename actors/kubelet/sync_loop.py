@@ -1,10 +1,10 @@
-"""The supervisor: upstream's syncLoop as an actor, and the owner of every other actor.
+"""The sync loop: upstream's syncLoop as an actor, and the owner of every other actor.
 
 It takes what the select loop took (source snapshots, PLEG relists, the sync and
 housekeeping ticks, probe verdicts, runtime health), keeps the desired pods, admits them,
 and dispatches updates to pod workers. Its children are supervised as OTP does it
-(actors.supervision, where the kubelet's tree and its restart strategy are described),
-and stop when it stops: nothing outlives it.
+(actors.core.supervision; KUBELET_SUPERVISION below says why the tree is ordered as it is,
+and actors.kubelet.tree wires it), and stop when it stops: nothing outlives it.
 """
 
 from __future__ import annotations
@@ -17,18 +17,12 @@ from typing import Any
 
 from loguru import logger
 
-from actors.core.dispatch import Dispatch
+from actors.core.dispatch import ActorRef, Dispatch
 from actors.core.messages import Stop, Tick
-from actors.core.supervision import (
-    KUBELET_SUPERVISION,
-    ChildSpec,
-    SupervisorActor,
-    SupervisorSpec,
-    kubelet_child,
-    pod_worker_spec,
-)
-from actors.core.timers import TimerHandle, Timers
+from actors.core.supervision import ChildSpec, StartChild, SupervisorActor, SupervisorSpec
+from actors.core.timers import Cancellable, Timers
 from actors.core.trace.names import message
+from actors.kubelet import names
 from actors.kubelet.messages import (
     DesiredPods,
     EventType,
@@ -50,16 +44,49 @@ from actors.kubelet.messages import (
 )
 from actors.kubelet.metrics import KubeletMetrics
 from actors.kubelet.pod_config import PodConfig
+from actors.kubelet.pod_worker import RunPending
 from runtime.clock import Clock
 from runtime.ids import ContainerID, PodUID
 from runtime.pod.model import Pod
 from runtime.prober.results import ProbeResult
 
-ChildFactory = Callable[[int], Any]  # incarnation -> pykka ActorRef
-WorkerFactory = Callable[[PodUID, int, threading.Event], Any]
+WorkerFactory = Callable[[PodUID, int, threading.Event], ActorRef]
+"""(pod UID, incarnation, the cancel flag of its syncs) -> a started pod worker."""
 
 PLEG_UNHEALTHY_AFTER = 180.0
 SYNC_LOOP_UNHEALTHY_AFTER = 60.0
+CHILD_SHUTDOWN_TIMEOUT = 10.0
+
+KUBELET_SUPERVISION = SupervisorSpec(
+    strategy="rest_for_one", max_restarts=10, within=60.0, backoff_initial=0.1,
+    backoff_max=10.0, backoff_jitter=0.2, reset_after=60.0)
+"""How the sync loop supervises: the order puts the consumers of state before its
+producers (status, probes, killer, PLEG, runtime monitor, sources), so rest_for_one
+rebuilds state by itself: a new status or probe manager is followed by a new PLEG, whose
+first relist (against an empty snapshot) makes every pod worker sync and report again,
+and by new sources, whose first snapshot sends every wanted pod again. Pod workers are
+dynamic transient children, replaced on their own; a PLEG restart does not restart them,
+since the new PLEG's first relist makes each of them sync anyway. A replaced worker gets
+what rebuilds it from the sync loop (its pod's newest update, or the kill in flight,
+issued again), so its queued updates are redundant and dropped. Every restart, workers'
+included, counts towards one intensity for the whole kubelet."""
+
+
+def kubelet_child(child: ChildSpec | tuple[str, StartChild]) -> ChildSpec:
+    """A (name, start) pair as the kubelet declares it: a permanent child."""
+    if isinstance(child, ChildSpec):
+        return child
+    return ChildSpec(child[0], child[1], "permanent", CHILD_SHUTDOWN_TIMEOUT)
+
+
+def pod_worker_redundant(message: object) -> bool:
+    """A replaced worker's queued updates are superseded by the sync loop's rebuild (the
+    newest update or the kill in flight); RunPending only scheduled the old one's run."""
+    return isinstance(message, UpdatePod | RunPending)
+
+
+def pod_worker_spec(name: str, start: StartChild) -> ChildSpec:
+    return ChildSpec(name, start, "transient", CHILD_SHUTDOWN_TIMEOUT, pod_worker_redundant)
 
 
 @message("GetHealth")
@@ -89,7 +116,7 @@ class SyncLoopSettings:
 
 @dataclass(slots=True)
 class _Worker:
-    ref: Any
+    ref: ActorRef | None
     cancel: threading.Event
     pod: Pod
     state: WorkerState = WorkerState.SYNCING
@@ -111,14 +138,14 @@ class SyncLoop(SupervisorActor):
         dispatch: Dispatch,
         timers: Timers,
         clock: Clock,
-        children: Sequence[ChildSpec | tuple[str, ChildFactory]],
+        children: Sequence[ChildSpec | tuple[str, StartChild]],
         worker_factory: WorkerFactory,
         settings: SyncLoopSettings | None = None,
         metrics: KubeletMetrics | None = None,
         rng: random.Random | None = None,
     ) -> None:
         self.settings = settings or SyncLoopSettings()
-        super().__init__("supervisor", dispatch, timers, clock, self.settings.supervision,
+        super().__init__(names.SYNC_LOOP, dispatch, timers, clock, self.settings.supervision,
                          [kubelet_child(c) for c in children], rng or random.Random(0))
         self._timers = timers
         self._clock = clock
@@ -138,7 +165,7 @@ class SyncLoop(SupervisorActor):
         self._last_relist = clock.monotonic()
         self._relist_error = ""
         self._last_sync_tick = clock.monotonic()
-        self._timer_handles: list[TimerHandle] = []
+        self._timer_handles: list[Cancellable] = []
         self._problems: dict[str, set[tuple[str, str, str]]] = {}
 
     # --- lifecycle ---------------------------------------------------------------------
@@ -148,15 +175,18 @@ class SyncLoop(SupervisorActor):
         s = self.settings
         every = self._timers.every
         self._timer_handles = [
-            every("sync", self.name, s.sync_tick),
-            every("housekeeping", self.name, s.housekeeping_period),
-            every("relist", "pleg", s.relist_period, first=0.0),
-            every("runtime-check", "runtime-monitor", s.runtime_check_period, first=0.0),
+            every(names.TICK_SYNC, self.name, s.sync_tick),
+            every(names.TICK_HOUSEKEEPING, self.name, s.housekeeping_period),
+            every(names.TICK_RELIST, names.PLEG, s.relist_period, first=0.0),
+            every(names.TICK_RUNTIME_CHECK, names.RUNTIME_MONITOR,
+                  s.runtime_check_period, first=0.0),
         ]
         if "file" in s.expected_sources:
-            self._timer_handles.append(every("file-relist", "source/file", s.file_check_frequency))
+            self._timer_handles.append(every(
+                names.TICK_FILE_RELIST, names.SOURCE_FILE, s.file_check_frequency))
         if "http" in s.expected_sources:
-            self._timer_handles.append(every("http-poll", "source/http", s.http_check_frequency))
+            self._timer_handles.append(every(
+                names.TICK_HTTP_POLL, names.SOURCE_HTTP, s.http_check_frequency))
         logger.info("kubelet supervisor started {} actors", len(self._child_specs))
 
     def on_stop(self) -> None:
@@ -172,9 +202,9 @@ class SyncLoop(SupervisorActor):
         elif isinstance(message, Relisted):
             self._relisted(message)
         elif isinstance(message, Tick):
-            if message.kind == "sync":
+            if message.kind == names.TICK_SYNC:
                 self._sync_tick()
-            elif message.kind == "housekeeping":
+            elif message.kind == names.TICK_HOUSEKEEPING:
                 self._housekeeping()
         elif isinstance(message, PodWorkerDone):
             self._worker_done(message)
@@ -213,7 +243,7 @@ class SyncLoop(SupervisorActor):
         for pod in changes.deletes:
             self._terminate(PodUID(pod.uid), remove=True, reason="deleted",
                             grace=pod.metadata.deletion_grace_period_seconds)
-        self.send("status", DesiredPods(tuple(self._desired.values())))
+        self.send(names.STATUS, DesiredPods(tuple(self._desired.values())))
 
     def _note_problems(self, snapshot: SourceSnapshot) -> None:
         current = {(p.source, p.path, p.cause) for p in snapshot.problems}
@@ -242,7 +272,7 @@ class SyncLoop(SupervisorActor):
         if self._active() >= self.settings.max_pods:
             used = self._active()
             self._rejected.add(uid)
-            self.send("status", PodRejected(
+            self.send(names.STATUS, PodRejected(
                 pod, "OutOfpods", f"Node didn't have enough resource: pods, requested: 1, "
                 f"used: {used}, capacity: {self.settings.max_pods}"))
             logger.bind(pod=pod.metadata.name, uid=uid, container="").warning(
@@ -273,7 +303,7 @@ class SyncLoop(SupervisorActor):
         worker = self._workers.get(uid)
         if worker is None:
             if pod is not None:
-                self.send("status", PodForgotten(uid))
+                self.send(names.STATUS, PodForgotten(uid))
             return
         worker.cancel.set()  # stop a sync in flight from starting more containers
         logger.bind(pod=worker.pod.metadata.name, uid=uid, container="").info(
@@ -285,20 +315,20 @@ class SyncLoop(SupervisorActor):
             kill = replace(kill, remove=remove or worker.kill.remove, grace_override=(
                 old if old is not None and (grace is None or old < grace) else grace))
         worker.kill = kill
-        self.dispatch.tell(worker_name(uid), kill, sender=self.name)
+        self.dispatch.tell(names.worker_name(uid), kill, sender=self.name)
 
     # --- pod workers -------------------------------------------------------------------
 
     def _start_worker(self, uid: PodUID, pod: Pod) -> None:
         self._workers[uid] = _Worker(None, threading.Event(), pod)
-        self.supervision.add(pod_worker_spec(worker_name(uid),
+        self.supervision.add(pod_worker_spec(names.worker_name(uid),
                                              lambda n: self._worker_incarnation(uid, n)))
 
-    def _worker_incarnation(self, uid: PodUID, incarnation: int) -> Any:
+    def _worker_incarnation(self, uid: PodUID, incarnation: int) -> ActorRef:
         worker = self._workers[uid]
         worker.cancel, worker.incarnation = threading.Event(), incarnation
-        worker.ref = self._worker_factory(uid, incarnation, worker.cancel)
-        return worker.ref
+        ref = worker.ref = self._worker_factory(uid, incarnation, worker.cancel)
+        return ref
 
     def _dispatch_work(self, uid: PodUID, kind: UpdateKind) -> None:
         worker = self._workers.get(uid)
@@ -307,7 +337,7 @@ class SyncLoop(SupervisorActor):
             return
         verdicts = self._verdicts.get(uid, _Verdicts())
         self._requeue_at.pop(uid, None)
-        self.dispatch.tell(worker_name(uid), UpdatePod(
+        self.dispatch.tell(names.worker_name(uid), UpdatePod(
             pod, kind, tuple(verdicts.liveness.items()), tuple(verdicts.startup.items())),
             sender=self.name)
 
@@ -315,9 +345,9 @@ class SyncLoop(SupervisorActor):
         worker = self._workers.pop(uid, None)
         if worker is None:
             return
-        self.supervision.remove(worker_name(uid), "its pod is gone")
-        self.send("status", PodForgotten(uid))
-        self.send("probes", PodForgotten(uid))
+        self.supervision.remove(names.worker_name(uid), "its pod is gone")
+        self.send(names.STATUS, PodForgotten(uid))
+        self.send(names.PROBES, PodForgotten(uid))
         waiting = self._waiting.pop(worker.pod.full_name, [])
         if waiting:
             first, rest = waiting[0], waiting[1:]
@@ -337,7 +367,8 @@ class SyncLoop(SupervisorActor):
         elif done.requeue_after is not None:
             self._requeue_at[done.uid] = self._clock.monotonic() + done.requeue_after
         if done.runtime_error:
-            self.send("runtime-monitor", Tick("runtime-check", self._clock.monotonic()))
+            self.send(names.RUNTIME_MONITOR,
+                      Tick(names.TICK_RUNTIME_CHECK, self._clock.monotonic()))
 
     def _sync_tick(self) -> None:
         now = self._last_sync_tick = self._clock.monotonic()
@@ -391,7 +422,7 @@ class SyncLoop(SupervisorActor):
             if rp.uid in self._desired or rp.uid in self._workers or rp.uid in self._killing:
                 continue
             self._killing.add(rp.uid)
-            self.send("killer", KillRuntimePod(rp.uid, rp.name, rp.namespace))
+            self.send(names.KILLER, KillRuntimePod(rp.uid, rp.name, rp.namespace))
 
     def health(self) -> dict[str, str | None]:
         now = self._clock.monotonic()
@@ -403,19 +434,20 @@ class SyncLoop(SupervisorActor):
         if now - self._last_sync_tick > SYNC_LOOP_UNHEALTHY_AFTER:
             syncloop = f"sync loop last ran {now - self._last_sync_tick:.0f}s ago"
         runtime = None if self._runtime_ok else (self._runtime_reason or "runtime is down")
-        return {"ping": None, "syncloop": syncloop, "pleg": pleg, "runtime": runtime}
+        return {names.HEALTH_PING: None, names.HEALTH_SYNC_LOOP: syncloop,
+                names.HEALTH_PLEG: pleg, names.HEALTH_RUNTIME: runtime}
 
     # --- supervision -------------------------------------------------------------------
 
     def child_restarted(self, name: str, incarnation: int) -> None:
         """Give a replaced child what rebuilds its state."""
         if self._metrics is not None:
-            self._metrics.actor_restarts.labels("pod" if name.startswith("pod/") else name).inc()
-        if name.startswith("pod/"):
-            self._rebuild_worker(PodUID(name[4:]))
-        elif name == "status":
-            self.send("status", DesiredPods(tuple(self._desired.values())))
-        elif name == "killer":
+            self._metrics.actor_restarts.labels(names.actor_group(name)).inc()
+        if names.is_worker(name):
+            self._rebuild_worker(names.worker_uid(name))
+        elif name == names.STATUS:
+            self.send(names.STATUS, DesiredPods(tuple(self._desired.values())))
+        elif name == names.KILLER:
             # Kills the old killer held died with it: housekeeping orders them again.
             self._killing.clear()
 
@@ -434,8 +466,4 @@ class SyncLoop(SupervisorActor):
         worker.cancel.set()
         logger.bind(pod=worker.pod.metadata.name, uid=uid, container="").info(
             "issuing the kill in flight again: {}", worker.kill.reason)
-        self.dispatch.tell(worker_name(uid), worker.kill, sender=self.name)
-
-
-def worker_name(uid: PodUID) -> str:
-    return f"pod/{uid}"
+        self.dispatch.tell(names.worker_name(uid), worker.kill, sender=self.name)

@@ -1,30 +1,28 @@
-"""Building the actors a replay feeds, with the recording's settings and replay stubs."""
+"""The kubelet's plug-in to core's traces: its replay world and its messages' old names.
+
+A replay builds the kubelet's actors from the same recipes the daemon starts them from
+(actors.kubelet.tree), on the replay stubs and with the settings the trace's header
+recorded. The sources read files and URLs: their messages are inputs, not replayed.
+"""
 
 from __future__ import annotations
 
-import dataclasses
 import threading
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast
 
-import msgspec
-
+from actors.core.dispatch import ActorRef
+from actors.core.supervision import ChildSpec
 from actors.core.trace.names import MESSAGES
-from actors.core.trace.stubs import (
-    InertExecutor,
-    ReplayClock,
-    ReplayDispatch,
-    ReplayRuntime,
-    ReplayTimers,
-)
-from actors.kubelet.pleg import PLEG
-from actors.kubelet.pod_killer import PodKiller
-from actors.kubelet.pod_worker import PodWorker, WorkerTiming
-from actors.kubelet.probe_manager import ProbeManager
-from actors.kubelet.runtime_monitor import RuntimeMonitor
+from actors.core.trace.stubs import InertExecutor, Record, Stubs, Unreachable, recorded_error
+from actors.kubelet import names, tree
 from actors.kubelet.sources.file import FilesChanged  # noqa: F401 - registers its message name
-from actors.kubelet.status_manager import StatusManager
-from actors.kubelet.sync_loop import SyncLoop, SyncLoopSettings
-from runtime.ids import PodUID
+from actors.kubelet.sync_loop import kubelet_child
+from actors.kubelet.tree import KubeletParts, ReplayConfig
+from runtime import errors
+from runtime.containerd.managed import ManagedContainerd
+from runtime.cri.intercept import intercept, result_types
+from runtime.cri.service import CRIRuntime
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.settings import NodeSettings
 
@@ -47,14 +45,14 @@ LEGACY_TYPES: dict[str, str] = {
 for _recorded, _name in LEGACY_TYPES.items():
     MESSAGES.legacy(_recorded, _name)
 
-NOT_REPLAYABLE = frozenset({"source", "source/file", "source/http", "timers", "test"})
-"""Actors whose handlers read files or URLs: their messages are inputs, not replayed."""
+_NOT_ACTORS = frozenset({names.TIMERS, "test"})
+"""Senders that are not actors: the timer thread, and tests telling actors things."""
 
-_KUBELET_CHILDREN = ("status", "probes", "killer", "pleg", "runtime-monitor")
+_RESULTS = {"runtime": result_types(CRIRuntime), "containerd": result_types(ManagedContainerd)}
 
 
 class _StubRef:
-    """Stands in for a child actor the replayed supervisor starts or stops."""
+    """Stands in for a child actor the replayed sync loop starts or stops."""
 
     def __init__(self) -> None:
         self.actor_stopped = threading.Event()
@@ -70,49 +68,72 @@ class _StubRef:
         return False
 
 
-def _fields(cls: Any, values: dict[str, Any]) -> dict[str, Any]:
-    names = {f.name for f in dataclasses.fields(cls)}
-    return {k: v for k, v in values.items() if k in names}
+def _stub_ref(incarnation: int) -> ActorRef:
+    # Only stop, tell, is_alive and actor_stopped are ever used on a child's ref.
+    return cast(ActorRef, _StubRef())
 
 
-def build_actor(actor: str, incarnation: int, config: dict[str, Any],
-                dispatch: ReplayDispatch, runtime: ReplayRuntime, containerd: ReplayRuntime,
-                clock: ReplayClock, timers: ReplayTimers, scratch: str) -> Any:
-    """A fresh, unstarted instance of ``actor`` wired to the replay stubs."""
-    node = dict(config.get("node", {}))
-    # Replayed handlers may make directories (emptyDir, logs): keep them out of the node's.
-    node.update(root_dir=f"{scratch}/root", pod_logs_dir=f"{scratch}/logs")
-    settings = NodeSettings(**_fields(NodeSettings, node))
-    host_ip = str(config.get("host_ip", ""))
-    runtime_any: Any = runtime
-    clock_any: Any = clock
-    timers_any: Any = timers
-    manager = KubeRuntimeManager(runtime_any, settings, clock_any, node_ip=host_ip)
-    if actor.startswith("pod/"):
-        timing = WorkerTiming(**_fields(WorkerTiming, config.get("timing", {})))
-        return PodWorker(PodUID(actor[4:]), dispatch, manager, clock_any, None, timing,
-                         threading.Event(), incarnation=incarnation)
-    if actor == "supervisor":
-        raw = _fields(SyncLoopSettings, dict(config.get("supervisor", {})))
-        settings_s = msgspec.convert(raw, SyncLoopSettings)  # nested specs included
-        sources = settings_s.expected_sources
-        children = [(name, lambda n: _StubRef()) for name in _KUBELET_CHILDREN]
-        children += [(f"source/{s}", lambda n: _StubRef()) for s in sorted(sources)]
-        supervisor = SyncLoop(dispatch, timers_any, clock_any, children,
-                                lambda uid, n, cancel: _StubRef(), settings_s, None)
-        supervisor.on_start()
-        return supervisor
-    if actor == "pleg":
-        return PLEG(dispatch, runtime_any, clock_any, incarnation)
-    if actor == "status":
-        return StatusManager(dispatch, clock_any, None, host_ip, incarnation)
-    if actor == "probes":
-        return ProbeManager(dispatch, timers_any, runtime_any, clock_any, incarnation,
-                            executor=InertExecutor())
-    if actor == "killer":
-        return PodKiller(dispatch, manager, incarnation=incarnation, executor=InertExecutor())
-    if actor == "runtime-monitor":
-        managed: Any = containerd if config.get("embedded") else None
-        return RuntimeMonitor(dispatch, timers_any, runtime_any, clock_any, managed, None,
-                              incarnation)
-    raise ValueError(f"no replay recipe for actor {actor!r}")
+class KubeletWorld:
+    """Implements actors.core.trace.stubs.World for the kubelet's actors."""
+
+    def replayable(self, actor: str) -> bool:
+        return actor not in _NOT_ACTORS and not actor.startswith("source")
+
+    def scratch_paths(self, config: Mapping[str, Any], scratch: str
+                      ) -> tuple[tuple[str, str], ...]:
+        node = config.get("node", {})
+        return tuple((f"{scratch}/{sub}", node[key]) for sub, key in
+                     (("root", "root_dir"), ("logs", "pod_logs_dir")) if key in node)
+
+    def result_type(self, target: str, method: str) -> Any:
+        return _RESULTS.get(target, {}).get(method, Any)
+
+    def error_from(self, record: Record) -> Exception:
+        cls = getattr(errors, str(record.get("type", "")), None)
+        if isinstance(cls, type) and issubclass(cls, errors.CRIError):
+            return cls(record.get("method", ""), record.get("detail", ""),
+                       record.get("code", "UNKNOWN"))
+        return recorded_error(record)
+
+    def build(self, actor: str, incarnation: int, stubs: Stubs) -> Any:
+        parts = self._parts(stubs)
+        if names.is_worker(actor):
+            return tree.worker(parts, names.worker_uid(actor), incarnation,
+                               threading.Event()).build()
+        if actor == names.SYNC_LOOP:
+            specs: list[ChildSpec] = [kubelet_child((name, _stub_ref))
+                                      for name, _ in tree.children(parts)]
+            specs += [kubelet_child((f"source/{kind}", _stub_ref))
+                      for kind in sorted(parts.config.supervisor.expected_sources)]
+            sync_loop = tree.sync_loop(
+                parts, specs, lambda uid, n, cancel: _stub_ref(n)).build()
+            sync_loop.on_start()
+            return sync_loop
+        recipes = dict(tree.children(parts))
+        if actor not in recipes:
+            raise ValueError(f"no replay recipe for actor {actor!r}")
+        return recipes[actor](incarnation).build()
+
+    @staticmethod
+    def _parts(stubs: Stubs) -> KubeletParts:
+        config = ReplayConfig.from_header(stubs.config)
+        # Replayed handlers may make directories (emptyDir, logs): keep them out of the
+        # recorded node's, in the scratch dir (scratch_paths maps them back).
+        node = NodeSettings(**{**_node_fields(config.node),
+                               "root_dir": f"{stubs.scratch}/root",
+                               "pod_logs_dir": f"{stubs.scratch}/logs"})
+        runtime = cast(CRIRuntime, intercept(Unreachable(), CRIRuntime, stubs.answers))
+        containerd: ManagedContainerd | None = None
+        if config.embedded:
+            containerd = cast(ManagedContainerd, intercept(
+                Unreachable(), ManagedContainerd, stubs.answers, target="containerd"))
+        clock: Any = stubs.clock
+        timers: Any = stubs.timers
+        manager = KubeRuntimeManager(runtime, node, clock, node_ip=config.host_ip)
+        return KubeletParts(stubs.dispatch, timers, clock, runtime, manager, config,
+                            containerd=containerd, executor=InertExecutor)
+
+
+def _node_fields(node: NodeSettings) -> dict[str, Any]:
+    return {f: getattr(node, f) for f in node.__dataclass_fields__}
+

@@ -1,7 +1,7 @@
 """Deterministic scenarios recorded as traces: on the fake runtime, in virtual time.
 
 `python -m tests.traces.scenarios` records them into tests/traces/*/ (the regression
-traces that tests/unit/test_replay.py replays against the current code). Re-record only
+traces that tests/unit/kubelet/test_replay.py replays against the current code). Re-record only
 when a change of behaviour is intended, and say so in the commit.
 """
 
@@ -10,25 +10,23 @@ from __future__ import annotations
 import shutil
 import sys
 import tempfile
-import threading
 from pathlib import Path
 from typing import Any
 
 from actors.core.dispatch import Dispatch
-from actors.core.testing import Inbox
 from actors.core.timers import ManualTimers
-from actors.core.trace.recording import RecordingClock, recording_runtime
+from actors.core.trace.recording import RecordingClock, RecordingInterceptor
 from actors.core.trace.writer import TraceWriter
+from actors.kubelet import names, tree
 from actors.kubelet.messages import SourceSnapshot
-from actors.kubelet.pleg import PLEG
-from actors.kubelet.pod_killer import PodKiller
-from actors.kubelet.pod_worker import PodWorker, WorkerTiming
-from actors.kubelet.runtime_monitor import RuntimeMonitor
-from actors.kubelet.status_manager import StatusManager
-from actors.kubelet.sync_loop import SyncLoop, SyncLoopSettings
+from actors.kubelet.pod_worker import WorkerTiming
+from actors.kubelet.sync_loop import SyncLoopSettings
+from actors.kubelet.tree import KubeletParts, ReplayConfig
 from runtime.clock import FakeClock
+from runtime.cri.intercept import intercept
+from runtime.cri.service import CRIRuntime
 from runtime.cri.types import ContainerState
-from runtime.ids import ContainerID, PodUID
+from runtime.ids import ContainerID
 from runtime.kuberuntime import labels as L
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.settings import NodeSettings
@@ -51,43 +49,28 @@ def pod(uid: str, name: str, policy: str = "Always") -> Pod:
 
 
 class RecordedNode:
-    """The kubelet's actors on a fake runtime, recording a trace into ``directory``."""
+    """The kubelet's tree on a fake runtime, recording a trace into ``directory``."""
 
     def __init__(self, directory: Path, scratch: Path) -> None:
         self.fake_clock = FakeClock()
         self.fake = FakeRuntime(self.fake_clock, images=[IMAGE])
-        node = NodeSettings("node", root_dir=str(scratch / "root"),
-                            pod_logs_dir=str(scratch / "logs"))
-        timing = WorkerTiming(60.0)
-        settings = SyncLoopSettings(expected_sources=frozenset({"file"}))
-        self.writer = TraceWriter(directory, config={
-            "node": {"node_name": node.node_name, "root_dir": node.root_dir,
-                     "pod_logs_dir": node.pod_logs_dir},
-            "timing": {"resync_interval": timing.resync_interval},
-            "supervisor": {"expected_sources": ["file"]},
-            "host_ip": "", "embedded": False})
+        config = ReplayConfig(
+            node=NodeSettings("node", root_dir=str(scratch / "root"),
+                              pod_logs_dir=str(scratch / "logs")),
+            timing=WorkerTiming(60.0),
+            supervisor=SyncLoopSettings(expected_sources=frozenset({"file"})))
+        self.writer = TraceWriter(directory, config=config.to_header())
         self.dispatch = d = Dispatch(recorder=self.writer)
-        runtime = recording_runtime(self.fake, self.writer)
+        runtime = intercept(self.fake, CRIRuntime, RecordingInterceptor(self.writer))
         clock: Any = RecordingClock(self.fake_clock, self.writer)
         self.timers = ManualTimers(d, self.fake_clock)
-        manager = KubeRuntimeManager(runtime, node, clock)
-        self.probes = Inbox(d, "probes")
-        children: list[tuple[str, Any]] = [
-            ("status", lambda n: StatusManager.start(d, clock, None, "", n)),
-            ("killer", lambda n: PodKiller.start(d, manager, incarnation=n)),
-            ("pleg", lambda n: PLEG.start(d, runtime, clock, n)),
-            ("runtime-monitor", lambda n: RuntimeMonitor.start(d, self.timers, runtime, clock,
-                                                                None, None, n)),
-        ]
-
-        def worker(uid: PodUID, n: int, cancel: threading.Event) -> Any:
-            return PodWorker.start(uid, d, manager, clock, None, timing, cancel,
-                                   incarnation=n)
-
-        self.supervisor = SyncLoop.start(d, self.timers, clock, children, worker, settings)
+        manager = KubeRuntimeManager(runtime, config.node, clock)
+        self.sync_loop = tree.start(KubeletParts(d, self.timers, clock, runtime, manager,
+                                                 config))
 
     def snapshot(self, *pods: Pod) -> None:
-        self.dispatch.tell("supervisor", SourceSnapshot("file", pods), sender="source/file")
+        self.dispatch.tell(names.SYNC_LOOP, SourceSnapshot("file", pods),
+                           sender=names.SOURCE_FILE)
 
     def running(self, uid: str) -> list[ContainerID]:
         return [c.id for c in self.fake.list_containers()
@@ -100,8 +83,7 @@ class RecordedNode:
         wait_for(check, 20.0, what, interval=0.05)
 
     def close(self) -> None:
-        self.supervisor.stop()
-        self.probes.stop()
+        self.sync_loop.stop()
         self.writer.close()
 
 

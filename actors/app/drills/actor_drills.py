@@ -131,7 +131,7 @@ def raise_in_on_start(env: Env) -> None:
     with env.step("pleg restarted twice, the supervisor still runs"):
         env.wait(lambda: restarts_of(env, "pleg") >= 2, 10.0, "two restarts of pleg")
         assert env.kubelet is not None
-        if not env.kubelet.supervisor.is_alive():
+        if not env.kubelet.sync_loop.is_alive():
             raise env.fail("the supervisor stopped")
 
 
@@ -147,7 +147,7 @@ def escalate_from_on_start(env: Env) -> None:
     env.plan.add(ActorFault("pleg", on_start=True, times=1000))
     env.plan.arm()
     assert env.kubelet is not None
-    supervisor = env.kubelet.supervisor
+    supervisor = env.kubelet.sync_loop
     with env.step("the supervisor gives up after MaxR restarts"):
         env.wait(lambda: not supervisor.is_alive(), 30.0, "the supervisor to give up")
         env.fault_at = env.plan.first_fired

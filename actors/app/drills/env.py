@@ -27,6 +27,8 @@ from actors.app.drills.invariants import RUNNING, SeenContainer, SeenPod, all_pr
 from actors.app.flags import parse_flags
 from actors.core.faults import FaultPlan
 from actors.core.supervision import SupervisorSpec
+from actors.kubelet import names
+from actors.kubelet.faults import CrashAfterCreate
 from actors.kubelet.messages import GetPods
 from runtime.cri.client import CRIClient
 from runtime.errors import CRIError, KubeletError
@@ -104,6 +106,7 @@ class Env:
         self._conftest = checkout("tests.e2e.conftest")
         self.name = name
         self.plan = FaultPlan(seed)
+        self.crash = CrashAfterCreate(self.plan)  # armed by the drill that wants it
         self.base = Path(tempfile.mkdtemp(prefix=DRILL_DIR_PREFIX, dir=DRILL_DIR_PARENT))
         self.manifests = self.base / "manifests"
         self.manifests.mkdir()
@@ -183,7 +186,7 @@ class Env:
                                  "--container-runtime-endpoint", self.emb.endpoint])
             runtime = CRIClient(self.emb.endpoint, timeout=flags.runtime_request_timeout)
             self.kubelet = start_kubelet(flags, runtime, "", self.emb, faults=self.plan,
-                                         wrap_runtime=self.plan.wrap_runtime,
+                                         runtime_faults=(self.plan, self.crash),
                                          supervision=supervision)
             return self.kubelet
 
@@ -225,11 +228,11 @@ class Env:
         if self.view_override is not None:
             return self.view_override()
         kubelet = self.kubelet
-        ref = kubelet.dispatch.ref("status") if kubelet is not None else None
+        ref = kubelet.dispatch.ref(names.STATUS) if kubelet is not None else None
         if ref is None:
             return None
         try:
-            pods = ref.ask(GetPods(), timeout=5.0)
+            pods = ref.ask(GetPods(), block=True, timeout=5.0)
         except Exception:  # down or restarting: not converged yet
             return None
         return [SeenPod(p.metadata.name, s.phase,

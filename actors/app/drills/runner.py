@@ -12,10 +12,11 @@ from loguru import logger
 
 from actors.app.drills import invariants
 from actors.app.drills.env import DrillFailed, Env
-from actors.core.supervision import KUBELET_SUPERVISION
 from actors.core.trace.reader import TraceError, read_trace
 from actors.core.trace.replay import replay
-from actors.kubelet.trace import NOT_REPLAYABLE
+from actors.kubelet import names
+from actors.kubelet.sync_loop import KUBELET_SUPERVISION
+from actors.kubelet.trace import KubeletWorld
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +81,7 @@ def intensity_problems(env: Env) -> list[str]:
         except TraceError:
             continue
         decisions = [r for r in records if r["k"] == "decision" and r.get("actor") ==
-                     "supervisor" and r.get("what") in ("restart", "escalate")]
+                     names.SYNC_LOOP and r.get("what") in ("restart", "escalate")]
         escalated = any(r["what"] == "escalate" for r in decisions)
         problems += invariants.restart_intensity([float(r["m"]) for r in decisions],
                                                  spec.max_restarts, spec.within, escalated)
@@ -150,7 +151,7 @@ def replay_traces(env: Env) -> tuple[str, bool]:
             finding = True
             continue
         scratch = Path(env.trace_dir) / ".replay-scratch"
-        report = replay(trace, scratch_dir=str(scratch))
+        report = replay(trace, KubeletWorld(), scratch_dir=str(scratch))
         if report.divergence is None:
             results.append(f"{label}no divergence ({report.replayed} deliveries)")
         elif report.divergence.delivery in faulted:
@@ -177,9 +178,10 @@ def _replay_others(trace: object, faulted_actor: str, scratch: str) -> str:
     actors = sorted({r["actor"] for r in trace.records if r["k"] == "begin"} - {faulted_actor})
     count = 0
     for actor in actors:
-        if actor in NOT_REPLAYABLE or actor.split("/", 1)[0] in NOT_REPLAYABLE:
+        world = KubeletWorld()
+        if not world.replayable(actor):
             continue
-        report = replay(trace, only_actor=actor, scratch_dir=scratch)
+        report = replay(trace, world, only_actor=actor, scratch_dir=scratch)
         if report.divergence is not None:
             div = report.divergence
             return (f"DIVERGENCE in {actor} at #{div.delivery} handling {div.message}: "

@@ -45,7 +45,7 @@ def crash_between_create_and_start(env: Env) -> None:
     CREATED container behind, nor start two."""
     env.start()
     start_pods(env, ("alpha",))
-    env.plan.crash_after_create = 1
+    env.crash.count = 1
     env.plan.arm()
     with env.step("a new pod's worker crashes between CreateContainer and StartContainer"):
         env.write_pod("beta")
@@ -55,7 +55,7 @@ def crash_between_create_and_start(env: Env) -> None:
         beta = [c for c in env.containers() if c.pod == f"beta-{NODE}"]
         if len(beta) != 1:
             raise env.fail(f"beta has {len(beta)} containers: {beta}")
-        if beta[0].id in env.plan.created:
+        if beta[0].id in env.crash.created:
             raise env.fail("the never-started container was started instead of replaced")
     with env.step("the worker was restarted"):
         env.wait(lambda: restarts_of(env, "pod") >= 1, 10.0, "a pod worker restart")
@@ -166,7 +166,7 @@ def flood_mailbox(env: Env) -> None:
     status = dispatch.ref("status")
     if status is None:
         raise env.fail("the status manager is not running")
-    pod = next(p for p, _ in status.ask(GetPods(), timeout=5.0) if p.uid == uid)
+    pod = next(p for p, _ in status.ask(GetPods(), block=True, timeout=5.0) if p.uid == uid)
     before = running_ids(env)
 
     def syncs() -> float:

@@ -7,8 +7,10 @@ inputs. Whatever it does (messages it sends, runtime calls it makes) is checked 
 what the recording says it did. The first difference is reported with the causal chain
 of deliveries that led to it; none means the code still behaves as it did.
 
-Actors that read the outside world directly (the sources read files and URLs) are not
-replayed: their messages are inputs of the others.
+What is replayed, and how each actor is built on the stubs, is the replayed system's
+business: a ``World`` (actors.core.trace.stubs) says it. Actors that read the outside
+world directly (a kubelet's sources read files and URLs) are not replayed: their messages
+are inputs of the others.
 """
 
 from __future__ import annotations
@@ -27,15 +29,16 @@ from actors.core.trace.stubs import (
     INJECTED_FAULTS,
     Divergence,
     DivergenceFound,
+    ReplayAnswers,
     ReplayClock,
     ReplayDispatch,
     ReplayedFault,
-    ReplayRuntime,
     ReplayTimers,
     Step,
+    Stubs,
+    World,
     decode_message,
 )
-from actors.kubelet.trace import NOT_REPLAYABLE, build_actor
 
 Record = dict[str, Any]
 
@@ -93,6 +96,7 @@ class _Index:
 
 def replay(
     trace: Trace,
+    world: World,
     until: int | None = None,
     only_actor: str | None = None,
     scratch_dir: str | None = None,
@@ -103,23 +107,19 @@ def replay(
     or to a temporary directory removed afterwards.
     """
     if scratch_dir is not None:
-        return _replay(trace, until, only_actor, scratch_dir)
-    with tempfile.TemporaryDirectory(prefix="kubelet-actors-replay-") as scratch:
-        return _replay(trace, until, only_actor, scratch)
+        return _replay(trace, world, until, only_actor, scratch_dir)
+    with tempfile.TemporaryDirectory(prefix="actors-replay-") as scratch:
+        return _replay(trace, world, until, only_actor, scratch)
 
 
-def _replay(trace: Trace, until: int | None, only_actor: str | None,
+def _replay(trace: Trace, world: World, until: int | None, only_actor: str | None,
             scratch: str) -> ReplayReport:
     index = _Index(trace)
     report = ReplayReport()
-    node = trace.config.get("node", {})
-    paths = tuple((f"{scratch}/{sub}", node[key]) for sub, key in
-                  (("root", "root_dir"), ("logs", "pod_logs_dir")) if key in node)
-    clock = ReplayClock(trace.header.get("m", 0.0), trace.header.get("t", 0.0))
-    dispatch = ReplayDispatch()
-    runtime = ReplayRuntime()
-    containerd = ReplayRuntime("containerd")
-    timers = ReplayTimers()
+    paths = world.scratch_paths(trace.config, scratch)
+    stubs = Stubs(trace.config, scratch, ReplayDispatch(),
+                  ReplayClock(trace.header.get("m", 0.0), trace.header.get("t", 0.0)),
+                  ReplayTimers(), ReplayAnswers(world))
     instances: dict[tuple[str, int], Any] = {}
     cut_off: set[tuple[str, int]] = set()
     for begin in index.begins:
@@ -128,14 +128,13 @@ def _replay(trace: Trace, until: int | None, only_actor: str | None,
             break
         if only_actor is not None and actor != only_actor:
             continue
-        kind = actor.split("/", 1)[0]
-        if actor in NOT_REPLAYABLE or kind in NOT_REPLAYABLE:
+        if not world.replayable(actor):
             report.skipped[actor] = report.skipped.get(actor, 0) + 1
             continue
         if (actor, inc) in cut_off:
             continue
         if delivery not in index.ends:
-            # The trace ends inside this handler (the kubelet stopped or was killed while
+            # The trace ends inside this handler (the system stopped or was killed while
             # it ran): what it did is only partly recorded, so this actor stops here.
             cut_off.add((actor, inc))
             report.notes.append(f"the trace ends while {actor} handled delivery #{delivery}; "
@@ -148,12 +147,11 @@ def _replay(trace: Trace, until: int | None, only_actor: str | None,
             continue
         key = (actor, inc)
         if key not in instances:
-            instances[key] = build_actor(actor, inc, trace.config, dispatch, runtime,
-                                         containerd, clock, timers, scratch)
+            instances[key] = world.build(actor, inc, stubs)
         message = decode_message(msg)
         step = Step(msg, index.sent[delivery], index.calls[delivery], index.inputs[delivery],
                     paths)
-        dispatch.step = runtime.step = containerd.step = clock.step = step
+        stubs.dispatch.step = stubs.answers.step = stubs.clock.step = step
         try:
             _handle(instances[key], delivery, actor, inc, message, index.ends.get(delivery),
                     step)
@@ -219,19 +217,19 @@ def format_report(report: ReplayReport) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="kubelet-actors trace replay",
+def main(argv: list[str], world: World, prog: str = "trace replay") -> int:
+    parser = argparse.ArgumentParser(prog=prog,
                                      description="Replay a recorded trace against this code.")
     parser.add_argument("trace", help="a trace directory or one trace file")
     parser.add_argument("--until", type=int, help="replay deliveries up to this id only")
-    parser.add_argument("--actor", help="replay one actor (e.g. supervisor, pod/<uid>)")
+    parser.add_argument("--actor", help="replay one actor (its name)")
     args = parser.parse_args(argv)
     try:
         trace = read_trace(args.trace)
     except TraceError as err:
-        print(f"kubelet-actors trace replay: {err}", file=sys.stderr)
+        print(f"{prog}: {err}", file=sys.stderr)
         return 1
-    report = replay(trace, until=args.until, only_actor=args.actor)
+    report = replay(trace, world, until=args.until, only_actor=args.actor)
     for torn in trace.torn:
         report.notes.append(torn)
     print(format_report(report))

@@ -10,21 +10,56 @@ from __future__ import annotations
 import difflib
 import json
 import threading
-import typing
 from collections import defaultdict
+from collections.abc import Callable, Mapping
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
-import runtime.errors as errors
 from actors.core.dispatch import Dispatch
 from actors.core.trace.names import MESSAGES
 from actors.core.trace.writer import encode
-from runtime.cri.service import CRIRuntime
 
 Record = dict[str, Any]
+
+
+class World(Protocol):
+    """What replay needs of the system whose trace it replays (its plug-in to core)."""
+
+    def build(self, actor: str, incarnation: int, stubs: Stubs) -> Any:
+        """A fresh, unstarted instance of ``actor`` wired to ``stubs``."""
+        ...
+
+    def replayable(self, actor: str) -> bool:
+        """False for actors that read the outside world (their messages are inputs)."""
+        ...
+
+    def scratch_paths(self, config: Mapping[str, Any], scratch: str
+                      ) -> tuple[tuple[str, str], ...]:
+        """(scratch dir, recorded dir) pairs: where replayed handlers write instead."""
+        ...
+
+    def result_type(self, target: str, method: str) -> Any:
+        """The type a call of ``target.method`` returns, to rebuild recorded answers."""
+        ...
+
+    def error_from(self, record: Record) -> Exception:
+        """The exception a recorded call raised, rebuilt."""
+        ...
+
+
+@dataclass(slots=True)
+class Stubs:
+    """The world as a replayed actor sees it: all of it answers from the recording."""
+
+    config: Mapping[str, Any]  # the trace header's config
+    scratch: str  # a directory replayed handlers may write into
+    dispatch: ReplayDispatch
+    clock: ReplayClock
+    timers: ReplayTimers
+    answers: ReplayAnswers
 
 
 def plain(value: object, paths: tuple[tuple[str, str], ...] = ()) -> Any:
@@ -210,46 +245,38 @@ class ReplayDispatch(Dispatch, _Holder):
         return self.step.read_input(name, value) if self.step else value
 
 
-def _error_from(record: Record) -> Exception:
+class ReplayAnswers(_Holder):
+    """An interceptor (runtime.cri.intercept) that never proceeds: every call of the
+    replayed handler is checked against the recording and answered with what it got.
+
+    ``world`` rebuilds a recorded answer (its type) and a recorded error.
+    """
+
+    def __init__(self, world: World) -> None:
+        self.step = None
+        self._world = world
+
+    def around(self, target: str, method: str, args: tuple[Any, ...],
+               proceed: Callable[[], Any]) -> Any:
+        record = self.current().expect_call(target, method, args)
+        if "error" in record:
+            raise self._world.error_from(record["error"])
+        result_type = self._world.result_type(target, method)
+        if result_type is None or result_type is type(None):
+            return None
+        return msgspec.convert(record.get("result"), result_type)
+
+
+class Unreachable:
+    """What stands behind ReplayAnswers: nothing is ever called through to it."""
+
+
+def recorded_error(record: Record) -> Exception:
+    """An exception of the recorded one's name (a bug, an injected fault), so the handler
+    and the comparison of its outcome see what they saw when recorded."""
     name = str(record.get("type", "Exception"))
-    cls = getattr(errors, name, None)
-    if isinstance(cls, type) and issubclass(cls, errors.CRIError):
-        return cls(record.get("method", ""), record.get("detail", ""),
-                   record.get("code", "UNKNOWN"))
-    # Another exception (a bug, an injected fault): one of the same name, so the handler
-    # and the comparison of its outcome see what they saw when recorded.
     recorded: type[Exception] = type(name, (Exception,), {})
     return recorded(str(record.get("detail", "")))
-
-
-_CONTAINERD_RESULTS: dict[str, Any] = {"poll": int | None, "start": None, "log_tail": str}
-
-
-class ReplayRuntime(_Holder):
-    """Answers CRI (and embedded containerd) calls with the recorded results."""
-
-    def __init__(self, target: str = "runtime") -> None:
-        self.target = target
-        self.step = None
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        if self.target == "runtime":
-            hints = typing.get_type_hints(getattr(CRIRuntime, name))
-            result_type = hints.get("return", Any)
-        else:
-            result_type = _CONTAINERD_RESULTS.get(name, Any)
-
-        def answer(*args: Any, **kwargs: Any) -> Any:
-            record = self.current().expect_call(self.target, name, args + tuple(kwargs.values()))
-            if "error" in record:
-                raise _error_from(record["error"])
-            if result_type is None or result_type is type(None):
-                return None
-            return msgspec.convert(record.get("result"), result_type)
-
-        return answer
 
 
 class ReplayClock(_Holder):

@@ -30,6 +30,7 @@ import msgspec
 from loguru import logger
 
 from actors.core import context
+from actors.core.hooks import Recorder
 from actors.core.trace.names import MESSAGES
 
 TRACE_VERSION = 1
@@ -64,8 +65,8 @@ def error_record(error: BaseException) -> dict[str, Any]:
     return record
 
 
-class TraceWriter:
-    """Implements actors.dispatch.Recorder and the other recording hooks."""
+class TraceWriter(Recorder):
+    """The recorder that writes traces: every hook becomes a record."""
 
     def __init__(
         self,

@@ -31,6 +31,7 @@ from actors.core.actor import Actor
 from actors.core.dispatch import Dispatch
 from actors.core.messages import Tick
 from actors.core.trace.names import message
+from actors.kubelet import names
 from actors.kubelet.messages import ManifestProblem, SourceSnapshot
 from runtime.clock import Clock
 from runtime.errors import ManifestError
@@ -48,8 +49,8 @@ __all__ = [
     "problem_from_error",
 ]
 
-NAME = "source/file"
-RELIST_TICK = "file-relist"
+NAME = names.SOURCE_FILE
+RELIST_TICK = names.TICK_FILE_RELIST
 SOURCE = "file"
 
 DEBOUNCE_MS = 50
@@ -247,7 +248,7 @@ class FileSource(Actor):
             "file source ({}): {} pod(s), {} problem(s) in {}", why, len(pods), len(problems),
             self.path,
         )  # fmt: skip
-        self.send(self.supervisor_name, SourceSnapshot(SOURCE, pods, problems, result.warnings))
+        self.send(names.SYNC_LOOP, SourceSnapshot(SOURCE, pods, problems, result.warnings))
 
     def _with_last_good(self, result: ManifestDirResult) -> tuple[Pod, ...]:
         """The listing's pods, plus the last good pods of files an edit has broken.

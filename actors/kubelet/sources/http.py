@@ -26,6 +26,7 @@ from loguru import logger
 from actors.core.actor import Actor
 from actors.core.dispatch import Dispatch
 from actors.core.messages import Tick
+from actors.kubelet import names
 from actors.kubelet.messages import ManifestProblem, SourceSnapshot
 from actors.kubelet.sources.file import ProblemLog, problem_from_error
 from runtime.clock import Clock
@@ -36,8 +37,8 @@ from runtime.pod.static import make_static_pod
 
 __all__ = ["MAX_BODY", "NAME", "POLL_TICK", "TIMEOUT", "Fetch", "HTTPSource", "urllib_fetch"]
 
-NAME = "source/http"
-POLL_TICK = "http-poll"
+NAME = names.SOURCE_HTTP
+POLL_TICK = names.TICK_HTTP_POLL
 SOURCE: Final = "http"
 TIMEOUT = 10.0
 """Upstream's client timeout for the manifest URL, in seconds."""
@@ -113,7 +114,7 @@ class HTTPSource(Actor):
         self.sent += 1
         _log.debug("http source ({}): {} pod(s), {} problem(s) from {}",
                    why, len(pods), len(problems), self.url)  # fmt: skip
-        self.send(self.supervisor_name, SourceSnapshot(SOURCE, pods, problems, warnings))
+        self.send(names.SYNC_LOOP, SourceSnapshot(SOURCE, pods, problems, warnings))
 
     def _read(
         self,

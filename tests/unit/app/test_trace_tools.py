@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import sys
-import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,7 +13,7 @@ from rich.console import Console
 
 from actors.app.trace_cli import main as cli_main
 from actors.core.actor import Actor
-from actors.core.dispatch import Dispatch
+from actors.core.dispatch import ActorRef, Dispatch
 from actors.core.messages import Tick
 from actors.core.trace.perfetto import export_perfetto
 from actors.core.trace.reader import Trace, read_trace
@@ -416,8 +414,9 @@ def recorded_trace(directory: Path) -> Trace:
     writer = TraceWriter(directory)
     dispatch = Dispatch(recorder=writer)
     seen: list[Any] = []
-    refs = [Boss.start(dispatch, writer, seen), Pinger.start(dispatch, writer),
-            Ponger.start(dispatch, seen)]
+    dispatch.adopt("ponger", "supervisor")
+    refs: list[ActorRef] = [Boss.start(dispatch, writer, seen),
+                            Pinger.start(dispatch, writer), Ponger.start(dispatch, seen)]
     for name, ref in zip(("supervisor", "pinger", "ponger"), refs, strict=True):
         dispatch.register(name, ref)
     try:
@@ -429,9 +428,9 @@ def recorded_trace(directory: Path) -> Trace:
         wait_for(lambda: sum(isinstance(m, Ping) for m in seen) == 2, 5, "the second ping")
     finally:
         for name in ("pinger", "ponger", "supervisor"):
-            ref = dispatch.ref(name)
-            if ref is not None:
-                ref.stop()
+            live = dispatch.ref(name)
+            if live is not None:
+                live.stop()
         writer.close()
     return read_trace(directory)
 
@@ -535,19 +534,12 @@ def test_cli_torn_trace_warns(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     validate_perfetto(json.loads(captured.out))
 
 
-def test_cli_replay_hands_over_to_the_replay_module(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[list[str]] = []
-    module = types.ModuleType("actors.core.trace.replay")
-
-    def fake_main(args: list[str]) -> int:
-        calls.append(args)
-        return 3
-
-    module.main = fake_main  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "actors.core.trace.replay", module)
-    assert cli_main(["replay", "DIR", "--until", "7"]) == 3
-    assert calls == [["DIR", "--until", "7"]]
+def test_cli_replay_replays_with_the_kubelets_world(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    kept = Path(__file__).resolve().parents[2] / "traces" / "restart-and-remove"
+    assert cli_main(["replay", str(kept)]) == 0
+    assert capsys.readouterr().out.startswith("no divergence: replayed ")
+    assert cli_main(["replay", str(kept / "nothing")]) == 1
 
 
 def test_bin_main_dispatches_trace(trace: Trace, tmp_path: Path,

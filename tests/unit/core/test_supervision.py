@@ -60,7 +60,8 @@ class Child(Actor):
             message[1].wait(10.0)
             return None
         if message == ("exit",):
-            self.send(self.supervisor_name, ChildExited(self.name, self.incarnation))
+            assert self.parent is not None
+            self.send(self.parent, ChildExited(self.name, self.incarnation))
             self.actor_ref.stop(block=False)
             return None
         self.log.events.append((self.name, self.incarnation, message))
@@ -117,7 +118,7 @@ class Tree:
 
     def settle(self) -> None:
         """Wait until the supervisor has handled everything sent to it so far."""
-        self.ref.ask(("settle",), timeout=5.0)
+        self.ref.ask(("settle",), block=True, timeout=5.0)
 
     def stop(self) -> None:
         if self.ref.is_alive():
@@ -347,7 +348,7 @@ def test_dead_letters_to_no_child_are_counted_unhandled(trees: list[Tree]) -> No
 
 def test_dead_letters_to_a_removed_child_are_dropped_on_purpose(trees: list[Tree]) -> None:
     t = tree(trees, SupervisorSpec(), "ab")
-    t.ref.ask(("remove", "b"), timeout=5.0)
+    t.ref.ask(("remove", "b"), block=True, timeout=5.0)
     wait_for(lambda: (0, "stop") in t.log.of("b"), 5.0, "b to stop")
     t.tell("b", "late")
     t.settle()

@@ -87,7 +87,7 @@ class Node:
     # --- the actor side -------------------------------------------------------------------
 
     def snapshot(self) -> ProbeSnapshot:
-        snap: ProbeSnapshot = self.manager.ask(ProbeQuery(), timeout=DEADLINE)
+        snap: ProbeSnapshot = self.manager.ask(ProbeQuery(), block=True, timeout=DEADLINE)
         return snap
 
     def settle(self) -> ProbeSnapshot:

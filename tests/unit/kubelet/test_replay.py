@@ -11,8 +11,11 @@ import pytest
 from actors.core.trace import replay as replay_cli
 from actors.core.trace.reader import read_trace
 from actors.core.trace.replay import format_report, replay
+from actors.kubelet.trace import KubeletWorld
 from runtime.kuberuntime import actions
 from tests.traces.scenarios import HERE, SCENARIOS, restart_and_remove
+
+WORLD = KubeletWorld()
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +27,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 def test_a_fresh_recording_replays_without_divergence(recorded: Path) -> None:
-    report = replay(read_trace(recorded))
+    report = replay(read_trace(recorded), WORLD)
     assert report.ok, format_report(report)
     assert report.replayed > 20
     assert {"supervisor", "pod/u1", "pleg", "status", "runtime-monitor"} <= report.actors
@@ -41,7 +44,7 @@ def test_every_scenario_has_a_kept_trace() -> None:
 @pytest.mark.parametrize("name", KEPT)
 def test_kept_regression_traces_still_replay(name: str) -> None:
     """Recorded runs (scenarios, and real drill runs that once found a replay bug)."""
-    report = replay(read_trace(HERE / name))
+    report = replay(read_trace(HERE / name), WORLD)
     assert report.ok, format_report(report)
 
 
@@ -49,7 +52,7 @@ def test_a_changed_restart_decision_is_the_first_divergence(
     recorded: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(actions, "should_container_be_restarted", lambda *args: False)
-    report = replay(read_trace(recorded))
+    report = replay(read_trace(recorded), WORLD)
     assert report.divergence is not None
     text = format_report(report)
     assert report.divergence.actor == "pod/u1"
@@ -61,11 +64,11 @@ def test_a_changed_restart_decision_is_the_first_divergence(
 
 def test_until_and_actor_filters(recorded: Path) -> None:
     trace = read_trace(recorded)
-    full = replay(trace)
+    full = replay(trace, WORLD)
     first_ids = sorted(r["id"] for r in trace.records if r["k"] == "begin")[:10]
-    partial = replay(trace, until=first_ids[-1])
+    partial = replay(trace, WORLD, until=first_ids[-1])
     assert 0 < partial.replayed < full.replayed
-    only = replay(trace, only_actor="pleg")
+    only = replay(trace, WORLD, only_actor="pleg")
     assert only.ok and only.actors == {"pleg"}
 
 
@@ -77,7 +80,7 @@ def test_a_torn_trace_replays_up_to_its_last_whole_record(recorded: Path,
     cut.write_bytes(data[: len(data) * 2 // 3])  # ends in the middle of a line
     trace = read_trace(cut)
     assert trace.torn and "torn" in trace.torn[0]
-    report = replay(trace)
+    report = replay(trace, WORLD)
     assert report.ok, format_report(report)
     assert report.replayed > 0
 
@@ -85,12 +88,12 @@ def test_a_torn_trace_replays_up_to_its_last_whole_record(recorded: Path,
 def test_the_command_says_no_divergence_or_exits_1(
     recorded: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert replay_cli.main([str(recorded)]) == 0
+    assert replay_cli.main([str(recorded)], WORLD) == 0
     assert "no divergence" in capsys.readouterr().out
     monkeypatch.setattr(actions, "should_container_be_restarted", lambda *args: False)
-    assert replay_cli.main([str(recorded)]) == 1
+    assert replay_cli.main([str(recorded)], WORLD) == 1
     assert "divergence at delivery #" in capsys.readouterr().out
-    assert replay_cli.main(["/nonexistent/trace"]) == 1
+    assert replay_cli.main(["/nonexistent/trace"], WORLD) == 1
 
 
 def test_traces_name_messages_by_registered_names(recorded: Path) -> None:

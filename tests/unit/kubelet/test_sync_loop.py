@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -12,21 +11,17 @@ import pytest
 from loguru import logger
 
 from actors.core.dispatch import Dispatch
-from actors.core.supervision import KUBELET_SUPERVISION, SupervisorSpec
-from actors.core.testing import Inbox
+from actors.core.supervision import SupervisorSpec
 from actors.core.timers import ManualTimers
+from actors.kubelet import names, tree
 from actors.kubelet.messages import GetPods, SourceSnapshot
 from actors.kubelet.metrics import KubeletMetrics
-from actors.kubelet.pleg import PLEG
-from actors.kubelet.pod_killer import PodKiller
-from actors.kubelet.pod_worker import PodWorker, WorkerTiming
-from actors.kubelet.runtime_monitor import RuntimeMonitor
-from actors.kubelet.status_manager import StatusManager
-from actors.kubelet.sync_loop import GetHealth, SyncLoop, SyncLoopSettings
+from actors.kubelet.pod_worker import WorkerTiming
+from actors.kubelet.sync_loop import KUBELET_SUPERVISION, GetHealth, SyncLoopSettings
+from actors.kubelet.tree import KubeletParts, ReplayConfig
 from runtime.clock import FakeClock
 from runtime.cri.types import ContainerState, PodSandboxConfig, PodSandboxMetadata
 from runtime.errors import CRIUnavailable
-from runtime.ids import PodUID
 from runtime.kuberuntime import labels as L
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.settings import NodeSettings
@@ -61,31 +56,21 @@ class Node:
         settings = NodeSettings("node", root_dir=str(tmp_path / "root"),
                                 pod_logs_dir=str(tmp_path / "logs"))
         self.manager = KubeRuntimeManager(self.fake, settings, self.clock)
-        self.probes = Inbox(self.dispatch, "probes")
-        d, c, m, f = self.dispatch, self.clock, self.metrics, self.fake
-        children: list[tuple[str, Any]] = [
-            ("status", lambda n: StatusManager.start(d, c, m, "", n)),
-            ("killer", lambda n: PodKiller.start(d, self.manager, incarnation=n)),
-            ("pleg", lambda n: PLEG.start(d, f, c, n)),
-            ("runtime-monitor", lambda n: RuntimeMonitor.start(d, self.timers, f, c, None, m, n)),
-        ]
-
-        def worker(uid: PodUID, n: int, cancel: threading.Event) -> Any:
-            return PodWorker.start(uid, d, self.manager, c, m, WorkerTiming(60.0), cancel,
-                                   incarnation=n)
-
-        self.supervisor = SyncLoop.start(
-            d, self.timers, c, children, worker,
-            SyncLoopSettings(max_pods=max_pods, expected_sources=frozenset({"file"}),
-                               supervision=supervision), m)
+        config = ReplayConfig(node=settings, timing=WorkerTiming(60.0),
+                              supervisor=SyncLoopSettings(
+                                  max_pods=max_pods, expected_sources=frozenset({"file"}),
+                                  supervision=supervision))
+        self.supervisor = tree.start(KubeletParts(
+            self.dispatch, self.timers, self.clock, self.fake, self.manager, config,
+            self.metrics))
 
     def snapshot(self, *pods: Pod) -> None:
-        self.dispatch.tell("supervisor", SourceSnapshot("file", pods), sender="test")
+        self.dispatch.tell(names.SYNC_LOOP, SourceSnapshot("file", pods), sender="test")
 
     def statuses(self) -> dict[str, PodStatus]:
         ref = self.dispatch.ref("status")
         assert ref is not None
-        pods: tuple[tuple[Pod, PodStatus], ...] = ref.ask(GetPods(), timeout=5)
+        pods: tuple[tuple[Pod, PodStatus], ...] = ref.ask(GetPods(), block=True, timeout=5)
         return {p.uid: s for p, s in pods}
 
     def running(self, uid: str) -> list[str]:
@@ -106,7 +91,6 @@ class Node:
     def stop(self) -> None:
         if self.supervisor.is_alive():
             self.supervisor.stop()
-        self.probes.stop()
 
 
 @pytest.fixture
@@ -198,7 +182,7 @@ def test_runtime_down_pauses_syncs_and_health_says_why(node: Node) -> None:
     ref = node.dispatch.ref("supervisor")
     assert ref is not None
     node.until("health to report the runtime",
-               lambda: (ref.ask(GetHealth(), timeout=5)["runtime"] or "").find("refused") >= 0)
+               lambda: "refused" in (ref.ask(GetHealth(), block=True, timeout=5)["runtime"] or ""))
     (container,) = node.fake.list_containers()
     node.fake.exit_container(container.id, 1)
     for _ in range(3):
@@ -206,7 +190,8 @@ def test_runtime_down_pauses_syncs_and_health_says_why(node: Node) -> None:
     assert node.fake.called("create_container") == 1  # nothing done while it is down
     node.fake.clear_failures()
     node.until("the pod to converge again", lambda: node.running("u1") == ["c"])
-    node.until("health to recover", lambda: ref.ask(GetHealth(), timeout=5)["runtime"] is None)
+    node.until("health to recover",
+               lambda: ref.ask(GetHealth(), block=True, timeout=5)["runtime"] is None)
 
 
 def restarts(node: Node, actor: str) -> float | None:
@@ -246,7 +231,7 @@ def test_a_child_failing_too_often_stops_the_kubelet_with_the_reason(tmp_path: P
     try:
         node.fake.fail_always("list_pod_sandbox", RuntimeError("a bug in the relist"))
         node.until("the supervisor to give up", lambda: not node.supervisor.is_alive())
-        assert node.dispatch.names() == ["probes"]  # every child stopped (probes is the test's)
+        assert node.dispatch.names() == []  # every child stopped
         assert ("supervisor: pleg failed 4 times in 60 s (last: RuntimeError('a bug in the "
                 "relist')): giving up") in errors
     finally:

@@ -1,0 +1,180 @@
+"""The kubelet's tree, wired once: which actors, in which order, made of what.
+
+The daemon starts it, a trace replay builds single actors of it on replay stubs, and the
+test scenarios start it on a fake runtime: all three from ``KubeletParts`` and the
+recipes below, so the kubelet cannot be wired two ways. ``ReplayConfig`` is the part of
+the wiring a trace records (in every file's header) so a replay builds the same actors.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from actors.core.actor import Actor
+from actors.core.dispatch import ActorRef, Dispatch
+from actors.core.supervision import ChildSpec
+from actors.core.timers import Timers
+from actors.kubelet import names
+from actors.kubelet.metrics import KubeletMetrics
+from actors.kubelet.pleg import PLEG
+from actors.kubelet.pod_killer import PodKiller
+from actors.kubelet.pod_worker import PodWorker, WorkerTiming
+from actors.kubelet.probe_manager import ProbeManager
+from actors.kubelet.runtime_monitor import RuntimeMonitor
+from actors.kubelet.sources.file import FileSource
+from actors.kubelet.sources.http import HTTPSource
+from actors.kubelet.status_manager import StatusManager
+from actors.kubelet.sync_loop import (
+    SyncLoop,
+    SyncLoopSettings,
+    WorkerFactory,
+    kubelet_child,
+)
+from runtime.clock import Clock
+from runtime.containerd.managed import ManagedContainerd
+from runtime.cri.service import CRIRuntime
+from runtime.ids import PodUID
+from runtime.kuberuntime.manager import KubeRuntimeManager
+from runtime.kuberuntime.settings import NodeSettings
+
+
+class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """The settings the kubelet's actors were built with, as every trace header holds them.
+
+    The field names are what traces have always recorded (``supervisor`` is the sync
+    loop's settings), so traces on users' disks keep replaying.
+    """
+
+    node: NodeSettings
+    timing: WorkerTiming = msgspec.field(default_factory=WorkerTiming)
+    supervisor: SyncLoopSettings = msgspec.field(default_factory=SyncLoopSettings)
+    host_ip: str = ""
+    embedded: bool = False
+
+    def to_header(self) -> dict[str, Any]:
+        header: dict[str, Any] = msgspec.to_builtins(self)
+        return header
+
+    @classmethod
+    def from_header(cls, config: Mapping[str, Any]) -> ReplayConfig:
+        """The config a trace recorded (fields a newer build added take their defaults)."""
+        raw = dict(config)
+        raw.setdefault("node", {"node_name": ""})
+        return msgspec.convert(raw, cls)
+
+
+@dataclass(frozen=True, slots=True)
+class Sources:
+    """Where pods come from (upstream's --pod-manifest-path, --manifest-url)."""
+
+    node_name: str
+    manifest_path: str = ""
+    manifest_url: str = ""
+
+    def expected(self) -> frozenset[str]:
+        """The sources the sync loop waits to hear from before it removes anything."""
+        wanted = set()
+        if self.manifest_path:
+            wanted.add("file")
+        if self.manifest_url:
+            wanted.add("http")
+        return frozenset(wanted)
+
+
+@dataclass(frozen=True, slots=True)
+class KubeletParts:
+    """Everything the kubelet's actors are made of."""
+
+    dispatch: Dispatch
+    timers: Timers
+    clock: Clock
+    runtime: CRIRuntime
+    manager: KubeRuntimeManager
+    config: ReplayConfig
+    metrics: KubeletMetrics | None = None
+    containerd: ManagedContainerd | None = None
+    sources: Sources | None = None  # None: actors that read files and URLs are not made
+    # Where pool work runs (probes, orphan kills); None: each actor makes its own pool.
+    # A replay passes one that runs nothing: what pools did comes back as recorded mail.
+    executor: Callable[[], Executor] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Construct:
+    """How to make one actor: started (the daemon) or only built (a replay)."""
+
+    cls: type[Actor]
+    args: tuple[Any, ...]
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+    def start(self) -> ActorRef:
+        ref: ActorRef = self.cls.start(*self.args, **self.kwargs)
+        return ref
+
+    def build(self) -> Actor:
+        return self.cls(*self.args, **self.kwargs)
+
+
+Recipe = Callable[[int], Construct]
+"""incarnation -> how to make that incarnation of an actor."""
+
+
+def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
+    """The sync loop's static children, in start order (see KUBELET_SUPERVISION)."""
+    p = parts
+    pool: dict[str, Any] = {} if p.executor is None else {"executor": p.executor()}
+    tree: list[tuple[str, Recipe]] = [
+        (names.STATUS, lambda n: Construct(
+            StatusManager, (p.dispatch, p.clock, p.metrics, p.config.host_ip, n))),
+        (names.PROBES, lambda n: Construct(
+            ProbeManager, (p.dispatch, p.timers, p.runtime, p.clock, n), pool)),
+        (names.KILLER, lambda n: Construct(
+            PodKiller, (p.dispatch, p.manager), {"incarnation": n, **pool})),
+        (names.PLEG, lambda n: Construct(PLEG, (p.dispatch, p.runtime, p.clock, n))),
+        (names.RUNTIME_MONITOR, lambda n: Construct(
+            RuntimeMonitor, (p.dispatch, p.timers, p.runtime, p.clock, p.containerd,
+                             p.metrics, n))),
+    ]
+    sources = p.sources
+    if sources is not None and sources.manifest_path:
+        tree.append((names.SOURCE_FILE, lambda n: Construct(
+            FileSource, (p.dispatch, sources.manifest_path, sources.node_name, p.clock, n))))
+    if sources is not None and sources.manifest_url:
+        tree.append((names.SOURCE_HTTP, lambda n: Construct(
+            HTTPSource, (p.dispatch, sources.manifest_url, sources.node_name, p.clock, n))))
+    return tree
+
+
+def worker(parts: KubeletParts, uid: PodUID, incarnation: int,
+           cancel: threading.Event) -> Construct:
+    """How to make incarnation ``incarnation`` of the pod worker for ``uid``."""
+    p = parts
+    return Construct(PodWorker, (uid, p.dispatch, p.manager, p.clock, p.metrics,
+                                 p.config.timing, cancel), {"incarnation": incarnation})
+
+
+def sync_loop(parts: KubeletParts, child_specs: list[ChildSpec],
+              workers: WorkerFactory) -> Construct:
+    p = parts
+    return Construct(SyncLoop, (p.dispatch, p.timers, p.clock, child_specs, workers,
+                                p.config.supervisor, p.metrics))
+
+
+def _starter(recipe: Recipe) -> Callable[[int], ActorRef]:
+    return lambda incarnation: recipe(incarnation).start()
+
+
+def start(parts: KubeletParts) -> ActorRef:
+    """Start the sync loop, which starts every other actor: the kubelet runs."""
+    specs = [kubelet_child((name, _starter(recipe))) for name, recipe in children(parts)]
+
+    def start_worker(uid: PodUID, incarnation: int, cancel: threading.Event) -> ActorRef:
+        return worker(parts, uid, incarnation, cancel).start()
+
+    return sync_loop(parts, specs, start_worker).start()
