@@ -1,7 +1,8 @@
-"""Helpers for actor tests, shipped with the package: a collecting stand-in actor.
+"""Helpers for actor tests, shipped with the package: a collecting stand-in actor, and
+the virtual-time pair (ManualTimers, FakeClock) actor tests drive.
 
-Register a Collector under the names an actor sends to ("supervisor", "status", ...) and
-assert on what arrives, waiting with a deadline instead of sleeping.
+Register an Inbox under the names an actor sends to and assert on what arrives, waiting
+with a deadline instead of sleeping.
 """
 
 from __future__ import annotations
@@ -15,8 +16,12 @@ import pykka
 
 from actors.core.dispatch import Dispatch
 from actors.core.envelope import Envelope
+from actors.core.timers import ManualTimers
+from runtime.clock import FakeClock
 
 T = TypeVar("T")
+
+__all__ = ["FakeClock", "Inbox", "ManualTimers", "Received"]
 
 
 class Received:

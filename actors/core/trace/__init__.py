@@ -1,0 +1,1 @@
+"""Traces: recording every delivery, reading it back, replaying it, and showing it."""

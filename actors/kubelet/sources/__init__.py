@@ -1,0 +1,1 @@
+"""Pod sources: the manifest directory and the manifest URL (upstream's static pods)."""
