@@ -10,6 +10,7 @@ from actors.app.drills.env import NODE, Env
 from actors.app.drills.runner import Drill
 from actors.core.faults import ActorFault
 from actors.core.supervision import SupervisorSpec
+from actors.kubelet import names
 from runtime.clock import RealClock
 from runtime.cri.client import CRIClient
 from runtime.ids import PodUID
@@ -95,8 +96,8 @@ def kill_actor(actor: str, kind: str, message: str, calls: tuple[int, int],
         before = restarts_of(env, kind)
         call = env.plan.rng.randint(*calls)
         target = actor
-        if actor == "pod/":
-            target = f"pod/{uid_of(env, f'alpha-{NODE}')}"
+        if actor == names.WORKER_PREFIX:
+            target = names.worker_name(uid_of(env, f"alpha-{NODE}"))
         env.plan.add(ActorFault(target, message, skip=0, runtime_call=call))
         env.notes.append(f"fault: {target} handling {message}, "
                          + (f"runtime call #{call}" if call else "as its handler begins"))
@@ -118,8 +119,8 @@ def raise_in_on_start(env: Env) -> None:
     """PLEG fails mid-relist; its first restart fails in on_start; the second works."""
     env.start()
     start_pods(env)
-    env.plan.add(ActorFault("pleg", "Tick", runtime_call=1))
-    env.plan.add(ActorFault("pleg", on_start=True, times=1))
+    env.plan.add(ActorFault(names.PLEG, "Tick", runtime_call=1))
+    env.plan.add(ActorFault(names.PLEG, on_start=True, times=1))
     env.plan.arm()
     with env.step("fault pleg mid-relist, then in its restart's on_start"):
         env.wait(lambda: env.plan.fired_count("on_start") >= 1, FIRE_TIMEOUT,
@@ -129,7 +130,7 @@ def raise_in_on_start(env: Env) -> None:
     with env.step("recover: every invariant holds again"):
         env.converge(RECOVER_TIMEOUT)
     with env.step("pleg restarted twice, the supervisor still runs"):
-        env.wait(lambda: restarts_of(env, "pleg") >= 2, 10.0, "two restarts of pleg")
+        env.wait(lambda: restarts_of(env, names.PLEG) >= 2, 10.0, "two restarts of pleg")
         assert env.kubelet is not None
         if not env.kubelet.sync_loop.is_alive():
             raise env.fail("the supervisor stopped")
@@ -143,8 +144,8 @@ def escalate_from_on_start(env: Env) -> None:
     env.start(supervision=ESCALATE_SPEC)
     start_pods(env, ("alpha",))
     running = {c.id for c in env.running(f"alpha-{NODE}")}
-    env.plan.add(ActorFault("pleg", "Tick", runtime_call=1))
-    env.plan.add(ActorFault("pleg", on_start=True, times=1000))
+    env.plan.add(ActorFault(names.PLEG, "Tick", runtime_call=1))
+    env.plan.add(ActorFault(names.PLEG, on_start=True, times=1000))
     env.plan.arm()
     assert env.kubelet is not None
     supervisor = env.kubelet.sync_loop
@@ -180,19 +181,19 @@ def _kill(actor: str, kind: str, message: str, calls: tuple[int, int],
 
 
 ACTOR_DRILLS = (
-    _kill("status", "status", "DesiredPods", (0, 0), add_pod,
+    _kill(names.STATUS, names.STATUS, "DesiredPods", (0, 0), add_pod,
           "status manager dies as it takes the new desired pods; rebuilt, all pods Running"),
-    _kill("probes", "probes", "PodObserved", (0, 0), add_pod,
+    _kill(names.PROBES, names.PROBES, "PodObserved", (0, 0), add_pod,
           "probe manager dies taking a pod observation; rest_for_one restarts its juniors"),
-    _kill("killer", "killer", "KillRuntimePod", (0, 0), make_orphan,
+    _kill(names.KILLER, names.KILLER, "KillRuntimePod", (0, 0), make_orphan,
           "pod killer dies taking the kill of an orphan pod: the orphan still goes"),
-    _kill("pleg", "pleg", "Tick", (1, 2), None,
+    _kill(names.PLEG, names.PLEG, "Tick", (1, 2), None,
           "PLEG dies in the middle of a relist (on a runtime call); pods untouched"),
-    _kill("runtime-monitor", "runtime-monitor", "Tick", (1, 1), None,
+    _kill(names.RUNTIME_MONITOR, names.RUNTIME_MONITOR, "Tick", (1, 1), None,
           "runtime monitor dies in its Status call; pods untouched"),
-    _kill("source/file", "source/file", "FilesChanged", (0, 0), add_pod,
+    _kill(names.SOURCE_FILE, names.SOURCE_FILE, "FilesChanged", (0, 0), add_pod,
           "file source dies taking a change: the new incarnation lists the dir, pod starts"),
-    _kill("pod/", "pod", "RunPending", (1, 3), remove_pod,
+    _kill(names.WORKER_PREFIX, names.WORKER_GROUP, "RunPending", (1, 3), remove_pod,
           "a pod worker dies mid-kill (runtime call): the kill is issued again, pod gone"),
     Drill("raise-in-on-start", "PLEG's restart fails once in on_start, then succeeds",
           raise_in_on_start),

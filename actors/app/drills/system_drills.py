@@ -23,6 +23,7 @@ from actors.app.drills.actor_drills import (
 from actors.app.drills.env import NODE, REPO, Env
 from actors.app.drills.invariants import SeenPod
 from actors.app.drills.runner import Drill
+from actors.kubelet import names
 from actors.kubelet.messages import GetPods, UpdateKind, UpdatePod
 
 FLOOD = 10_000
@@ -163,7 +164,7 @@ def flood_mailbox(env: Env) -> None:
     assert env.kubelet is not None
     dispatch = env.kubelet.dispatch
     uid = uid_of(env, f"alpha-{NODE}")
-    status = dispatch.ref("status")
+    status = dispatch.ref(names.STATUS)
     if status is None:
         raise env.fail("the status manager is not running")
     pod = next(p for p, _ in status.ask(GetPods(), block=True, timeout=5.0) if p.uid == uid)
@@ -176,10 +177,11 @@ def flood_mailbox(env: Env) -> None:
     with env.step(f"flood pod/{uid[:8]} with {FLOOD} SYNC updates"):
         env.fault()
         for _ in range(FLOOD):
-            dispatch.tell(f"pod/{uid}", UpdatePod(pod, UpdateKind.SYNC), sender="drill")
+            dispatch.tell(names.worker_name(uid), UpdatePod(pod, UpdateKind.SYNC), sender="drill")
     with env.step("the mailbox drains"):
-        env.wait(lambda: dispatch.mailbox_depths().get("pod", 0) == 0, 60.0,
-                 "the pod workers' mailboxes to drain", interval=0.05)
+        env.wait(lambda: dispatch.mailbox_depths(names.actor_group).get(
+            names.WORKER_GROUP, 0) == 0, 60.0, "the pod workers' mailboxes to drain",
+            interval=0.05)
         env.recovered_at = time.monotonic()
     with env.step("coalescing: a few syncs for the whole flood"):
         ran = syncs() - synced
