@@ -100,8 +100,7 @@ class Actor(StartReportingActor):
         pending: list[object] = []
         while not self.actor_inbox.empty():  # only this thread takes from it
             queued = self.actor_inbox.get()
-            message = getattr(queued, "message", queued)
-            reply_to = getattr(queued, "reply_to", None)
+            message, reply_to = queued.message, queued.reply_to
             if reply_to is not None:
                 dead = pykka.ActorDeadError(f"{self.name} failed before handling the message")
                 reply_to.set_exception(exc_info=(type(dead), dead, None))

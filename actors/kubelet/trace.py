@@ -7,6 +7,7 @@ recorded. The sources read files and URLs: their messages are inputs, not replay
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Mapping
 from typing import Any, cast
@@ -24,7 +25,6 @@ from runtime.containerd.managed import ManagedContainerd
 from runtime.cri.intercept import intercept, result_types
 from runtime.cri.service import CRIRuntime
 from runtime.kuberuntime.manager import KubeRuntimeManager
-from runtime.kuberuntime.settings import NodeSettings
 
 # What traces recorded before message names existed called each message (its module path).
 LEGACY_TYPES: dict[str, str] = {
@@ -119,9 +119,8 @@ class KubeletWorld:
         config = ReplayConfig.from_header(stubs.config)
         # Replayed handlers may make directories (emptyDir, logs): keep them out of the
         # recorded node's, in the scratch dir (scratch_paths maps them back).
-        node = NodeSettings(**{**_node_fields(config.node),
-                               "root_dir": f"{stubs.scratch}/root",
-                               "pod_logs_dir": f"{stubs.scratch}/logs"})
+        node = dataclasses.replace(config.node, root_dir=f"{stubs.scratch}/root",
+                                   pod_logs_dir=f"{stubs.scratch}/logs")
         runtime = cast(CRIRuntime, intercept(Unreachable(), CRIRuntime, stubs.answers))
         containerd: ManagedContainerd | None = None
         if config.embedded:
@@ -132,8 +131,4 @@ class KubeletWorld:
         manager = KubeRuntimeManager(runtime, node, clock, node_ip=config.host_ip)
         return KubeletParts(stubs.dispatch, timers, clock, runtime, manager, config,
                             containerd=containerd, executor=InertExecutor)
-
-
-def _node_fields(node: NodeSettings) -> dict[str, Any]:
-    return {f: getattr(node, f) for f in node.__dataclass_fields__}
 
