@@ -3,8 +3,10 @@
 # them from Debian's docker-registry on loopback, and push them there with skopeo.
 #
 # Usage: scripts/images.sh [build] [serve] [push] [stop] [status] ...
+#   (this file ships in the package as actors/app/testbed/images.sh, pause.c beside it;
+#   scripts/images.sh runs it from a checkout, actors.app.testbed from an install)
 #   build   build OCI layouts under $KA_IMAGES_DIR (default /var/lib/kubelet-actors/images):
-#             pause:3.9     static C pause (images/pause/pause.c), entrypoint /pause
+#             pause:3.9     static C pause (pause.c beside this script), entrypoint /pause
 #             busybox:1.35  Debian's busybox-static with applet symlinks, cmd ["sh"]
 #   serve   start docker-registry on $KA_REGISTRY_ADDR (default 127.0.0.1:5000), detached,
 #           storage, config, pid and log under $KA_REGISTRY_DIR (default
@@ -18,7 +20,7 @@
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-REPO="$(cd "$HERE/.." && pwd)"
+PAUSE_C="$HERE/pause.c"
 
 IMAGES_DIR="${KA_IMAGES_DIR:-/var/lib/kubelet-actors/images}"
 REGISTRY_DIR="${KA_REGISTRY_DIR:-/var/lib/kubelet-actors/registry}"
@@ -49,14 +51,15 @@ remote_ref() { echo "docker://$REGISTRY_HOST/$REPO_PREFIX/$1"; }
 # --- build -------------------------------------------------------------------------------
 
 input_hash() {
-    # Everything an image depends on: the recipe version, this script, and its inputs.
+    # Everything an image depends on: the recipe version, this script, and its inputs. By
+    # content only (stdin), not path: a checkout and an installed copy share the built images.
     local name="$1"
     {
         echo "recipe=$BUILD_RECIPE_VERSION"
-        sha256sum "$HERE/images.sh"
+        sha256sum <"$HERE/images.sh"
         case "$name" in
-            pause:*) sha256sum "$REPO/images/pause/pause.c"; gcc --version | head -1 ;;
-            busybox:*) sha256sum /bin/busybox ;;
+            pause:*) sha256sum <"$PAUSE_C"; gcc --version | head -1 ;;
+            busybox:*) sha256sum </bin/busybox ;;
         esac
     } | sha256sum | cut -d' ' -f1
 }
@@ -87,7 +90,7 @@ build_pause() {
     # shellcheck disable=SC2064
     trap "rm -rf '$stage'" RETURN
     mkdir -p "$stage/root"
-    gcc -static -Os -s -Wall -Wextra -o "$stage/root/pause" "$REPO/images/pause/pause.c"
+    gcc -static -Os -s -Wall -Wextra -o "$stage/root/pause" "$PAUSE_C"
     new_image "$name"
     umoci insert --image "$layout:$tag" --history.created_by "gcc -static -Os pause.c" \
         "$stage/root" /
@@ -183,7 +186,7 @@ registry_pid() {
 write_registry_config() {
     mkdir -p "$REGISTRY_DATA"
     cat >"$REGISTRY_CONFIG.tmp" <<EOF
-# Written by scripts/images.sh: the kubelet-actors test registry, loopback only.
+# Written by kubelet-actors' images.sh: the kubelet-actors test registry, loopback only.
 version: 0.1
 log:
   level: info
@@ -325,7 +328,7 @@ for cmd in "$@"; do
         push) cmd_push ;;
         stop) cmd_stop ;;
         status) cmd_status ;;
-        -h | --help | help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h | --help | help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown subcommand '$cmd' (build, serve, push, stop, status)" ;;
     esac
 done

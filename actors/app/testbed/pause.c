@@ -4,7 +4,7 @@
  * Blocks until SIGTERM or SIGINT arrives, then exits 0. While it waits it reaps every child
  * that is handed to it (it is PID 1 of the pod's PID namespace when that is shared), so no
  * zombie outlives its parent. Built with `gcc -static -Os` and packed as an OCI image by
- * scripts/images.sh.
+ * images.sh (beside this file).
  */
 #include <errno.h>
 #include <signal.h>
