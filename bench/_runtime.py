@@ -19,6 +19,7 @@ from pathlib import Path
 
 from loguru import logger
 
+from actors.app.testbed.cleanup import cleanup_runtime_dir
 from runtime.containerd.embedded import EmbeddedContainerd
 from tests.e2e.conftest import (
     BUSYBOX_IMAGE,
@@ -26,7 +27,6 @@ from tests.e2e.conftest import (
     LOCK_PATH,
     PAUSE_IMAGE,
     REGISTRY_ADDR,
-    cleanup_runtime_dir,
 )
 
 __all__ = [

@@ -289,7 +289,8 @@ def test_embedded_containerd_killed_is_restarted_and_pods_untouched(
 ) -> None:
     import os
 
-    from tests.e2e.conftest import cleanup_runtime_dir, new_embedded
+    from actors.app.testbed.cleanup import cleanup_runtime_dir
+    from tests.e2e.conftest import new_embedded
 
     base = Path("/var/tmp") / f"kat-e2e-daemon-{uuid.uuid4().hex[:6]}"
     bridge, subnet = "kat3", "10.89.3.0/24"

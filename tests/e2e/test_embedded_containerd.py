@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from actors.app.testbed.cleanup import cleanup_runtime_dir, shims_for
 from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
 from runtime.cri.types import (
@@ -24,14 +25,7 @@ from runtime.cri.types import (
 )
 from runtime.errors import ContainerdError
 from runtime.ids import ContainerID, SandboxID
-from tests.e2e.conftest import (
-    BUSYBOX_IMAGE,
-    E2E_DIR_PARENT,
-    cleanup_runtime_dir,
-    new_embedded,
-    pod_log_dir,
-    shims_for,
-)
+from tests.e2e.conftest import BUSYBOX_IMAGE, E2E_DIR_PARENT, new_embedded, pod_log_dir
 from tests.helpers import wait_for
 
 pytestmark = pytest.mark.e2e

@@ -14,11 +14,12 @@ from typing import Any
 
 import pytest
 
+from actors.app.testbed.cleanup import cleanup_runtime_dir
 from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
 from runtime.cri.types import ContainerFilter, ContainerState, SandboxFilter
 from runtime.kuberuntime import labels as L
-from tests.e2e.conftest import BUSYBOX_IMAGE, REPO, cleanup_runtime_dir, new_embedded
+from tests.e2e.conftest import BUSYBOX_IMAGE, REPO, new_embedded
 from tests.helpers import wait_for
 
 pytestmark = pytest.mark.e2e
