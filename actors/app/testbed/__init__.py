@@ -5,3 +5,37 @@ images.sh from pause.c, both shipped beside this file), private embedded contain
 fresh /var/tmp dirs, and the cleanup of everything such a containerd made. The drills run
 from an installed wheel, so none of it may live in tests/ or bench/.
 """
+
+from actors.app.testbed.beds import BENCH, DIR_PARENT, DRILLS, E2E, Bed, TestbedError
+from actors.app.testbed.cleanup import cleanup_runtime_dir, mounts_under, shims_for
+from actors.app.testbed.containerd import new_embedded, private_containerd
+from actors.app.testbed.lock import LOCK_PATH, HeldLock, machine_lock
+from actors.app.testbed.registry import (
+    BUSYBOX_IMAGE,
+    PAUSE_IMAGE,
+    REGISTRY_ADDR,
+    Registry,
+    serve_images,
+)
+
+__all__ = [
+    "BENCH",
+    "BUSYBOX_IMAGE",
+    "DIR_PARENT",
+    "DRILLS",
+    "E2E",
+    "LOCK_PATH",
+    "PAUSE_IMAGE",
+    "REGISTRY_ADDR",
+    "Bed",
+    "HeldLock",
+    "Registry",
+    "TestbedError",
+    "cleanup_runtime_dir",
+    "machine_lock",
+    "mounts_under",
+    "new_embedded",
+    "private_containerd",
+    "serve_images",
+    "shims_for",
+]
