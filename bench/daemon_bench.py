@@ -2,9 +2,9 @@
 
     .venv/bin/python -m bench.daemon_bench [--quick] [--profile]
 
-One run, one containerd (bench/_runtime.py: its own dir under /var/tmp, bridge, subnet,
-under the machine-wide e2e lock). Raw CRI baselines run first, with no daemon up; then
-``bin/kubelet-actors`` runs as a subprocess against the same containerd
+One run, one containerd (actors.app.testbed: the benchmarks' own dir under /var/tmp,
+bridge and subnet, under the machine-wide lock). Raw CRI baselines run first, with no
+daemon up; then ``bin/kubelet-actors`` runs as a subprocess against the same containerd
 (``--container-runtime-endpoint``), and is measured through what a user sees: manifests
 written into ``--pod-manifest-path`` (written to a dot-file and renamed into place, so the
 watcher sees a whole file) and ``GET /pods`` on the read-only port, polled over one
@@ -64,12 +64,13 @@ from loguru import logger
 from rich.console import Console
 from rich.table import Table
 
-from bench._runtime import (
+from actors.app.testbed import (
+    BENCH,
     BUSYBOX_IMAGE,
     PAUSE_IMAGE,
-    bench_lock,
-    embedded_containerd,
-    registry,
+    machine_lock,
+    private_containerd,
+    serve_images,
 )
 from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
@@ -1063,10 +1064,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     logger.remove()
     logger.add(sys.stderr, level="INFO")
-    with bench_lock(), registry() as started_registry, embedded_containerd() as emb:
+    with machine_lock(BENCH), serve_images() as images, private_containerd(BENCH) as emb:
         bench = Bench(emb, console, args.quick)
         console.print(f"containerd {emb.endpoint} (ready in {emb.last_startup_seconds or 0:.2f}"
-                      f" s); registry {'started here' if started_registry else 'already up'}; "
+                      f" s); registry {'started here' if images.started_here else 'already up'}; "
                       f"daemon log {bench.daemon.log_path}")
         try:
             with quiet_logs(bench.work / "bench.log"):

@@ -53,12 +53,13 @@ from rich.table import Table
 from actors.app.logging_setup import configure_logging
 from actors.app.main import node_ip
 from actors.app.runonce import PodOutcome, RunOnce
-from bench._runtime import (
+from actors.app.testbed import (
+    BENCH,
     BUSYBOX_IMAGE,
     PAUSE_IMAGE,
-    bench_lock,
-    embedded_containerd,
-    registry,
+    machine_lock,
+    private_containerd,
+    serve_images,
 )
 from runtime.clock import RealClock
 from runtime.containerd.embedded import EmbeddedContainerd
@@ -539,7 +540,7 @@ def main(argv: list[str] | None = None) -> int:
 
     logger.remove()
     logger.add(sys.stderr, level="INFO")
-    with bench_lock(), registry() as started_registry, embedded_containerd() as emb:
+    with machine_lock(BENCH), serve_images() as images, private_containerd(BENCH) as emb:
         bench = Bench(emb, console)
         # Logs of the in-process kubelet (and of this bench) go to a file, like (b)'s stderr.
         bench.work.mkdir(parents=True, exist_ok=True)
@@ -552,7 +553,7 @@ def main(argv: list[str] | None = None) -> int:
                 sys.stderr = real_stderr
             console.print(f"containerd {emb.endpoint} (ready in "
                           f"{emb.last_startup_seconds or 0:.2f} s); registry "
-                          f"{'started here' if started_registry else 'already up'}")
+                          f"{'started here' if images.started_here else 'already up'}")
             try:
                 bench.prepare()
                 bench.round(1, record=False)  # warm-up: bridge, page cache, gRPC channel

@@ -20,7 +20,7 @@ from loguru import logger
 from rich.console import Console
 from rich.table import Table
 
-from bench._runtime import bench_lock, embedded_containerd, registry
+from actors.app.testbed import BENCH, machine_lock, private_containerd, serve_images
 from bench.daemon_bench import NODE, POLL_TIGHT, DaemonProc, pct, pod_uid, running, wait
 
 
@@ -49,7 +49,7 @@ def starts(daemon: DaemonProc, count: int, tag: str) -> list[float]:
 
 def run(count: int, console: Console) -> dict[str, list[float]]:
     results: dict[str, list[float]] = {}
-    with bench_lock(), registry(), embedded_containerd() as emb:
+    with machine_lock(BENCH), serve_images(), private_containerd(BENCH) as emb:
         base = Path(tempfile.mkdtemp(prefix="trace-bench-", dir="/var/tmp"))
         for label, traced in (("plain-1", False), ("traced", True), ("plain-2", False)):
             work = base / label

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from actors.app.testbed import BUSYBOX_IMAGE, HeldLock
 from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
 from runtime.cri.types import ContainerFilter, ContainerState, SandboxFilter
 from runtime.kuberuntime import labels as L
-from tests.e2e.conftest import BUSYBOX_IMAGE
 from tests.e2e.daemon import Daemon
 from tests.helpers import wait_for
 
@@ -285,12 +285,11 @@ def test_manifest_url_source(containerd: EmbeddedContainerd, cri: CRIClient,
 
 
 def test_embedded_containerd_killed_is_restarted_and_pods_untouched(
-    registry: object, e2e_lock: None, tmp_path: Path
+    registry: object, e2e_lock: HeldLock, tmp_path: Path
 ) -> None:
     import os
 
-    from actors.app.testbed.cleanup import cleanup_runtime_dir
-    from tests.e2e.conftest import new_embedded
+    from actors.app.testbed import cleanup_runtime_dir, new_embedded
 
     base = Path("/var/tmp") / f"kat-e2e-daemon-{uuid.uuid4().hex[:6]}"
     bridge, subnet = "kat3", "10.89.3.0/24"
@@ -323,7 +322,7 @@ def test_embedded_containerd_killed_is_restarted_and_pods_untouched(
     finally:
         d.stop()
         # The daemon stopped its containerd; start one to remove the pods, then clean up.
-        emb = new_embedded(base / "root", bridge_name=bridge, subnet=subnet)
+        emb = new_embedded(base / "root", bridge, subnet)
         emb.start()
         cleanup_runtime_dir(base / "root", bridge, emb)
         import shutil

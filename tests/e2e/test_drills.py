@@ -15,6 +15,7 @@ import pytest
 from actors.app.drills.catalog import DRILLS
 from actors.app.drills.env import session
 from actors.app.drills.runner import run_drill
+from actors.app.testbed import HeldLock
 
 pytestmark = pytest.mark.e2e
 
@@ -22,7 +23,7 @@ SEED = int(os.environ.get("KUBELET_ACTORS_DRILL_SEED", "0"))
 
 
 @pytest.mark.parametrize("name", list(DRILLS))
-def test_drill(name: str, registry: object, e2e_lock: None, tmp_path: Path) -> None:
+def test_drill(name: str, registry: object, e2e_lock: HeldLock, tmp_path: Path) -> None:
     with session(take_lock=False, serve_registry=False):
         verdict = run_drill(DRILLS[name], SEED, tmp_path / "traces")
     report = "\n".join([verdict.line(), *verdict.notes])

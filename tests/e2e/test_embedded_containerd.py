@@ -11,7 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from actors.app.testbed.cleanup import cleanup_runtime_dir, shims_for
+from actors.app.testbed import (
+    BUSYBOX_IMAGE,
+    DIR_PARENT,
+    E2E,
+    HeldLock,
+    cleanup_runtime_dir,
+    new_embedded,
+    shims_for,
+)
 from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
 from runtime.cri.types import (
@@ -25,7 +33,7 @@ from runtime.cri.types import (
 )
 from runtime.errors import ContainerdError
 from runtime.ids import ContainerID, SandboxID
-from tests.e2e.conftest import BUSYBOX_IMAGE, E2E_DIR_PARENT, new_embedded, pod_log_dir
+from tests.e2e.conftest import pod_log_dir
 from tests.helpers import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -111,7 +119,7 @@ def test_busybox_container_runs_and_logs(containerd: EmbeddedContainerd, cri: CR
 
 
 def test_missing_binary_raises_naming_it() -> None:
-    with tempfile.TemporaryDirectory(prefix="kat-bad-", dir=E2E_DIR_PARENT) as d:
+    with tempfile.TemporaryDirectory(prefix="kat-bad-", dir=DIR_PARENT) as d:
         emb = EmbeddedContainerd(d, containerd_binary="/nonexistent/containerd")
         with pytest.raises(ContainerdError, match="/nonexistent/containerd"):
             emb.start()
@@ -119,9 +127,9 @@ def test_missing_binary_raises_naming_it() -> None:
 
 
 @pytest.fixture
-def scratch_dir(e2e_lock: None) -> Iterator[Path]:
+def scratch_dir(e2e_lock: HeldLock) -> Iterator[Path]:
     """A directory for a short-lived containerd that must not start (cleaned up whole)."""
-    base = Path(tempfile.mkdtemp(prefix="kat-e2e-bad-", dir=E2E_DIR_PARENT))
+    base = Path(tempfile.mkdtemp(prefix="kat-e2e-bad-", dir=DIR_PARENT))
     try:
         yield base
     finally:
@@ -131,7 +139,7 @@ def scratch_dir(e2e_lock: None) -> Iterator[Path]:
 def test_blocked_socket_path_raises_with_containerds_reason(scratch_dir: Path) -> None:
     # A directory where the socket should be: containerd cannot listen and exits.
     (scratch_dir / "containerd" / "containerd.sock" / "blocker").mkdir(parents=True)
-    emb = new_embedded(scratch_dir, bridge_name="kat1", subnet="10.89.1.0/24")
+    emb = new_embedded(scratch_dir, "kat1", "10.89.1.0/24")
     with pytest.raises(ContainerdError) as info:
         emb.start()
     message = str(info.value)
@@ -147,7 +155,7 @@ def test_read_only_state_dir_raises_with_containerds_reason(scratch_dir: Path) -
     os.chmod(state, 0o711)
     subprocess.run(["mount", "--bind", str(state), str(state)], check=True)
     subprocess.run(["mount", "-o", "remount,bind,ro", str(state)], check=True)
-    emb = new_embedded(scratch_dir, bridge_name="kat1", subnet="10.89.1.0/24")
+    emb = new_embedded(scratch_dir, "kat1", "10.89.1.0/24")
     with pytest.raises(ContainerdError, match="read-only file system") as info:
         emb.start()
     assert "CRI plugin" in str(info.value)
@@ -158,9 +166,7 @@ def test_readiness_deadline_raises_and_stops_containerd(scratch_dir: Path) -> No
     def never_ready(endpoint: str) -> None:
         raise RuntimeError(f"{endpoint} is not ready for this test")
 
-    emb = new_embedded(
-        scratch_dir, bridge_name="kat1", subnet="10.89.1.0/24", readiness=never_ready
-    )
+    emb = new_embedded(scratch_dir, "kat1", "10.89.1.0/24", readiness=never_ready)
     with pytest.raises(ContainerdError, match=r"not ready .* within 1s.*not ready for this test"):
         emb.start(timeout=1.0)
     assert not emb.is_running()
@@ -183,7 +189,7 @@ def test_stop_leaves_containers_running_and_a_new_containerd_adopts_them(
         # containerd is gone; the shims (and so the containers) are not.
         assert set(shims_for(containerd.socket_path)) == set(shims_before)
 
-        twin = new_embedded(containerd.base_dir)
+        twin = new_embedded(containerd.base_dir, E2E.bridge, E2E.subnet)
         twin.start()
         try:
             with CRIClient(twin.endpoint, timeout=30.0) as client:

@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from actors.app.testbed.cleanup import cleanup_runtime_dir
+from actors.app.testbed import BUSYBOX_IMAGE, HeldLock, cleanup_runtime_dir, new_embedded
 from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
 from runtime.cri.types import ContainerFilter, ContainerState, SandboxFilter
 from runtime.kuberuntime import labels as L
-from tests.e2e.conftest import BUSYBOX_IMAGE, REPO, new_embedded
+from tests.e2e.conftest import REPO
 from tests.helpers import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -189,7 +189,7 @@ def test_runtime_that_is_down_gives_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_embedded_containerd_runs_the_pods_and_leaves_them_running(
-    registry: object, e2e_lock: None, tmp_path: Path
+    registry: object, e2e_lock: HeldLock, tmp_path: Path
 ) -> None:
     base = Path("/var/tmp") / f"kat-e2e-runonce-{uuid.uuid4().hex[:6]}"
     bridge, subnet = "kat1", "10.89.1.0/24"
@@ -207,7 +207,7 @@ def test_embedded_containerd_runs_the_pods_and_leaves_them_running(
         report = json.loads(proc.stdout)
         assert report["pods"][0]["pod"]["status"]["podIP"].startswith("10.89.1.")
         # The kubelet stopped its containerd on exit; the container kept running.
-        emb = new_embedded(base, bridge_name=bridge, subnet=subnet)
+        emb = new_embedded(base, bridge, subnet)
         emb.start()
         with CRIClient(emb.endpoint) as client:
             (c,) = client.list_containers()

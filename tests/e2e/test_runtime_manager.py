@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from msgspec.structs import replace
 
+from actors.app.testbed import BUSYBOX_IMAGE
 from runtime.clock import RealClock
 from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
@@ -21,7 +22,6 @@ from runtime.kuberuntime.settings import NodeSettings
 from runtime.pod.manifest import parse_manifest
 from runtime.pod.model import Pod
 from runtime.status.generate import generate_pod_status
-from tests.e2e.conftest import BUSYBOX_IMAGE
 from tests.helpers import wait_for
 
 pytestmark = pytest.mark.e2e

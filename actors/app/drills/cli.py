@@ -14,9 +14,10 @@ from rich.console import Console
 from rich.table import Table
 
 from actors.app.drills.catalog import DRILLS
-from actors.app.drills.env import DrillSetupError, session
+from actors.app.drills.env import session
 from actors.app.drills.runner import Drill, Verdict, run_drill
 from actors.app.logging_setup import configure_logging
+from actors.app.testbed import TestbedError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -61,7 +62,7 @@ def main(argv: Sequence[str], take_lock: bool = True, serve_registry: bool = Tru
     root.mkdir(parents=True, exist_ok=True)
     try:
         verdicts = run_all(drills, seed, root, keep, take_lock, serve_registry)
-    except DrillSetupError as err:
+    except TestbedError as err:
         print(f"kubelet-actors drill: {err}", file=sys.stderr)
         return EXIT_FAILED
     if len(verdicts) > 1:

@@ -1,30 +1,35 @@
 """A drill's world: a private embedded containerd, a kubelet on it, pods, and cleanup.
 
-The machinery is the benchmarks' and e2e tests' (bench/_runtime.py, tests/e2e/conftest.py
-in the checkout): the machine-wide lock, the loopback registry with the images, and the
-cleanup of a containerd's directory (pods, containerd, shims, mounts, bridge, dir). A
-drill gets its own directory prefix, bridge and subnet.
+The machinery is the test bed's (actors.app.testbed, shared with the e2e tests and the
+benchmarks): the machine-wide lock, the loopback registry with the images, and the cleanup
+of a containerd's directory (pods, containerd, shims, mounts, bridge, dir). The drills have
+their own corner of it (testbed.DRILLS: directory prefix, bridge and subnet).
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 import shutil
-import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from loguru import logger
 
 from actors.app.daemon import Kubelet, start_kubelet
 from actors.app.drills.invariants import RUNNING, SeenContainer, SeenPod, all_problems, duplicates
 from actors.app.flags import parse_flags
+from actors.app.testbed import (
+    BUSYBOX_IMAGE,
+    DRILLS,
+    cleanup_runtime_dir,
+    machine_lock,
+    new_embedded,
+    serve_images,
+)
 from actors.core.faults import FaultPlan
 from actors.core.supervision import SupervisorSpec
 from actors.kubelet import names
@@ -36,18 +41,9 @@ from runtime.kuberuntime import labels as L
 
 T = TypeVar("T")
 
-REPO = Path(__file__).resolve().parents[3]
-DRILL_BRIDGE = "kad0"
-DRILL_SUBNET = "10.92.0.0/24"
-DRILL_DIR_PARENT = Path("/var/tmp")
-DRILL_DIR_PREFIX = "kad-drill-"
 NODE = "drill-node"
 SERVE = "trap 'exit 0' TERM; while true; do sleep 1; done"
 WATCH_EVERY = 0.2
-
-
-class DrillSetupError(Exception):
-    """The drills cannot run here (no checkout, no lock, no registry)."""
 
 
 class DrillFailed(Exception):
@@ -59,29 +55,22 @@ class DrillFailed(Exception):
         self.detail = detail
 
 
-def checkout(module: str) -> Any:
-    """A module of the checkout's bench/ or tests/ (the drills run from a checkout)."""
-    if not (REPO / "bench" / "_runtime.py").is_file():
-        raise DrillSetupError(f"the drills need the kubelet-actors checkout ({REPO} has no "
-                              "bench/_runtime.py)")
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
-    return importlib.import_module(module)
-
-
 @contextlib.contextmanager
 def session(take_lock: bool = True, serve_registry: bool = True) -> Iterator[None]:
-    """The machine-wide e2e lock and the registry, for a run of drills."""
-    bench = checkout("bench._runtime")
-    conftest = checkout("tests.e2e.conftest")
+    """The machine-wide lock and the registry, for a run of drills; without the lock (the
+    caller holds it), the drills' dirs of dead runs are still cleaned up.
+
+    Raises actors.app.testbed.TestbedError when the test bed cannot be set up here.
+    """
     with contextlib.ExitStack() as stack:
         if take_lock:
-            stack.enter_context(bench.bench_lock())
-        for stale in sorted(DRILL_DIR_PARENT.glob(f"{DRILL_DIR_PREFIX}*")):
-            logger.warning("cleaning up the drill dir {} of an earlier run", stale)
-            conftest.cleanup_runtime_dir(stale, DRILL_BRIDGE)
+            stack.enter_context(machine_lock(DRILLS))
+        else:
+            for stale in DRILLS.dirs():
+                logger.warning("cleaning up the drill dir {} of an earlier run", stale)
+                cleanup_runtime_dir(stale, DRILLS.bridge)
         if serve_registry:
-            stack.enter_context(bench.registry())
+            stack.enter_context(serve_images())
         yield
 
 
@@ -103,18 +92,16 @@ class Env:
     """One drill's containerd, kubelet(s), pods and trace; ``close`` undoes all of it."""
 
     def __init__(self, name: str, seed: int, trace_root: Path) -> None:
-        self._conftest = checkout("tests.e2e.conftest")
         self.name = name
         self.plan = FaultPlan(seed)
         self.crash = CrashAfterCreate(self.plan)  # armed by the drill that wants it
-        self.base = Path(tempfile.mkdtemp(prefix=DRILL_DIR_PREFIX, dir=DRILL_DIR_PARENT))
+        self.base = DRILLS.new_dir()
         self.manifests = self.base / "manifests"
         self.manifests.mkdir()
         self.trace_dir = trace_root / name
         self.trace_dirs: list[Path] = []
-        self.image = str(self._conftest.BUSYBOX_IMAGE)
-        self.emb = self._conftest.new_embedded(
-            self.base, bridge_name=DRILL_BRIDGE, subnet=DRILL_SUBNET)
+        self.image = BUSYBOX_IMAGE
+        self.emb = new_embedded(self.base, DRILLS.bridge, DRILLS.subnet)
         self.cri: CRIClient | None = None
         self.kubelet: Kubelet | None = None
         self.desired: set[str] = set()
@@ -310,5 +297,5 @@ class Env:
         if not self.emb.is_running():
             with contextlib.suppress(Exception):
                 self.emb.start()  # so the pods can be removed through CRI
-        self._conftest.cleanup_runtime_dir(self.base, DRILL_BRIDGE, self.emb)
+        cleanup_runtime_dir(self.base, DRILLS.bridge, self.emb)
         shutil.rmtree(self.base, ignore_errors=True)

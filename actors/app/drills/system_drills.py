@@ -11,7 +11,9 @@ import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
+import actors
 from actors.app.drills.actor_drills import (
     RECOVER_TIMEOUT,
     START_TIMEOUT,
@@ -20,7 +22,7 @@ from actors.app.drills.actor_drills import (
     start_pods,
     uid_of,
 )
-from actors.app.drills.env import NODE, REPO, Env
+from actors.app.drills.env import NODE, Env
 from actors.app.drills.invariants import SeenPod
 from actors.app.drills.runner import Drill
 from actors.kubelet import names
@@ -82,6 +84,12 @@ def kill_containerd(env: Env) -> None:
         same_containers(env, before, "after the containerd restart")
 
 
+def _code_root() -> str:
+    """The directory this process's code comes from (a checkout, or site-packages of an
+    install), so the daemon subprocess runs the same code as the drill."""
+    return str(Path(actors.__file__).resolve().parents[1])
+
+
 class _Daemon:
     """``kubelet-actors`` as a subprocess, with its own trace dir and read-only port."""
 
@@ -96,8 +104,9 @@ class _Daemon:
                 "--container-runtime-endpoint", env.emb.endpoint, "--port", "0",
                 "--healthz-port", "0", "--read-only-port", str(self.port)]
         with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(args, cwd=REPO, stdout=out, stderr=subprocess.STDOUT,
-                                         env={**os.environ, "PYTHONPATH": str(REPO)})
+            self.proc = subprocess.Popen(args, cwd=env.base, stdout=out,
+                                         stderr=subprocess.STDOUT,
+                                         env={**os.environ, "PYTHONPATH": _code_root()})
 
     def view(self) -> list[SeenPod] | None:
         if self.proc.poll() is not None:
