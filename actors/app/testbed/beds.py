@@ -25,23 +25,24 @@ class TestbedError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Bed:
-    """One user's corner of the test bed: its dirs' prefix under DIR_PARENT, bridge, subnet."""
+    """One user's corner of the test bed: its dirs' prefix under ``parent``, bridge, subnet."""
 
     user: str
     dir_prefix: str
     bridge: str
     subnet: str
+    parent: Path = DIR_PARENT
 
     def new_dir(self) -> Path:
         """A fresh directory for one private containerd of this user."""
         try:
-            return Path(tempfile.mkdtemp(prefix=self.dir_prefix, dir=DIR_PARENT))
+            return Path(tempfile.mkdtemp(prefix=self.dir_prefix, dir=self.parent))
         except OSError as err:
-            raise TestbedError(f"cannot make a {self.user} dir in {DIR_PARENT}: {err}") from err
+            raise TestbedError(f"cannot make a {self.user} dir in {self.parent}: {err}") from err
 
     def dirs(self) -> list[Path]:
-        """This user's directories under DIR_PARENT; under the lock, what dead runs left."""
-        return sorted(DIR_PARENT.glob(f"{self.dir_prefix}*"))
+        """This user's directories; under the lock, what this user's dead runs left."""
+        return sorted(self.parent.glob(f"{self.dir_prefix}*"))
 
 
 E2E = Bed("e2e", "kat-e2e-", "kat0", "10.89.0.0/24")
