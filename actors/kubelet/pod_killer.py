@@ -17,7 +17,7 @@ from actors.core.dispatch import Dispatch
 from actors.core.trace.names import message
 from actors.kubelet import names
 from actors.kubelet.messages import KillRuntimePod, RuntimePodKilled
-from runtime.errors import CRIError, CRINotFound
+from runtime.errors import CRIError
 from runtime.ids import PodUID
 from runtime.kuberuntime.manager import KubeRuntimeManager
 
@@ -70,11 +70,7 @@ class PodKiller(Actor):
             result = self._manager.kill_pod(None, status, order.grace_override)
             if not result.ok:
                 raise CRIError("KillPod", str(result))
-            for sandbox in status.sandbox_statuses:
-                try:
-                    self._manager.runtime.remove_pod_sandbox(sandbox.id)
-                except CRINotFound:
-                    continue
+            self._manager.remove_pod_sandboxes(status)
             log.info("removed {} pod", order.reason)
             self.send(self.name, KillFinished(order.uid, True))
         except CRIError as err:

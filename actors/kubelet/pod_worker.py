@@ -26,7 +26,7 @@ from actors.kubelet import names
 from actors.kubelet.messages import PodObserved, PodWorkerDone, UpdateKind, UpdatePod, WorkerState
 from actors.kubelet.metrics import KubeletMetrics
 from runtime.clock import Clock
-from runtime.errors import CRIError, CRINotFound, CRIUnavailable
+from runtime.errors import CRIError, CRIUnavailable
 from runtime.ids import PodUID
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.podstatus import RuntimePodStatus
@@ -212,11 +212,7 @@ class PodWorker(Actor):
 
     def _remove_pod(self, status: RuntimePodStatus, log: Any) -> None:
         """Remove the pod's sandboxes (and with them its containers), then its dirs."""
-        for sandbox in status.sandbox_statuses:
-            try:
-                self._manager.runtime.remove_pod_sandbox(sandbox.id)
-            except CRINotFound:
-                continue
+        self._manager.remove_pod_sandboxes(status)
         pod = self._pod
         if pod is None:
             return

@@ -202,6 +202,18 @@ class KubeRuntimeManager:
                 )
         return PodSyncResult(tuple(steps))
 
+    def remove_pod_sandboxes(self, status: RuntimePodStatus) -> None:
+        """Remove every sandbox of a stopped pod, and with them its containers.
+
+        A sandbox the runtime no longer knows is already gone; any other failure raises
+        CRIError, so the caller keeps the pod and tries again.
+        """
+        for sandbox in status.sandbox_statuses:
+            try:
+                self.runtime.remove_pod_sandbox(sandbox.id)
+            except CRINotFound:
+                continue
+
     def _purge_init_containers(self, pod: Pod, status: RuntimePodStatus) -> None:
         """A new sandbox starts initialization over: remove every old init container."""
         names = {c.name for c in pod.spec.init_containers}

@@ -8,7 +8,7 @@ import pytest
 
 from runtime.clock import FakeClock
 from runtime.cri.types import ContainerState, ExecResult, SandboxState
-from runtime.errors import CRIError
+from runtime.errors import CRIError, CRINotFound
 from runtime.ids import ContainerID, PodUID
 from runtime.kuberuntime import labels as L
 from runtime.kuberuntime.manager import KubeRuntimeManager
@@ -275,6 +275,23 @@ def test_orphan_is_killed_with_grace_and_pre_stop_from_its_annotations(node: Nod
     assert result.ok
     assert node.fake.calls_to("exec_sync")[0].args[1] == ("echo", "x")
     assert node.fake.calls_to("stop_container")[0].args[1] == 12
+
+
+def test_remove_pod_sandboxes_takes_the_containers_and_skips_sandboxes_already_gone(
+    node: Node,
+) -> None:
+    pod = make_pod(ctr("a"))
+    node.sync(pod)
+    status = node.status(pod)
+    assert node.manager.kill_pod(pod, status, None).ok
+    node.fake.fail("remove_pod_sandbox", CRINotFound("RemovePodSandbox", "gone", "NOT_FOUND"))
+    node.manager.remove_pod_sandboxes(status)  # the runtime forgot it first: not an error
+    node.manager.remove_pod_sandboxes(status)
+    assert node.status(pod).sandbox_statuses == ()
+    assert node.status(pod).container_statuses == ()
+    node.fake.fail("remove_pod_sandbox", CRIError("RemovePodSandbox", "busy"))
+    with pytest.raises(CRIError):
+        node.manager.remove_pod_sandboxes(status)
 
 
 def test_post_start_failure_kills_the_container(node: Node) -> None:
