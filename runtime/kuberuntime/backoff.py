@@ -1,15 +1,21 @@
 """Per-key exponential back-off with a reset window (upstream flowcontrol.Backoff).
 
 Used for crash loops (key: pod and container, event time: the last exit) and image pulls
-(key: pod UID and image). A key that saw no event for twice the maximum starts over.
+(key: pod UID and image). A key that saw no event for twice the maximum starts over. Keys
+are values that name their pod, so the runtime manager can drop a removed pod's entries
+(``forget``); ``gc`` drops the idle ones, as upstream's housekeeping does.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from runtime.clock import Clock
+
+K = TypeVar("K", bound=Hashable)
 
 
 @dataclass(slots=True)
@@ -18,26 +24,26 @@ class _Entry:
     last_update: float
 
 
-class Backoff:
+class Backoff(Generic[K]):
     """Exponential back-off per key, ``initial`` doubling to ``maximum`` seconds."""
 
     def __init__(self, clock: Clock, initial: float, maximum: float) -> None:
         self._clock = clock
         self._initial = initial
         self._max = maximum
-        self._entries: dict[str, _Entry] = {}
+        self._entries: dict[K, _Entry] = {}
         self._lock = threading.Lock()
 
     def _expired(self, entry: _Entry, event_time: float) -> bool:
         return event_time - entry.last_update > 2 * self._max
 
-    def get(self, key: str) -> float:
+    def get(self, key: K) -> float:
         """The current back-off of ``key`` in seconds (0 when it has none)."""
         with self._lock:
             entry = self._entries.get(key)
             return entry.backoff if entry else 0.0
 
-    def next(self, key: str, event_time: float) -> float:
+    def next(self, key: K, event_time: float) -> float:
         """Record a failure at ``event_time`` (wall seconds); return the new back-off."""
         with self._lock:
             entry = self._entries.get(key)
@@ -50,7 +56,7 @@ class Backoff:
                 entry.last_update = now
             return entry.backoff
 
-    def in_backoff_since(self, key: str, event_time: float) -> float:
+    def in_backoff_since(self, key: K, event_time: float) -> float:
         """Seconds still to wait when the last failure was at ``event_time``; 0 if none."""
         with self._lock:
             entry = self._entries.get(key)
@@ -59,7 +65,7 @@ class Backoff:
             remaining = entry.backoff - (self._clock.now() - event_time)
             return max(remaining, 0.0)
 
-    def in_backoff_since_update(self, key: str) -> float:
+    def in_backoff_since_update(self, key: K) -> float:
         """Seconds still to wait since the last recorded failure of ``key``; 0 if none."""
         with self._lock:
             entry = self._entries.get(key)
@@ -68,9 +74,20 @@ class Backoff:
                 return 0.0
             return max(entry.backoff - (now - entry.last_update), 0.0)
 
-    def reset(self, key: str) -> None:
+    def reset(self, key: K) -> None:
         with self._lock:
             self._entries.pop(key, None)
+
+    def __len__(self) -> int:
+        """How many keys have an entry (what must not grow with every pod ever seen)."""
+        with self._lock:
+            return len(self._entries)
+
+    def forget(self, belongs: Callable[[K], bool]) -> None:
+        """Drop every key ``belongs`` picks: the keys of a pod that is gone."""
+        with self._lock:
+            for key in [k for k in self._entries if belongs(k)]:
+                del self._entries[key]
 
     def gc(self) -> None:
         """Forget keys that saw nothing for twice the maximum back-off."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from loguru import logger
@@ -27,10 +28,21 @@ MIN_GRACE_SECONDS = 2
 _LOG_NAME = re.compile(r"^(\d+)\.log")
 
 
-def backoff_key(pod: Pod, container: Container) -> str:
-    """Stable per pod and container spec, as upstream's GetStableKey."""
+@dataclass(frozen=True, slots=True)
+class CrashKey:
+    """Stable per pod and container spec, as upstream's GetStableKey; a changed spec
+    (another hash) starts a fresh back-off."""
+
+    uid: str
+    name: str
+    namespace: str
+    container: str
+    spec_hash: str
+
+
+def backoff_key(pod: Pod, container: Container) -> CrashKey:
     m = pod.metadata
-    return f"{m.name}_{m.namespace}_{m.uid}_{container.name}_{hash_container(container)}"
+    return CrashKey(m.uid, m.name, m.namespace, container.name, hash_container(container))
 
 
 def restart_count_from_logs(log_dir: str) -> int:
@@ -60,7 +72,7 @@ class ContainerLifecycle:
         self._clock = clock
         self._node_ip = node_ip
         self._hooks = HandlerRunner(runtime, clock)
-        self.crash_backoff = Backoff(clock, initial=10.0, maximum=300.0)
+        self.crash_backoff: Backoff[CrashKey] = Backoff(clock, initial=10.0, maximum=300.0)
 
     def check_crash_backoff(self, pod: Pod, container: Container, status: RuntimePodStatus) -> None:
         """Raise CrashLoopBackOff while the last exit of this container is too recent."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from loguru import logger
 
@@ -27,13 +28,21 @@ def is_valid_image_name(image: str) -> bool:
     return bool(image) and _REFERENCE.match(image) is not None
 
 
+@dataclass(frozen=True, slots=True)
+class PullKey:
+    """What an image pull backs off per: the pod and the image, as upstream."""
+
+    uid: str
+    image: str
+
+
 class ImageManager:
     """Pulls images by pull policy, with upstream's per pod+image pull back-off."""
 
     def __init__(self, images: ImageService, clock: Clock) -> None:
         self._images = images
         self._clock = clock
-        self.backoff = Backoff(clock, initial=10.0, maximum=300.0)
+        self.backoff: Backoff[PullKey] = Backoff(clock, initial=10.0, maximum=300.0)
 
     def ensure_image(
         self, pod: Pod, container: Container, sandbox_config: PodSandboxConfig | None
@@ -57,7 +66,7 @@ class ImageManager:
                 "ErrImageNeverPull",
                 f'Container image "{image}" is not present with pull policy of Never',
             )
-        key = f"{pod.uid}_{image}"
+        key = PullKey(pod.uid, image)
         now = self._clock.now()
         if self.backoff.in_backoff_since_update(key) > 0:
             raise SyncError("ImagePullBackOff", f'Back-off pulling image "{image}"')
@@ -71,5 +80,6 @@ class ImageManager:
                 "ErrImagePull", f'Failed to pull image "{image}": {err.detail}'
             ) from err
         self.backoff.reset(key)
+        self.backoff.gc()  # as upstream after a pull: drop the keys idle for 2x the maximum
         log.info("pulled image {} in {:.3f}s", image, self._clock.monotonic() - started)
         return ref

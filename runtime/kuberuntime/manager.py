@@ -203,7 +203,8 @@ class KubeRuntimeManager:
         return PodSyncResult(tuple(steps))
 
     def remove_pod_sandboxes(self, status: RuntimePodStatus) -> None:
-        """Remove every sandbox of a stopped pod, and with them its containers.
+        """Remove every sandbox of a stopped pod, and with them its containers; then
+        forget the pod's back-offs, since the pod is gone from the node.
 
         A sandbox the runtime no longer knows is already gone; any other failure raises
         CRIError, so the caller keeps the pod and tries again.
@@ -213,6 +214,16 @@ class KubeRuntimeManager:
                 self.runtime.remove_pod_sandbox(sandbox.id)
             except CRINotFound:
                 continue
+        self.forget_pod(status.uid)
+
+    def forget_pod(self, uid: PodUID) -> None:
+        """Drop the crash-loop and image-pull back-offs of a pod that is gone, and those
+        idle for twice their maximum (upstream's housekeeping Backoff.GC): without this
+        the tables would hold an entry for every pod the daemon ever ran."""
+        self.containers.crash_backoff.forget(lambda key: key.uid == uid)
+        self.containers.crash_backoff.gc()
+        self.images.backoff.forget(lambda key: key.uid == uid)
+        self.images.backoff.gc()
 
     def _purge_init_containers(self, pod: Pod, status: RuntimePodStatus) -> None:
         """A new sandbox starts initialization over: remove every old init container."""

@@ -8,7 +8,7 @@ import pytest
 from runtime.clock import FakeClock
 from runtime.errors import CRIError, SyncError
 from runtime.kuberuntime.backoff import Backoff
-from runtime.kuberuntime.images import ImageManager, is_valid_image_name
+from runtime.kuberuntime.images import ImageManager, PullKey, is_valid_image_name
 from runtime.pod.model import Container, ObjectMeta, Pod, PodSpec
 from runtime.pod.validation import default_pull_policy
 from runtime.testing.fake_images import image_id_for
@@ -17,9 +17,9 @@ from runtime.testing.fake_runtime import FakeRuntime
 # --- Backoff --------------------------------------------------------------------------------
 
 
-def make_backoff() -> tuple[FakeClock, Backoff]:
+def make_backoff() -> tuple[FakeClock, Backoff[str]]:
     clock = FakeClock()
-    return clock, Backoff(clock, initial=10.0, maximum=300.0)
+    return clock, Backoff[str](clock, initial=10.0, maximum=300.0)
 
 
 def test_doubling_to_cap() -> None:
@@ -101,6 +101,15 @@ def test_gc() -> None:
     clock.step(101)  # old: 601 s without events, new: 101 s
     b.gc()
     assert (b.get("old"), b.get("new")) == (0, 10)
+
+
+def test_forget_drops_only_the_keys_it_picks() -> None:
+    clock, b = make_backoff()
+    for key in ("pod-a/c1", "pod-a/c2", "pod-b/c1"):
+        b.next(key, clock.now())
+    assert len(b) == 3
+    b.forget(lambda key: key.startswith("pod-a/"))
+    assert len(b) == 1 and b.get("pod-b/c1") == 10
 
 
 # --- image names and default pull policy ----------------------------------------------------
@@ -236,7 +245,7 @@ def test_pull_failure_then_back_off() -> None:
     fake.make_pullable("busybox:1.35")
     assert pull_reason(images) == ""  # succeeds and resets
     assert fake.called("pull_image") == 3
-    assert images.backoff.get(f"{POD.uid}_busybox:1.35") == 0
+    assert images.backoff.get(PullKey(POD.uid, "busybox:1.35")) == 0
 
 
 def test_back_off_is_per_pod_and_image() -> None:
@@ -246,6 +255,18 @@ def test_back_off_is_per_pod_and_image() -> None:
     assert pull_reason(images, pod=other_pod) == "ErrImagePull"
     assert pull_reason(images, "busybox:1.36") == ""
     assert fake.called("pull_image") == 3
+
+
+def test_a_successful_pull_drops_back_offs_idle_for_twice_the_maximum() -> None:
+    clock, _, images = manager(pullable=("busybox:1.36",))
+    other_pod = Pod(metadata=ObjectMeta(name="b", namespace="default", uid="uid-2"))
+    assert pull_reason(images) == "ErrImagePull"
+    clock.step(500)
+    assert pull_reason(images, pod=other_pod) == "ErrImagePull"
+    clock.step(101)  # the first entry idle for 601 s, the second for 101 s
+    assert pull_reason(images, "busybox:1.36") == ""
+    assert len(images.backoff) == 1
+    assert images.backoff.get(PullKey("uid-2", "busybox:1.35")) == 10
 
 
 def test_pull_error_message_carries_cri_detail() -> None:

@@ -294,6 +294,32 @@ def test_remove_pod_sandboxes_takes_the_containers_and_skips_sandboxes_already_g
         node.manager.remove_pod_sandboxes(status)
 
 
+def crash_and_fail_a_pull(node: Node, pod: Pod) -> None:
+    """Leave one crash-loop and one image-pull back-off entry for ``pod``."""
+    node.sync(pod)
+    node.fake.exit_container(node.container(pod, "a"), 1)
+    node.sync(pod)
+
+
+def backoff_entries(node: Node) -> tuple[int, int]:
+    return len(node.manager.containers.crash_backoff), len(node.manager.images.backoff)
+
+
+def test_removing_a_pod_forgets_its_back_offs_but_not_other_pods(node: Node) -> None:
+    missing = Container(name="pull", image="localhost:5000/not/there:1")
+    pods = [make_pod(ctr("a"), missing, uid=uid) for uid in ("uid-1", "uid-2")]
+    for pod in pods:
+        crash_and_fail_a_pull(node, pod)
+    assert backoff_entries(node) == (2, 2)
+    status = node.status(pods[0])
+    assert node.manager.kill_pod(pods[0], status, None).ok
+    node.manager.remove_pod_sandboxes(status)
+    assert backoff_entries(node) == (1, 1)
+    node.clock.step(601)  # the other pod's entries idle for longer than twice the maximum
+    node.manager.forget_pod(PodUID("uid-gone"))
+    assert backoff_entries(node) == (0, 0)
+
+
 def test_post_start_failure_kills_the_container(node: Node) -> None:
     hook = Lifecycle(post_start=LifecycleHandler(exec=ExecAction(command=("false",))))
     pod = make_pod(ctr("a", lifecycle=hook))
