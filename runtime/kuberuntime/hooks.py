@@ -11,21 +11,10 @@ from runtime.cri.service import RuntimeService
 from runtime.errors import CRIError
 from runtime.httpget import action_url, get
 from runtime.ids import ContainerID
-from runtime.pod.model import Container, HTTPGetAction, IntOrString, LifecycleHandler
+from runtime.pod.model import Container, HTTPGetAction, LifecycleHandler
+from runtime.pod.ports import resolve_port
 
 USER_AGENT = "kube-lifecycle/1.32"
-
-
-def resolve_port(port: IntOrString, container: Container) -> int:
-    """A numeric port, or the containerPort of the container's port with that name."""
-    if isinstance(port, int):
-        return port
-    if port.isdigit():
-        return int(port)
-    for p in container.ports:
-        if p.name == port:
-            return p.container_port
-    raise ValueError(f'container {container.name} has no port named "{port}"')
 
 
 def http_get(action: HTTPGetAction, host: str, port: int, timeout: float, agent: str) -> int:

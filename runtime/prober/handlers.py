@@ -21,7 +21,6 @@ from runtime.cri.service import RuntimeService
 from runtime.errors import CRIDeadlineExceeded, CRIError
 from runtime.httpget import MAX_BODY, action_url, get, hostport
 from runtime.ids import ContainerID
-from runtime.kuberuntime.hooks import resolve_port
 from runtime.pod.model import (
     Container,
     ExecAction,
@@ -31,6 +30,7 @@ from runtime.pod.model import (
     Probe,
     TCPSocketAction,
 )
+from runtime.pod.ports import resolve_port
 from runtime.prober.results import ProbeResult
 
 USER_AGENT = "kube-probe/1.32"

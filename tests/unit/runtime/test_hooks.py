@@ -21,7 +21,7 @@ from runtime.cri.types import (
     PodSandboxMetadata,
 )
 from runtime.ids import ContainerID
-from runtime.kuberuntime.hooks import USER_AGENT, HandlerRunner, resolve_port
+from runtime.kuberuntime.hooks import USER_AGENT, HandlerRunner
 from runtime.pod.model import (
     Container,
     ContainerPort,
@@ -33,6 +33,7 @@ from runtime.pod.model import (
     SleepAction,
     TCPSocketAction,
 )
+from runtime.pod.ports import resolve_port
 from runtime.testing.fake_runtime import FakeRuntime
 
 CONTAINER = Container(name="app", image="busybox:1.35",
