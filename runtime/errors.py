@@ -95,4 +95,15 @@ class ContainerdError(KubeletError):
 
 
 class ConfigError(KubeletError):
-    """A flag or a KubeletConfiguration value is invalid."""
+    """A flag, a KubeletConfiguration file or a setting cannot work: nothing is started.
+
+    The message names what is at fault (the flag, the file and field) and why. ``file``
+    is the configuration file and ``field`` its field (``maxPods``, ``kind``), each ""
+    when the error is not about one. An error about the file a flag names is wrapped in
+    the flag's error with ``raise ... from``, keeping ``file`` and ``field``.
+    """
+
+    def __init__(self, message: str, *, file: str = "", field: str = "") -> None:
+        super().__init__(message)
+        self.file = file
+        self.field = field

@@ -12,15 +12,12 @@ from typing import Any
 from loguru import logger
 
 from actors.app.durations import parse_duration
-from actors.app.kubelet_config import KubeletConfigError, load_kubelet_config
+from actors.app.kubelet_config import load_kubelet_config
+from runtime.errors import ConfigError
 
 DEFAULT_ROOT_DIR = "/var/lib/kubelet-actors"
 DEFAULT_POD_LOGS_DIR = "/var/log/pods"
 DEFAULT_PAUSE_IMAGE = "localhost:5000/kubelet-actors/pause:3.9"
-
-
-class FlagError(Exception):
-    """A flag value that cannot work; the message names the flag and the cause."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,13 +112,13 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
 
 
 def parse_flags(argv: list[str]) -> KubeletFlags:
-    """Parse and check flags; argparse exits with usage on syntax, FlagError on meaning."""
+    """Parse and check flags; argparse exits with usage on syntax, ConfigError on meaning."""
     ns = build_parser().parse_args(argv)
     if ns.config:
         try:
             from_file, ignored = load_kubelet_config(ns.config)
-        except KubeletConfigError as err:
-            raise FlagError(f"--config {err}") from err
+        except ConfigError as err:
+            raise ConfigError(f"--config {err}", file=err.file, field=err.field) from err
         given = vars(build_parser(only_given=True).parse_args(argv))
         for dest, value in from_file.items():
             if dest not in given:
@@ -131,41 +128,41 @@ def parse_flags(argv: list[str]) -> KubeletFlags:
                            ns.config, ", ".join(ignored))
     endpoint = ns.container_runtime_endpoint
     if endpoint and not (endpoint.startswith("unix://") or endpoint.startswith("/")):
-        raise FlagError(
+        raise ConfigError(
             f'--container-runtime-endpoint "{endpoint}": only unix sockets are supported '
             "(unix:///path/to.sock)"
         )
     if ns.runonce and not ns.pod_manifest_path:
-        raise FlagError("--runonce needs --pod-manifest-path: there is nothing to run")
+        raise ConfigError("--runonce needs --pod-manifest-path: there is nothing to run")
     if not ns.runonce and not (ns.pod_manifest_path or ns.manifest_url):
-        raise FlagError("give --pod-manifest-path or --manifest-url: there is nothing to run")
+        raise ConfigError("give --pod-manifest-path or --manifest-url: there is nothing to run")
     if ns.manifest_url and not ns.manifest_url.startswith(("http://", "https://")):
-        raise FlagError(f'--manifest-url "{ns.manifest_url}": must be an http:// or https:// URL')
+        raise ConfigError(f'--manifest-url "{ns.manifest_url}": must be an http:// or https:// URL')
     for flag, value in (("--port", ns.port), ("--read-only-port", ns.read_only_port),
                         ("--healthz-port", ns.healthz_port)):
         if not 0 <= value <= 65535:
-            raise FlagError(f"{flag} {value}: must be between 0 and 65535")
+            raise ConfigError(f"{flag} {value}: must be between 0 and 65535")
     if ns.trace_max_bytes < 4096:
-        raise FlagError(f"--trace-max-bytes {ns.trace_max_bytes}: must be at least 4096")
+        raise ConfigError(f"--trace-max-bytes {ns.trace_max_bytes}: must be at least 4096")
     if ns.max_pods < 1:
-        raise FlagError(f"--max-pods {ns.max_pods}: must be at least 1")
+        raise ConfigError(f"--max-pods {ns.max_pods}: must be at least 1")
     for flag, seconds in (("--sync-frequency", ns.sync_frequency),
                           ("--file-check-frequency", ns.file_check_frequency),
                           ("--http-check-frequency", ns.http_check_frequency)):
         if seconds <= 0:
-            raise FlagError(f"{flag} {seconds}: must be more than 0")
+            raise ConfigError(f"{flag} {seconds}: must be more than 0")
     for flag, address in (("--address", ns.address),
                           ("--healthz-bind-address", ns.healthz_bind_address)):
         try:
             ipaddress.ip_address(address)
         except ValueError as err:
-            raise FlagError(f'{flag} "{address}": {err}') from err
+            raise ConfigError(f'{flag} "{address}": {err}') from err
     if ns.runonce_timeout <= 0:
-        raise FlagError(f"--runonce-timeout {ns.runonce_timeout}: must be more than 0")
+        raise ConfigError(f"--runonce-timeout {ns.runonce_timeout}: must be more than 0")
     try:
         ipaddress.ip_network(ns.pod_cidr)
     except ValueError as err:
-        raise FlagError(f'--pod-cidr "{ns.pod_cidr}": {err}') from err
+        raise ConfigError(f'--pod-cidr "{ns.pod_cidr}": {err}') from err
     node = (ns.node_name or socket.gethostname()).lower()
     return KubeletFlags(
         pod_manifest_path=ns.pod_manifest_path,

@@ -15,13 +15,10 @@ from typing import Any
 import yaml
 
 from actors.app.durations import parse_duration
+from runtime.errors import ConfigError
 
 API_VERSION = "kubelet.config.k8s.io/v1beta1"
 KIND = "KubeletConfiguration"
-
-
-class KubeletConfigError(Exception):
-    """The file cannot be used: the message names the file, the field and the cause."""
 
 
 def _string(value: Any) -> str:
@@ -83,18 +80,20 @@ def load_kubelet_config(path: str) -> tuple[dict[str, Any], tuple[str, ...]]:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
-        raise KubeletConfigError(f"{path}: cannot read: {err}") from err
+        raise ConfigError(f"{path}: cannot read: {err}", file=path) from err
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as err:
-        raise KubeletConfigError(f"{path}: invalid YAML: {err}") from err
+        raise ConfigError(f"{path}: invalid YAML: {err}", file=path) from err
     if not isinstance(document, dict):
-        raise KubeletConfigError(f"{path}: expected a KubeletConfiguration object")
+        raise ConfigError(f"{path}: expected a KubeletConfiguration object", file=path)
     kind, version = document.get("kind"), document.get("apiVersion")
     if kind != KIND:
-        raise KubeletConfigError(f'{path}: kind: expected "{KIND}", got {kind!r}')
+        raise ConfigError(f'{path}: kind: expected "{KIND}", got {kind!r}', file=path,
+                          field="kind")
     if version != API_VERSION:
-        raise KubeletConfigError(f'{path}: apiVersion: expected "{API_VERSION}", got {version!r}')
+        raise ConfigError(f'{path}: apiVersion: expected "{API_VERSION}", got {version!r}',
+                          file=path, field="apiVersion")
     values: dict[str, Any] = {}
     ignored: list[str] = []
     for field, value in document.items():
@@ -107,7 +106,7 @@ def load_kubelet_config(path: str) -> tuple[dict[str, Any], tuple[str, ...]]:
         try:
             values[dest] = convert(value)
         except (TypeError, ValueError) as err:
-            raise KubeletConfigError(f"{path}: {field}: {err}") from err
+            raise ConfigError(f"{path}: {field}: {err}", file=path, field=field) from err
         if field in PATH_FIELDS and values[dest] and not os.path.isabs(values[dest]):
             # Upstream resolves a config file's relative paths against the file's directory.
             values[dest] = os.path.join(os.path.dirname(os.path.abspath(path)), values[dest])

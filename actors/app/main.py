@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING
 
 from loguru import logger
 
-from actors.app.flags import FlagError, KubeletFlags, parse_flags
+from actors.app.flags import KubeletFlags, parse_flags
 from actors.app.logging_setup import configure_logging
 from actors.app.report import print_json, print_table
 from actors.app.root_lock import hold_root_dir
 from actors.app.runonce import RunOnce
 from runtime.clock import RealClock
 from runtime.cri.client import CRIClient
-from runtime.errors import CRIError, KubeletError
+from runtime.errors import ConfigError, CRIError, KubeletError
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.settings import NodeSettings
 from runtime.pod.static import read_manifest_dir
@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     try:
         flags = parse_flags(args)
-    except FlagError as err:
+    except ConfigError as err:  # a flag (or --config) is wrong: a usage error, exit 2
         print(f"kubelet-actors: {err}", file=sys.stderr)
         return EXIT_USAGE
     configure_logging(flags.log_level, flags.log_format == "json")

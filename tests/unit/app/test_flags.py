@@ -8,7 +8,9 @@ import pytest
 from loguru import logger
 
 from actors.app.durations import parse_duration
-from actors.app.flags import FlagError, parse_flags
+from actors.app.flags import parse_flags
+from actors.app.main import EXIT_USAGE, main
+from runtime.errors import ConfigError, KubeletError
 
 
 @pytest.mark.parametrize(("text", "seconds"), [
@@ -48,7 +50,7 @@ def test_defaults_are_upstream_s(tmp_path: Path) -> None:
     (["--pod-manifest-path", "d", "--sync-frequency", "0"], "--sync-frequency 0.0: must be"),
 ])
 def test_bad_flag_values_say_which_flag_and_why(argv: list[str], message: str) -> None:
-    with pytest.raises(FlagError, match=message.replace("(", r"\(")):
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
         parse_flags(argv)
 
 
@@ -97,7 +99,7 @@ def test_config_fields_not_supported_are_reported_not_dropped(tmp_path: Path) ->
 def test_bad_config_values_name_the_file_and_field(tmp_path: Path, body: str,
                                                    message: str) -> None:
     config = write_config(tmp_path, body)
-    with pytest.raises(FlagError) as caught:
+    with pytest.raises(ConfigError) as caught:
         parse_flags(["--config", str(config)])
     assert str(config) in str(caught.value) and message in str(caught.value)
 
@@ -111,10 +113,35 @@ def test_bad_config_values_name_the_file_and_field(tmp_path: Path, body: str,
 def test_bad_config_documents(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "kubelet.yaml"
     path.write_text(text)
-    with pytest.raises(FlagError, match=message):
+    with pytest.raises(ConfigError, match=message):
         parse_flags(["--config", str(path)])
 
 
 def test_missing_config_file(tmp_path: Path) -> None:
-    with pytest.raises(FlagError, match="cannot read"):
+    with pytest.raises(ConfigError, match="cannot read"):
         parse_flags(["--config", str(tmp_path / "none.yaml")])
+
+
+def test_a_bad_config_field_is_one_config_error_naming_file_and_field(tmp_path: Path) -> None:
+    config = write_config(tmp_path, "maxPods: lots\n")
+    with pytest.raises(ConfigError) as caught:
+        parse_flags(["--config", str(config)])
+    err = caught.value
+    assert isinstance(err, KubeletError)
+    assert (err.file, err.field) == (str(config), "maxPods")
+    assert str(err) == f"--config {config}: maxPods: expected an integer, got str"
+    cause = err.__cause__  # the file's own error, wrapped by the flag's
+    assert isinstance(cause, ConfigError) and str(cause) == f"{config}: maxPods: " \
+        "expected an integer, got str"
+    assert isinstance(cause.__cause__, TypeError)
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--pod-manifest-path", "d", "--max-pods", "0"], "--max-pods 0: must be at least 1"),
+    (["--config", "/nonexistent/kubelet.yaml"], "--config /nonexistent/kubelet.yaml: cannot read"),
+])
+def test_main_reports_flag_and_config_errors_as_usage_errors(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == EXIT_USAGE
+    assert capsys.readouterr().err.startswith(f"kubelet-actors: {message}")
