@@ -31,13 +31,12 @@ from runtime.ids import ContainerID, PodUID
 from runtime.kuberuntime.podstatus import RuntimePodStatus
 from runtime.kuberuntime.result import PodSyncResult
 from runtime.pod.model import Pod
+from runtime.pod.static import CONFIG_SEEN
 from runtime.prober.results import ProbeResult
 from runtime.status.generate import generate_pod_status
 from runtime.status.types import (
     PodStatus,
 )
-
-SEEN = "kubernetes.io/config.seen"
 
 
 @dataclass(slots=True)
@@ -61,7 +60,7 @@ def pending_status(pod: Pod, now: float) -> PodStatus:
 
 
 def _seen_time(pod: Pod) -> float | None:
-    raw = pod.metadata.annotations.get(SEEN)
+    raw = pod.metadata.annotations.get(CONFIG_SEEN)
     if not raw:
         return None
     try:
