@@ -279,7 +279,7 @@ class Bench:
     def inprocess_runonce(
         self, manifest_dir: Path, n: int, profiles: list[cProfile.Profile] | None = None
     ) -> tuple[float, list[tuple[str, float]]]:
-        """What actors.app.run_once does, minus printing: seconds, and the RPCs made."""
+        """What actors.app.main.run_once does, minus printing: seconds, and the RPCs made."""
         clock = CountingClock()
         started = time.perf_counter()
         listing = read_manifest_dir(manifest_dir, NODE)

@@ -1,6 +1,6 @@
 """Console-script entry point: ``kubelet-actors`` runs actors.app.main;
-``kubelet-actors trace ...`` runs actors.trace.cli.main (the trace tools);
-``kubelet-actors drill ...`` runs actors.drills.cli.main (the restart drills)."""
+``kubelet-actors trace ...`` runs actors.app.trace_cli.main (the trace tools);
+``kubelet-actors drill ...`` runs actors.app.drills.cli.main (the restart drills)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The messages actors exchange: immutable values, JSON-encodable, no protobuf.
 
 Every input of the kubelet reaches an actor as one of these (source updates, timer ticks,
-relist results, probe results, runtime call outcomes), through actors.dispatch, so a trace
+relist results, probe results, runtime call outcomes), through actors.core.dispatch, so a trace
 can record them and a replay can feed them again.
 """
 

@@ -36,8 +36,6 @@ from runtime.prober.results import ProbeResult
 USER_AGENT = "kube-probe/1.32"
 """What upstream's prober sends as User-Agent (kube-probe/<major>.<minor>)."""
 
-"""At most this much of an HTTP body (or exec output) is read and kept, as upstream."""
-
 MAX_REDIRECTS = 10
 """Go's http.Client gives up after this many redirects."""
 

@@ -114,7 +114,7 @@ def _serve(listener: _Listener) -> None:
 class KubeletHTTPServer:
     """The kubelet's HTTP API over a KubeletView, on up to three ports.
 
-    The main and read-only ports serve every endpoint (see actors.http.routes), the
+    The main and read-only ports serve every endpoint (see actors.app.http.routes), the
     healthz port only ``/healthz`` and its per-check subpaths. ``start()`` binds, then
     serves in daemon threads; ``stop()`` stops serving, closes the sockets and joins the
     threads. Both are meant to be called from one thread (the daemon's main).

@@ -53,7 +53,7 @@ class Text:
         return "".join(text for text, _ in self.spans)
 
 
-# --- summaries (shared with actors.trace.perfetto) ----------------------------------------
+# --- summaries (shared with actors.core.trace.perfetto) -----------------------------------
 
 
 def short_type(type_name: str) -> str:

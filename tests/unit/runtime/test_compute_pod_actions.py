@@ -6,9 +6,10 @@ TestComputePodActionsWithRestartableInitContainers and
 TestComputePodActionsWithInitAndEphemeralContainers (the sidecar-aware variants, without the
 LegacySidecarContainers gate). Case ids are upstream's case names, verbatim.
 
-Each case builds the table's base pod and runtime status (tests/unit/kuberuntime_fixtures.py),
-applies the case's pod mutator and then its status mutator (which may also set probe verdicts,
-upstream's liveness and startup managers), and compares the plan field by field:
+Each case builds the table's base pod and runtime status
+(tests/unit/runtime/kuberuntime_fixtures.py), applies the case's pod mutator and then its
+status mutator (which may also set probe verdicts, upstream's liveness and startup
+managers), and compares the plan field by field:
 kill_pod, create_sandbox, sandbox_id, attempt, init_containers_to_start, containers_to_start,
 and containers_to_kill as a set of container ids (upstream compares a map keyed by id), with
 the kill's container name (upstream's containerToKillInfo.name) and reason.
