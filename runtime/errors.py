@@ -82,12 +82,16 @@ class SyncError(KubeletError):
     Reasons are upstream's: ErrImagePull, ImagePullBackOff, ErrImageNeverPull,
     InvalidImageName, CreateContainerConfigError, CreateContainerError, RunContainerError,
     PostStartHookError, CrashLoopBackOff, CreatePodSandboxError, KillPodSandboxError, ...
+    ``backoff`` is the delay in seconds when the step is a back-off wait, else None.
     """
 
-    def __init__(self, reason: str, message: str) -> None:
+    def __init__(self, reason: str, message: str, *, backoff: float | None = None) -> None:
         super().__init__(f"{reason}: {message}")
         self.reason = reason
         self.message = message
+        # The delay of a back-off wait (CrashLoopBackOff, ImagePullBackOff) as a number, so
+        # what reads the step's result (the trace tools) need not parse the message.
+        self.backoff = backoff
 
 
 class ContainerdError(KubeletError):

@@ -93,6 +93,7 @@ class ContainerLifecycle:
                 "CrashLoopBackOff",
                 f"back-off {delay:g}s restarting failed container={container.name} "
                 f"pod={pod.metadata.name}_{pod.metadata.namespace}({pod.uid})",
+                backoff=delay,
             )
         self.crash_backoff.next(key, last.finished_at)
 

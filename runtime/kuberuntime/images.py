@@ -69,7 +69,8 @@ class ImageManager:
         key = PullKey(pod.uid, image)
         now = self._clock.now()
         if self.backoff.in_backoff_since_update(key) > 0:
-            raise SyncError("ImagePullBackOff", f'Back-off pulling image "{image}"')
+            raise SyncError("ImagePullBackOff", f'Back-off pulling image "{image}"',
+                            backoff=self.backoff.get(key))
         started = self._clock.monotonic()
         try:
             ref = self._images.pull_image(spec, sandbox_config=sandbox_config)

@@ -98,7 +98,7 @@ class KubeRuntimeManager:
                     )
                     steps.append(StepResult("KillContainer", kill.name))
                 except SyncError as err:
-                    steps.append(StepResult("KillContainer", kill.name, err.reason, err.message))
+                    steps.append(StepResult.failed("KillContainer", kill.name, err))
                     return PodSyncResult(tuple(steps))
         self._prune_init_containers(pod, status)
 
@@ -158,7 +158,7 @@ class KubeRuntimeManager:
             logger.bind(pod=pod.metadata.name, uid=pod.uid, container=container.name).warning(
                 "{}: {}", err.reason, err.message
             )
-            return StepResult("StartContainer", container.name, err.reason, err.message)
+            return StepResult.failed("StartContainer", container.name, err)
         return StepResult("StartContainer", container.name)
 
     def kill_pod(
@@ -177,7 +177,7 @@ class KubeRuntimeManager:
                 )
                 return StepResult("KillContainer", name)
             except SyncError as err:
-                return StepResult("KillContainer", name, err.reason, err.message)
+                return StepResult.failed("KillContainer", name, err)
 
         steps: list[StepResult] = []
         if running:

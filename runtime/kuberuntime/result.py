@@ -4,19 +4,44 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from msgspec import UNSET, UnsetType
+
+from runtime.errors import SyncError
+
 
 @dataclass(frozen=True, slots=True)
 class StepResult:
-    """One action on one target: ``error`` is an upstream reason ("" when it worked)."""
+    """One action on one target: ``error`` is an upstream reason ("" when it worked).
+
+    ``backoff`` is the delay in seconds of a back-off wait (a CrashLoopBackOff or
+    ImagePullBackOff step), for whoever shows what a sync did (the trace tools draw it).
+    Any other step leaves it UNSET rather than None: msgspec leaves UNSET fields out of the
+    JSON, so such a step encodes exactly as it did before the field existed and recorded
+    traces still compare equal on replay. (``omit_defaults`` would do it for None, but also
+    drop ``error`` and ``message`` of every step that worked.) Read it as
+    ``backoff_seconds``.
+    """
 
     action: str  # StartContainer, KillContainer, CreatePodSandbox, KillPodSandbox, ...
     target: str  # a container name, or the pod for sandbox steps
     error: str = ""
     message: str = ""
+    backoff: float | UnsetType = UNSET
+
+    @classmethod
+    def failed(cls, action: str, target: str, error: SyncError) -> StepResult:
+        """The step ``action`` on ``target`` that raised ``error``, its back-off delay kept."""
+        backoff: float | UnsetType = UNSET if error.backoff is None else error.backoff
+        return cls(action, target, error.reason, error.message, backoff)
 
     @property
     def ok(self) -> bool:
         return not self.error
+
+    @property
+    def backoff_seconds(self) -> float | None:
+        """The back-off delay in seconds; None unless the step is a back-off wait."""
+        return None if isinstance(self.backoff, UnsetType) else self.backoff
 
 
 @dataclass(frozen=True, slots=True)

@@ -241,6 +241,9 @@ def test_pull_failure_then_back_off() -> None:
     assert fake.called("pull_image") == 2
     clock.step(10.1)
     assert pull_reason(images) == "ImagePullBackOff"  # now 20 s
+    with pytest.raises(SyncError) as err:  # the delay travels as a number, not only text
+        images.ensure_image(POD, container("busybox:1.35"), None)
+    assert err.value.backoff == 20.0
     clock.step(10)
     fake.make_pullable("busybox:1.35")
     assert pull_reason(images) == ""  # succeeds and resets

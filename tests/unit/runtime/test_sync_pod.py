@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from runtime.clock import FakeClock
@@ -13,7 +14,7 @@ from runtime.ids import ContainerID, PodUID
 from runtime.kuberuntime import labels as L
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.podstatus import RuntimePodStatus
-from runtime.kuberuntime.result import PodSyncResult
+from runtime.kuberuntime.result import PodSyncResult, StepResult
 from runtime.kuberuntime.settings import NodeSettings
 from runtime.pod.model import (
     Container,
@@ -170,6 +171,7 @@ def test_crash_loop_back_off_doubles_from_10s(node: Node) -> None:
     (failure,) = result.failures
     assert failure.error == "CrashLoopBackOff"
     assert "back-off 10s" in failure.message
+    assert failure.backoff_seconds == 10.0  # the delay as a number, for the trace tools
     status = generate_pod_status(pod, node.status(pod), result)
     (cs,) = status.container_statuses
     assert cs.state.waiting is not None and cs.state.waiting.reason == "CrashLoopBackOff"
@@ -180,7 +182,8 @@ def test_crash_loop_back_off_doubles_from_10s(node: Node) -> None:
     assert node.sync(pod).ok
     node.fake.exit_container(node.container(pod, "a"), 1)
     node.clock.step(15)
-    assert "back-off 20s" in node.sync(pod).failures[0].message
+    (failure,) = node.sync(pod).failures
+    assert "back-off 20s" in failure.message and failure.backoff_seconds == 20.0
     node.clock.step(6)
     assert node.sync(pod).ok
     assert node.status(pod).find_container("a").restart_count == 3  # type: ignore[union-attr]
@@ -356,9 +359,25 @@ def test_missing_image_fails_that_pod_only(node: Node) -> None:
     missing = Container(name="a", image="localhost:5000/nope:1", image_pull_policy="IfNotPresent")
     bad = make_pod(missing, uid="uid-bad")
     good = make_pod(ctr("a"), uid="uid-good")
-    assert node.sync(bad).failures[0].error == "ErrImagePull"
+    pull_failed = node.sync(bad).failures[0]
+    assert pull_failed.error == "ErrImagePull" and pull_failed.backoff_seconds is None
     assert node.sync(good).ok
-    assert node.sync(bad).failures[0].error == "ImagePullBackOff"
+    backing_off = node.sync(bad).failures[0]
+    assert backing_off.error == "ImagePullBackOff" and backing_off.backoff_seconds == 10.0
+
+
+def test_only_a_back_off_step_carries_its_delay_in_json() -> None:
+    """Steps that are not back-off waits encode as before the field existed (old traces
+    replay against them unchanged); a back-off step's delay decodes back as a number."""
+    worked = StepResult("StartContainer", "a")
+    assert msgspec.json.decode(msgspec.json.encode(worked)) == {
+        "action": "StartContainer", "target": "a", "error": "", "message": ""}
+    assert msgspec.convert({"action": "StartContainer", "target": "a"}, StepResult) == worked
+    waiting = StepResult("StartContainer", "a", "CrashLoopBackOff", "back-off 40s ...", 40.0)
+    encoded = msgspec.json.encode(PodSyncResult((worked, waiting)))
+    decoded = msgspec.json.decode(encoded, type=PodSyncResult)
+    assert decoded.steps[1].backoff_seconds == 40.0 and decoded.steps[0].backoff_seconds is None
+    assert decoded == PodSyncResult((worked, waiting))
 
 
 def test_restart_count_continues_from_the_log_dir(node: Node) -> None:
