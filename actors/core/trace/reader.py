@@ -31,6 +31,12 @@ class Trace:
     torn: list[str] = field(default_factory=list)
 
     @property
+    def version(self) -> int:
+        """The format the trace was written in (its header's ``v``; 1 when it has none)."""
+        version = self.header.get("v", 1)
+        return version if isinstance(version, int) else 1
+
+    @property
     def config(self) -> dict[str, Any]:
         config: dict[str, Any] = self.header.get("config", {})
         return config

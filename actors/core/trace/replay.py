@@ -149,8 +149,9 @@ def _replay(trace: Trace, world: World, until: int | None, only_actor: str | Non
         if key not in instances:
             instances[key] = world.build(actor, inc, stubs)
         message = decode_message(msg)
+        # A version 1 trace's code knew fewer fields: compare only the keys it recorded.
         step = Step(msg, index.sent[delivery], index.calls[delivery], index.inputs[delivery],
-                    paths)
+                    paths, known_keys=trace.version < 2)
         stubs.dispatch.step = stubs.answers.step = stubs.clock.step = step
         try:
             _handle(instances[key], delivery, actor, inc, message, index.ends.get(delivery),

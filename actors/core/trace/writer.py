@@ -7,6 +7,7 @@ killed mid-write leaves a trace readable up to its last whole record.
 
 Record kinds (field ``k``), all with wall time ``t`` and monotonic time ``m``:
   header    v, pid, argv, config                        first record of every file
+            (v: TRACE_VERSION; traces without one are version 1)
   msg       id, from, seq, to, inc, parent, dead, type, body    a delivery or dead letter
   begin/end id, actor, inc [, error]                    a handler ran for delivery ``id``
   call      actor, inc, in, method, args, dur, result, error     a runtime call
@@ -33,7 +34,10 @@ from actors.core import context
 from actors.core.hooks import Recorder
 from actors.core.trace.names import MESSAGES
 
-TRACE_VERSION = 1
+TRACE_VERSION = 2
+"""The format of the records (the header's ``v``). 2: message bodies may hold fields that
+version 1's code did not have (StepResult.backoff); replay compares a version 1 trace's
+bodies only on the keys they hold (actors.core.trace.stubs.known_keys_only)."""
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_FILES = 50
 _FLUSH_EVERY = 0.05

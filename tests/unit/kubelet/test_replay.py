@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from actors.core.trace import replay as replay_cli
-from actors.core.trace.reader import read_trace
+from actors.core.trace.reader import Trace, read_trace
 from actors.core.trace.replay import format_report, replay
+from actors.core.trace.writer import TRACE_VERSION
 from actors.kubelet.trace import KubeletWorld
 from runtime.kuberuntime import actions
 from tests.traces.scenarios import HERE, SCENARIOS, restart_and_remove
@@ -111,3 +112,28 @@ def test_old_traces_name_module_paths_that_still_resolve() -> None:
     for recorded_type in old:
         cls = MESSAGES.resolve(recorded_type)
         assert MESSAGES.names()[MESSAGES.canonical(recorded_type)] is cls
+
+
+def _without_remove(trace: Trace) -> Trace:
+    """The trace as if UpdatePod had no ``remove`` field when it was recorded (an older
+    schema): the key is gone wherever it held the default the code fills in."""
+    for record in trace.messages():
+        if record["type"] == "UpdatePod" and record["body"]["remove"] is False:
+            del record["body"]["remove"]
+    return trace
+
+
+def test_a_version_1_trace_lacking_a_newer_field_still_replays(recorded: Path) -> None:
+    trace = read_trace(recorded)
+    assert trace.version == TRACE_VERSION == 2
+    old = _without_remove(trace)
+    old.header["v"] = 1
+    report = replay(old, WORLD)
+    assert report.ok, format_report(report)
+
+
+def test_a_version_2_trace_lacking_a_field_diverges(recorded: Path) -> None:
+    report = replay(_without_remove(read_trace(recorded)), WORLD)
+    assert report.divergence is not None
+    assert report.divergence.step.endswith("UpdatePod to pod/u1, different content")
+    assert report.divergence.actual["body"]["remove"] is False
