@@ -108,7 +108,10 @@ def main(argv: Sequence[str]) -> int:
 
 
 def _read(path: str) -> Trace | None:
-    import actors.kubelet.trace  # noqa: F401 - the kubelet's message names
+    # The kubelet's plug-ins, imported for what they register: its message names (old
+    # traces' too), then its messages' summaries, back-offs and pods.
+    import actors.kubelet.trace
+    import actors.kubelet.trace_tools  # noqa: F401
 
     try:
         trace = read_trace(path)

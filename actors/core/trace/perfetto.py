@@ -5,7 +5,9 @@ ticks start. Events:
   X  handler        a handler run (name: the message type; args: sender, delivery, summary)
   X  call           a runtime call, nested in the handler that made it
   X  send           a message sent from outside any handler (timer ticks, watcher threads)
-  X  backoff        a wait the trace shows: PodWorkerDone.requeue_after, CrashLoopBackOff
+  X  backoff        a wait a message announces for its sender (the plug-in's waits hook,
+                    actors.core.trace.plugins: a requeue, a container's back-off), and a
+                    supervisor's delayed restart of a failed child
   s/f               a message flow from the sending handler to the receiving one (the
                     delivery id is the flow id; "f" binds to the enclosing slice)
   i  fault          a handler that raised
@@ -13,15 +15,17 @@ ticks start. Events:
                     escalations have global scope
   i  dead_letter    a message to a name with no live actor
 
-Back-offs sit on their own thread next to the worker's ("pod/… back-off"): a wait overlaps
-the worker's later handlers, and slices on one thread must nest. A back-off is cut where
-the next one on the same thread starts, and at the end of the trace.
+Back-offs sit on their own thread next to the waiting actor's, one per lane the hook
+names ("pod/… back-off", "pod/… back-off app"): a wait overlaps the actor's later
+handlers, and slices on one thread must nest. A back-off is cut where the next one on the
+same thread starts, and at the end of the trace.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from actors.core.trace.plugins import TOOLS
 from actors.core.trace.reader import Trace
 from actors.core.trace.timeline import (
     TraceIndex,
@@ -31,7 +35,6 @@ from actors.core.trace.timeline import (
     is_escalation,
     short_type,
     summarize,
-    sync_backoffs,
 )
 
 PID = 1
@@ -213,25 +216,11 @@ def _backoffs(trace: Trace, index: TraceIndex, threads: _Threads, start: float,
     """Back-off spans, each cut where the next one on its thread starts."""
     found: list[tuple[str, str, float, float, dict[str, Any]]] = []
     for msg in index.msgs.values():
-        body = msg.get("body")
-        if not isinstance(body, dict):
-            continue
-        kind = short_type(str(msg.get("type", "")))
-        worker = str(msg.get("from") or "?")
-        ts = _us(msg["m"], start)
-        if kind == "PodWorkerDone" and isinstance(body.get("requeue_after"), int | float):
-            seconds = float(body["requeue_after"])
-            what = "back-off" if body.get("error") else "requeue"
-            found.append((worker, f"{worker} back-off", ts, seconds,
-                          {"name": f"{what} {seconds:.1f}s", "seconds": seconds,
-                           "state": body.get("state"), "error": body.get("error", ""),
-                           "delivery": msg["id"]}))
-        elif kind == "PodObserved":
-            for container, seconds in sync_backoffs(body):
-                found.append((worker, f"{worker} back-off {container}", ts, seconds,
-                              {"name": f"CrashLoopBackOff {container} {seconds:g}s",
-                               "seconds": seconds, "container": container,
-                               "delivery": msg["id"]}))
+        waiting = str(msg.get("from") or "?")
+        for wait in TOOLS.waits_in(str(msg.get("type", "")), msg.get("body")):
+            found.append((waiting, f"{waiting} {wait.lane}", _us(msg["m"], start),
+                          wait.seconds, {"name": wait.name, "seconds": wait.seconds,
+                                         **wait.args, "delivery": msg["id"]}))
     found.extend(_restart_backoffs(index, start))
     found.sort(key=lambda f: (f[1], f[2]))
     events: list[dict[str, Any]] = []

@@ -1,9 +1,10 @@
 """A trace as a readable terminal timeline (``kubelet-actors trace show``).
 
 One line per handled delivery: the time since the trace started, the actor and its
-incarnation, the message type with a short summary, the sender and how long the handler
-ran. Under it, indented, the runtime calls the handler made. Dead letters and handler
-errors are red; spawns, restarts and supervisor decisions are highlighted lines.
+incarnation, the message type with a short summary (what the message's plug-in says,
+actors.core.trace.plugins), the sender and how long the handler ran. Under it, indented,
+the runtime calls the handler made. Dead letters and handler errors are red; spawns,
+restarts and supervisor decisions are highlighted lines.
 
 The trace is indexed once (deliveries, handler ends and calls by delivery id) and then
 streamed in record order. Lines are styled spans written straight to the console's file
@@ -14,7 +15,7 @@ hundred thousand records shows in a couple of seconds.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,10 +25,10 @@ from rich.console import Console
 from rich.style import Style
 
 from actors.core.trace.names import MESSAGES
+from actors.core.trace.plugins import TOOLS, clip
 from actors.core.trace.reader import Trace
 
 _HEX_ID = re.compile(r"^[0-9a-f]{32,}$")
-_BACKOFF = re.compile(r"back-off (\d+(?:\.\d+)?)s")
 _BATCH = 400
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _COLOR_SYSTEMS = {"standard": ColorSystem.STANDARD, "256": ColorSystem.EIGHT_BIT,
@@ -69,10 +70,6 @@ def _get(value: Any, *path: str) -> Any:
     return value
 
 
-def _clip(text: str, width: int = 60) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
 def short_id(value: str) -> str:
     """A container or sandbox id (or a sha256: digest) as its first 12 hex characters."""
     if value.startswith("sha256:") and _HEX_ID.match(value[7:]):
@@ -89,113 +86,9 @@ def actor_label(name: str, pod_names: dict[str, str] | None = None) -> str:
     return f"{label}:{pod_name}" if pod_name else label
 
 
-def _count(value: Any) -> int:
-    return len(value) if isinstance(value, list | tuple | dict) else 0
-
-
-def _pod_name(pod: Any) -> str:
-    name = _get(pod, "metadata", "name")
-    return str(name) if name else "?"
-
-
-def _seconds(value: Any) -> str:
-    return f"{value:.1f}s" if isinstance(value, int | float) else str(value)
-
-
 def summarize(type_name: str, body: Any) -> str:
-    """A one-line summary of a message body (by message type)."""
-    kind = short_type(type_name)
-    if not isinstance(body, dict):
-        return _clip(str(body)) if body is not None else ""
-    if kind == "UpdatePod":
-        text = f"{body.get('kind', '?')} {_pod_name(body.get('pod'))}"
-        if body.get("reason"):
-            text += f" ({body['reason']})"
-        if body.get("remove"):
-            text += " remove"
-        return text
-    if kind == "PodWorkerDone":
-        text = f"{body.get('state', '?')}"
-        if body.get("requeue_after") is not None:
-            text += f" requeue {_seconds(body['requeue_after'])}"
-        if body.get("error"):
-            text += f" error: {_clip(str(body['error']))}"
-        if body.get("runtime_error"):
-            text += " (runtime error)"
-        return text
-    if kind == "Relisted":
-        events = body.get("events") or []
-        text = f"{_count(events)} events, {_count(body.get('pods'))} pods"
-        types = sorted({str(e.get("type")) for e in events if isinstance(e, dict)})
-        if types:
-            text += f" [{', '.join(types)}]"
-        return text
-    if kind == "ProbeVerdict":
-        return (f"{body.get('kind', '?')} {body.get('result', '?')} "
-                f"{body.get('container_name', '')}").rstrip()
-    if kind == "SourceSnapshot":
-        text = (f"{body.get('source', '?')}: {_count(body.get('pods'))} pods, "
-                f"{_count(body.get('problems'))} problems")
-        if body.get("warnings"):
-            text += f", {_count(body['warnings'])} warnings"
-        return text
-    if kind == "Tick":
-        return str(body.get("kind", "?"))
-    if kind == "PodObserved":
-        pod, state = _pod_name(body.get("pod")), body.get("state", "?")
-        return f"{pod} {state} sync {_sync(body.get('sync'))}"
-    if kind == "PodRejected":
-        return f"{_pod_name(body.get('pod'))}: {body.get('reason', '')}"
-    if kind == "DesiredPods":
-        return f"{_count(body.get('pods'))} pods"
-    if kind in ("PodForgotten",):
-        return str(body.get("uid", ""))
-    if kind == "KillRuntimePod":
-        return f"{body.get('namespace', '')}/{body.get('name', '')} ({body.get('reason', '')})"
-    if kind == "RuntimePodKilled":
-        return "ok" if body.get("ok") else f"failed: {_clip(str(body.get('error', '')))}"
-    if kind == "RuntimeHealth":
-        return "ok" if body.get("ok") else f"down: {_clip(str(body.get('reason', '')))}"
-    if kind == "RelistFailed":
-        return _clip(str(body.get("error", "")))
-    if kind == "ChildFailed":
-        return f"{body.get('name', '?')}[{body.get('incarnation', '?')}]: " + _clip(
-            str(body.get("error", "")))
-    if kind == "ChildExited":
-        return f"{body.get('name', '?')}[{body.get('incarnation', '?')}]: {body.get('reason', '')}"
-    if kind == "RestartChild":
-        return f"{body.get('name', '?')}[{body.get('incarnation', '?')}]"
-    if kind == "DeadLetter":
-        return f"{body.get('sender') or '-'} → {body.get('to', '?')}"
-    if kind == "Stop":
-        return str(body.get("reason", ""))
-    if kind == "FilesChanged":
-        return f"{_count(body.get('paths'))} paths"
-    parts = [f"{k}={_clip(str(v), 24)}" for k, v in body.items()
-             if isinstance(v, str | int | float | bool) and v not in ("", None)]
-    return _clip(" ".join(parts))
-
-
-def _sync(sync: Any) -> str:
-    if not isinstance(sync, dict):
-        return "-"
-    steps = sync.get("steps") or []
-    failures = [s for s in steps if isinstance(s, dict) and s.get("error")]
-    if not failures:
-        return f"ok ({len(steps)} steps)"
-    return "; ".join(f"{s.get('action')} {s.get('target')}: {s.get('error')}" for s in failures)
-
-
-def sync_backoffs(body: Any) -> list[tuple[str, float]]:
-    """(container, seconds) for each CrashLoopBackOff step of a PodObserved body."""
-    steps = _get(body, "sync", "steps") or []
-    found: list[tuple[str, float]] = []
-    for step in steps:
-        if isinstance(step, dict) and step.get("error") == "CrashLoopBackOff":
-            match = _BACKOFF.search(str(step.get("message", "")))
-            if match:
-                found.append((str(step.get("target", "")), float(match.group(1))))
-    return found
+    """A one-line summary of a recorded message (its plug-in's, else its plain fields)."""
+    return TOOLS.summarize(type_name, body)
 
 
 def _arg_summary(arg: Any) -> str:
@@ -221,15 +114,15 @@ def call_args(args: Any) -> str:
     """The arguments of a runtime call, short: names, image refs, id prefixes."""
     if not isinstance(args, list):
         return ""
-    return _clip(", ".join(_arg_summary(a) for a in args), 70)
+    return clip(", ".join(_arg_summary(a) for a in args), 70)
 
 
 def call_result(record: dict[str, Any]) -> str:
     error = record.get("error")
     if error is not None:
         if isinstance(error, dict):
-            return _clip(f"{error.get('type', 'error')}: {error.get('detail', '')}", 90)
-        return _clip(str(error), 90)
+            return clip(f"{error.get('type', 'error')}: {error.get('detail', '')}", 90)
+        return clip(str(error), 90)
     result = record.get("result")
     if isinstance(result, list):
         return f"ok ({len(result)} items)"
@@ -280,11 +173,14 @@ def index_trace(trace: Trace) -> TraceIndex:
         if kind == "msg":
             index.msgs[record["id"]] = record
             to = record.get("to", "")
-            if to.startswith("pod/") and to not in index.pod_names and record.get(
-                    "type", "").endswith("UpdatePod"):
-                name = _get(record.get("body"), "pod", "metadata", "name")
+            if to.startswith("pod/") and to not in index.pod_names:
+                # A pod actor is labelled with its pod's name, as the messages it gets
+                # name the pod (the plug-in's pods hook).
+                name = next((pod.name for pod in TOOLS.pods_in(record.get("type", ""),
+                                                               record.get("body"))
+                             if pod.uid == to[4:] and pod.name), None)
                 if name:
-                    index.pod_names[to] = str(name)
+                    index.pod_names[to] = name
         elif kind == "begin":
             index.begins.setdefault(record["id"], record)
         elif kind == "end":
@@ -297,28 +193,6 @@ def index_trace(trace: Trace) -> TraceIndex:
 # --- pods -------------------------------------------------------------------------------
 
 
-def _pods_in(type_name: str, body: Any) -> Iterator[tuple[str, str]]:
-    """(name, uid) pairs a message body names."""
-    if not isinstance(body, dict):
-        return
-    kind = short_type(type_name)
-    pods: list[Any] = []
-    if kind in ("UpdatePod", "PodObserved", "PodRejected"):
-        pods = [body.get("pod")]
-    elif kind in ("SourceSnapshot", "DesiredPods"):
-        pods = list(body.get("pods") or [])
-    elif kind == "Relisted":
-        for pod in body.get("pods") or []:
-            if isinstance(pod, dict) and pod.get("uid"):
-                yield str(pod.get("name", "")), str(pod["uid"])
-    elif kind == "KillRuntimePod" and body.get("uid"):
-        yield str(body.get("name", "")), str(body["uid"])
-    for pod in pods:
-        uid = _get(pod, "metadata", "uid")
-        if uid:
-            yield str(_get(pod, "metadata", "name") or ""), str(uid)
-
-
 class PodMatcher:
     """Whether a record concerns one pod, given by name (or namespace/name) or UID prefix."""
 
@@ -329,7 +203,7 @@ class PodMatcher:
         for record in trace.records:
             kind = record.get("k")
             if kind == "msg":
-                pairs.update(_pods_in(record.get("type", ""), record.get("body")))
+                pairs.update(TOOLS.pods_in(record.get("type", ""), record.get("body")))
                 for who in (record.get("to", ""), record.get("from", "")):
                     if who.startswith("pod/"):
                         pairs.add(("", who[4:]))
@@ -645,8 +519,8 @@ def _event_line(index: TraceIndex, record: dict[str, Any], rel: float) -> Text:
     line.append(f"◆ supervisor: {what} {actor}", style=style)
     detail = record.get("detail")
     if isinstance(detail, dict) and detail:
-        text = " ".join(f"{k}={_clip(str(v), 50)}" for k, v in detail.items())
-        line.append(f"  {_clip(text, 120)}", style="dim")
+        text = " ".join(f"{k}={clip(str(v), 50)}" for k, v in detail.items())
+        line.append(f"  {clip(text, 120)}", style="dim")
     return line
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+import actors.kubelet.trace_tools  # noqa: F401 - the kubelet's summaries, back-offs, pods
 from actors.app.trace_cli import main as cli_main
 from actors.core.actor import Actor
 from actors.core.dispatch import ActorRef, Dispatch
@@ -100,11 +101,13 @@ def hand_trace(directory: Path) -> Path:
          "dur": 0.020, "error": {"type": "CRIError", "detail": "exec format error"}},
     ))
     observed = b.msg(0.290, worker, "status", "PodObserved", {
-        "pod": _pod("web", UID), "runtime": {}, "state": "syncing",
+        "pod": _pod("web", UID), "runtime": {"uid": UID, "name": "web", "namespace": "default"},
+        "state": "syncing",
         "sync": {"steps": [{"action": "StartContainer", "target": "app",
                             "error": "CrashLoopBackOff",
                             "message": f"back-off 10s restarting failed container=app "
-                                       f"pod=web_default({UID})"}]}}, parent=update)
+                                       f"pod=web_default({UID})", "backoff": 10.0}]}},
+        parent=update)
     b.handled(observed, "status", 0.301, 0.302)
     done = b.msg(0.295, worker, "supervisor", "PodWorkerDone",
                  {"uid": UID, "state": "syncing", "requeue_after": 10.0,
