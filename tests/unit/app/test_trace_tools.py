@@ -359,6 +359,56 @@ def test_perfetto_backoff_spans(trace: Trace) -> None:
     assert restart["ts"] == pytest.approx(1_012_000) and restart["dur"] == pytest.approx(502_000)
 
 
+def _observed_steps(tmp_path: Path, *steps: dict[str, Any]) -> Trace:
+    """One PodObserved of "web" whose sync took ``steps``."""
+    b = _Builder()
+    observed = b.msg(0.1, f"pod/{UID}", "status", "PodObserved", {
+        "pod": _pod("web", UID), "state": "syncing", "sync": {"steps": list(steps)},
+        "runtime": {"uid": UID, "name": "web", "namespace": "default"}})
+    b.handled(observed, "status", 0.1, 100.0)
+    return read_trace(b.write(tmp_path / "observed"))
+
+
+def test_perfetto_container_backoffs_come_from_the_steps_backoff_field(tmp_path: Path) -> None:
+    trace = _observed_steps(
+        tmp_path,
+        # The delay is the typed field; the text is not read (it says 10s here).
+        {"action": "StartContainer", "target": "app", "error": "CrashLoopBackOff",
+         "message": "back-off 10s restarting failed container=app", "backoff": 40.0},
+        {"action": "StartContainer", "target": "side", "error": "ImagePullBackOff",
+         "message": 'Back-off pulling image "nginx"', "backoff": 20.0},
+        # A sentence about a back-off without the field (an older trace) is no span.
+        {"action": "StartContainer", "target": "old", "error": "CrashLoopBackOff",
+         "message": "back-off 10s restarting failed container=old"})
+    events = validate_perfetto(export_perfetto(trace))
+    threads = _threads(events)
+    spans = {e["name"]: e for e in events if e.get("cat") == "backoff"}
+    assert spans.keys() == {"CrashLoopBackOff app 40s", "ImagePullBackOff side 20s"}
+    crash = spans["CrashLoopBackOff app 40s"]
+    assert crash["tid"] == threads["pod/6f7a3968 back-off app"]
+    assert crash["args"] == {"seconds": 40.0, "container": "app", "delivery": 1}
+    assert crash["dur"] == pytest.approx(40_000_000)
+    assert spans["ImagePullBackOff side 20s"]["tid"] == threads["pod/6f7a3968 back-off side"]
+
+
+def test_core_trace_tools_know_no_kubelet_message_names() -> None:
+    """The timeline and the export ask the kubelet's plug-in; they name none of its types."""
+    import actors.core.trace.perfetto
+    import actors.core.trace.plugins
+    import actors.core.trace.timeline
+    from actors.core.trace.names import MESSAGES
+
+    kubelet_names = {name for name, cls in MESSAGES.names().items()
+                     if cls.__module__.startswith("actors.kubelet.")}
+    assert {"UpdatePod", "PodObserved", "Relisted", "PodWorkerDone"} <= kubelet_names
+    for module in (actors.core.trace.timeline, actors.core.trace.perfetto,
+                   actors.core.trace.plugins):
+        source = Path(str(module.__file__)).read_text()
+        named = {name for name in kubelet_names if name in source}
+        assert not named, f"{module.__name__} names kubelet messages: {sorted(named)}"
+        assert "back-off (" not in source  # and parses no delay out of a sentence
+
+
 # --- a real recording ---------------------------------------------------------------------
 
 
