@@ -17,6 +17,7 @@ from collections.abc import Iterator
 
 import actors.kubelet.trace  # noqa: F401 - the kubelet's message names, old traces' included
 from actors.core.trace.plugins import TOOLS, PodRef, Wait, clip
+from actors.kubelet import names
 from actors.kubelet.messages import (
     DesiredPods,
     KillRuntimePod,
@@ -211,3 +212,10 @@ def _relisted_pods(message: Relisted) -> Iterator[PodRef]:
 def _kill_runtime_pod_pods(message: KillRuntimePod) -> Iterator[PodRef]:
     if message.uid:
         yield PodRef(message.name, str(message.uid))
+
+
+def _pod_of(actor: str) -> str | None:
+    return names.worker_uid(actor) if names.is_worker(actor) else None
+
+
+TOOLS.pod_actors(_pod_of, names.worker_name)

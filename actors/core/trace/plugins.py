@@ -10,6 +10,10 @@ imported; the CLI imports the plug-ins before it shows or exports a trace):
             ``Wait`` values: the export draws each as a span
   pods      the pods (``PodRef``) the message concerns: ``trace show --pod`` follows them
 
+and, once, how its actors map to pods (``pod_actors``): which actor serves a pod, and
+which pod an actor serves, so the tools label and filter pod actors without spelling
+their addresses.
+
 A hook gets the message as its class, rebuilt from the recorded body with
 ``msgspec.convert(body, MESSAGES.resolve(type))``, so it reads typed fields and parses no
 text. A message whose type this code does not know, whose class has no hook, or whose
@@ -79,6 +83,8 @@ class TraceTools:
         self._summaries: dict[type, Summarizer] = {}
         self._waits: dict[type, WaitsHook] = {}
         self._pods: dict[type, PodsHook] = {}
+        self._pod_of: Callable[[str], str | None] = lambda actor: None
+        self._actor_of: Callable[[str], str] | None = None
 
     # --- registering ------------------------------------------------------------------
 
@@ -111,7 +117,21 @@ class TraceTools:
 
         return register
 
+    def pod_actors(self, pod_of: Callable[[str], str | None],
+                   actor_of: Callable[[str], str]) -> None:
+        """``pod_of(actor)``: the UID of the pod an actor serves (None: not a pod's);
+        ``actor_of(uid)``: the address of the actor serving a pod."""
+        self._pod_of, self._actor_of = pod_of, actor_of
+
     # --- asking -----------------------------------------------------------------------
+
+    def pod_of(self, actor: str) -> str | None:
+        """The UID of the pod ``actor`` serves, if it serves one."""
+        return self._pod_of(actor)
+
+    def actor_of(self, uid: str) -> str | None:
+        """The address of the actor that serves pod ``uid`` (None: no plug-in says)."""
+        return self._actor_of(uid) if self._actor_of is not None else None
 
     def summarize(self, type_name: str, body: Any) -> str:
         """A one-line summary of a recorded message."""

@@ -78,10 +78,12 @@ def short_id(value: str) -> str:
 
 
 def actor_label(name: str, pod_names: dict[str, str] | None = None) -> str:
-    """``pod/<uid>`` as ``pod/<uid prefix>:<pod name>``; other actor names as they are."""
-    if not name.startswith("pod/"):
+    """A pod's actor as its address cut to the UID's first 8 characters, with the pod's
+    name (``pod/1a2b3c4d:web``); other actors as they are."""
+    uid = TOOLS.pod_of(name)
+    if uid is None:
         return name
-    label = name[:12]
+    label = name[: len(name) - len(uid) + 8]
     pod_name = (pod_names or {}).get(name)
     return f"{label}:{pod_name}" if pod_name else label
 
@@ -152,7 +154,7 @@ class TraceIndex:
     begins: dict[int, dict[str, Any]] = field(default_factory=dict)
     ends: dict[int, dict[str, Any]] = field(default_factory=dict)
     calls: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
-    pod_names: dict[str, str] = field(default_factory=dict)  # pod/<uid> -> pod name
+    pod_names: dict[str, str] = field(default_factory=dict)  # a pod's actor -> pod name
 
     def label(self, actor: str) -> str:
         return actor_label(actor, self.pod_names)
@@ -173,12 +175,13 @@ def index_trace(trace: Trace) -> TraceIndex:
         if kind == "msg":
             index.msgs[record["id"]] = record
             to = record.get("to", "")
-            if to.startswith("pod/") and to not in index.pod_names:
+            uid = TOOLS.pod_of(to)
+            if uid is not None and to not in index.pod_names:
                 # A pod actor is labelled with its pod's name, as the messages it gets
                 # name the pod (the plug-in's pods hook).
                 name = next((pod.name for pod in TOOLS.pods_in(record.get("type", ""),
                                                                record.get("body"))
-                             if pod.uid == to[4:] and pod.name), None)
+                             if pod.uid == uid and pod.name), None)
                 if name:
                     index.pod_names[to] = name
         elif kind == "begin":
@@ -205,15 +208,16 @@ class PodMatcher:
             if kind == "msg":
                 pairs.update(TOOLS.pods_in(record.get("type", ""), record.get("body")))
                 for who in (record.get("to", ""), record.get("from", "")):
-                    if who.startswith("pod/"):
-                        pairs.add(("", who[4:]))
-            elif kind in ("spawn", "begin") and str(record.get("actor", "")).startswith("pod/"):
-                pairs.add(("", record["actor"][4:]))
+                    if (uid := TOOLS.pod_of(who)) is not None:
+                        pairs.add(("", uid))
+            elif (kind in ("spawn", "begin")
+                  and (uid := TOOLS.pod_of(str(record.get("actor", "")))) is not None):
+                pairs.add(("", uid))
         uids = {u for n, u in pairs if u.startswith(query) or (n and n == name_query)}
         names = {n for n, u in pairs if n and u in uids}
         self.uids = uids
         self.names = names
-        self.actors = {f"pod/{u}" for u in uids}
+        self.actors = {a for u in uids if (a := TOOLS.actor_of(u)) is not None}
         needles = [u.encode() for u in uids] + [f'"{n}"'.encode() for n in names]
         if not needles:
             needles = [query.encode()]
@@ -222,7 +226,8 @@ class PodMatcher:
     def actor(self, name: str) -> bool:
         if self.actors:
             return name in self.actors
-        return name.startswith(f"pod/{self.query}")
+        uid = TOOLS.pod_of(name)
+        return uid is not None and uid.startswith(self.query)
 
     def mentions(self, *values: Any) -> bool:
         for value in values:
