@@ -4,7 +4,7 @@ Nothing here runs unless a plan is given to the Dispatch (``Dispatch(faults=plan
 Actor finds no fault hooks there and pays one test per delivery. A plan holds:
 
 - handler faults (``ActorFault``): the actor named (or any actor under a prefix such as
-  ``pod/``) raises a ``DrillFault`` while it handles a matching delivery: right after its
+  ``worker/``) raises a ``DrillFault`` while it handles a matching delivery: right after its
   handler began (``runtime_call=0``: the delivery is taken, nothing of it done), or on the
   handler's N-th runtime call (``runtime_call=N``: the handler is half way through its
   work), or, if it made fewer calls, when the handler returns (before the delivery ends);
