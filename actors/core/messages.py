@@ -20,7 +20,7 @@ class Tick:
     at: float  # the monotonic time it was due
 
 
-@message("ChildFailed")
+@message("ChildFailed", carries=("pending",))
 @dataclass(frozen=True, slots=True)
 class ChildFailed:
     """A supervised actor stopped on an exception."""
@@ -50,7 +50,7 @@ class RestartChild:
     incarnation: int  # the incarnation that failed; a stale timer is ignored
 
 
-@message("DeadLetter")
+@message("DeadLetter", carries=("message",))
 @dataclass(frozen=True, slots=True)
 class DeadLetter:
     """A message told to a name with no live actor, handed to the supervisor to hold."""

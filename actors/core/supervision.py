@@ -406,7 +406,10 @@ class Supervision:
         child = self._children.get(letter.to)
         kind = type(letter.message).__name__
         if child is not None:
-            if child.ref is not None and child.ref.is_alive():
+            # Whether the child runs is read from the live actor: an input of this handler
+            # (recorded, so a replay answers the same).
+            if child.ref is not None and self._dispatch.observe("child.alive",
+                                                                child.ref.is_alive()):
                 self.stats.redelivered += 1
                 self._dispatch.tell(letter.to, letter.message, sender=letter.sender)
             elif len(child.held) < HELD_LIMIT:

@@ -170,11 +170,24 @@ def _starter(recipe: Recipe) -> Callable[[int], ActorRef]:
     return lambda incarnation: recipe(incarnation).start()
 
 
-def start(parts: KubeletParts) -> ActorRef:
-    """Start the sync loop, which starts every other actor: the kubelet runs."""
-    specs = [kubelet_child((name, _starter(recipe))) for name, recipe in children(parts)]
+def child_specs(parts: KubeletParts) -> list[ChildSpec]:
+    """The sync loop's static children as it supervises them, started for real."""
+    return [kubelet_child((name, _starter(recipe))) for name, recipe in children(parts)]
 
-    def start_worker(uid: PodUID, incarnation: int, cancel: threading.Event) -> ActorRef:
+
+def start_worker(parts: KubeletParts) -> WorkerFactory:
+    """How the sync loop starts a pod worker."""
+
+    def start(uid: PodUID, incarnation: int, cancel: threading.Event) -> ActorRef:
         return worker(parts, uid, incarnation, cancel).start()
 
-    return sync_loop(parts, specs, start_worker).start()
+    return start
+
+
+def start(parts: KubeletParts, specs: list[ChildSpec] | None = None) -> ActorRef:
+    """Start the sync loop, which starts every other actor: the kubelet runs.
+
+    ``specs`` replaces ``child_specs(parts)`` (a test that holds a child's start).
+    """
+    chosen = child_specs(parts) if specs is None else specs
+    return sync_loop(parts, chosen, start_worker(parts)).start()

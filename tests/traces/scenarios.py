@@ -7,13 +7,20 @@ when a change of behaviour is intended, and say so in the commit.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import sys
 import tempfile
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from actors.core.dispatch import Dispatch
+import msgspec
+
+from actors.core.dispatch import ActorRef, Dispatch
+from actors.core.faults import ActorFault, FaultPlan
+from actors.core.supervision import ChildSpec, StartChild
 from actors.core.timers import ManualTimers
 from actors.core.trace.recording import RecordingClock, RecordingInterceptor
 from actors.core.trace.writer import TraceWriter
@@ -48,10 +55,21 @@ def pod(uid: str, name: str, policy: str = "Always") -> Pod:
     )
 
 
-class RecordedNode:
-    """The kubelet's tree on a fake runtime, recording a trace into ``directory``."""
+@dataclass(frozen=True)
+class Gate:
+    """Holds a child's start on the sync loop's thread until released."""
 
-    def __init__(self, directory: Path, scratch: Path) -> None:
+    entered: threading.Event = field(default_factory=threading.Event)
+    release: threading.Event = field(default_factory=threading.Event)
+
+
+class RecordedNode:
+    """The kubelet's tree on a fake runtime, recording a trace into ``directory``.
+
+    ``gates`` can hold a child's (re)start: (name, incarnation) -> Gate.
+    """
+
+    def __init__(self, directory: Path, scratch: Path, faults: FaultPlan | None = None) -> None:
         self.fake_clock = FakeClock()
         self.fake = FakeRuntime(self.fake_clock, images=[IMAGE])
         config = ReplayConfig(
@@ -60,13 +78,26 @@ class RecordedNode:
             timing=WorkerTiming(60.0),
             supervisor=SyncLoopSettings(expected_sources=frozenset({"file"})))
         self.writer = TraceWriter(directory, config=config.to_header())
-        self.dispatch = d = Dispatch(recorder=self.writer)
-        runtime = intercept(self.fake, CRIRuntime, RecordingInterceptor(self.writer))
+        self.dispatch = d = Dispatch(recorder=self.writer, faults=faults)
+        runtime = intercept(self.fake, CRIRuntime, RecordingInterceptor(self.writer),
+                            *((faults,) if faults is not None else ()))
         clock: Any = RecordingClock(self.fake_clock, self.writer)
         self.timers = ManualTimers(d, self.fake_clock)
         manager = KubeRuntimeManager(runtime, config.node, clock)
-        self.sync_loop = tree.start(KubeletParts(d, self.timers, clock, runtime, manager,
-                                                 config))
+        parts = KubeletParts(d, self.timers, clock, runtime, manager, config)
+        self.gates: dict[tuple[str, int], Gate] = {}
+        self.sync_loop = tree.start(parts, [dataclasses.replace(spec, start=self._gated(spec))
+                                            for spec in tree.child_specs(parts)])
+
+    def _gated(self, spec: ChildSpec) -> StartChild:
+        def start(incarnation: int) -> ActorRef:
+            gate = self.gates.get((spec.name, incarnation))
+            if gate is not None:
+                gate.entered.set()
+                gate.release.wait(10.0)
+            return spec.start(incarnation)
+
+        return start
 
     def snapshot(self, *pods: Pod) -> None:
         self.dispatch.tell(names.SYNC_LOOP, SourceSnapshot("file", pods),
@@ -122,8 +153,79 @@ def completed_under_never(directory: Path) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def restart_pending(node: RecordedNode, name: str) -> bool:
+    """The sync loop handled ``name``'s failure: it is down, its RestartChild timer set."""
+    now = node.fake_clock.monotonic()
+    due = node.timers.next_due()
+    return (node.dispatch.ref(name) is None and due is not None and due < now + 0.5
+            and node.dispatch.ref(names.SYNC_LOOP) is not None)
+
+
+def relabelled(p: Pod, value: str) -> Pod:
+    return msgspec.structs.replace(p, metadata=msgspec.structs.replace(
+        p.metadata, labels={"rev": value}))
+
+
+def worker_mail_while_down(directory: Path) -> None:
+    """A pod worker fails; an update told to it while it waits for its restart is a dead
+    letter the sync loop holds, and the restart drops it as redundant (issue 16: replay
+    rebuilt the held UpdatePod as a plain dict, which is not redundant, and sent it on)."""
+    scratch = Path(tempfile.mkdtemp(prefix="scenario-"))
+    plan = FaultPlan(16)
+    node = RecordedNode(directory, scratch, plan)
+    web = pod("u3", "web")
+    worker = names.worker_name("u3")
+    try:
+        node.snapshot(web)
+        node.until("the pod to run", lambda: len(node.running("u3")) == 1)
+        plan.add(ActorFault(worker, "UpdatePod"))
+        plan.arm()
+        node.snapshot(relabelled(web, "1"))  # an UpdatePod the worker fails on
+        wait_for(lambda: restart_pending(node, worker), 10.0, "the worker's restart timer")
+        node.snapshot(relabelled(web, "2"))  # told to the worker while it is down
+        wait_for(lambda: node.dispatch.delivered["DeadLetter"] >= 1, 10.0, "the dead letter")
+        node.until("the worker to run again", lambda: node.dispatch.ref(worker) is not None)
+        node.until("the pod to run", lambda: len(node.running("u3")) == 1)
+    finally:
+        node.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def dead_letter_during_group_restart(directory: Path) -> None:
+    """The status manager fails; rest_for_one restarts it with the probe manager, killer,
+    pleg and the runtime monitor. Ticks the timers send to pleg while the sync loop is still
+    starting the group are dead letters queued behind that RestartChild: when the sync loop
+    takes them, pleg runs again and gets them (issue 16: whether it runs was asked of the
+    live actor, which the trace did not hold, and replay's stand-in answered no)."""
+    scratch = Path(tempfile.mkdtemp(prefix="scenario-"))
+    plan = FaultPlan(16)
+    node = RecordedNode(directory, scratch, plan)
+    web = pod("u4", "web")
+    try:
+        node.snapshot(web)
+        node.until("the pod to run", lambda: len(node.running("u4")) == 1)
+        gate = node.gates[(names.KILLER, 1)] = Gate()
+        plan.add(ActorFault(names.STATUS, "DesiredPods"))
+        plan.arm()
+        node.snapshot(web)  # the sync loop tells status DesiredPods: status fails
+        wait_for(lambda: restart_pending(node, names.STATUS), 10.0, "status's restart timer")
+        node.timers.advance(0.5)  # RestartChild: status starts, killer's start is held
+        wait_for(gate.entered.is_set, 10.0, "the group restart to reach the killer")
+        node.timers.advance(0.5)  # the relist and runtime-check ticks: dead letters
+        wait_for(lambda: node.dispatch.delivered["DeadLetter"] >= 2, 10.0, "dead letters")
+        gate.release.set()
+        node.until("the group to run",
+                   lambda: node.dispatch.ref(names.RUNTIME_MONITOR) is not None)
+        node.until("the pod to run", lambda: len(node.running("u4")) == 1)
+    finally:
+        node.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 SCENARIOS = {"restart-and-remove": restart_and_remove,
-             "completed-under-never": completed_under_never}
+             "completed-under-never": completed_under_never,
+             "worker-mail-while-down": worker_mail_while_down,
+             "dead-letter-during-group-restart": dead_letter_during_group_restart}
 
 
 def record_all(target: Path = HERE) -> None:

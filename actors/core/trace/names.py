@@ -26,9 +26,14 @@ class MessageNames:
         self._classes: dict[str, type] = {}
         self._names: dict[type, str] = {}
         self._legacy: dict[str, str] = {}
+        self._carries: dict[type, tuple[str, ...]] = {}
 
-    def register(self, name: str, cls: type) -> None:
-        """Record ``cls`` under ``name``; a name or a class is registered once."""
+    def register(self, name: str, cls: type, carries: tuple[str, ...] = ()) -> None:
+        """Record ``cls`` under ``name``; a name or a class is registered once.
+
+        ``carries`` names fields that hold other messages (typed ``object``, or a tuple of
+        them): JSON keeps only their content, so a trace also records their types.
+        """
         if "." in name:
             raise ValueError(f"message name {name!r}: a registered name has no dots "
                              "(dots are how unregistered types are written)")
@@ -40,6 +45,17 @@ class MessageNames:
             raise ValueError(f"{cls.__qualname__} is registered as {other!r} already")
         self._classes[name] = cls
         self._names[cls] = name
+        if carries:
+            self._carries[cls] = carries
+
+    def carried(self, value: object) -> dict[str, str | list[str]]:
+        """The type names of the messages ``value`` carries, by field (empty: none)."""
+        out: dict[str, str | list[str]] = {}
+        for field in self._carries.get(type(value), ()):
+            inner = getattr(value, field)
+            out[field] = ([self.name_of(v) for v in inner] if isinstance(inner, tuple)
+                          else self.name_of(inner))
+        return out
 
     def legacy(self, recorded: str, name: str) -> None:
         """Traces written before names existed call ``name`` ``recorded`` (a module path)."""
@@ -86,11 +102,11 @@ MESSAGES = MessageNames()
 """The process's registry: the framework's messages and every plug-in's."""
 
 
-def message(name: str) -> Callable[[T], T]:
+def message(name: str, carries: tuple[str, ...] = ()) -> Callable[[T], T]:
     """Class decorator: register a message type under ``name`` (outermost decorator)."""
 
     def register(cls: T) -> T:
-        MESSAGES.register(name, cls)
+        MESSAGES.register(name, cls, carries)
         return cls
 
     return register

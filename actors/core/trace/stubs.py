@@ -7,6 +7,7 @@ raise DivergenceFound at the first difference.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import threading
@@ -347,11 +348,22 @@ class InertExecutor(Executor):
         return Future()
 
 
+def _rebuild(type_name: str, body: Any) -> Any:
+    return msgspec.convert(body, MESSAGES.resolve(type_name))
+
+
 def decode_message(record: Record) -> object:
-    """Rebuild the recorded message as the Python value the handler got."""
+    """Rebuild the recorded message as the Python value the handler got, with the messages
+    it carries (held mail, dead letters) rebuilt as their own types, not as their JSON: a
+    handler may test their type (a supervisor drops redundant held mail by type)."""
     try:
-        cls = MESSAGES.resolve(record["type"])
-        return msgspec.convert(record["body"], cls)
+        message = _rebuild(record["type"], record["body"])
+        for name, types in record.get("carried", {}).items():
+            body = record["body"][name]
+            value = (tuple(map(_rebuild, types, body)) if isinstance(types, list)
+                     else _rebuild(types, body))
+            message = dataclasses.replace(message, **{name: value})
+        return message
     except (LookupError, msgspec.ValidationError, TypeError) as err:
         step = Step(record, [], [], [])
         raise DivergenceFound(step.divergence(

@@ -8,7 +8,9 @@ killed mid-write leaves a trace readable up to its last whole record.
 Record kinds (field ``k``), all with wall time ``t`` and monotonic time ``m``:
   header    v, pid, argv, config                        first record of every file
             (v: TRACE_VERSION; traces without one are version 1)
-  msg       id, from, seq, to, inc, parent, dead, type, body    a delivery or dead letter
+  msg       id, from, seq, to, inc, parent, dead, type, body [, carried]
+                                                        a delivery or dead letter; carried:
+                                                        the types of messages it holds
   begin/end id, actor, inc [, error]                    a handler ran for delivery ``id``
   call      actor, inc, in, method, args, dur, result, error     a runtime call
   input     actor, inc, in, name, value                 a clock read or another input
@@ -106,9 +108,14 @@ class TraceWriter(Recorder):
 
     def delivery(self, id: int, sender: str, sender_seq: int, receiver: str,
                  incarnation: int, parent: int | None, message: object, dead: bool) -> None:
-        self._put({"k": "msg", "id": id, "from": sender, "seq": sender_seq, "to": receiver,
-                   "inc": incarnation, "parent": parent, "dead": dead,
-                   "type": MESSAGES.name_of(message), "body": message})
+        record: dict[str, Any] = {
+            "k": "msg", "id": id, "from": sender, "seq": sender_seq, "to": receiver,
+            "inc": incarnation, "parent": parent, "dead": dead,
+            "type": MESSAGES.name_of(message), "body": message}
+        carried = MESSAGES.carried(message)
+        if carried:
+            record["carried"] = carried  # replay rebuilds held mail as what it was
+        self._put(record)
 
     def begin(self, id: int, actor: str, incarnation: int) -> None:
         self._put({"k": "begin", "id": id, "actor": actor, "inc": incarnation})

@@ -8,10 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from actors.core.messages import DeadLetter
 from actors.core.trace import replay as replay_cli
+from actors.core.trace.names import MESSAGES
 from actors.core.trace.reader import Trace, read_trace
 from actors.core.trace.replay import format_report, replay
+from actors.core.trace.stubs import decode_message
 from actors.core.trace.writer import TRACE_VERSION
+from actors.kubelet import names
+from actors.kubelet.messages import UpdatePod
 from actors.kubelet.trace import KubeletWorld
 from runtime.kuberuntime import actions
 from tests.traces.scenarios import HERE, SCENARIOS, restart_and_remove
@@ -140,3 +145,49 @@ def test_a_version_2_trace_lacking_a_field_diverges(recorded: Path) -> None:
     assert report.divergence is not None
     assert report.divergence.step.endswith("UpdatePod to pod/u1, different content")
     assert report.divergence.actual["body"]["remove"] is False
+
+
+# Issue 16: the sync loop's handling of held mail and dead letters replays as recorded.
+
+
+def _handled(trace: Trace, message_type: str) -> list[int]:
+    return [r["id"] for r in trace.records if r["k"] == "msg" and r["to"] == names.SYNC_LOOP
+            and MESSAGES.canonical(r["type"]) == message_type]
+
+
+def _sent_by(trace: Trace, delivery: int) -> list[str]:
+    return [MESSAGES.short(r["type"]) for r in trace.records
+            if r["k"] == "msg" and r.get("parent") == delivery and r["from"] != "dispatch"]
+
+
+def test_a_held_update_is_rebuilt_as_an_update_and_dropped_on_replay(tmp_path: Path) -> None:
+    """A pod worker's update held while it is down is redundant after its restart. Its
+    DeadLetter records what it carries, so replay rebuilds an UpdatePod (not a dict, which
+    the redundancy rule does not drop) and sends only the rebuild, as recorded."""
+    directory = tmp_path / "worker-mail-while-down"
+    SCENARIOS["worker-mail-while-down"](directory)
+    trace = read_trace(directory)
+    letters = [r for r in trace.records if r["k"] == "msg" and r["type"] == "DeadLetter"
+               and r["body"]["to"] == names.worker_name("u3")]
+    assert letters and letters[0]["carried"] == {"message": "UpdatePod"}
+    letter = decode_message(letters[0])
+    assert isinstance(letter, DeadLetter) and isinstance(letter.message, UpdatePod)
+    (restart,) = _handled(trace, "RestartChild")
+    assert _sent_by(trace, restart) == ["UpdatePod"]  # the rebuild; the held one dropped
+    report = replay(trace, WORLD)
+    assert report.ok, format_report(report)
+
+
+def test_a_dead_letter_taken_after_its_child_restarted_replays(tmp_path: Path) -> None:
+    """Ticks told to pleg while the sync loop is still restarting its group are dead
+    letters it takes after pleg runs again: it passes them on. Whether the child runs is
+    read from the live actor, so it is a recorded input, and replay answers the same."""
+    directory = tmp_path / "dead-letter-during-group-restart"
+    SCENARIOS["dead-letter-during-group-restart"](directory)
+    trace = read_trace(directory)
+    alive = {r["in"]: r["value"] for r in trace.records
+             if r["k"] == "input" and r["name"] == "child.alive"}
+    passed_on = [d for d in _handled(trace, "DeadLetter") if alive.get(d) is True]
+    assert passed_on and all(_sent_by(trace, d) == ["Tick"] for d in passed_on)
+    report = replay(trace, WORLD)
+    assert report.ok, format_report(report)
