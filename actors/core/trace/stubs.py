@@ -8,7 +8,6 @@ raise DivergenceFound at the first difference.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import json
 import threading
 from collections import defaultdict
@@ -95,6 +94,76 @@ def known_keys_only(actual: Any, recorded: Any) -> Any:
     return actual
 
 
+class _Absent:
+    """A side of a field comparison that has no value there (a key or item missing)."""
+
+    def __repr__(self) -> str:
+        return "(absent)"
+
+
+ABSENT: Any = _Absent()
+"""The value of a field that one side of a divergence does not have."""
+
+
+@dataclass(frozen=True, slots=True)
+class FieldDiff:
+    """One field where the recorded and the replayed value differ: ``path`` names it as a
+    developer would write it (``body.status.phase``, ``args[0].labels.app``)."""
+
+    path: str
+    recorded: Any
+    replayed: Any
+
+
+def differing_fields(recorded: Any, replayed: Any, path: str = "") -> list[FieldDiff]:
+    """The leaves where two JSON-like values differ, depth first in key order.
+
+    Dicts are compared key by key and lists item by item, so a changed field shows as
+    itself and not as the whole message; a key or item only one side has is ABSENT on the
+    other. Values of different kinds (a dict against a string) are one difference.
+    """
+    if isinstance(recorded, dict) and isinstance(replayed, dict):
+        out: list[FieldDiff] = []
+        for key in sorted(recorded.keys() | replayed.keys(), key=str):
+            sub = f"{path}.{key}" if path else str(key)
+            out += differing_fields(recorded.get(key, ABSENT), replayed.get(key, ABSENT), sub)
+        return out
+    if isinstance(recorded, list) and isinstance(replayed, list):
+        out = []
+        for i in range(max(len(recorded), len(replayed))):
+            out += differing_fields(recorded[i] if i < len(recorded) else ABSENT,
+                                    replayed[i] if i < len(replayed) else ABSENT,
+                                    f"{path}[{i}]")
+        return out
+    if recorded != replayed:  # ABSENT equals nothing but itself
+        return [FieldDiff(path or "(value)", recorded, replayed)]
+    return []
+
+
+def _cell(value: Any, width: int) -> str:
+    """A value as a table cell: compact JSON, cut to ``width`` characters."""
+    if value is ABSENT:
+        text = "(absent)"
+    elif isinstance(value, str):
+        text = json.dumps(value)
+    else:
+        text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _headline(side: Any) -> str:
+    """What a side of a divergence is, in a few words: a message's type and receiver, a
+    call's target and method, or the value itself (an error, "no error")."""
+    if side is None:
+        return "nothing"
+    if isinstance(side, dict):
+        if "type" in side and "to" in side:
+            return f"{side['type']} to {side['to']}"
+        if "method" in side:
+            return f"{side.get('target', 'runtime')}.{side['method']}(...)"
+    return _cell(side, 80)
+
+
 @dataclass(slots=True)
 class Divergence:
     """Where replay first did something other than the recording."""
@@ -110,18 +179,40 @@ class Divergence:
     actual: Any
     chain: list[str] = field(default_factory=list)
 
+    MAX_ROWS = 40  # a whole message replaced by another would list every field
+    CELL = 60
+
+    def fields(self) -> list[FieldDiff]:
+        """The fields that differ between what was recorded and what replay produced; a
+        side that is missing altogether (a message not sent) shows as ABSENT."""
+        return differing_fields(ABSENT if self.expected is None else self.expected,
+                                ABSENT if self.actual is None else self.actual)
+
     def describe(self) -> list[str]:
+        """The report for a developer: the delivery being handled, what went wrong, what
+        was expected and produced (their type and receiver, then field by field: path,
+        recorded, replayed), and the chain of deliveries that led to it."""
         lines = [
             f"divergence at delivery #{self.delivery}: {self.actor} (incarnation "
             f"{self.incarnation}) handling {self.message} from {self.sender or '-'} "
             f"(sender seq {self.sender_seq})",
             f"  {self.step}",
+            f"  recorded: {_headline(self.expected)}",
+            f"  replayed: {_headline(self.actual)}",
         ]
-        expected = json.dumps(self.expected, indent=2, sort_keys=True, default=str)
-        actual = json.dumps(self.actual, indent=2, sort_keys=True, default=str)
-        diff = difflib.unified_diff(expected.splitlines(), actual.splitlines(),
-                                    "recorded", "replayed", lineterm="", n=2)
-        lines.extend(f"  {line}" for line in diff)
+        diffs = self.fields()
+        shown = diffs[: self.MAX_ROWS]
+        rows = [("field", "recorded", "replayed")] + [
+            (d.path, _cell(d.recorded, self.CELL), _cell(d.replayed, self.CELL))
+            for d in shown]
+        widths = [max(len(row[i]) for row in rows) for i in range(3)]
+        for n, row in enumerate(rows):
+            lines.append("  " + " | ".join(c.ljust(w) for c, w in zip(row, widths,
+                                                                     strict=True)).rstrip())
+            if n == 0:
+                lines.append("  " + "-+-".join("-" * w for w in widths))
+        if len(diffs) > len(shown):
+            lines.append(f"  ... and {len(diffs) - len(shown)} more differing fields")
         if self.chain:
             lines.append("  caused by (newest first):")
             lines.extend(f"    {link}" for link in self.chain)

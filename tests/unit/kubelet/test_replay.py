@@ -65,7 +65,9 @@ def test_a_changed_restart_decision_is_the_first_divergence(
     assert "runtime call" in report.divergence.step
     # The causal chain leads back to the relist that saw the container die.
     assert any("Relisted pleg -> supervisor" in link for link in report.divergence.chain)
-    assert "--- recorded" in text and "+++ replayed" in text
+    # What was recorded and what was replayed, side by side, field by field.
+    assert "  recorded: " in text and "  replayed: " in text
+    assert any(line.split("|")[0].strip() == "field" for line in text.splitlines())
 
 
 def test_until_and_actor_filters(recorded: Path) -> None:
