@@ -6,7 +6,15 @@ fresh /var/tmp dirs, and the cleanup of everything such a containerd made. The d
 from an installed wheel, so none of it may live in tests/ or bench/.
 """
 
-from actors.app.testbed.beds import BENCH, DIR_PARENT, DRILLS, E2E, Bed, TestbedError
+from actors.app.testbed.beds import (
+    BENCH,
+    DIR_PARENT,
+    DRILLS,
+    E2E,
+    MAX_SLOTS,
+    Bed,
+    TestbedError,
+)
 from actors.app.testbed.cleanup import cleanup_runtime_dir, mounts_under, shims_for
 from actors.app.testbed.containerd import new_embedded, private_containerd
 from actors.app.testbed.lock import LOCK_PATH, HeldLock, machine_lock
@@ -25,6 +33,7 @@ __all__ = [
     "DRILLS",
     "E2E",
     "LOCK_PATH",
+    "MAX_SLOTS",
     "PAUSE_IMAGE",
     "REGISTRY_ADDR",
     "Bed",

@@ -103,4 +103,4 @@ def machine_lock(bed: Bed, wait_s: float = LOCK_WAIT_S) -> Iterator[HeldLock]:
 def _clean_stale(bed: Bed) -> None:
     for stale in bed.dirs():
         logger.warning("cleaning up the {} dir {} of an earlier run", bed.user, stale)
-        cleanup_runtime_dir(stale, bed.bridge)
+        cleanup_runtime_dir(stale, bed.slot_of(stale).bridge)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.app.testbed import BENCH, DRILLS, E2E, Bed, TestbedError, machine_lock
+from actors.app.testbed import BENCH, DRILLS, E2E, MAX_SLOTS, Bed, TestbedError, machine_lock
 from actors.app.testbed import lock as lock_module
 from actors.app.testbed import registry as registry_module
 from actors.app.testbed.lock import LOCK_FD_ENV
@@ -57,6 +57,28 @@ def test_each_user_has_its_own_prefix_bridge_and_subnet() -> None:
         assert not a.dir_prefix.startswith(b.dir_prefix)
         assert not b.dir_prefix.startswith(a.dir_prefix)
         assert not ipaddress.ip_network(a.subnet).overlaps(ipaddress.ip_network(b.subnet))
+
+
+def test_slots_have_their_own_dirs_bridges_and_subnets() -> None:
+    slots = [DRILLS.slot(n) for n in range(MAX_SLOTS)]
+    assert slots[0] == DRILLS and slots[3].bridge == "kad3"
+    assert slots[3].subnet == "10.92.3.0/24" and slots[3].dir_prefix == "kad-drill-3-"
+    assert len({s.bridge for s in slots}) == len({s.dir_prefix for s in slots}) == MAX_SLOTS
+    others = [ipaddress.ip_network(b.subnet) for b in (E2E, BENCH)]
+    for a, b in itertools.combinations(slots, 2):
+        assert not ipaddress.ip_network(a.subnet).overlaps(ipaddress.ip_network(b.subnet))
+    for slot in slots:
+        assert not any(ipaddress.ip_network(slot.subnet).overlaps(o) for o in others)
+        assert slot.dir_prefix.startswith(DRILLS.dir_prefix)  # the bed's cleanup finds them
+    with pytest.raises(TestbedError, match=f"slot {MAX_SLOTS} of the drills bed"):
+        DRILLS.slot(MAX_SLOTS)
+
+
+def test_a_slot_s_dir_is_the_bed_s_and_knows_its_slot(bed: Bed) -> None:
+    mine, slot7 = bed.new_dir(), bed.slot(7).new_dir()
+    assert bed.dirs() == sorted([mine, slot7]) and bed.slot(7).dirs() == [slot7]
+    assert bed.slot_of(mine) == bed
+    assert bed.slot_of(slot7) == bed.slot(7) and bed.slot_of(slot7).bridge == "kau7"
 
 
 def test_a_new_dir_is_one_of_the_users_dirs(bed: Bed) -> None:
