@@ -3,7 +3,8 @@
 The machinery is the test bed's (actors.app.testbed, shared with the e2e tests and the
 benchmarks): the machine-wide lock, the loopback registry with the images, and the cleanup
 of a containerd's directory (pods, containerd, shims, mounts, bridge, dir). The drills have
-their own corner of it (testbed.DRILLS: directory prefix, bridge and subnet).
+their own corner of it (testbed.DRILLS: directory prefix, bridge and subnet); drills run
+side by side each take a slot of it (``DRILLS.slot(n)``: a bridge and subnet of their own).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from actors.app.flags import parse_flags
 from actors.app.testbed import (
     BUSYBOX_IMAGE,
     DRILLS,
+    Bed,
     cleanup_runtime_dir,
     machine_lock,
     new_embedded,
@@ -68,7 +70,7 @@ def session(take_lock: bool = True, serve_registry: bool = True) -> Iterator[Non
         else:
             for stale in DRILLS.dirs():
                 logger.warning("cleaning up the drill dir {} of an earlier run", stale)
-                cleanup_runtime_dir(stale, DRILLS.bridge)
+                cleanup_runtime_dir(stale, DRILLS.slot_of(stale).bridge)
         if serve_registry:
             stack.enter_context(serve_images())
         yield
@@ -89,19 +91,23 @@ spec:
 
 
 class Env:
-    """One drill's containerd, kubelet(s), pods and trace; ``close`` undoes all of it."""
+    """One drill's containerd, kubelet(s), pods and trace; ``close`` undoes all of it.
 
-    def __init__(self, name: str, seed: int, trace_root: Path) -> None:
+    ``bed`` is the drills' slot the containerd runs in (its dir prefix, bridge, subnet).
+    """
+
+    def __init__(self, name: str, seed: int, trace_root: Path, bed: Bed = DRILLS) -> None:
         self.name = name
+        self.bed = bed
         self.plan = FaultPlan(seed)
         self.crash = CrashAfterCreate(self.plan)  # armed by the drill that wants it
-        self.base = DRILLS.new_dir()
+        self.base = bed.new_dir()
         self.manifests = self.base / "manifests"
         self.manifests.mkdir()
         self.trace_dir = trace_root / name
         self.trace_dirs: list[Path] = []
         self.image = BUSYBOX_IMAGE
-        self.emb = new_embedded(self.base, DRILLS.bridge, DRILLS.subnet)
+        self.emb = new_embedded(self.base, bed.bridge, bed.subnet)
         self.cri: CRIClient | None = None
         self.kubelet: Kubelet | None = None
         self.desired: set[str] = set()
@@ -297,5 +303,5 @@ class Env:
         if not self.emb.is_running():
             with contextlib.suppress(Exception):
                 self.emb.start()  # so the pods can be removed through CRI
-        cleanup_runtime_dir(self.base, DRILLS.bridge, self.emb)
+        cleanup_runtime_dir(self.base, self.bed.bridge, self.emb)
         shutil.rmtree(self.base, ignore_errors=True)

@@ -12,6 +12,7 @@ from loguru import logger
 
 from actors.app.drills import invariants
 from actors.app.drills.env import DrillFailed, Env
+from actors.app.testbed import DRILLS, Bed
 from actors.core.trace.reader import TraceError, read_trace
 from actors.core.trace.replay import replay
 from actors.kubelet import names
@@ -28,27 +29,53 @@ class Drill:
 
 @dataclass(slots=True)
 class Verdict:
+    """What one run of a drill (one seed) came to.
+
+    Two findings, counted apart: the drill failed (a step or an invariant did not hold:
+    ``step`` and ``detail``), and its trace's replay diverged from the recording
+    (``divergence``). Either fails the run; ``ok`` is neither.
+    """
+
     name: str
-    ok: bool
     seed: int
     trace_dir: Path
-    step: str = ""  # the failed step
+    step: str = ""  # the failed step; "" when every step and invariant held
     detail: str = ""
     recovery: float | None = None  # fault to invariants holding again, seconds
     duration: float = 0.0
-    replay: str = ""  # "no divergence", or what diverged
-    replay_finding: bool = False  # a divergence not explained by the injected fault
+    replay: str = ""  # what replay found in each run's trace, for the record
+    divergence: str = ""  # the first divergence found, one line; "" when there is none
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def failed(self) -> bool:
+        return bool(self.step)
+
+    @property
+    def diverged(self) -> bool:
+        return bool(self.divergence)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed and not self.diverged
+
+    @property
+    def outcome(self) -> str:
+        """PASS, FAIL (a step failed, whatever replay found) or DIVERGED (only replay)."""
+        return "FAIL" if self.failed else "DIVERGED" if self.diverged else "PASS"
+
+    def reasons(self) -> list[str]:
+        """Why the run failed: the failed step, the divergence; empty when it passed."""
+        out = [f"failed step: {self.step}: {self.detail}"] if self.failed else []
+        return out + ([f"replay: {self.divergence}"] if self.diverged else [])
+
     def line(self) -> str:
-        head = "PASS" if self.ok else "FAIL"
-        parts = [f"{head} {self.name}"]
-        if not self.ok:
-            parts.append(f"failed step: {self.step}: {self.detail}")
+        parts = [f"{self.outcome} {self.name}", *self.reasons()]
         parts.append("recovery " + (f"{self.recovery:.2f} s" if self.recovery is not None
                                     else "-"))
         parts.append(f"seed {self.seed}")
-        parts.append(f"replay: {self.replay}")
+        if not self.diverged:
+            parts.append(f"replay: {self.replay}")
         parts.append(f"trace {self.trace_dir} (kubelet-actors trace replay "
                      f"{self._replay_target()})")
         return " | ".join(parts)
@@ -92,16 +119,16 @@ def intensity_problems(env: Env) -> list[str]:
     return problems
 
 
-def run_drill(drill: Drill, seed: int, trace_root: Path) -> Verdict:
-    """Run ``drill`` in a world of its own; always cleans up; never raises."""
+def run_drill(drill: Drill, seed: int, trace_root: Path, bed: Bed = DRILLS) -> Verdict:
+    """Run ``drill`` in a world of its own (a containerd in ``bed``, one of the drills'
+    slots), check it, replay its trace; always cleans up; never raises."""
     started = time.monotonic()
     env: Env | None = None
-    verdict = Verdict(drill.name, False, seed, trace_root / drill.name)
+    verdict = Verdict(drill.name, seed, trace_root / drill.name)
     try:
-        env = Env(drill.name, seed, trace_root)
+        env = Env(drill.name, seed, trace_root, bed)
         drill.run(env)
         final_checks(env)
-        verdict.ok = True
     except DrillFailed as failed:
         verdict.step, verdict.detail = failed.step, failed.detail
     except Exception as err:
@@ -114,77 +141,54 @@ def run_drill(drill: Drill, seed: int, trace_root: Path) -> Verdict:
                 env.close()
             except Exception as err:
                 logger.opt(exception=err).error("drill {}: cleanup failed", drill.name)
-                verdict.ok, verdict.step = False, "cleanup"
+                verdict.step = verdict.step or "cleanup"
                 verdict.detail = verdict.detail or f"{type(err).__name__}: {err}"
     if env is not None:
         verdict.notes = env.notes
         fault_at = env.fault_at if env.fault_at is not None else env.plan.first_fired
         if fault_at is not None and env.recovered_at is not None:
             verdict.recovery = max(env.recovered_at - fault_at, 0.0)
-        if verdict.ok:
+        if not verdict.failed:
             problems = intensity_problems(env)
             if problems:
-                verdict.ok, verdict.step = False, "restart intensity"
-                verdict.detail = "; ".join(problems)
-        verdict.replay, verdict.replay_finding = replay_traces(env)
+                verdict.step, verdict.detail = "restart intensity", "; ".join(problems)
+        verdict.replay, verdict.divergence = replay_traces(
+            env.trace_dirs, env.trace_dir / ".replay-scratch", env.notes)
     verdict.duration = time.monotonic() - started
     return verdict
 
 
-def replay_traces(env: Env) -> tuple[str, bool]:
-    """Replay each recorded run; classify a divergence.
+def replay_traces(trace_dirs: list[Path], scratch: Path, notes: list[str]) -> tuple[str, str]:
+    """Replay each recorded run of a drill against this code, every actor and every
+    delivery, the injected faults included (they are recorded inputs: a faulted handler
+    stops in replay where it stopped when recorded).
 
-    A divergence at a delivery whose handler the drill made fail is expected: the fault is
-    injected outside the replayed code (it is not one of the recorded inputs), so replay
-    reports the recorded DrillFault as not raised or as another error. Then every other
-    actor is replayed on its own, and any divergence there is a finding.
+    Returns what replay found, for the record, and the first divergence in one line ("" if
+    none); the full report of a divergence (fields, causal chain) goes to ``notes``. An
+    unreadable trace is a divergence too: nothing vouches for the run's replay.
     """
     results: list[str] = []
-    finding = False
-    faulted = {f.delivery for f in env.plan.fired if f.delivery is not None}
-    for trace_dir in env.trace_dirs:
-        label = f"{trace_dir.name}: " if len(env.trace_dirs) > 1 else ""
+    divergence = ""
+    for trace_dir in trace_dirs:
+        label = f"{trace_dir.name}: " if len(trace_dirs) > 1 else ""
         try:
             trace = read_trace(trace_dir)
         except TraceError as err:
-            results.append(f"{label}unreadable trace: {err}")
-            finding = True
+            found = f"{label}unreadable trace: {err}"
+            results.append(found)
+            divergence = divergence or found
             continue
-        scratch = Path(env.trace_dir) / ".replay-scratch"
-        report = replay(trace, KubeletWorld(), scratch_dir=str(scratch))
-        if report.divergence is None:
+        try:
+            report = replay(trace, KubeletWorld(), scratch_dir=str(scratch))
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        div = report.divergence
+        if div is None:
             results.append(f"{label}no divergence ({report.replayed} deliveries)")
-        elif report.divergence.delivery in faulted:
-            div = report.divergence
-            others = _replay_others(trace, div.actor, str(scratch))
-            results.append(f"{label}divergence only at the injected fault (#{div.delivery} "
-                           f"{div.actor}: {div.step}); {others}")
-            finding = finding or not others.startswith("other actors: no divergence")
-        else:
-            div = report.divergence
-            results.append(f"{label}DIVERGENCE at #{div.delivery} {div.actor} "
-                           f"(incarnation {div.incarnation}) handling {div.message}: "
-                           f"{div.step}")
-            env.notes.append("\n".join(div.describe()))
-            finding = True
-        shutil.rmtree(scratch, ignore_errors=True)
-    return "; ".join(results) or "no trace", finding
-
-
-def _replay_others(trace: object, faulted_actor: str, scratch: str) -> str:
-    from actors.core.trace.reader import Trace
-
-    assert isinstance(trace, Trace)
-    actors = sorted({r["actor"] for r in trace.records if r["k"] == "begin"} - {faulted_actor})
-    count = 0
-    for actor in actors:
-        world = KubeletWorld()
-        if not world.replayable(actor):
             continue
-        report = replay(trace, world, only_actor=actor, scratch_dir=scratch)
-        if report.divergence is not None:
-            div = report.divergence
-            return (f"DIVERGENCE in {actor} at #{div.delivery} handling {div.message}: "
-                    f"{div.step}")
-        count += report.replayed
-    return f"other actors: no divergence ({count} deliveries)"
+        found = (f"{label}DIVERGENCE at #{div.delivery} {div.actor} (incarnation "
+                 f"{div.incarnation}) handling {div.message}: {div.step}")
+        results.append(found)
+        divergence = divergence or found
+        notes.append("\n".join(div.describe()))
+    return "; ".join(results) or "no trace", divergence
