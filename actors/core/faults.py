@@ -36,6 +36,27 @@ class DrillFault(Exception):
     """A fault a drill injected on purpose."""
 
 
+# Where a handler fault struck, as its DrillFault says (and so the trace's record of the
+# handler's end): replay reads it back to fail the handler at the same point.
+BEGAN = " began"  # "handler of Ping began": before the handler ran, nothing of it done
+RETURNED = "handler returned before its faulted runtime call"  # after all of its work
+
+
+def fault_point(error: str | None) -> str | None:
+    """Where the injected fault in a handler's recorded ``error`` (its repr) struck:
+    "begin" (the handler never ran), "return" (it did all its work, then failed), "call"
+    (on a runtime call, whose record carries the fault as its error); None if ``error`` is
+    no injected fault."""
+    if not error or not error.startswith(f"{DrillFault.__name__}("):
+        return None
+    where = error.rstrip("')\"")
+    if where.endswith(BEGAN):
+        return "begin"
+    if where.endswith(RETURNED):
+        return "return"
+    return "call"
+
+
 @dataclass(frozen=True, slots=True)
 class ActorFault:
     """Where one actor fails. ``actor`` is a name, or a prefix ending in "/"."""
@@ -153,7 +174,8 @@ class FaultPlan:
         handling = context.current()
         delivery = handling.delivery if handling is not None else None
         if slot.fault.runtime_call <= 0:
-            self.fire(actor, incarnation, delivery, f"handler of {type(message).__name__} began")
+            self.fire(actor, incarnation, delivery,
+                      f"handler of {type(message).__name__}{BEGAN}")
         armed = _Armed(actor, incarnation, delivery, slot.fault.runtime_call)
         _current.set(armed)
         return armed
@@ -163,8 +185,7 @@ class FaultPlan:
         _current.set(None)
         if isinstance(armed, _Armed) and not armed.done:
             armed.done = True
-            self.fire(armed.actor, armed.incarnation, armed.delivery,
-                      "handler returned before its faulted runtime call")
+            self.fire(armed.actor, armed.incarnation, armed.delivery, RETURNED)
 
     @staticmethod
     def leave() -> None:

@@ -23,16 +23,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from actors.core import context
+from actors.core.faults import fault_point
 from actors.core.trace.names import MESSAGES
 from actors.core.trace.reader import Trace, TraceError, read_trace
 from actors.core.trace.stubs import (
-    INJECTED_FAULTS,
     Divergence,
     DivergenceFound,
     ReplayAnswers,
     ReplayClock,
     ReplayDispatch,
-    ReplayedFault,
     ReplayTimers,
     Step,
     Stubs,
@@ -154,7 +153,7 @@ def _replay(trace: Trace, world: World, until: int | None, only_actor: str | Non
                     paths, known_keys=trace.version < 2)
         stubs.dispatch.step = stubs.answers.step = stubs.clock.step = step
         try:
-            _handle(instances[key], delivery, actor, inc, message, index.ends.get(delivery),
+            replay_delivery(instances[key], delivery, actor, inc, message, index.ends.get(delivery),
                     step)
             step.finish()
         except DivergenceFound as found:
@@ -166,20 +165,27 @@ def _replay(trace: Trace, world: World, until: int | None, only_actor: str | Non
     return report
 
 
-def _handle(instance: Any, delivery: int, actor: str, inc: int, message: object,
-            end: Record | None, step: Step) -> None:
+def replay_delivery(instance: Any, delivery: int, actor: str, inc: int, message: object,
+                    end: Record | None, step: Step) -> None:
+    """Feed one recorded delivery to ``instance`` and compare how its handler ends with the
+    recording (what it does on the way is checked by ``step``'s stubs).
+
+    A drill's injected fault is a recorded input like any other, replayed where it struck
+    (actors.core.faults.fault_point): before the handler ran (the handler is not run: the
+    recording has nothing of it), on a runtime call (that call's recorded answer is the
+    fault, so the handler fails there), or as it returned (the handler runs all of its
+    work, which must match). Nothing beyond that is excused: an action the recording lacks
+    is a divergence, fault or not.
+    """
     expected_error = (end or {}).get("error")
-    # A drill's injected fault is an input like any other: the handler stops where the
-    # recording shows it stopped, whether the fault fired as it began, on a runtime call
-    # or as it returned.
-    step.fault_expected = any(name in (expected_error or "") for name in INJECTED_FAULTS)
+    point = fault_point(expected_error)
+    if point == "begin":
+        return
     previous = context.enter(context.Handling(actor, inc, delivery))
     try:
         instance.handle(message)
     except DivergenceFound:
         raise
-    except ReplayedFault:
-        return
     except Exception as err:
         if expected_error is None:
             raise DivergenceFound(step.divergence(
@@ -190,7 +196,7 @@ def _handle(instance: Any, delivery: int, actor: str, inc: int, message: object,
         return
     finally:
         context.enter(previous)
-    if expected_error is not None and not step.fault_expected:
+    if expected_error is not None and point != "return":
         raise DivergenceFound(step.divergence("the handler did not raise", expected_error,
                                               "no error"))
 

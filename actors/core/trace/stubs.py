@@ -219,13 +219,6 @@ class Divergence:
         return lines
 
 
-class ReplayedFault(Exception):
-    """A fault a drill injected here when recorded: the handler stops as it did then."""
-
-
-INJECTED_FAULTS = ("DrillFault",)
-
-
 class DivergenceFound(Exception):
     def __init__(self, divergence: Divergence) -> None:
         super().__init__(divergence.step)
@@ -250,7 +243,6 @@ class Step:
             self._inputs[record["name"]].append(record.get("value"))
         self._last: dict[str, Any] = {}
         self._lock = threading.Lock()
-        self.fault_expected = False  # the recorded handler ended in an injected fault
         self.sent_count = 0
         self.call_count = 0
 
@@ -268,8 +260,6 @@ class Step:
             # from JSON without its class: its content is what can be compared.
             actual["type"] = short_type(self._sent[0]["type"])
         if not self._sent:
-            if self.fault_expected:
-                raise ReplayedFault(f"sending {actual['type']}")
             raise DivergenceFound(self.divergence(
                 f"message {self.sent_count} sent by the handler is not in the recording",
                 None, actual))
@@ -305,8 +295,6 @@ class Step:
                 if expected == compared:
                     return self._calls.pop(i)
             if not self._calls:
-                if self.fault_expected:
-                    raise ReplayedFault(f"runtime call {method}")
                 raise DivergenceFound(self.divergence(
                     f"runtime call {self.call_count} is not in the recording", None, actual))
             record = self._calls[0]
