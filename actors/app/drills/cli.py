@@ -91,11 +91,21 @@ def main(argv: Sequence[str], take_lock: bool = True, serve_registry: bool = Tru
                      args.batch, args.log_level)
     verbose = len(seeds) == 1
     started = time.monotonic()
+    verdicts: list[Verdict] = []
+
+    def came(verdict: Verdict) -> None:
+        verdicts.append(verdict)
+        print_verdict(verdict, verbose)
+
     try:
-        verdicts = run_sweep(plan, lambda v: print_verdict(v, verbose), take_lock,
-                             serve_registry)
+        run_sweep(plan, came, take_lock, serve_registry)
     except TestbedError as err:
-        print(f"kubelet-actors drill: {err}", file=sys.stderr)
+        # A long sweep can lose the test bed between batches (the lock held too long by
+        # someone else): what ran is still summed up.
+        if len(verdicts) > 1:
+            print_summary(verdicts, plan, time.monotonic() - started)
+        print(f"kubelet-actors drill: {err} (after {len(verdicts)} of "
+              f"{len(plan.runs())} runs)", file=sys.stderr)
         return EXIT_FAILED
     if len(verdicts) > 1:
         print_summary(verdicts, plan, time.monotonic() - started)

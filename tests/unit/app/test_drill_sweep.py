@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import queue
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 
@@ -279,3 +279,19 @@ def test_a_passing_run_s_trace_goes_unless_kept(tmp_path: Path,
     assert (tmp_path / "seed-2" / "kill-pleg" / "run1").is_dir()
     assert not sweep.run_one("kill-pleg", 3, str(tmp_path), keep=False).ok
     assert (tmp_path / "seed-3" / "kill-pleg" / "run1").is_dir()
+
+
+def test_a_sweep_that_loses_the_test_bed_still_sums_up_what_ran(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def half(plan: SweepPlan, on_verdict: Callable[[Verdict], None], take_lock: bool = True,
+             serve_registry: bool = True) -> list[Verdict]:
+        for run in plan.runs()[:2]:
+            on_verdict(verdict(run.drill, run.seed))
+        raise TestbedError("the lock is still held after 600 s")
+
+    monkeypatch.setattr(cli, "run_sweep", half)
+    assert cli.main(["kill-pleg", "--seeds", "1-4"]) == cli.EXIT_FAILED
+    captured = capsys.readouterr()
+    assert "2 runs: 2 passed, 0 failed, 0 diverged" in captured.out
+    assert "still held after 600 s (after 2 of 4 runs)" in captured.err
