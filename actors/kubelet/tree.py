@@ -100,8 +100,9 @@ class KubeletParts:
     metrics: KubeletMetrics | None = None
     containerd: ManagedContainerd | None = None
     sources: Sources | None = None  # None: actors that read files and URLs are not made
-    # Where pool work runs (probes, orphan kills); None: each actor makes its own pool.
-    # A replay passes one that runs nothing: what pools did comes back as recorded mail.
+    # Makes the pool an actor's work runs on (probes, orphan kills), one per incarnation;
+    # None: each actor makes its own ThreadPoolExecutor. A replay passes one that runs
+    # nothing: what pools did comes back as recorded mail.
     executor: Callable[[], Executor] | None = None
 
 
@@ -128,14 +129,19 @@ Recipe = Callable[[int], Construct]
 def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
     """The sync loop's static children, in start order (see KUBELET_SUPERVISION)."""
     p = parts
-    pool: dict[str, Any] = {} if p.executor is None else {"executor": p.executor()}
+
+    def pool() -> dict[str, Any]:
+        # One pool per incarnation: a stopping actor shuts its pool down, which must not
+        # leave its successor (or a sibling) with a pool that refuses work.
+        return {} if p.executor is None else {"executor": p.executor()}
+
     tree: list[tuple[str, Recipe]] = [
         (names.STATUS, lambda n: Construct(
             StatusManager, (p.dispatch, p.clock, p.metrics, p.config.host_ip, n))),
         (names.PROBES, lambda n: Construct(
-            ProbeManager, (p.dispatch, p.timers, p.runtime, p.clock, n), pool)),
+            ProbeManager, (p.dispatch, p.timers, p.runtime, p.clock, n), pool())),
         (names.KILLER, lambda n: Construct(
-            PodKiller, (p.dispatch, p.manager), {"incarnation": n, **pool})),
+            PodKiller, (p.dispatch, p.manager), {"incarnation": n, **pool()})),
         (names.PLEG, lambda n: Construct(PLEG, (p.dispatch, p.runtime, p.clock, n))),
         (names.RUNTIME_MONITOR, lambda n: Construct(
             RuntimeMonitor, (p.dispatch, p.timers, p.runtime, p.clock, p.containerd,
