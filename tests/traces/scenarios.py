@@ -12,14 +12,19 @@ import shutil
 import sys
 import tempfile
 import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import msgspec
+import pykka
 
 from actors.core.dispatch import ActorRef, Dispatch
 from actors.core.faults import ActorFault, FaultPlan
+from actors.core.messages import ChildFailed
 from actors.core.supervision import ChildSpec, StartChild
 from actors.core.timers import ManualTimers
 from actors.core.trace.recording import RecordingClock, RecordingInterceptor
@@ -55,6 +60,91 @@ def pod(uid: str, name: str, policy: str = "Always") -> Pod:
     )
 
 
+class Activity:
+    """What the recording node is doing, counted, so a test can wait until it is idle.
+
+    Handlers in flight (begun, not ended), failures not yet reported to a supervisor, pool
+    work not yet finished, and a count of every event: a node is settled when none of the
+    first three is pending, no mailbox holds anything, and the count stands still.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)
+        self.events = 0
+        self.in_flight = 0
+        self.failures = 0  # handler failures with a parent to report them to
+        self.reported = 0  # ChildFailed deliveries
+        self.pool_work = 0
+
+    def bump(self, flight: int = 0, failures: int = 0, reported: int = 0,
+             pool: int = 0) -> None:
+        with self.changed:
+            self.events += 1
+            self.in_flight += flight
+            self.failures += failures
+            self.reported += reported
+            self.pool_work += pool
+            self.changed.notify_all()
+
+
+class TrackingWriter(TraceWriter):
+    """A TraceWriter that also counts what the node does (see Activity)."""
+
+    def __init__(self, directory: Path, config: dict[str, Any]) -> None:
+        super().__init__(directory, config=config)
+        self.activity = Activity()
+        self.dispatch: Dispatch | None = None
+
+    def delivery(self, id: int, sender: str, sender_seq: int, receiver: str,
+                 incarnation: int, parent: int | None, message: object, dead: bool) -> None:
+        super().delivery(id, sender, sender_seq, receiver, incarnation, parent, message, dead)
+        self.activity.bump(reported=int(isinstance(message, ChildFailed)))
+
+    def begin(self, id: int, actor: str, incarnation: int) -> None:
+        super().begin(id, actor, incarnation)
+        self.activity.bump(flight=1)
+
+    def end(self, id: int, actor: str, incarnation: int, error: BaseException | None) -> None:
+        super().end(id, actor, incarnation, error)
+        # A failed handler's actor tells its supervisor next (if it still has one): until
+        # that ChildFailed is delivered the node is not idle, though nothing is in flight.
+        failing = (error is not None and self.dispatch is not None
+                   and self.dispatch.parent_of(actor) is not None)
+        self.activity.bump(flight=-1, failures=int(failing))
+
+    def call(self, target: str, method: str, args: tuple[Any, ...], duration: float,
+             result: object, error: BaseException | None) -> None:
+        super().call(target, method, args, duration, result, error)
+        self.activity.bump()
+
+    def input(self, name: str, value: object) -> None:
+        super().input(name, value)
+        self.activity.bump()
+
+    def spawn(self, actor: str, incarnation: int) -> None:
+        super().spawn(actor, incarnation)
+        self.activity.bump()
+
+
+class CountingPool(ThreadPoolExecutor):
+    """An actor's pool whose unfinished work is counted in the node's Activity."""
+
+    def __init__(self, activity: Activity) -> None:
+        super().__init__(2, thread_name_prefix="recorded-pool")
+        self._activity = activity
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        self._activity.bump(pool=1)
+        try:
+            future = super().submit(fn, *args, **kwargs)
+        except BaseException:
+            self._activity.bump(pool=-1)
+            raise
+        future.add_done_callback(lambda _: self._activity.bump(pool=-1))
+        return future
+
+
 @dataclass(frozen=True)
 class Gate:
     """Holds a child's start on the sync loop's thread until released."""
@@ -66,28 +156,41 @@ class Gate:
 class RecordedNode:
     """The kubelet's tree on a fake runtime, recording a trace into ``directory``.
 
-    ``gates`` can hold a child's (re)start: (name, incarnation) -> Gate.
+    ``gates`` can hold a child's (re)start: (name, incarnation) -> Gate. ``settle`` waits
+    until the node is idle, and ``advance`` moves virtual time one timer firing at a time,
+    settling after each, so a generated run does the same thing every time it runs.
     """
 
-    def __init__(self, directory: Path, scratch: Path, faults: FaultPlan | None = None) -> None:
+    def __init__(self, directory: Path, scratch: Path, faults: FaultPlan | None = None,
+                 images: Iterable[str] = (IMAGE,)) -> None:
         self.fake_clock = FakeClock()
-        self.fake = FakeRuntime(self.fake_clock, images=[IMAGE])
+        self.fake = FakeRuntime(self.fake_clock, images=images)
+        self.faults = faults
         config = ReplayConfig(
             node=NodeSettings("node", root_dir=str(scratch / "root"),
                               pod_logs_dir=str(scratch / "logs")),
             timing=WorkerTiming(60.0),
             supervisor=SyncLoopSettings(expected_sources=frozenset({"file"})))
-        self.writer = TraceWriter(directory, config=config.to_header())
+        self.writer = TrackingWriter(directory, config=config.to_header())
+        self.activity = self.writer.activity
         self.dispatch = d = Dispatch(recorder=self.writer, faults=faults)
+        self.writer.dispatch = d
         runtime = intercept(self.fake, CRIRuntime, RecordingInterceptor(self.writer),
                             *((faults,) if faults is not None else ()))
         clock: Any = RecordingClock(self.fake_clock, self.writer)
         self.timers = ManualTimers(d, self.fake_clock)
         manager = KubeRuntimeManager(runtime, config.node, clock)
-        parts = KubeletParts(d, self.timers, clock, runtime, manager, config)
+        parts = KubeletParts(d, self.timers, clock, runtime, manager, config,
+                             executor=self._pool)
         self.gates: dict[tuple[str, int], Gate] = {}
+        self._pools: list[CountingPool] = []
         self.sync_loop = tree.start(parts, [dataclasses.replace(spec, start=self._gated(spec))
                                             for spec in tree.child_specs(parts)])
+
+    def _pool(self) -> Executor:
+        pool = CountingPool(self.activity)
+        self._pools.append(pool)
+        return pool
 
     def _gated(self, spec: ChildSpec) -> StartChild:
         def start(incarnation: int) -> ActorRef:
@@ -113,9 +216,54 @@ class RecordedNode:
             return bool(predicate())
         wait_for(check, 20.0, what, interval=0.05)
 
+    def _idle(self) -> bool:
+        """Nothing in flight, pending or queued (pykka's registry also holds actors
+        already unregistered from the dispatch, e.g. a removed worker finishing its mail)."""
+        a = self.activity
+        on_start = self.faults.fired_count("on_start") if self.faults is not None else 0
+        if a.in_flight or a.pool_work or a.failures + on_start > a.reported:
+            return False
+        return all(ref.actor_inbox.empty() for ref in pykka.ActorRegistry.get_all())
+
+    def settle(self, timeout: float = 10.0) -> bool:
+        """Wait until the node is idle: True, or False if it is still busy at ``timeout``
+        (a stuck actor is for the caller to report, not a reason to hang)."""
+        deadline = time.monotonic() + timeout
+        quiet = 0
+        with self.activity.changed:
+            seen = self.activity.events
+        while time.monotonic() < deadline:
+            idle = self._idle()
+            with self.activity.changed:
+                moved = self.activity.events != seen
+                seen = self.activity.events
+                if idle and not moved:
+                    quiet += 1
+                    if quiet >= 2:  # idle twice with no event between: nothing is running
+                        return True
+                else:
+                    quiet = 0
+                # Wakes on the next event, or soon to look again (threads may be between
+                # events: a pykka mailbox filled by an actor not yet recorded).
+                self.activity.changed.wait(0.002 if idle else 0.02)
+        return False
+
+    def advance(self, seconds: float) -> None:
+        """Move virtual time ``seconds`` on, firing the timers due on the way one instant
+        at a time and settling after each, as ManualTimers.advance would without the
+        settling (which makes the order of firings and handlers the same every run)."""
+        target = self.fake_clock.monotonic() + seconds
+        while (due := self.timers.next_due()) is not None and due <= target:
+            self.fake_clock.step(max(due - self.fake_clock.monotonic(), 0.0))
+            self.timers.fire_due(self.fake_clock.monotonic())
+            self.settle()
+        self.fake_clock.step(max(target - self.fake_clock.monotonic(), 0.0))
+
     def close(self) -> None:
         self.sync_loop.stop()
         self.writer.close()
+        for pool in self._pools:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def restart_and_remove(directory: Path) -> None:
