@@ -1,7 +1,8 @@
 """Replay: run a trace's recorded inputs through the actors again, and compare.
 
 Single-threaded and in virtual time: each handled delivery is fed, in the recorded order,
-to a fresh instance of the actor that handled it (one per incarnation). Whatever the
+to a fresh instance of the actor that handled it (one per incarnation, and per spawn of
+it: a name re-added after removal counts its incarnations from 0 again). Whatever the
 handler asks of the outside comes from the recording: runtime answers, clock reads, other
 inputs. Whatever it does (messages it sends, runtime calls it makes) is checked against
 what the recording says it did. The first difference is reported with the causal chain
@@ -65,10 +66,19 @@ class _Index:
         self.sent: dict[int, list[Record]] = defaultdict(list)
         self.calls: dict[int, list[Record]] = defaultdict(list)
         self.inputs: dict[int, list[Record]] = defaultdict(list)
+        # Which instance of (actor, incarnation) each delivery went to: a dynamic child
+        # removed and added again under its name starts over at incarnation 0, so the
+        # pair names several actors in turn. Each was spawned (a spawn record) before it
+        # was registered, so a delivery goes to the newest spawned when it was recorded.
+        self.instance: dict[int, int] = {}
+        spawned: dict[tuple[str, int], int] = defaultdict(int)
         for r in trace.records:
             kind = r["k"]
-            if kind == "msg":
+            if kind == "spawn":
+                spawned[(r["actor"], r["inc"])] += 1
+            elif kind == "msg":
                 self.msgs[r["id"]] = r
+                self.instance[r["id"]] = spawned.get((r["to"], r["inc"]), 0)
                 # What the dispatch point sends on its own (a dead letter handed to the
                 # supervisor) happens during a handler but is not the handler's doing.
                 if r.get("parent") is not None and r.get("from") != "dispatch":
@@ -119,8 +129,8 @@ def _replay(trace: Trace, world: World, until: int | None, only_actor: str | Non
     stubs = Stubs(trace.config, scratch, ReplayDispatch(),
                   ReplayClock(trace.header.get("m", 0.0), trace.header.get("t", 0.0)),
                   ReplayTimers(), ReplayAnswers(world))
-    instances: dict[tuple[str, int], Any] = {}
-    cut_off: set[tuple[str, int]] = set()
+    instances: dict[tuple[str, int, int], Any] = {}
+    cut_off: set[tuple[str, int, int]] = set()
     for begin in index.begins:
         delivery, actor, inc = begin["id"], begin["actor"], begin["inc"]
         if until is not None and delivery > until:
@@ -130,12 +140,13 @@ def _replay(trace: Trace, world: World, until: int | None, only_actor: str | Non
         if not world.replayable(actor):
             report.skipped[actor] = report.skipped.get(actor, 0) + 1
             continue
-        if (actor, inc) in cut_off:
+        key = (actor, inc, index.instance.get(delivery, 0))
+        if key in cut_off:
             continue
         if delivery not in index.ends:
             # The trace ends inside this handler (the system stopped or was killed while
             # it ran): what it did is only partly recorded, so this actor stops here.
-            cut_off.add((actor, inc))
+            cut_off.add(key)
             report.notes.append(f"the trace ends while {actor} handled delivery #{delivery}; "
                                 f"{actor} replayed up to there")
             continue
@@ -144,7 +155,6 @@ def _replay(trace: Trace, world: World, until: int | None, only_actor: str | Non
             report.notes.append(f"delivery #{delivery} to {actor}: its message is not in the "
                                 "trace (an older, rotated file?); skipped")
             continue
-        key = (actor, inc)
         if key not in instances:
             instances[key] = world.build(actor, inc, stubs)
         message = decode_message(msg)
