@@ -176,7 +176,9 @@ def start_kubelet(
         logger.info("recording a trace in {}", flags.trace_dir)
     instrumented = intercept(runtime, CRIRuntime, *calls)
     dispatch = Dispatch(recorder=writer, faults=faults)
-    manager = KubeRuntimeManager(instrumented, config.node, clock, node_ip=node_ip)
+    # The back-off tables are shared by every pod worker: their reads are inputs.
+    manager = KubeRuntimeManager(instrumented, config.node, clock, node_ip=node_ip,
+                                 observe=dispatch.observe)
     timers = TimerService(dispatch, real_clock)
     parts = KubeletParts(dispatch, timers, clock, instrumented, manager, config, metrics,
                          containerd, sources)

@@ -128,7 +128,10 @@ class KubeletWorld:
                 Unreachable(), ManagedContainerd, stubs.answers, target="containerd"))
         clock: Any = stubs.clock
         timers: Any = stubs.timers
-        manager = KubeRuntimeManager(runtime, node, clock, node_ip=config.host_ip)
+        # Back-off reads answer as recorded: the tables were shared by every worker and
+        # outlived restarts, so a replayed worker's own manager cannot know them.
+        manager = KubeRuntimeManager(runtime, node, clock, node_ip=config.host_ip,
+                                     observe=stubs.dispatch.observe)
         return KubeletParts(stubs.dispatch, timers, clock, runtime, manager, config,
                             containerd=containerd, executor=InertExecutor)
 

@@ -4,6 +4,11 @@ Used for crash loops (key: pod and container, event time: the last exit) and ima
 (key: pod UID and image). A key that saw no event for twice the maximum starts over. Keys
 are values that name their pod, so the runtime manager can drop a removed pod's entries
 (``forget``); ``gc`` drops the idle ones, as upstream's housekeeping does.
+
+The tables are shared by every pod worker and the pod killer (one runtime manager), and
+outlive a worker's restart: what a read answers depends on other actors' work, so each
+read goes through ``observe`` (a kubelet passes its Dispatch's, which records the answer
+as an input of the handler that read it, and a replay answers the same).
 """
 
 from __future__ import annotations
@@ -17,6 +22,13 @@ from runtime.clock import Clock
 
 K = TypeVar("K", bound=Hashable)
 
+Observe = Callable[[str, float], float]
+"""(input name, value) -> the value to use: what a read of shared state goes through."""
+
+
+def unobserved(name: str, value: float) -> float:
+    return value
+
 
 @dataclass(slots=True)
 class _Entry:
@@ -27,8 +39,11 @@ class _Entry:
 class Backoff(Generic[K]):
     """Exponential back-off per key, ``initial`` doubling to ``maximum`` seconds."""
 
-    def __init__(self, clock: Clock, initial: float, maximum: float) -> None:
+    def __init__(self, clock: Clock, initial: float, maximum: float, name: str = "backoff",
+                 observe: Observe = unobserved) -> None:
         self._clock = clock
+        self._name = name  # reads are observed as "<name>.get", "<name>.remaining"
+        self._observe = observe
         self._initial = initial
         self._max = maximum
         self._entries: dict[K, _Entry] = {}
@@ -41,7 +56,8 @@ class Backoff(Generic[K]):
         """The current back-off of ``key`` in seconds (0 when it has none)."""
         with self._lock:
             entry = self._entries.get(key)
-            return entry.backoff if entry else 0.0
+            value = entry.backoff if entry else 0.0
+        return self._observe(f"{self._name}.get", value)
 
     def next(self, key: K, event_time: float) -> float:
         """Record a failure at ``event_time`` (wall seconds); return the new back-off."""
@@ -60,19 +76,20 @@ class Backoff(Generic[K]):
         """Seconds still to wait when the last failure was at ``event_time``; 0 if none."""
         with self._lock:
             entry = self._entries.get(key)
-            if entry is None or self._expired(entry, event_time):
-                return 0.0
-            remaining = entry.backoff - (self._clock.now() - event_time)
-            return max(remaining, 0.0)
+            remaining = 0.0
+            if entry is not None and not self._expired(entry, event_time):
+                remaining = max(entry.backoff - (self._clock.now() - event_time), 0.0)
+        return self._observe(f"{self._name}.remaining", remaining)
 
     def in_backoff_since_update(self, key: K) -> float:
         """Seconds still to wait since the last recorded failure of ``key``; 0 if none."""
         with self._lock:
             entry = self._entries.get(key)
             now = self._clock.now()
-            if entry is None or self._expired(entry, now):
-                return 0.0
-            return max(entry.backoff - (now - entry.last_update), 0.0)
+            remaining = 0.0
+            if entry is not None and not self._expired(entry, now):
+                remaining = max(entry.backoff - (now - entry.last_update), 0.0)
+        return self._observe(f"{self._name}.remaining", remaining)
 
     def reset(self, key: K) -> None:
         with self._lock:

@@ -15,7 +15,7 @@ from runtime.cri.types import ContainerState, PodSandboxConfig
 from runtime.errors import CRIError, CRINotFound, SyncError
 from runtime.ids import ContainerID, SandboxID
 from runtime.kuberuntime.actions import KillReason
-from runtime.kuberuntime.backoff import Backoff
+from runtime.kuberuntime.backoff import Backoff, Observe, unobserved
 from runtime.kuberuntime.container_config import generate_container_config
 from runtime.kuberuntime.hooks import HandlerRunner
 from runtime.kuberuntime.images import ImageManager
@@ -65,6 +65,7 @@ class ContainerLifecycle:
         settings: NodeSettings,
         clock: Clock,
         node_ip: str = "",
+        observe: Observe = unobserved,
     ) -> None:
         self._runtime = runtime
         self._images = images
@@ -72,7 +73,8 @@ class ContainerLifecycle:
         self._clock = clock
         self._node_ip = node_ip
         self._hooks = HandlerRunner(runtime, clock)
-        self.crash_backoff: Backoff[CrashKey] = Backoff(clock, initial=10.0, maximum=300.0)
+        self.crash_backoff: Backoff[CrashKey] = Backoff(
+            clock, initial=10.0, maximum=300.0, name="crash-backoff", observe=observe)
 
     def check_crash_backoff(self, pod: Pod, container: Container, status: RuntimePodStatus) -> None:
         """Raise CrashLoopBackOff while the last exit of this container is too recent."""

@@ -11,7 +11,7 @@ from runtime.clock import Clock
 from runtime.cri.service import ImageService
 from runtime.cri.types import ImageSpec, PodSandboxConfig
 from runtime.errors import CRIError, SyncError
-from runtime.kuberuntime.backoff import Backoff
+from runtime.kuberuntime.backoff import Backoff, Observe, unobserved
 from runtime.pod.model import Container, Pod
 from runtime.pod.validation import default_pull_policy  # the one rule manifests get too
 
@@ -39,10 +39,12 @@ class PullKey:
 class ImageManager:
     """Pulls images by pull policy, with upstream's per pod+image pull back-off."""
 
-    def __init__(self, images: ImageService, clock: Clock) -> None:
+    def __init__(self, images: ImageService, clock: Clock, observe: Observe = unobserved
+                 ) -> None:
         self._images = images
         self._clock = clock
-        self.backoff: Backoff[PullKey] = Backoff(clock, initial=10.0, maximum=300.0)
+        self.backoff: Backoff[PullKey] = Backoff(clock, initial=10.0, maximum=300.0,
+                                                 name="pull-backoff", observe=observe)
 
     def ensure_image(
         self, pod: Pod, container: Container, sandbox_config: PodSandboxConfig | None

@@ -26,6 +26,7 @@ from runtime.kuberuntime.actions import (
     ProbeVerdicts,
     compute_pod_actions,
 )
+from runtime.kuberuntime.backoff import Observe, unobserved
 from runtime.kuberuntime.container import ContainerLifecycle
 from runtime.kuberuntime.images import ImageManager
 from runtime.kuberuntime.podstatus import RuntimePodStatus, get_pod_status
@@ -45,12 +46,16 @@ class KubeRuntimeManager:
         clock: Clock,
         node_ip: str = "",
         kill_parallelism: int = 8,
+        observe: Observe = unobserved,
     ) -> None:
+        """``observe``: what reads of the back-off tables go through (see
+        runtime.kuberuntime.backoff; a kubelet passes its Dispatch's ``observe``)."""
         self.runtime = runtime
         self.settings = settings
         self.clock = clock
-        self.images = ImageManager(runtime, clock)
-        self.containers = ContainerLifecycle(runtime, self.images, settings, clock, node_ip)
+        self.images = ImageManager(runtime, clock, observe)
+        self.containers = ContainerLifecycle(runtime, self.images, settings, clock, node_ip,
+                                             observe)
         self._kill_parallelism = kill_parallelism
 
     def get_pod_status(self, uid: PodUID, name: str, namespace: str) -> RuntimePodStatus:

@@ -179,7 +179,7 @@ class RecordedNode:
                             *((faults,) if faults is not None else ()))
         clock: Any = RecordingClock(self.fake_clock, self.writer)
         self.timers = ManualTimers(d, self.fake_clock)
-        manager = KubeRuntimeManager(runtime, config.node, clock)
+        manager = KubeRuntimeManager(runtime, config.node, clock, observe=d.observe)
         parts = KubeletParts(d, self.timers, clock, runtime, manager, config,
                              executor=self._pool)
         self.gates: dict[tuple[str, int], Gate] = {}

@@ -22,6 +22,25 @@ def make_backoff() -> tuple[FakeClock, Backoff[str]]:
     return clock, Backoff[str](clock, initial=10.0, maximum=300.0)
 
 
+def test_every_read_goes_through_observe_which_may_answer_otherwise() -> None:
+    """The tables are shared by every pod worker: a kubelet records each read as an input
+    (and a replay answers with the recorded value), so the answer is observe's."""
+    clock = FakeClock()
+    seen: list[tuple[str, float]] = []
+
+    def observe(name: str, value: float) -> float:
+        seen.append((name, value))
+        return 42.0
+
+    b = Backoff[str](clock, initial=10.0, maximum=300.0, name="crash", observe=observe)
+    b.next("k", clock.now())
+    clock.step(4)
+    assert b.in_backoff_since("k", clock.now() - 4) == 42.0
+    assert b.in_backoff_since_update("k") == 42.0
+    assert b.get("k") == 42.0
+    assert seen == [("crash.remaining", 6.0), ("crash.remaining", 6.0), ("crash.get", 10.0)]
+
+
 def test_doubling_to_cap() -> None:
     clock, b = make_backoff()
     seen = []
