@@ -22,17 +22,19 @@ from typing import Any
 import msgspec
 import pykka
 
+from actors.core.actor import Actor
 from actors.core.dispatch import ActorRef, Dispatch
 from actors.core.faults import ActorFault, FaultPlan
-from actors.core.messages import ChildFailed
+from actors.core.messages import ChildFailed, Tick
 from actors.core.supervision import ChildSpec, StartChild
 from actors.core.timers import ManualTimers
+from actors.core.trace.names import message
 from actors.core.trace.recording import RecordingClock, RecordingInterceptor
 from actors.core.trace.writer import TraceWriter
 from actors.kubelet import names, tree
 from actors.kubelet.messages import SourceSnapshot
 from actors.kubelet.pod_worker import WorkerTiming
-from actors.kubelet.sync_loop import SyncLoopSettings
+from actors.kubelet.sync_loop import SyncLoopSettings, kubelet_child
 from actors.kubelet.tree import KubeletParts, ReplayConfig
 from runtime.clock import FakeClock
 from runtime.cri.intercept import intercept
@@ -145,6 +147,53 @@ class CountingPool(ThreadPoolExecutor):
         return future
 
 
+@message("ScenarioPublish")
+@dataclass(frozen=True, slots=True)
+class Publish:
+    """Test -> the stand-in file source: the manifests changed, send them."""
+
+
+class Manifests:
+    """The pods the stand-in file source serves (what its directory would hold)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pods: tuple[Pod, ...] = ()
+
+    def set(self, pods: tuple[Pod, ...]) -> None:
+        with self._lock:
+            self._pods = pods
+
+    def get(self) -> tuple[Pod, ...]:
+        with self._lock:
+            return self._pods
+
+
+class StandInSource(Actor):
+    """source/file in the recording node's tree, where the daemon runs its FileSource: it
+    serves the pods a test sets instead of reading a directory. It sits where the daemon's
+    source sits (last, so rest_for_one restarts it with any sibling) and, like FileSource,
+    sends a snapshot when it starts and when told its manifests changed: the tree the
+    replay world builds from the trace's config is then the tree that ran."""
+
+    def __init__(self, dispatch: Dispatch, manifests: Manifests, incarnation: int) -> None:
+        super().__init__(names.SOURCE_FILE, dispatch, incarnation)
+        self._manifests = manifests
+
+    def on_start(self) -> None:
+        self._send()
+
+    def handle(self, message: Any) -> Any:
+        if isinstance(message, Publish):
+            self._send()
+        elif not isinstance(message, Tick):  # a relist tick: nothing changed on disk
+            return super().handle(message)
+        return None
+
+    def _send(self) -> None:
+        self.send(names.SYNC_LOOP, SourceSnapshot("file", self._manifests.get()))
+
+
 @dataclass(frozen=True)
 class Gate:
     """Holds a child's start on the sync loop's thread until released."""
@@ -184,8 +233,19 @@ class RecordedNode:
                              executor=self._pool)
         self.gates: dict[tuple[str, int], Gate] = {}
         self._pools: list[CountingPool] = []
+        self.manifests = Manifests()
+        specs = [*tree.child_specs(parts), kubelet_child((names.SOURCE_FILE, self._source))]
         self.sync_loop = tree.start(parts, [dataclasses.replace(spec, start=self._gated(spec))
-                                            for spec in tree.child_specs(parts)])
+                                            for spec in specs])
+        # The sync loop starts its children on its own thread: until the last one runs,
+        # what a test tells them would be dead letters.
+        wait_for(lambda: self.dispatch.ref(names.SOURCE_FILE) is not None, 10.0,
+                 "the tree to start")
+        self.settle()
+
+    def _source(self, incarnation: int) -> ActorRef:
+        ref: ActorRef = StandInSource.start(self.dispatch, self.manifests, incarnation)
+        return ref
 
     def _pool(self) -> Executor:
         pool = CountingPool(self.activity)
@@ -203,8 +263,9 @@ class RecordedNode:
         return start
 
     def snapshot(self, *pods: Pod) -> None:
-        self.dispatch.tell(names.SYNC_LOOP, SourceSnapshot("file", pods),
-                           sender=names.SOURCE_FILE)
+        """The file source now holds ``pods``: it sends them to the sync loop."""
+        self.manifests.set(pods)
+        self.dispatch.tell(names.SOURCE_FILE, Publish(), sender="test")
 
     def running(self, uid: str) -> list[ContainerID]:
         return [c.id for c in self.fake.list_containers()
