@@ -6,7 +6,8 @@ the fake runtime in virtual time and replayed with the kubelet's World. A sequen
 diverges is shrunk (unless --no-shrink), printed as a readable list and saved as a JSON
 case under --save (tests/traces/property/ by default) for a unit test to keep replaying.
 Prints the figures: sequences, steps, divergences, sequences per second, wall time.
-``--minutes M`` stops starting new sequences after M minutes (the figures say how many ran).
+``--minutes M`` starts no sequence after M minutes (the figures say how many ran, and
+project the time all would take); ``--first N`` starts at sequence N of the seed.
 """
 
 from __future__ import annotations
@@ -51,18 +52,19 @@ def _init() -> None:
     _runner = Runner()
 
 
-def _run(job: tuple[int, int]) -> Result:
-    seed, index = job
+def _run(job: tuple[int, int, float]) -> Result | None:
+    seed, index, stop_at = job
     assert _runner is not None
+    if time.time() >= stop_at:
+        return None  # queued before the time ran out: not started
     steps = sequence(seed, index)
     return Result(index, _runner.run(steps), steps)
 
 
-def _jobs(seed: int, count: int, stop_at: float) -> Iterator[tuple[int, int]]:
-    for index in range(count):
-        if time.monotonic() >= stop_at:
-            return
-        yield seed, index
+def _jobs(seed: int, first: int, count: int, stop_at: float
+          ) -> Iterator[tuple[int, int, float]]:
+    for index in range(first, first + count):
+        yield seed, index, stop_at
 
 
 def shrink_and_save(result: Result, seed: int, directory: Path) -> Path:
@@ -93,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--sequences", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--first", type=int, default=0,
+                        help="the index of the first sequence (to go on where a run stopped)")
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--minutes", type=float, default=0.0,
                         help="start no sequence after this many minutes (0: no limit)")
@@ -100,13 +104,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--save", type=Path, default=KEPT)
     args = parser.parse_args(argv)
     started = time.monotonic()
-    stop_at = started + args.minutes * 60 if args.minutes > 0 else float("inf")
+    # Wall time: the pool's processes compare it with their own clock.
+    stop_at = time.time() + args.minutes * 60 if args.minutes > 0 else float("inf")
     done = steps = unsettled = 0
     diverged: list[Result] = []
     signatures = Counter[str]()
     context = multiprocessing.get_context("spawn")
     with context.Pool(args.jobs, initializer=_init) as pool:
-        for result in pool.imap_unordered(_run, _jobs(args.seed, args.sequences, stop_at)):
+        jobs = _jobs(args.seed, args.first, args.sequences, stop_at)
+        for result in pool.imap_unordered(_run, jobs):
+            if result is None:
+                continue
             done += 1
             steps += result.outcome.steps
             unsettled += result.outcome.unsettled
