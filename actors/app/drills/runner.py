@@ -165,7 +165,8 @@ def replay_traces(trace_dirs: list[Path], scratch: Path, notes: list[str]) -> tu
 
     Returns what replay found, for the record, and the first divergence in one line ("" if
     none); the full report of a divergence (fields, causal chain) goes to ``notes``. An
-    unreadable trace is a divergence too: nothing vouches for the run's replay.
+    unreadable trace, or a replay that crashes, is a divergence too: nothing vouches for
+    the run's replay. Never raises, so a drill's verdict always comes.
     """
     results: list[str] = []
     divergence = ""
@@ -180,6 +181,12 @@ def replay_traces(trace_dirs: list[Path], scratch: Path, notes: list[str]) -> tu
             continue
         try:
             report = replay(trace, KubeletWorld(), scratch_dir=str(scratch))
+        except Exception as err:  # replay itself broke: nothing vouches for the run
+            logger.opt(exception=err).error("replay of {} crashed", trace_dir)
+            found = f"{label}replay crashed: {type(err).__name__}: {err}"
+            results.append(found)
+            divergence = divergence or found
+            continue
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         div = report.divergence

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.app.drills import cli, sweep
+from actors.app.drills import cli, runner, sweep
 from actors.app.drills.runner import Verdict, replay_traces
 from actors.app.drills.sweep import (
     LOCK_GAP_S,
@@ -84,6 +84,16 @@ def test_replay_of_changed_code_is_a_divergence_with_its_report(
 def test_an_unreadable_trace_is_a_divergence(tmp_path: Path) -> None:
     found, divergence = replay_traces([tmp_path / "nothing"], tmp_path / "scratch", [])
     assert divergence == found and "unreadable trace" in divergence
+
+
+def test_a_replay_that_crashes_is_a_divergence(recorded: Path, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: object, **kwargs: object) -> object:
+        raise KeyError("no such actor")
+
+    monkeypatch.setattr(runner, "replay", broken)
+    found, divergence = replay_traces([recorded], tmp_path / "scratch", [])
+    assert divergence == found == "replay crashed: KeyError: 'no such actor'"
 
 
 # --- seeds, slots, the summary and the exit status ---------------------------------------
