@@ -107,10 +107,11 @@ def main(argv: Sequence[str], take_lock: bool = True, serve_registry: bool = Tru
         print(f"kubelet-actors drill: {err} (after {len(verdicts)} of "
               f"{len(plan.runs())} runs)", file=sys.stderr)
         return EXIT_FAILED
+    finally:
+        if not keep and not any(root.iterdir()):  # no trace worth keeping
+            shutil.rmtree(root, ignore_errors=True)
     if len(verdicts) > 1:
         print_summary(verdicts, plan, time.monotonic() - started)
-    if not keep and not any(root.iterdir()):
-        shutil.rmtree(root, ignore_errors=True)
     return exit_status(verdicts)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import queue
+import tempfile
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
@@ -292,7 +293,7 @@ def test_a_passing_run_s_trace_goes_unless_kept(tmp_path: Path,
 
 
 def test_a_sweep_that_loses_the_test_bed_still_sums_up_what_ran(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     def half(plan: SweepPlan, on_verdict: Callable[[Verdict], None], take_lock: bool = True,
              serve_registry: bool = True) -> list[Verdict]:
@@ -300,8 +301,17 @@ def test_a_sweep_that_loses_the_test_bed_still_sums_up_what_ran(
             on_verdict(verdict(run.drill, run.seed))
         raise TestbedError("the lock is still held after 600 s")
 
+    roots: list[Path] = []
+
+    def traces_dir(prefix: str) -> str:
+        roots.append(tmp_path / prefix)
+        roots[-1].mkdir()
+        return str(roots[-1])
+
     monkeypatch.setattr(cli, "run_sweep", half)
+    monkeypatch.setattr(tempfile, "mkdtemp", traces_dir)
     assert cli.main(["kill-pleg", "--seeds", "1-4"]) == cli.EXIT_FAILED
+    assert len(roots) == 1 and not roots[0].exists()  # nothing to keep: removed
     captured = capsys.readouterr()
     assert "2 runs: 2 passed, 0 failed, 0 diverged" in captured.out
     assert "still held after 600 s (after 2 of 4 runs)" in captured.err
