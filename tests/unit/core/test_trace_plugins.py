@@ -125,7 +125,13 @@ def test_waits_become_back_off_spans_on_the_senders_lane() -> None:
     assert span["args"] == {"seconds": 0.005, "why": "tired", "delivery": 1}
 
 
-def test_the_pods_hook_drives_the_pod_filter_and_pod_actor_labels() -> None:
+def test_the_pods_hook_drives_the_pod_filter_and_pod_actor_labels(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A toy system whose pods are served by actors named pod/<uid> (the kubelet's plug-in
+    # says the same of its workers; this test must not depend on it being imported).
+    monkeypatch.setattr(TOOLS, "_pod_of", lambda actor: actor[4:] if actor.startswith("pod/")
+                        else None)
+    monkeypatch.setattr(TOOLS, "_actor_of", lambda uid: f"pod/{uid}")
     trace = _trace(("a", f"pod/{UID}", "ToyNap", {"seconds": 1.0, "pod_name": "web",
                                                    "pod_uid": UID}),
                    ("a", "b", "ToyGreeting", {"who": "x"}))
