@@ -18,7 +18,7 @@ from runtime.cri.types import (
 from runtime.errors import SyncError
 from runtime.kuberuntime.labels import container_annotations, container_labels
 from runtime.kuberuntime.settings import NodeSettings
-from runtime.pod.model import Container, EnvVar, Pod, Volume
+from runtime.pod.model import Container, EnvVar, Pod, Volume, volume_source
 from runtime.pod.quantity import bytes_of, milli_cpu
 
 CPU_PERIOD = 100_000
@@ -130,6 +130,13 @@ def volume_host_path(pod: Pod, volume: Volume, settings: NodeSettings) -> str:
         elif kind == "Socket" and not Path(path).is_socket():
             raise SyncError("CreateContainerConfigError", f"hostPath {path} is not a socket")
         return path
+    # A volume with no source is an emptyDir (upstream's default); others need an API
+    # server or a volume plugin this kubelet does not have.
+    if volume.empty_dir is None and (source := volume_source(volume)) is not None:
+        raise SyncError(
+            "CreateContainerConfigError",
+            f"volume {volume.name}: {source} volumes are not supported on this kubelet",
+        )
     path = os.path.join(
         settings.pod_dir(pod.metadata.uid), "volumes", "kubernetes.io~empty-dir", volume.name
     )

@@ -20,7 +20,7 @@ import msgspec
 import yaml
 
 from runtime.errors import ManifestError
-from runtime.pod.model import Pod
+from runtime.pod.model import Pod, volume_source
 from runtime.pod.validation import apply_defaults, validate_pod
 
 try:
@@ -61,18 +61,10 @@ _Loader.yaml_implicit_resolvers = {
     for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
 }
 
-# Kubernetes volume sources this kubelet does not implement; the model only knows
-# emptyDir and hostPath, so these decode as unknown fields and get a friendlier message.
-_UNSUPPORTED_VOLUMES = frozenset(
-    {
-        "awsElasticBlockStore", "azureDisk", "azureFile", "cephfs", "cinder", "configMap",
-        "csi", "downwardAPI", "ephemeral", "fc", "flexVolume", "flocker", "gcePersistentDisk",
-        "gitRepo", "glusterfs", "image", "iscsi", "nfs", "persistentVolumeClaim",
-        "photonPersistentDisk", "portworxVolume", "projected", "quobyte", "rbd", "scaleIO",
-        "secret", "storageos", "vsphereVolume",
-    }
-)  # fmt: skip
-_VOLUME_PATH = re.compile(r"(.*\.)?spec\.volumes\[\d+\]")
+# The volume sources this kubelet can mount; the others decode (they are valid pods) but
+# need an API server or a volume plugin, so the pod is warned about here and fails to
+# start its containers (CreateContainerConfigError) rather than running without them.
+MOUNTABLE_VOLUMES = ("emptyDir", "hostPath")
 
 # Fields accepted so common manifests decode but without effect on a lone node.
 _IGNORED = "accepted but has no effect on this kubelet"
@@ -261,6 +253,14 @@ def _decode_pod(raw: dict[Any, Any], prefix: str, where: _Where) -> tuple[Pod, l
         ("spec.enableServiceLinks", spec.enable_service_links is not None, "no services"),
     )
     warnings += [where.warning(at(path), f"{_IGNORED} ({why})") for path, on, why in ignored if on]
+    for i, volume in enumerate(spec.volumes):
+        source = volume_source(volume)
+        if source is not None and source not in MOUNTABLE_VOLUMES:
+            warnings.append(where.warning(
+                at(f"spec.volumes[{i}].{source}"),
+                f"this kubelet cannot mount {source} volumes (only "
+                f"{' and '.join(MOUNTABLE_VOLUMES)}): the pod's containers will not start",
+            ))
     return apply_defaults(pod), warnings
 
 
@@ -281,8 +281,6 @@ def _from_msgspec(message: str) -> tuple[str, str]:
         path = f"{path}.{field['name']}" if path else field["name"]
         if field["kind"] == "missing required":
             return path, "required"
-        if field["name"] in _UNSUPPORTED_VOLUMES and _VOLUME_PATH.fullmatch(path.rsplit(".", 1)[0]):
-            return path, "not supported on this kubelet (only emptyDir and hostPath)"
         return path, "unknown field"
     if expected := _EXPECTED.fullmatch(what):
         cause = f"expected {expected['want']}"
