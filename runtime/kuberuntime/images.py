@@ -12,8 +12,8 @@ from runtime.cri.service import ImageService
 from runtime.cri.types import ImageSpec, PodSandboxConfig
 from runtime.errors import CRIError, SyncError
 from runtime.kuberuntime.backoff import Backoff, Observe, unobserved
+from runtime.pod.defaults import default_pull_policy  # the one rule manifests get too
 from runtime.pod.model import Container, Pod
-from runtime.pod.validation import default_pull_policy  # the one rule manifests get too
 
 # A docker-style reference: [host[:port]/]path[:tag][@digest], lower-case path components.
 _REFERENCE = re.compile(

@@ -20,8 +20,9 @@ import msgspec
 import yaml
 
 from runtime.errors import ManifestError
+from runtime.pod.defaults import api_defaults, apply_defaults
 from runtime.pod.model import Pod, volume_source
-from runtime.pod.validation import apply_defaults, validate_pod
+from runtime.pod.validation import validate_pod
 
 try:
     from yaml import CSafeLoader as _BaseLoader
@@ -235,7 +236,9 @@ def _decode_pod(raw: dict[Any, Any], prefix: str, where: _Where) -> tuple[Pod, l
     except msgspec.ValidationError as err:
         path, cause = _from_msgspec(str(err))
         raise where.error([(at(path), cause)]) from err
-    if problems := validate_pod(pod):
+    # As upstream, what is validated is the pod with every API default applied.
+    kept = apply_defaults(pod)
+    if problems := validate_pod(api_defaults(kept)):
         raise where.error([(at(path), cause) for path, cause in problems])
     spec = pod.spec
     ignored = (
@@ -261,7 +264,7 @@ def _decode_pod(raw: dict[Any, Any], prefix: str, where: _Where) -> tuple[Pod, l
                 f"this kubelet cannot mount {source} volumes (only "
                 f"{' and '.join(MOUNTABLE_VOLUMES)}): the pod's containers will not start",
             ))
-    return apply_defaults(pod), warnings
+    return kept, warnings
 
 
 # msgspec: "<what>[ - at `<path>`]" or "<what> - at `key` in `<path>`" for a mapping key.

@@ -15,11 +15,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from msgspec.structs import replace
-
+from runtime.pod.defaults import apply_defaults, default_pull_policy
 from runtime.pod.model import (
     Container,
-    EmptyDirVolumeSource,
     ExecAction,
     HTTPGetAction,
     Lifecycle,
@@ -28,6 +26,15 @@ from runtime.pod.model import (
     Probe,
     Volume,
 )
+
+__all__ = [
+    "Problem",
+    "apply_defaults",
+    "default_pull_policy",
+    "dns1123_label",
+    "dns1123_subdomain",
+    "validate_pod",
+]
 
 Problem = tuple[str, str]
 """A field path (``spec.containers[1].image``) and what is wrong with it."""
@@ -312,80 +319,3 @@ def _volume(v: Volume, path: str, names: set[str]) -> Iterator[Problem]:
         medium = v.empty_dir.medium
         if medium not in ("", "Memory") and not medium.startswith("HugePages"):
             yield f"{path}.emptyDir.medium", _one_of(medium, ("Memory", "HugePages"))
-
-
-# --- defaults ---------------------------------------------------------------------------
-
-
-def default_pull_policy(image: str) -> str:
-    """Upstream's default: Always for ``:latest`` or an untagged image, else IfNotPresent.
-
-    A digest (``@sha256:...``) pins the image as firmly as a tag, so it counts as one.
-    """
-    if "@" in image:
-        return "IfNotPresent"
-    # The tag is after the last ':' of the last path component; a ':' before the last
-    # '/' belongs to a registry host's port (localhost:5000/busybox has no tag).
-    last = image.rsplit("/", 1)[-1]
-    tag = last.rsplit(":", 1)[1] if ":" in last else ""
-    return "Always" if tag in ("", "latest") else "IfNotPresent"
-
-
-def _default_probe(probe: Probe | None) -> Probe | None:
-    if probe is None:
-        return None
-    # Upstream's SetDefaults_Probe: an explicit 0 means "the default".
-    changes: dict[str, object] = {}
-    for field, default in (
-        ("timeout_seconds", 1),
-        ("period_seconds", 10),
-        ("success_threshold", 1),
-        ("failure_threshold", 3),
-    ):
-        if getattr(probe, field) == 0:
-            changes[field] = default
-    if probe.http_get is not None and not probe.http_get.scheme:
-        changes["http_get"] = replace(probe.http_get, scheme="HTTP")
-    return replace(probe, **changes) if changes else probe
-
-
-def _default_container(c: Container) -> Container:
-    policy = c.image_pull_policy or default_pull_policy(c.image)
-    ports = tuple(p if p.protocol else replace(p, protocol="TCP") for p in c.ports)
-    return replace(
-        c,
-        image_pull_policy=policy,
-        ports=ports,
-        termination_message_policy=c.termination_message_policy or "File",
-        termination_message_path=c.termination_message_path or "/dev/termination-log",
-        liveness_probe=_default_probe(c.liveness_probe),
-        readiness_probe=_default_probe(c.readiness_probe),
-        startup_probe=_default_probe(c.startup_probe),
-    )
-
-
-def _default_volume(v: Volume) -> Volume:
-    # Upstream's SetDefaults_Volume: a volume that names no source is an emptyDir.
-    if v.empty_dir is None and v.host_path is None:
-        return replace(v, empty_dir=EmptyDirVolumeSource())
-    return v
-
-
-def apply_defaults(pod: Pod) -> Pod:
-    """The pod with upstream's API defaults filled in (a new value; the input is unchanged).
-
-    Meant for a pod that passed validate_pod.
-    """
-    spec = pod.spec
-    spec = replace(
-        spec,
-        containers=tuple(_default_container(c) for c in spec.containers),
-        init_containers=tuple(_default_container(c) for c in spec.init_containers),
-        volumes=tuple(_default_volume(v) for v in spec.volumes),
-        restart_policy=spec.restart_policy or "Always",
-        dns_policy=spec.dns_policy or "ClusterFirst",
-    )
-    metadata = pod.metadata
-    if not metadata.namespace:
-        metadata = replace(metadata, namespace="default")
-    return replace(pod, metadata=metadata, spec=spec)
