@@ -46,7 +46,7 @@ DECODE_CASES = [
     pytest.param(
         pod_yaml(container() + container(name="d").replace(f"  image: {IMAGE}\n", "")),
         "spec.containers[1].image",
-        "required",
+        "Required value",
         id="missing-image",
     ),
     pytest.param(
@@ -64,7 +64,7 @@ DECODE_CASES = [
     pytest.param(
         pod_yaml(metadata="labels: {app: x}"),
         "metadata.name",
-        "required for a static pod",
+        "Required value: name or generateName is required",
         id="no-name",
     ),
     pytest.param(
@@ -118,7 +118,7 @@ DECODE_CASES = [
     pytest.param(
         y("kind: PodList\nitems:\n- metadata: {name: a}\n  spec: {containers: [{name: a}]}\n"),
         "items[0].spec.containers[0].image",
-        "required",
+        "Required value",
         id="podlist-item-path",
     ),
 ]
@@ -157,30 +157,35 @@ def test_whole_file_errors(data: bytes, cause: str) -> None:
     assert str(err).startswith("m.yaml: ")
 
 
-# --- semantic validation: every fault of a pod at once -----------------------------------
+# --- semantic validation: every fault of a pod at once, worded as upstream's field errors
+# (issue 9 changed the wording from this kubelet's own to upstream's) ------------------
 
 SEMANTIC_CASES = [
     (
         y("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: []}\n"),
         "spec.containers",
-        "at least one container",
+        "Required value",
     ),
-    (pod_yaml(container(name="Web_1")), "spec.containers[0].name", "DNS-1123 label"),
+    (pod_yaml(container(name="Web_1")), "spec.containers[0].name", "a lowercase RFC 1123 label"),
     (
         pod_yaml(container() + container()),
         "spec.containers[1].name",
-        'duplicate container name "c"',
+        'Duplicate value: "c"',
     ),
     (
         pod_yaml(spec=f"initContainers:\n- name: c\n  image: {IMAGE}"),
         "spec.containers[0].name",
-        'duplicate container name "c"',
+        'Duplicate value: "c"',
     ),
-    (pod_yaml("- name: c\n  image: '  '\n"), "spec.containers[0].image", "required"),
+    (
+        pod_yaml("- name: c\n  image: '  '\n"),
+        "spec.containers[0].image",
+        "must not have leading or trailing whitespace",
+    ),
     (
         pod_yaml(spec="restartPolicy: Sometimes"),
         "spec.restartPolicy",
-        'unsupported value "Sometimes"',
+        'Unsupported value: "Sometimes"',
     ),
     (
         pod_yaml(container("imagePullPolicy: Maybe\n")),
@@ -195,12 +200,12 @@ SEMANTIC_CASES = [
     (
         pod_yaml(container("ports: [{containerPort: 0}]\n")),
         "spec.containers[0].ports[0].containerPort",
-        "between 1 and 65535",
+        "Required value",
     ),
     (
         pod_yaml(container("ports: [{containerPort: 80, protocol: HTTP}]\n")),
         "spec.containers[0].ports[0].protocol",
-        "TCP, UDP, SCTP",
+        '"SCTP", "TCP", "UDP"',
     ),
     (
         pod_yaml(container("livenessProbe: {periodSeconds: 5}\n")),
@@ -209,8 +214,8 @@ SEMANTIC_CASES = [
     ),
     (
         pod_yaml(container("readinessProbe:\n  exec: {command: [a]}\n  tcpSocket: {port: 80}\n")),
-        "spec.containers[0].readinessProbe",
-        "more than one handler (got exec, tcpSocket)",
+        "spec.containers[0].readinessProbe.tcpSocket",
+        "Forbidden: may not specify more than 1 handler type",
     ),
     (
         pod_yaml(container("lifecycle:\n  preStop: {}\n")),
@@ -221,8 +226,8 @@ SEMANTIC_CASES = [
         pod_yaml(
             container("lifecycle:\n  postStart: {exec: {command: [a]}, sleep: {seconds: 1}}\n")
         ),
-        "spec.containers[0].lifecycle.postStart",
-        "more than one handler",
+        "spec.containers[0].lifecycle.postStart.sleep",
+        "may not specify more than 1 handler type",
     ),
     (
         pod_yaml(container("livenessProbe: {exec: {command: [a]}, initialDelaySeconds: -1}\n")),
@@ -237,12 +242,12 @@ SEMANTIC_CASES = [
     (
         pod_yaml(container("livenessProbe: {exec: {command: [a]}, successThreshold: 2}\n")),
         "spec.containers[0].livenessProbe.successThreshold",
-        "must be 1 for a livenessProbe",
+        "Invalid value: 2: must be 1",
     ),
     (
         pod_yaml(container("startupProbe: {exec: {command: [a]}, successThreshold: 3}\n")),
         "spec.containers[0].startupProbe.successThreshold",
-        "must be 1 for a startupProbe",
+        "Invalid value: 3: must be 1",
     ),
     (
         pod_yaml(container("readinessProbe: {httpGet: {port: 0}}\n")),
@@ -252,27 +257,27 @@ SEMANTIC_CASES = [
     (
         pod_yaml(container("volumeMounts: [{name: data, mountPath: /data}]\n")),
         "spec.containers[0].volumeMounts[0].name",
-        'no volume named "data"',
+        'Not found: "data"',
     ),
     (
         pod_yaml(spec="volumes:\n- name: v\n  emptyDir: {}\n  hostPath: {path: /tmp}"),
-        "spec.volumes[0]",
-        "more than one volume source",
+        "spec.volumes[0].hostPath",
+        "Forbidden: may not specify more than 1 volume type",
     ),
     (
-        pod_yaml(spec="volumes:\n- name: v\n  hostPath: {path: relative}"),
+        pod_yaml(spec="volumes:\n- name: v\n  hostPath: {path: /a/../b}"),
         "spec.volumes[0].hostPath.path",
-        "absolute path",
+        "Invalid value: \"/a/../b\": must not contain '..'",
     ),
     (
         pod_yaml(spec="volumes:\n- {name: v, emptyDir: {}}\n- {name: v, emptyDir: {}}"),
         "spec.volumes[1].name",
-        'duplicate volume name "v"',
+        'Duplicate value: "v"',
     ),
     (
         pod_yaml(container("env: [{name: '', value: x}]\n")),
         "spec.containers[0].env[0].name",
-        "required",
+        "Required value",
     ),
     (
         pod_yaml(
@@ -280,7 +285,7 @@ SEMANTIC_CASES = [
             "  readinessProbe: {exec: {command: [a]}}"
         ),
         "spec.initContainers[0].readinessProbe",
-        "may not be set for init containers without restartPolicy Always",
+        "Forbidden: may not be set for init containers without restartPolicy=Always",
     ),
     (
         pod_yaml(
@@ -300,8 +305,12 @@ SEMANTIC_CASES = [
         "spec.terminationGracePeriodSeconds",
         "greater than or equal to 0",
     ),
-    (pod_yaml(metadata="name: My_Pod"), "metadata.name", "DNS-1123 subdomain"),
-    (pod_yaml(metadata="name: p\nnamespace: kube.system"), "metadata.namespace", "DNS-1123 label"),
+    (pod_yaml(metadata="name: My_Pod"), "metadata.name", "a lowercase RFC 1123 subdomain"),
+    (
+        pod_yaml(metadata="name: p\nnamespace: kube.system"),
+        "metadata.namespace",
+        "a lowercase RFC 1123 label",
+    ),
 ]
 
 
@@ -328,7 +337,7 @@ def test_all_faults_of_a_pod_are_reported_together() -> None:
     # The first fault is also in path/cause, and the message lists all of them.
     assert err.path == "spec.containers[0].name"
     assert str(err).count("; ") == 3
-    assert "spec.containers[0].image: required" in str(err)
+    assert "spec.containers[0].image: Required value" in str(err)
 
 
 def test_sidecar_init_container_may_have_probes_and_hooks() -> None:
@@ -423,7 +432,7 @@ def test_multi_document_error_names_the_document() -> None:
     err = errors_of(pod_yaml(metadata="name: a") + b"---\n" + bad)
     assert err.document == 2
     assert err.path == "spec.containers[0].image"
-    assert str(err) == "m.yaml: document 2: spec.containers[0].image: required"
+    assert str(err) == "m.yaml: document 2: spec.containers[0].image: Required value"
 
 
 def test_pod_list() -> None:

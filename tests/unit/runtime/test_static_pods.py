@@ -144,7 +144,7 @@ BAD_FILES: dict[str, tuple[bytes, str, str]] = {
     "c-noimage.yaml": (
         b"metadata: {name: c}\nspec: {containers: [{name: c}]}\n",
         "spec.containers[0].image",
-        "required",
+        "Required value",
     ),
     "d-wrongtype.yaml": (
         b"metadata: {name: d}\nspec: {containers: [{name: c, image: x, ports: [{containerPort: "
