@@ -339,11 +339,20 @@ def _container(
     yield from _ports(c.ports, f"{path}.ports")
     yield from _env(c.env, f"{path}.env")
     for i, source in enumerate(c.env_from):
-        refs = [r for r in (source.config_map_ref, source.secret_ref) if r is not None]
-        if len(refs) != 1:
-            yield invalid(f"{path}.envFrom[{i}]", "",
-                          "may not have more than one field specified at a time" if refs else
+        p = f"{path}.envFrom[{i}]"
+        refs = [(f, r) for f, r in (("configMapRef", source.config_map_ref),
+                                    ("secretRef", source.secret_ref)) if r is not None]
+        # upstream reports these two at envFrom itself, not at the entry
+        if not refs:
+            yield invalid(f"{path}.envFrom", "",
                           "must specify one of: `configMapRef` or `secretRef`")
+        elif len(refs) > 1:
+            yield invalid(f"{path}.envFrom", "",
+                          "may not have more than one field specified at a time")
+        for field, ref in refs:
+            yield from _object_name(ref.name, f"{p}.{field}.name")
+        if source.prefix and any(not 32 <= ord(ch) <= 126 or ch == "=" for ch in source.prefix):
+            yield invalid(f"{p}.prefix", source.prefix, _ENV_NAME_MSG)
     yield from _mounts(c, f"{path}.volumeMounts", volumes)
     if c.resources is not None:
         yield from _resources(c.resources, f"{path}.resources")
@@ -425,14 +434,58 @@ def _env(env: tuple[EnvVar, ...], path: str) -> Iterator[Problem]:
                           "may not have more than one field specified at a time")
         if e.value and sources:
             yield invalid(f"{p}.valueFrom", "", "may not be specified when `value` is not empty")
-        if vf.field_ref is not None and not vf.field_ref.field_path:
-            yield required(f"{p}.valueFrom.fieldRef.fieldPath")
+        if vf.field_ref is not None:
+            yield from _field_ref(vf.field_ref.api_version, vf.field_ref.field_path,
+                                  f"{p}.valueFrom.fieldRef")
+        if vf.resource_field_ref is not None:
+            resource = vf.resource_field_ref.resource
+            rp = f"{p}.valueFrom.resourceFieldRef.resource"
+            if not resource:
+                yield required(rp)
+            elif resource not in _ENV_RESOURCES and not resource.startswith(
+                    ("limits.hugepages-", "requests.hugepages-")):
+                yield not_supported(rp, resource, _ENV_RESOURCES)
         for field, ref in (("configMapKeyRef", vf.config_map_key_ref),
                            ("secretKeyRef", vf.secret_key_ref)):
-            if ref is not None and not ref.key:
+            if ref is None:
+                continue
+            if not ref.key:
                 yield required(f"{p}.valueFrom.{field}.key")
-            if ref is not None and not ref.name:
-                yield required(f"{p}.valueFrom.{field}.name")
+            yield from _object_name(ref.name, f"{p}.valueFrom.{field}.name")
+
+
+_ENV_FIELD_PATHS = (
+    "metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName",
+    "spec.serviceAccountName", "status.hostIP", "status.hostIPs", "status.podIP",
+    "status.podIPs",
+)  # fmt: skip
+_ENV_SUBSCRIPT = re.compile(r"metadata\.(labels|annotations)\['(?P<key>[^']*)'\]")
+_ENV_RESOURCES = (
+    "limits.cpu", "limits.ephemeral-storage", "limits.memory", "requests.cpu",
+    "requests.ephemeral-storage", "requests.memory",
+)  # fmt: skip
+
+
+def _field_ref(api_version: str, field_path: str, path: str) -> Iterator[Problem]:
+    if not api_version:
+        yield required(f"{path}.apiVersion")
+    if not field_path:
+        yield required(f"{path}.fieldPath")
+        return
+    match = _ENV_SUBSCRIPT.fullmatch(field_path)
+    if match is not None:
+        for why in _qualified_name(match["key"]):
+            yield invalid(f"{path}.fieldPath", field_path, why)
+    elif field_path not in _ENV_FIELD_PATHS:
+        yield not_supported(f"{path}.fieldPath", field_path, _ENV_FIELD_PATHS)
+
+
+def _object_name(name: str, path: str) -> Iterator[Problem]:
+    """A reference to a ConfigMap or Secret: a DNS-1123 subdomain."""
+    if not name:
+        yield required(path)
+    elif why := dns1123_subdomain(name):
+        yield invalid(path, name, why)
 
 
 def _mounts(c: AnyContainer, path: str, volumes: set[str]) -> Iterator[Problem]:
