@@ -843,8 +843,10 @@ def _toleration(t: Toleration, path: str) -> Iterator[Problem]:
         yield invalid(f"{path}.operator", t.operator,
                       "operator must be Exists when `key` is empty, which means \"match all "
                       "values and all keys\"")
-    if t.operator and t.operator not in ("Equal", "Exists"):
-        yield not_supported(f"{path}.operator", t.operator, ("Equal", "Exists"))
+    # Gt and Lt compare numeric taint values (upstream's TaintTolerationComparisonOperators
+    # feature, documented in the Kubernetes docs' examples); accepted here.
+    if t.operator and t.operator not in ("Equal", "Exists", "Gt", "Lt"):
+        yield not_supported(f"{path}.operator", t.operator, ("Equal", "Exists", "Gt", "Lt"))
     if t.operator == "Exists" and t.value:
         yield invalid(f"{path}.operator", t.value,
                       "value must be empty when `operator` is 'Exists'")

@@ -307,7 +307,7 @@ POD = [
     case("bad os", manifest("os: {name: plan9}"),
          'spec.os.name: Unsupported value: "plan9": supported values: "linux", "windows"'),
     case("toleration bad operator", manifest("tolerations: [{key: k, operator: Maybe}]"),
-         'spec.tolerations[0].operator: Unsupported value: "Maybe": supported values: "Equal", "Exists"'),
+         'spec.tolerations[0].operator: Unsupported value: "Maybe": supported values: "Equal", "Exists", "Gt", "Lt"'),
     case("toleration Exists with value", manifest("tolerations: [{key: k, operator: Exists, value: v}]"),
          "spec.tolerations[0].operator: Invalid value: \"v\": value must be empty when `operator` is 'Exists'"),
     case("toleration seconds without NoExecute", manifest("tolerations: [{key: k, operator: Exists, effect: NoSchedule, tolerationSeconds: 5}]"),
