@@ -263,10 +263,12 @@ def _api_container(c: _C, host_network: bool, pod_resources: bool) -> _C:
     )
 
 
-def api_defaults(pod: Pod) -> Pod:
+def api_defaults(pod: Pod, *, defaulted: bool = False) -> Pod:
     """The pod as the API server would store it: apply_defaults plus the defaults kept
-    out of the hashed pod (see the module docstring)."""
-    pod = apply_defaults(pod)
+    out of the hashed pod (see the module docstring). ``defaulted`` says ``pod`` is
+    already apply_defaults' result, so that step is skipped."""
+    if not defaulted:
+        pod = apply_defaults(pod)
     spec = pod.spec
     net = spec.host_network
     spec = _changed(

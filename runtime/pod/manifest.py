@@ -146,8 +146,10 @@ def _text(data: bytes, source: str) -> str:
 def _load_documents(text: str, source: str) -> list[tuple[int, object]]:
     """The non-empty YAML documents, numbered from 1 by their place in the file."""
     try:
-        aliases = sum(1 for e in yaml.parse(text, Loader=_Loader)
-                      if isinstance(e, yaml.AliasEvent))
+        # An alias is written "*name": without a '*' there is none, and the event scan
+        # (a second pass over the whole text) is skipped.
+        aliases = 0 if "*" not in text else sum(
+            1 for e in yaml.parse(text, Loader=_Loader) if isinstance(e, yaml.AliasEvent))
         if aliases > MAX_ALIASES:
             raise ManifestError(source, "", f"{aliases} YAML aliases (at most {MAX_ALIASES}): "
                                 "refused, it could expand without bound")
@@ -238,7 +240,7 @@ def _decode_pod(raw: dict[Any, Any], prefix: str, where: _Where) -> tuple[Pod, l
         raise where.error([(at(path), cause)]) from err
     # As upstream, what is validated is the pod with every API default applied.
     kept = apply_defaults(pod)
-    if problems := validate_pod(api_defaults(kept)):
+    if problems := validate_pod(api_defaults(kept, defaulted=True)):
         raise where.error([(at(path), cause) for path, cause in problems])
     spec = pod.spec
     ignored = (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 
 _SUFFIX = {
     "": Decimal(1),
@@ -24,6 +25,7 @@ _SUFFIX = {
 _QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?$")
 
 
+@lru_cache(maxsize=4096, typed=True)  # quantities repeat; Decimals are immutable; True is not 1
 def parse_quantity(value: str | int | float) -> Decimal:
     """The quantity's value in base units; ValueError names what is wrong."""
     if isinstance(value, bool):

@@ -20,6 +20,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from decimal import Decimal
+from functools import lru_cache
 
 from runtime.pod.defaults import apply_defaults, default_pull_policy
 from runtime.pod.model import (
@@ -132,6 +133,7 @@ _ENV_NAME_MSG = (
     "a valid environment variable name must consist only of printable ASCII characters "
     "other than '='"
 )
+_ENV_NAME_BAD = re.compile(r"[^\x20-\x7e]|=")  # not printable ASCII, or '='
 _HEADER = re.compile(r"[-A-Za-z0-9]+")
 _HEADER_MSG = (
     "a valid HTTP header must consist of alphanumeric characters or '-' (e.g. "
@@ -149,6 +151,7 @@ _QUANTITY_MSG = (
 _MAX_INT32 = 2**31 - 1
 
 
+@lru_cache(maxsize=4096)  # names repeat across a pod's containers
 def dns1123_label(value: str) -> str | None:
     """Why ``value`` is not a DNS-1123 label (container, volume, namespace names), or None."""
     if len(value) > 63:
@@ -158,6 +161,7 @@ def dns1123_label(value: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=4096)  # names repeat across a pod's containers
 def dns1123_subdomain(value: str) -> str | None:
     """Why ``value`` is not a DNS-1123 subdomain (pod names), or None."""
     if len(value) > 253:
@@ -167,7 +171,8 @@ def dns1123_subdomain(value: str) -> str | None:
     return None
 
 
-def _port_name(name: str) -> list[str]:
+@lru_cache(maxsize=4096)
+def _port_name(name: str) -> tuple[str, ...]:
     """upstream IsValidPortName: an IANA service name."""
     why: list[str] = []
     if len(name) > 15:
@@ -180,14 +185,15 @@ def _port_name(name: str) -> list[str]:
         why.append("must not contain consecutive hyphens")
     if name.startswith("-") or name.endswith("-"):
         why.append("must not begin or end with a hyphen")
-    return why
+    return tuple(why)
 
 
-def _qualified_name(value: str) -> list[str]:
+@lru_cache(maxsize=4096)
+def _qualified_name(value: str) -> tuple[str, ...]:
     """upstream IsQualifiedName: ``[prefix/]name`` (label keys, resource names)."""
     parts = value.split("/")
     if len(parts) > 2:
-        return ["a qualified name " + _QUALIFIED_MSG.removeprefix("name part ")]
+        return ("a qualified name " + _QUALIFIED_MSG.removeprefix("name part "),)
     name = parts[-1]
     why: list[str] = []
     if len(parts) == 2:
@@ -201,7 +207,7 @@ def _qualified_name(value: str) -> list[str]:
         why.append("name part must be no more than 63 characters")
     elif not _QUALIFIED_NAME.fullmatch(name):
         why.append(_QUALIFIED_MSG)
-    return why
+    return tuple(why)
 
 
 # --- the pod -----------------------------------------------------------------------------
@@ -351,7 +357,7 @@ def _container(
                           "may not have more than one field specified at a time")
         for field, ref in refs:
             yield from _object_name(ref.name, f"{p}.{field}.name")
-        if source.prefix and any(not 32 <= ord(ch) <= 126 or ch == "=" for ch in source.prefix):
+        if source.prefix and _ENV_NAME_BAD.search(source.prefix):
             yield invalid(f"{p}.prefix", source.prefix, _ENV_NAME_MSG)
     yield from _mounts(c, f"{path}.volumeMounts", volumes)
     if c.resources is not None:
@@ -419,7 +425,7 @@ def _env(env: tuple[EnvVar, ...], path: str) -> Iterator[Problem]:
         p = f"{path}[{i}]"
         if not e.name:
             yield required(f"{p}.name")
-        elif any(not 32 <= ord(ch) <= 126 or ch == "=" for ch in e.name):
+        elif _ENV_NAME_BAD.search(e.name):
             yield invalid(f"{p}.name", e.name, _ENV_NAME_MSG)
         if e.value_from is None:
             continue
