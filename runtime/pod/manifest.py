@@ -3,9 +3,10 @@
 A manifest is YAML or JSON (JSON is YAML): one or more ``---`` documents, each a v1 Pod or
 a ``kind: PodList`` with ``items``. Every fault becomes a ManifestError naming the source,
 the field path and the cause (``spec.containers[1].image: required``), so the person who
-wrote the manifest can fix it without reading kubelet code. A pod that decodes is
-validated (runtime.pod.validation) with all its faults reported at once, then given
-upstream's API defaults.
+wrote the manifest can fix it without reading kubelet code. A pod that decodes is given
+upstream's API defaults (runtime.pod.defaults) and, as upstream does, validated in that
+defaulted form (runtime.pod.validation) with all its faults reported at once, worded as
+upstream's field errors (``spec.containers[0].ports[1].name: Duplicate value: "http"``).
 
 The static-pod rules (renaming, UIDs, annotations) are in runtime.pod.static.
 """
