@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from loguru import logger
 
 from runtime.cri.types import DNSConfig, NamespaceMode, PodSandboxConfig, PodSandboxMetadata
@@ -110,13 +108,6 @@ def generate_sandbox_config(pod: Pod, attempt: int, settings: NodeSettings) -> P
     sysctls: dict[str, str] = {}
     if pod.spec.security_context is not None:
         for entry in pod.spec.security_context.sysctls:
-            if isinstance(entry, Mapping):
-                # The pre-issue-9 model held sysctls as mappings, and
-                # tests/unit/test_sandbox_config.py still builds them so; drop this branch
-                # when it builds Sysctl values.
-                if "name" in entry:
-                    sysctls[entry["name"].replace("/", ".")] = str(entry.get("value", ""))
-                continue
             sysctls[entry.name.replace("/", ".")] = entry.value
     return PodSandboxConfig(
         metadata=PodSandboxMetadata(

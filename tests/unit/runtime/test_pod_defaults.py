@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from typing import Any
 
 from runtime.pod.defaults import api_defaults, to_api_object
 from runtime.pod.manifest import parse_manifest
@@ -13,9 +14,10 @@ def pod(spec: str) -> bytes:
             + textwrap.indent(textwrap.dedent(spec), "  ")).encode()
 
 
-def api(spec: str) -> dict:
+def api(spec: str) -> dict[str, Any]:
     (kept,) = parse_manifest(pod(spec), "p.yaml")
-    return to_api_object(api_defaults(kept))
+    obj: dict[str, Any] = to_api_object(api_defaults(kept))
+    return obj
 
 
 def test_a_minimal_pod_shows_what_the_api_server_stores() -> None:

@@ -27,6 +27,7 @@ from runtime.pod.model import (
     PodSecurityContext,
     PodSpec,
     SecurityContext,
+    Sysctl,
 )
 
 HOST_RESOLV = """\
@@ -173,9 +174,8 @@ def test_generate_sandbox_config(tmp_path: Path, resolv: str) -> None:
             Container(name="b", ports=(ContainerPort(container_port=9000, protocol="SCTP"),)),
         ),
         security_context=PodSecurityContext(sysctls=(
-            {"name": "net.core.somaxconn", "value": "1024"},
-            {"name": "net/ipv4/ip_forward", "value": "1"},
-            {"value": "ignored"},
+            Sysctl(name="net.core.somaxconn", value="1024"),
+            Sysctl(name="net/ipv4/ip_forward", value="1"),
         )),
         hostname="custom",
     )
