@@ -40,6 +40,8 @@ from runtime.cri.service import CRIRuntime
 from runtime.ids import PodUID
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.settings import NodeSettings
+from runtime.machine import machine_allocatable, machine_arch
+from runtime.pod.admission import Node, node_labels
 from runtime.pod.model import Pod
 from runtime.status.types import PodStatus
 
@@ -128,6 +130,17 @@ class Kubelet:
             self.writer.close()
 
 
+def this_node(flags: KubeletFlags) -> Node:
+    """This machine as admission sees it, read once at start: its name, its labels
+    (kubernetes.io/hostname, os and arch, plus --node-labels) and its allocatable
+    resources (runtime.machine)."""
+    return Node(
+        name=flags.node_name,
+        labels=node_labels(flags.node_name, "linux", machine_arch(), dict(flags.node_labels)),
+        allocatable=machine_allocatable(flags.root_dir, flags.max_pods),
+    )
+
+
 def start_kubelet(
     flags: KubeletFlags,
     runtime: CRIRuntime,
@@ -150,6 +163,8 @@ def start_kubelet(
     sources = Sources(flags.node_name, flags.pod_manifest_path, flags.manifest_url)
     sync_settings = SyncLoopSettings(
         max_pods=flags.max_pods,
+        node=this_node(flags),
+        allowed_unsafe_sysctls=flags.allowed_unsafe_sysctls,
         file_check_frequency=flags.file_check_frequency,
         http_check_frequency=flags.http_check_frequency,
         expected_sources=sources.expected(),

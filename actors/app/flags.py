@@ -14,6 +14,8 @@ from loguru import logger
 from actors.app.durations import parse_duration
 from actors.app.kubelet_config import load_kubelet_config
 from runtime.errors import ConfigError
+from runtime.pod.admission import sysctl_allowlist_error
+from runtime.pod.validation import validate_labels
 
 DEFAULT_ROOT_DIR = "/var/lib/kubelet-actors"
 DEFAULT_POD_LOGS_DIR = "/var/log/pods"
@@ -48,6 +50,58 @@ class KubeletFlags:
     http_check_frequency: float
     trace_dir: str
     trace_max_bytes: int
+    node_labels: tuple[tuple[str, str], ...]
+    allowed_unsafe_sysctls: tuple[str, ...]
+
+
+# Upstream's kubelet sets these labels on its node itself (IsKubeletLabel): --node-labels
+# may name only these, or labels with these prefixes, in the kubernetes.io namespaces.
+KUBELET_LABELS = frozenset({
+    "kubernetes.io/hostname", "kubernetes.io/os", "kubernetes.io/arch",
+    "beta.kubernetes.io/instance-type", "beta.kubernetes.io/os", "beta.kubernetes.io/arch",
+    "failure-domain.beta.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region",
+    "topology.kubernetes.io/zone", "topology.kubernetes.io/region",
+    "node.kubernetes.io/instance-type",
+})
+KUBELET_LABEL_PREFIXES = ("kubelet.kubernetes.io/", "node.kubernetes.io/")
+
+
+def _is_kubernetes_label(key: str) -> bool:
+    namespace = key.partition("/")[0] if "/" in key else ""
+    return any(namespace == d or namespace.endswith("." + d) for d in ("kubernetes.io", "k8s.io"))
+
+
+def parse_node_labels(text: str) -> tuple[tuple[str, str], ...]:
+    """``--node-labels k=v,k2=v2`` (upstream's mapStringString) as (key, value) pairs,
+    checked as upstream's ValidateKubeletFlags checks them."""
+    labels: dict[str, str] = {}
+    for pair in filter(None, (p.strip() for p in text.split(","))):
+        key, equals, value = pair.partition("=")
+        if not equals:
+            raise ConfigError(f'--node-labels "{text}": malformed pair "{pair}", '
+                              "expect string=string")
+        labels[key.strip()] = value.strip()
+    unknown = sorted(k for k in labels if _is_kubernetes_label(k) and k not in KUBELET_LABELS
+                     and not k.startswith(KUBELET_LABEL_PREFIXES))
+    if unknown:
+        raise ConfigError(
+            f"unknown 'kubernetes.io' or 'k8s.io' labels specified with --node-labels: "
+            f"{unknown}: --node-labels in the 'kubernetes.io' namespace must begin with an "
+            f"allowed prefix ({', '.join(KUBELET_LABEL_PREFIXES)}) or be in the specifically "
+            f"allowed set ({', '.join(sorted(KUBELET_LABELS))})")
+    if problems := validate_labels(labels, "--node-labels"):
+        raise ConfigError("invalid node labels: " + "; ".join(f"{p}: {c}" for p, c in problems))
+    return tuple(labels.items())
+
+
+def parse_allowed_unsafe_sysctls(value: str | list[str]) -> tuple[str, ...]:
+    """``--allowed-unsafe-sysctls a,b.*`` (or the config file's list), as upstream's
+    sysctl allowlist accepts them."""
+    items = value.split(",") if isinstance(value, str) else value
+    patterns = tuple(s.strip() for s in items if s.strip())
+    if error := sysctl_allowlist_error(patterns):
+        raise ConfigError(f"--allowed-unsafe-sysctls: {error}")
+    return patterns
 
 
 def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
@@ -86,6 +140,11 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
     add("--healthz-port", type=int, default=10248, help="healthz port (0 disables it)")
     add("--healthz-bind-address", default="127.0.0.1", help="address of the healthz port")
     add("--max-pods", type=int, default=110, help="most pods this node runs (default 110)")
+    add("--node-labels", default="",
+        help="labels of this node, key=value,key2=value2, for the nodeSelector and node "
+             "affinity of its pods (kubernetes.io/hostname, os and arch are always set)")
+    add("--allowed-unsafe-sysctls", default="",
+        help="unsafe sysctls (or patterns ending in *) pods may set, comma-separated")
     add("--sync-frequency", type=parse_duration, default=60.0,
         help="how often every pod is synced again (default 1m)")
     add("--file-check-frequency", type=parse_duration, default=20.0,
@@ -191,4 +250,6 @@ def parse_flags(argv: list[str]) -> KubeletFlags:
         http_check_frequency=ns.http_check_frequency,
         trace_dir=os.path.abspath(ns.trace_dir) if ns.trace_dir else "",
         trace_max_bytes=ns.trace_max_bytes,
+        node_labels=parse_node_labels(ns.node_labels),
+        allowed_unsafe_sysctls=parse_allowed_unsafe_sysctls(ns.allowed_unsafe_sysctls),
     )

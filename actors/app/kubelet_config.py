@@ -16,6 +16,7 @@ import yaml
 
 from actors.app.durations import parse_duration
 from runtime.errors import ConfigError
+from runtime.pod.admission import sysctl_allowlist_error
 
 API_VERSION = "kubelet.config.k8s.io/v1beta1"
 KIND = "KubeletConfiguration"
@@ -52,6 +53,14 @@ def _duration(value: Any) -> float:
         raise ValueError(str(err)) from err
 
 
+def _sysctl_patterns(value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise TypeError("expected a list of strings")
+    if error := sysctl_allowlist_error(value):
+        raise ValueError(error)
+    return value
+
+
 # KubeletConfiguration field -> (flag destination, converter)
 FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "staticPodPath": ("pod_manifest_path", _string),
@@ -69,6 +78,7 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "httpCheckFrequency": ("http_check_frequency", _duration),
     "runtimeRequestTimeout": ("runtime_request_timeout", _duration),
     "podCIDR": ("pod_cidr", _string),
+    "allowedUnsafeSysctls": ("allowed_unsafe_sysctls", _sysctl_patterns),
 }
 
 

@@ -33,10 +33,8 @@ from runtime.kuberuntime.result import PodSyncResult
 from runtime.pod.model import Pod
 from runtime.pod.static import CONFIG_SEEN
 from runtime.prober.results import ProbeResult
-from runtime.status.generate import generate_pod_status
-from runtime.status.types import (
-    PodStatus,
-)
+from runtime.status.generate import generate_pod_status, qos_class
+from runtime.status.types import PodStatus, rfc3339
 
 
 @dataclass(slots=True)
@@ -116,8 +114,12 @@ class StatusManager(Actor):
                 entry.pod = pod
 
     def _rejected(self, message: PodRejected) -> None:
+        """Upstream's rejectPod: Failed, the admission reason, "Pod was rejected: " and
+        its message, the QoS class, and (as its status manager adds) a start time."""
         pod = message.pod
-        status = PodStatus(phase="Failed", reason=message.reason, message=message.message)
+        status = PodStatus(phase="Failed", reason=message.reason,
+                           message=f"Pod was rejected: {message.message}",
+                           start_time=rfc3339(self._clock.now()), qos_class=qos_class(pod))
         self._pods[PodUID(pod.uid)] = _Entry(pod, status, rejected=True)
 
     def _observed(self, message: PodObserved) -> None:

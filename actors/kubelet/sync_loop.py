@@ -47,6 +47,7 @@ from actors.kubelet.pod_config import PodConfig
 from actors.kubelet.pod_worker import RunPending
 from runtime.clock import Clock
 from runtime.ids import ContainerID, PodUID
+from runtime.pod.admission import Node, admit
 from runtime.pod.model import Pod
 from runtime.prober.results import ProbeResult
 
@@ -103,6 +104,15 @@ class GetRunningPods:
 
 @dataclass(frozen=True, slots=True)
 class SyncLoopSettings:
+    """How the sync loop runs: its periods, and the node it admits pods to.
+
+    ``node`` is what admission checks a new pod against (its name, labels and
+    allocatable resources, read by the daemon at start); its ``pods`` allocatable is
+    ``max_pods`` whatever ``node`` says. ``allowed_unsafe_sysctls`` is upstream's
+    ``--allowed-unsafe-sysctls``. A trace header from before admission holds neither:
+    both default, and ReplayConfig fills in the node's name.
+    """
+
     max_pods: int = 110
     sync_tick: float = 1.0
     housekeeping_period: float = 2.0
@@ -112,6 +122,13 @@ class SyncLoopSettings:
     http_check_frequency: float = 20.0
     expected_sources: frozenset[str] = frozenset({"file"})
     supervision: SupervisorSpec = KUBELET_SUPERVISION
+    node: Node = field(default_factory=lambda: Node(name=""))
+    allowed_unsafe_sysctls: tuple[str, ...] = ()
+
+    def admission_node(self) -> Node:
+        """The node admission sees: ``node``, with ``max_pods`` as its pods."""
+        return replace(self.node, allocatable={**self.node.allocatable,
+                                               "pods": str(self.max_pods)})
 
 
 @dataclass(slots=True)
@@ -152,6 +169,7 @@ class SyncLoop(SupervisorActor):
         self._worker_factory = worker_factory
         self._metrics = metrics
         self._config = PodConfig(clock)
+        self._node = self.settings.admission_node()
         self._desired: dict[PodUID, Pod] = {}
         self._rejected: set[PodUID] = set()
         self._workers: dict[PodUID, _Worker] = {}
@@ -253,9 +271,6 @@ class SyncLoop(SupervisorActor):
             self._metrics.manifest_errors_current.labels(snapshot.source).set(len(current))
             self._metrics.manifest_errors.labels(snapshot.source).inc(len(current - previous))
 
-    def _active(self) -> int:
-        return sum(1 for w in self._workers.values() if w.state != WorkerState.TERMINATED)
-
     def _admit(self, pod: Pod) -> None:
         uid = PodUID(pod.uid)
         if uid in self._desired:
@@ -269,14 +284,15 @@ class SyncLoop(SupervisorActor):
             logger.bind(pod=pod.metadata.name, uid=uid, container="").info(
                 "waiting for the previous pod named {} to terminate", pod.full_name)
             return
-        if self._active() >= self.settings.max_pods:
-            used = self._active()
+        # Upstream's canAdmitPod: against the pods admitted and not yet terminated.
+        admitted = [w.pod for w in self._workers.values() if w.state != WorkerState.TERMINATED]
+        rejection = admit(pod, self._node, admitted, self.settings.allowed_unsafe_sysctls)
+        if rejection is not None:
+            reason, why = rejection
             self._rejected.add(uid)
-            self.send(names.STATUS, PodRejected(
-                pod, "OutOfpods", f"Node didn't have enough resource: pods, requested: 1, "
-                f"used: {used}, capacity: {self.settings.max_pods}"))
+            self.send(names.STATUS, PodRejected(pod, reason, why))
             logger.bind(pod=pod.metadata.name, uid=uid, container="").warning(
-                "rejected: node has {} pods already (max {})", used, self.settings.max_pods)
+                "rejected: {}: {}", reason, why)
             return
         self._desired[uid] = pod
         self._start_worker(uid, pod)
@@ -295,7 +311,10 @@ class SyncLoop(SupervisorActor):
     def _terminate(self, uid: PodUID, remove: bool, reason: str, grace: int | None = None
                    ) -> None:
         pod = self._desired.pop(uid, None)
-        self._rejected.discard(uid)
+        if uid in self._rejected:
+            self._rejected.discard(uid)
+            self.send(names.STATUS, PodForgotten(uid))  # its Failed status goes with it
+            return
         self._requeue_at.pop(uid, None)
         self._verdicts.pop(uid, None)
         for waiting in self._waiting.values():

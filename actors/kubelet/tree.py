@@ -63,9 +63,13 @@ class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
 
     @classmethod
     def from_header(cls, config: Mapping[str, Any]) -> ReplayConfig:
-        """The config a trace recorded (fields a newer build added take their defaults)."""
+        """The config a trace recorded (fields a newer build added take their defaults;
+        a header from before admission names its node only in ``node``)."""
         raw = dict(config)
         raw.setdefault("node", {"node_name": ""})
+        supervisor = dict(raw.get("supervisor") or {})
+        supervisor.setdefault("node", {"name": raw["node"].get("node_name", "")})
+        raw["supervisor"] = supervisor
         return msgspec.convert(raw, cls)
 
 

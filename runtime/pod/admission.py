@@ -43,6 +43,7 @@ __all__ = [
     "check_sysctls",
     "node_labels",
     "pod_requests",
+    "sysctl_allowlist_error",
 ]
 
 Rejection = tuple[str, str]
@@ -121,6 +122,24 @@ def _sysctl_namespace(name: str) -> str | None:
         return "IPC"
     if name.startswith("net."):
         return "Net"
+    return None
+
+
+# pkg/apis/policy/validation: SysctlContainSlashPatternFmt.
+_SYSCTL_PATTERN = re.compile(
+    r"([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*([a-z0-9][-_a-z0-9]*)?[a-z0-9*]")
+
+
+def sysctl_allowlist_error(patterns: Sequence[str]) -> str | None:
+    """Why upstream's sysctl.NewAllowlist refuses ``patterns`` (``--allowed-unsafe-sysctls``:
+    names, or prefixes ending in ``*``), or None."""
+    for pattern in patterns:
+        if len(pattern) > 253 or not _SYSCTL_PATTERN.fullmatch(pattern):
+            return (f'sysctl "{pattern}" must have at most 253 characters and match regex '
+                    f"{_SYSCTL_PATTERN.pattern}")
+        name = _normalize_sysctl(pattern)
+        if _sysctl_namespace(name.rstrip("*")) is None:
+            return f'the sysctls "{name.rstrip("*")}" are not known to be namespaced'
     return None
 
 

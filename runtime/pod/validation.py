@@ -18,7 +18,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from decimal import Decimal
 from functools import lru_cache
 
@@ -52,6 +52,7 @@ __all__ = [
     "default_pull_policy",
     "dns1123_label",
     "dns1123_subdomain",
+    "validate_labels",
     "validate_pod",
 ]
 
@@ -291,6 +292,12 @@ def validate_pod(pod: Pod) -> list[Problem]:
         if not secret.name:
             problems.append(required(f"spec.imagePullSecrets[{i}].name"))
     return problems
+
+
+def validate_labels(labels: Mapping[str, str], path: str) -> list[Problem]:
+    """Upstream's label rules (IsQualifiedName keys, IsValidLabelValue values), for
+    labels that do not come in a pod (``--node-labels``)."""
+    return [p for k, v in labels.items() for p in _label(k, v, path)]
 
 
 def _label(key: str, value: str, path: str) -> Iterator[Problem]:

@@ -145,3 +145,41 @@ def test_main_reports_flag_and_config_errors_as_usage_errors(
 ) -> None:
     assert main(argv) == EXIT_USAGE
     assert capsys.readouterr().err.startswith(f"kubelet-actors: {message}")
+
+
+def test_node_labels_and_unsafe_sysctls(tmp_path: Path) -> None:
+    flags = parse_flags(["--pod-manifest-path", str(tmp_path), "--node-labels",
+                         "disk=ssd, node.kubernetes.io/role=edge,empty=",
+                         "--allowed-unsafe-sysctls", "net.core.somaxconn,kernel.msg*"])
+    assert flags.node_labels == (("disk", "ssd"), ("node.kubernetes.io/role", "edge"),
+                                 ("empty", ""))
+    assert flags.allowed_unsafe_sysctls == ("net.core.somaxconn", "kernel.msg*")
+    default = parse_flags(["--pod-manifest-path", str(tmp_path)])
+    assert (default.node_labels, default.allowed_unsafe_sysctls) == ((), ())
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--node-labels", "disk"], 'malformed pair "disk", expect string=string'),
+    (["--node-labels", "kubernetes.io/role=x"],
+     "unknown 'kubernetes.io' or 'k8s.io' labels specified with --node-labels: "
+     "['kubernetes.io/role']"),
+    (["--node-labels", "bad key=x"], "invalid node labels: --node-labels: Invalid value"),
+    (["--node-labels", "k=" + "v" * 64], "must be no more than 63 characters"),
+    (["--allowed-unsafe-sysctls", "Net.Core"], 'sysctl "Net.Core" must have at most 253'),
+    (["--allowed-unsafe-sysctls", "vm.swappiness"],
+     'the sysctls "vm.swappiness" are not known to be namespaced'),
+])
+def test_bad_node_labels_and_sysctls(argv: list[str], message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_flags(["--pod-manifest-path", "d", *argv])
+    assert message in str(caught.value)
+
+
+def test_allowed_unsafe_sysctls_from_the_config_file(tmp_path: Path) -> None:
+    config = write_config(tmp_path, "staticPodPath: p\nallowedUnsafeSysctls: [net.core.*]\n")
+    assert parse_flags(["--config", str(config)]).allowed_unsafe_sysctls == ("net.core.*",)
+    bad = write_config(tmp_path, "staticPodPath: p\nallowedUnsafeSysctls: [vm.swappiness]\n")
+    with pytest.raises(ConfigError) as caught:
+        parse_flags(["--config", str(bad)])
+    assert caught.value.field == "allowedUnsafeSysctls"
+    assert 'allowedUnsafeSysctls: the sysctls "vm.swappiness" are not known' in str(caught.value)

@@ -47,7 +47,8 @@ class Node:
     """A supervisor with real children on a fake runtime and manual timers."""
 
     def __init__(self, tmp_path: Path, max_pods: int = 110,
-                 supervision: SupervisorSpec = KUBELET_SUPERVISION) -> None:
+                 supervision: SupervisorSpec = KUBELET_SUPERVISION,
+                 admission: SyncLoopSettings | None = None) -> None:
         self.clock = FakeClock()
         self.fake = FakeRuntime(self.clock, images=[IMAGE])
         self.dispatch = Dispatch()
@@ -56,9 +57,11 @@ class Node:
         settings = NodeSettings("node", root_dir=str(tmp_path / "root"),
                                 pod_logs_dir=str(tmp_path / "logs"))
         self.manager = KubeRuntimeManager(self.fake, settings, self.clock)
+        # ``admission`` gives the node and the sysctl allowlist; the rest is set here.
         config = ReplayConfig(node=settings, timing=WorkerTiming(60.0),
-                              supervisor=SyncLoopSettings(
-                                  max_pods=max_pods, expected_sources=frozenset({"file"}),
+                              supervisor=replace(
+                                  admission or SyncLoopSettings(), max_pods=max_pods,
+                                  expected_sources=frozenset({"file"}),
                                   supervision=supervision))
         self.supervisor = tree.start(KubeletParts(
             self.dispatch, self.timers, self.clock, self.fake, self.manager, config,
@@ -143,6 +146,8 @@ def test_max_pods_rejects_the_extra_pod(tmp_path: Path) -> None:
         node.until("one pod to run", lambda: node.running("u1") == ["c"])
         status = wait_for(lambda: node.statuses().get("u2"), 5.0, "the rejected pod's status")
         assert status is not None and status.phase == "Failed" and status.reason == "OutOfpods"
+        assert status.message == ("Pod was rejected: Node didn't have enough resource: pods, "
+                                  "requested: 1, used: 1, capacity: 1")
         assert node.running("u2") == []
     finally:
         node.stop()
