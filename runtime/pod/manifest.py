@@ -245,8 +245,6 @@ def _decode_pod(raw: dict[Any, Any], prefix: str, where: _Where) -> tuple[Pod, l
         raise where.error([(at(path), cause) for path, cause in problems])
     spec = pod.spec
     ignored = (
-        ("spec.nodeSelector", bool(spec.node_selector), "no scheduler"),
-        ("spec.tolerations", bool(spec.tolerations), "no scheduler"),
         ("spec.schedulerName", bool(spec.scheduler_name), "no scheduler"),
         ("spec.priorityClassName", bool(spec.priority_class_name), "no API server"),
         ("spec.priority", spec.priority is not None, "no preemption"),

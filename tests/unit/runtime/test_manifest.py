@@ -489,6 +489,13 @@ def test_kubectl_style_output_decodes() -> None:
     assert warnings == ()
 
 
+def test_node_selector_and_tolerations_do_not_warn() -> None:
+    """Admission checks nodeSelector against the node; tolerations are ignored for static
+    pods upstream too (only NoExecute taints count, and never for static pods)."""
+    data = pod_yaml(spec="nodeSelector: {disk: ssd}\ntolerations: [{operator: Exists}]")
+    assert parse_manifest_with_warnings(data, "m.yaml")[1] == ()
+
+
 def test_ignored_fields_warn() -> None:
     data = pod_yaml(
         spec="nodeSelector: {disk: ssd}\nserviceAccountName: robot\npriorityClassName: hi"
@@ -496,7 +503,6 @@ def test_ignored_fields_warn() -> None:
     pods, warnings = parse_manifest_with_warnings(data, "m.yaml")
     assert len(pods) == 1
     assert [w.split(": ")[1] for w in warnings] == [
-        "spec.nodeSelector",
         "spec.priorityClassName",
         "spec.serviceAccountName",
     ]

@@ -251,13 +251,13 @@ def test_unreadable_file_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 def test_multi_pod_file_and_warnings(tmp_path: Path) -> None:
     (tmp_path / "pods.yaml").write_bytes(
-        manifest("a") + b"---\n" + manifest("b") + b"  nodeSelector: {disk: ssd}\n"
+        manifest("a") + b"---\n" + manifest("b") + b"  priorityClassName: hi\n"
     )
     result = read_manifest_dir(tmp_path, "n")
     assert [s.pod.metadata.name for s in result.pods] == ["a-n", "b-n"]
     assert len({s.pod.uid for s in result.pods}) == 2
     (warning,) = result.warnings
-    assert warning.startswith(str(tmp_path / "pods.yaml") + ": document 2: spec.nodeSelector")
+    assert warning.startswith(str(tmp_path / "pods.yaml") + ": document 2: spec.priorityClassName")
 
 
 def test_a_huge_file_in_the_directory_is_refused_without_reading_it(tmp_path: Path) -> None:
