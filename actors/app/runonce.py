@@ -29,6 +29,7 @@ HOPELESS = frozenset(
         "ErrImageNeverPull",
         "InvalidImageName",
         "CreateContainerConfigError",
+        "FailedMount",
     }
 )
 

@@ -18,7 +18,8 @@ from runtime.cri.types import (
 from runtime.errors import SyncError
 from runtime.kuberuntime.labels import container_annotations, container_labels
 from runtime.kuberuntime.settings import NodeSettings
-from runtime.pod.model import Container, EnvVar, Pod, Volume, volume_source
+from runtime.kuberuntime.volumes import VolumeSetupError, set_up_volume
+from runtime.pod.model import Container, EnvVar, Pod
 from runtime.pod.quantity import bytes_of, milli_cpu
 
 CPU_PERIOD = 100_000
@@ -77,15 +78,36 @@ def resource_value(pod: Pod, container: Container, env: EnvVar) -> str:
     return str(-(-bytes_of(source[name]) // max(1, bytes_of(ref.divisor))))
 
 
+def _missing(kind: str, name: str, optional: bool | None) -> None:
+    """A ConfigMap or Secret reference: this node has no API server to get it from, so
+    it is missing, as upstream's kubelet finds a missing one: an optional reference is
+    skipped, any other fails the container (upstream's configmap/secret manager NotFound).
+    """
+    if not optional:
+        raise SyncError("CreateContainerConfigError", f'{kind} "{name}" not found')
+
+
 def make_env(pod: Pod, container: Container, pod_ip: str, node_ip: str) -> dict[str, str]:
+    """The container's environment, as upstream's makeEnvironmentVariables: envFrom
+    first, then env in order."""
     env: dict[str, str] = {}
+    for source in container.env_from:
+        if source.config_map_ref is not None:
+            _missing("configmap", source.config_map_ref.name, source.config_map_ref.optional)
+        elif source.secret_ref is not None:
+            _missing("secret", source.secret_ref.name, source.secret_ref.optional)
     for var in container.env:
-        if var.value_from is None:
+        ref = var.value_from
+        if ref is None:
             env[var.name] = expand(var.value, env)
-        elif var.value_from.field_ref is not None:
-            env[var.name] = field_value(pod, var.value_from.field_ref.field_path, pod_ip, node_ip)
-        elif var.value_from.resource_field_ref is not None:
+        elif ref.field_ref is not None:
+            env[var.name] = field_value(pod, ref.field_ref.field_path, pod_ip, node_ip)
+        elif ref.resource_field_ref is not None:
             env[var.name] = resource_value(pod, container, var)
+        elif ref.config_map_key_ref is not None:
+            _missing("configmap", ref.config_map_key_ref.name, ref.config_map_key_ref.optional)
+        elif ref.secret_key_ref is not None:
+            _missing("secret", ref.secret_key_ref.name, ref.secret_key_ref.optional)
     return env
 
 
@@ -109,42 +131,6 @@ def make_resources(container: Container) -> LinuxContainerResources | None:
     )
 
 
-def volume_host_path(pod: Pod, volume: Volume, settings: NodeSettings) -> str:
-    """Where a volume lives on the node, made ready; SyncError when it cannot be."""
-    if volume.host_path is not None:
-        path, kind = volume.host_path.path, volume.host_path.type
-        if kind == "DirectoryOrCreate":
-            os.makedirs(path, mode=0o755, exist_ok=True)
-        elif kind == "FileOrCreate" and not os.path.exists(path):
-            # Upstream creates the file but not its parent directory.
-            if not os.path.isdir(os.path.dirname(path) or "/"):
-                raise SyncError(
-                    "CreateContainerConfigError",
-                    f"hostPath {path}: parent directory does not exist",
-                )
-            Path(path).touch(mode=0o644)
-        elif kind == "Directory" and not os.path.isdir(path):
-            raise SyncError("CreateContainerConfigError", f"hostPath {path} is not a directory")
-        elif kind == "File" and not os.path.isfile(path):
-            raise SyncError("CreateContainerConfigError", f"hostPath {path} is not a file")
-        elif kind == "Socket" and not Path(path).is_socket():
-            raise SyncError("CreateContainerConfigError", f"hostPath {path} is not a socket")
-        return path
-    # A volume with no source is an emptyDir (upstream's default); others need an API
-    # server or a volume plugin this kubelet does not have.
-    if volume.empty_dir is None and (source := volume_source(volume)) is not None:
-        raise SyncError(
-            "CreateContainerConfigError",
-            f"volume {volume.name}: {source} volumes are not supported on this kubelet",
-        )
-    path = os.path.join(
-        settings.pod_dir(pod.metadata.uid), "volumes", "kubernetes.io~empty-dir", volume.name
-    )
-    os.makedirs(path, mode=0o777, exist_ok=True)
-    os.chmod(path, 0o777)  # like upstream: any container user may write an emptyDir
-    return path
-
-
 def make_mounts(
     pod: Pod, container: Container, settings: NodeSettings, restart_count: int
 ) -> tuple[Mount, ...]:
@@ -156,7 +142,11 @@ def make_mounts(
             raise SyncError(
                 "CreateContainerConfigError", f'volumeMount "{vm.name}" names no volume'
             )
-        host = volume_host_path(pod, volume, settings)
+        try:
+            # Set up before the sandbox (KubeRuntimeManager): here only looked up again.
+            host = set_up_volume(pod, volume, settings)
+        except VolumeSetupError as err:
+            raise SyncError("CreateContainerConfigError", str(err)) from err
         if vm.sub_path:
             host = os.path.join(host, vm.sub_path)
             os.makedirs(host, exist_ok=True)

@@ -33,6 +33,7 @@ from runtime.kuberuntime.podstatus import RuntimePodStatus, get_pod_status
 from runtime.kuberuntime.result import PodSyncResult, StepResult
 from runtime.kuberuntime.sandbox import generate_sandbox_config
 from runtime.kuberuntime.settings import NodeSettings
+from runtime.kuberuntime.volumes import set_up_volumes
 from runtime.pod.model import Container, Pod
 
 
@@ -75,7 +76,28 @@ class KubeRuntimeManager:
         kill arrives mid-sync, so no more containers start for a pod being stopped.
         """
         plan = compute_pod_actions(pod, status, liveness or {}, startup or {})
+        if plan.create_sandbox or plan.init_containers_to_start or plan.containers_to_start:
+            mounted = self.mount_volumes(pod)
+            if not mounted.ok:
+                return mounted
         return self.execute(pod, status, plan, cancelled)
+
+    def mount_volumes(self, pod: Pod) -> PodSyncResult:
+        """Set up the pod's volumes before anything of it starts (upstream's
+        WaitForAttachAndMount): when one cannot be had, nothing starts, the pod stays
+        Pending with its containers ContainerCreating, and each failure is logged as
+        upstream's FailedMount event. An empty result when every volume is ready."""
+        failures = set_up_volumes(pod, self.settings)
+        if not failures:
+            return PodSyncResult()
+        log = logger.bind(pod=pod.metadata.name, uid=pod.uid, container="")
+        for volume, error in failures:
+            log.warning('FailedMount: MountVolume.SetUp failed for volume "{}" : {}', volume, error)
+        unmounted = " ".join(name for name, _ in failures)
+        message = (f"Unable to attach or mount volumes: unmounted volumes=[{unmounted}]: "
+                   + "; ".join(error for _, error in failures))
+        return PodSyncResult((StepResult("MountVolumes", pod.metadata.name, "FailedMount",
+                                         message),))
 
     def execute(
         self,

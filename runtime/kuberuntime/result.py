@@ -8,6 +8,10 @@ from msgspec import UNSET, UnsetType
 
 from runtime.errors import SyncError
 
+CONTAINER_ACTIONS = frozenset({"StartContainer", "KillContainer"})
+"""The steps on one container; the others (CreatePodSandbox, KillPodSandbox,
+MountVolumes) are on the pod."""
+
 
 @dataclass(frozen=True, slots=True)
 class StepResult:
@@ -22,7 +26,7 @@ class StepResult:
     ``backoff_seconds``.
     """
 
-    action: str  # StartContainer, KillContainer, CreatePodSandbox, KillPodSandbox, ...
+    action: str  # StartContainer, KillContainer, CreatePodSandbox, KillPodSandbox, MountVolumes
     target: str  # a container name, or the pod for sandbox steps
     error: str = ""
     message: str = ""
@@ -56,9 +60,12 @@ class PodSyncResult:
     def failures(self) -> tuple[StepResult, ...]:
         return tuple(s for s in self.steps if not s.ok)
 
-    def failure_for(self, target: str) -> StepResult | None:
-        """The last failed step for a container, for its waiting reason."""
-        return next((s for s in reversed(self.steps) if s.target == target and not s.ok), None)
+    def failure_for(self, container: str) -> StepResult | None:
+        """The last failed step of a container, for its waiting reason. Steps on the pod
+        (its sandbox, its volumes) are not a container's: as upstream, a container of a
+        pod whose sandbox or volumes failed shows ContainerCreating."""
+        return next((s for s in reversed(self.steps) if s.target == container and not s.ok
+                     and s.action in CONTAINER_ACTIONS), None)
 
     def __str__(self) -> str:
         if self.ok:

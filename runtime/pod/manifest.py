@@ -22,7 +22,7 @@ import yaml
 
 from runtime.errors import ManifestError
 from runtime.pod.defaults import api_defaults, apply_defaults
-from runtime.pod.model import Pod, volume_source
+from runtime.pod.model import ConfigMapVolumeSource, Pod, volume_source
 from runtime.pod.validation import validate_pod
 
 try:
@@ -64,9 +64,12 @@ _Loader.yaml_implicit_resolvers = {
 }
 
 # The volume sources this kubelet can mount; the others decode (they are valid pods) but
-# need an API server or a volume plugin, so the pod is warned about here and fails to
-# start its containers (CreateContainerConfigError) rather than running without them.
+# need an API server or a volume plugin, so the pod is warned about here and, as on an
+# upstream node where the object or plugin is missing, stays Pending (FailedMount; see
+# runtime.kuberuntime.volumes) rather than running without them.
 MOUNTABLE_VOLUMES = ("emptyDir", "hostPath")
+
+_NOT_OPTIONAL = ConfigMapVolumeSource(optional=False)
 
 # Fields accepted so common manifests decode but without effect on a lone node.
 _IGNORED = "accepted but has no effect on this kubelet"
@@ -259,11 +262,12 @@ def _decode_pod(raw: dict[Any, Any], prefix: str, where: _Where) -> tuple[Pod, l
     warnings += [where.warning(at(path), f"{_IGNORED} ({why})") for path, on, why in ignored if on]
     for i, volume in enumerate(spec.volumes):
         source = volume_source(volume)
-        if source is not None and source not in MOUNTABLE_VOLUMES:
+        optional = (volume.config_map or volume.secret or _NOT_OPTIONAL).optional
+        if source is not None and source not in MOUNTABLE_VOLUMES and not optional:
             warnings.append(where.warning(
                 at(f"spec.volumes[{i}].{source}"),
-                f"this kubelet cannot mount {source} volumes (only "
-                f"{' and '.join(MOUNTABLE_VOLUMES)}): the pod's containers will not start",
+                f"this kubelet has no API server or volume plugin to get {source} volumes "
+                f"from (only {' and '.join(MOUNTABLE_VOLUMES)}): the pod will stay Pending",
             ))
     return kept, warnings
 

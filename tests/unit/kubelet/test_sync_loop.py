@@ -66,6 +66,8 @@ class Node:
         self.supervisor = tree.start(KubeletParts(
             self.dispatch, self.timers, self.clock, self.fake, self.manager, config,
             self.metrics))
+        # The sync loop starts its children as it starts: wait until /pods can be asked.
+        wait_for(lambda: self.dispatch.ref(names.STATUS), 5.0, "the status actor")
 
     def snapshot(self, *pods: Pod) -> None:
         self.dispatch.tell(names.SYNC_LOOP, SourceSnapshot("file", pods), sender="test")

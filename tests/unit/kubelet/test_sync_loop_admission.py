@@ -39,8 +39,7 @@ def rejected(node: Node, uid: str) -> PodStatus:
         status = node.statuses().get(uid)
         return status if status is not None and status.phase == "Failed" else None
 
-    # AssertionError: the status actor is still starting.
-    status = wait_for(failed, 5.0, f"{uid} to be rejected", ignore=(AssertionError,))
+    status = wait_for(failed, 5.0, f"{uid} to be rejected")
     assert status is not None and node.running(uid) == []
     return status
 

@@ -536,9 +536,10 @@ def test_a_manifest_larger_than_10_mib_is_refused() -> None:
 def test_unmountable_volume_decodes_with_a_warning() -> None:
     # Before issue 9 the model knew only emptyDir and hostPath and refused the rest as
     # "not supported"; upstream's pod is valid, so it decodes and is warned about.
-    data = pod_yaml(spec="volumes:\n- name: v\n  configMap: {name: cm}")
+    data = pod_yaml(spec="volumes:\n- name: v\n  configMap: {name: cm}\n"
+                         "- name: w\n  secret: {secretName: s, optional: true}")
     _, warnings = parse_manifest_with_warnings(data, "m.yaml")
-    assert warnings == (
-        "m.yaml: spec.volumes[0].configMap: this kubelet cannot mount configMap volumes "
-        "(only emptyDir and hostPath): the pod's containers will not start",
+    assert warnings == (  # an optional secret gives an empty volume: no warning
+        "m.yaml: spec.volumes[0].configMap: this kubelet has no API server or volume plugin "
+        "to get configMap volumes from (only emptyDir and hostPath): the pod will stay Pending",
     )

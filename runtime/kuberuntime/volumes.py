@@ -1,0 +1,148 @@
+"""A pod's volumes on the node: what upstream's volume manager sets up before a pod's
+sandbox is made, for the volumes a node without an API server or volume plugins has.
+
+emptyDir and hostPath (with upstream's type checks) are set up. Volumes whose objects
+come from the API server (configMap, secret, projected configMap/secret sources) find
+none, as upstream's kubelet finds none when the object does not exist: a reference
+marked ``optional: true`` gets an empty volume, any other fails with upstream's message
+(``configmap "x" not found``). Claims (persistentVolumeClaim, ephemeral), CSI and the
+in-tree cloud and network plugins fail as upstream fails them when the claim or driver
+is missing. A pod with a volume that fails is not started (no sandbox): it stays Pending
+with its containers ContainerCreating, and each failure is logged as upstream's
+FailedMount event (``MountVolume.SetUp failed for volume "v" : ...``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from runtime.kuberuntime.settings import NodeSettings
+from runtime.pod.model import Pod, Volume, volume_source
+
+__all__ = ["VolumeSetupError", "set_up_volume", "set_up_volumes"]
+
+
+class VolumeSetupError(Exception):
+    """A volume could not be set up; the message is upstream's error for it."""
+
+
+def _not_found(kind: str, name: str) -> str:
+    """The NotFound error of upstream's configmap and secret managers."""
+    return f'{kind} "{name}" not found'
+
+
+def _plugin_dir(pod: Pod, plugin: str, volume: Volume, settings: NodeSettings) -> str:
+    return os.path.join(settings.pod_dir(pod.metadata.uid), "volumes", f"kubernetes.io~{plugin}",
+                        volume.name)
+
+
+def _empty_volume(pod: Pod, plugin: str, volume: Volume, settings: NodeSettings,
+                  mode: int = 0o755) -> str:
+    path = _plugin_dir(pod, plugin, volume, settings)
+    os.makedirs(path, mode=mode, exist_ok=True)
+    os.chmod(path, mode)
+    return path
+
+
+def _host_path(volume: Volume) -> str:
+    """upstream's hostPath checkTypeInternal, in its words."""
+    assert volume.host_path is not None
+    path, kind = volume.host_path.path, volume.host_path.type or ""
+    p = Path(path)
+    if kind == "DirectoryOrCreate" and not os.path.exists(path):
+        os.makedirs(path, mode=0o755, exist_ok=True)
+    elif kind == "FileOrCreate" and not os.path.exists(path):
+        try:
+            p.touch(mode=0o644)
+        except OSError as err:
+            raise VolumeSetupError(f"open {path}: {(err.strerror or str(err)).lower()}") from err
+    checks = {
+        "DirectoryOrCreate": (p.is_dir, "a directory"), "Directory": (p.is_dir, "a directory"),
+        "FileOrCreate": (p.is_file, "a file"), "File": (p.is_file, "a file"),
+        "Socket": (p.is_socket, "a socket file"), "CharDevice": (p.is_char_device,
+                                                                 "a character device"),
+        "BlockDevice": (p.is_block_device, "a block device"),
+    }
+    if kind and kind in checks:
+        check, what = checks[kind]
+        if not check():
+            raise VolumeSetupError(f"hostPath type check failed: {path} is not {what}")
+    elif kind:
+        raise VolumeSetupError(f"{kind} is an invalid volume type")
+    return path
+
+
+def _projected(pod: Pod, volume: Volume, settings: NodeSettings) -> str:
+    """A projected volume: every non-optional configMap or secret source is missing;
+    a service account token needs the API server."""
+    assert volume.projected is not None
+    errors: list[str] = []
+    for source in volume.projected.sources:
+        if source.config_map is not None and not source.config_map.optional:
+            errors.append(_not_found("configmap", source.config_map.name))
+        elif source.secret is not None and not source.secret.optional:
+            errors.append(_not_found("secret", source.secret.name))
+        elif source.service_account_token is not None:
+            errors.append("failed to fetch token: no API server to request a service "
+                          "account token from")
+        elif source.downward_api is not None:
+            errors.append("downwardAPI projections are not supported by this kubelet")
+        elif source.cluster_trust_bundle is not None and not source.cluster_trust_bundle.optional:
+            errors.append("clusterTrustBundle projections need an API server")
+        elif source.pod_certificate is not None:
+            errors.append("podCertificate projections need an API server")
+    if errors:
+        # utilerrors.NewAggregate: one error alone, else "[a, b]".
+        raise VolumeSetupError(errors[0] if len(errors) == 1 else f"[{', '.join(errors)}]")
+    return _empty_volume(pod, "projected", volume, settings)
+
+
+def set_up_volume(pod: Pod, volume: Volume, settings: NodeSettings) -> str:
+    """Set ``volume`` up on the node and return its host path; VolumeSetupError with
+    upstream's message when it cannot be had."""
+    if volume.host_path is not None:
+        return _host_path(volume)
+    source = volume_source(volume)
+    if source is None or source == "emptyDir":
+        # Any container user may write an emptyDir, as upstream makes it.
+        return _empty_volume(pod, "empty-dir", volume, settings, mode=0o777)
+    if volume.config_map is not None:
+        if not volume.config_map.optional:
+            raise VolumeSetupError(_not_found("configmap", volume.config_map.name))
+        return _empty_volume(pod, "configmap", volume, settings)
+    if volume.secret is not None:
+        if not volume.secret.optional:
+            raise VolumeSetupError(_not_found("secret", volume.secret.secret_name))
+        return _empty_volume(pod, "secret", volume, settings)
+    if volume.projected is not None:
+        return _projected(pod, volume, settings)
+    claim = ""
+    if volume.persistent_volume_claim is not None:
+        claim = volume.persistent_volume_claim.claim_name
+    elif volume.ephemeral is not None:
+        claim = f"{pod.metadata.name}-{volume.name}"  # the claim the ephemeral controller makes
+    if claim:
+        raise VolumeSetupError(
+            f"error processing PVC {pod.metadata.namespace}/{claim}: failed to fetch PVC from "
+            f'API server: persistentvolumeclaims "{claim}" not found')
+    if volume.csi is not None:
+        raise VolumeSetupError(
+            "kubernetes.io/csi: mounter.SetUpAt failed to get CSI client: driver name "
+            f"{volume.csi.driver} not found in the list of registered CSI drivers")
+    raise VolumeSetupError(
+        f"no volume plugin matched: this kubelet cannot mount {source} volumes")
+
+
+def set_up_volumes(pod: Pod, settings: NodeSettings) -> tuple[tuple[str, str], ...]:
+    """Set up every volume of ``pod``, as upstream's volume manager does before the pod
+    starts; the (volume name, upstream's error) of each one that cannot be had."""
+    failures: list[tuple[str, str]] = []
+    for volume in pod.spec.volumes:
+        try:
+            set_up_volume(pod, volume, settings)
+        except VolumeSetupError as err:
+            failures.append((volume.name, str(err)))
+        except OSError as err:
+            failures.append((volume.name, f"{err.filename}: {err.strerror}"))
+    return tuple(failures)
