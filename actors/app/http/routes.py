@@ -18,6 +18,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from actors.app.http.view import KubeletView
 from runtime.kuberuntime.logs import LogOptions, follow_log, render_logs
+from runtime.pod.defaults import api_defaults, to_api_object
 from runtime.status.types import PodStatus
 
 _REASONS = {
@@ -107,7 +108,12 @@ def _status_json(status: PodStatus) -> dict[str, Any]:
 
 
 class PodsResource:
-    """``/pods``: the pods the kubelet wants to run, as a v1 PodList with their status."""
+    """``/pods``: the pods the kubelet wants to run, as a v1 PodList with their status.
+
+    Each pod's spec is what ``kubectl get pod -o yaml`` shows of it: with every API
+    default (runtime.pod.defaults.api_defaults) and encoded as Go encodes it
+    (to_api_object: fields with a static default shown, empty ones left out).
+    """
 
     def __init__(self, view: KubeletView) -> None:
         self._view = view
@@ -115,7 +121,7 @@ class PodsResource:
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         items: list[dict[str, Any]] = []
         for pod, status in self._view.pods():
-            item = msgspec.to_builtins(pod)
+            item: dict[str, Any] = to_api_object(api_defaults(pod))
             item.pop("kind", None)
             item.pop("apiVersion", None)
             item["status"] = _status_json(status)

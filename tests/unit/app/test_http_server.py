@@ -172,6 +172,18 @@ def test_pods_is_a_v1_pod_list_with_status(server: KubeletHTTPServer) -> None:
         web = items[0]
         assert web["metadata"] == {"name": "web", "namespace": "default", "uid": "uid-web"}
         assert [c["name"] for c in web["spec"]["containers"]] == ["nginx", "sidecar"]
+        # The spec as `kubectl get pod -o yaml` shows it: with the API server's defaults.
+        assert "kind" not in web and "apiVersion" not in web
+        assert {k: web["spec"][k] for k in (
+            "restartPolicy", "terminationGracePeriodSeconds", "dnsPolicy", "securityContext",
+            "schedulerName", "enableServiceLinks")} == {
+            "restartPolicy": "Always", "terminationGracePeriodSeconds": 30,
+            "dnsPolicy": "ClusterFirst", "securityContext": {},
+            "schedulerName": "default-scheduler", "enableServiceLinks": True}
+        assert web["spec"]["containers"][0] == {
+            "name": "nginx", "image": "nginx:1", "imagePullPolicy": "IfNotPresent",
+            "terminationMessagePath": "/dev/termination-log",
+            "terminationMessagePolicy": "File"}
         assert web["status"]["phase"] == "Running"
         assert web["status"]["podIP"] == "10.0.0.5"
         statuses = web["status"]["containerStatuses"]
