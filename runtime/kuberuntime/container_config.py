@@ -16,16 +16,16 @@ from runtime.cri.types import (
     Mount,
 )
 from runtime.errors import SyncError
+from runtime.kuberuntime.downward import metadata_value, resource_value
 from runtime.kuberuntime.labels import container_annotations, container_labels
 from runtime.kuberuntime.settings import NodeSettings
 from runtime.kuberuntime.volumes import VolumeSetupError, set_up_volume
-from runtime.pod.model import Container, EnvVar, Pod
+from runtime.pod.model import Container, Pod
 from runtime.pod.quantity import bytes_of, milli_cpu
 
 CPU_PERIOD = 100_000
 MIN_SHARES = 2
 _VAR_REF = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
-_FIELD_INDEX = re.compile(r"^metadata\.(labels|annotations)\['([^']+)'\]$")
 
 
 def expand(text: str, env: Mapping[str, str]) -> str:
@@ -43,9 +43,6 @@ def expand(text: str, env: Mapping[str, str]) -> str:
 def field_value(pod: Pod, path: str, pod_ip: str, node_ip: str) -> str:
     """The downward-API value of ``path`` for an env var's fieldRef."""
     simple = {
-        "metadata.name": pod.metadata.name,
-        "metadata.namespace": pod.metadata.namespace,
-        "metadata.uid": pod.metadata.uid,
         "spec.nodeName": pod.spec.node_name,
         "spec.serviceAccountName": pod.spec.service_account_name,
         "status.podIP": pod_ip,
@@ -55,27 +52,10 @@ def field_value(pod: Pod, path: str, pod_ip: str, node_ip: str) -> str:
     }
     if path in simple:
         return simple[path]
-    match = _FIELD_INDEX.match(path)
-    if match:
-        source = pod.metadata.labels if match.group(1) == "labels" else pod.metadata.annotations
-        return source.get(match.group(2), "")
+    value = metadata_value(pod, path)
+    if value is not None and path not in ("metadata.labels", "metadata.annotations"):
+        return value
     raise SyncError("CreateContainerConfigError", f'unsupported fieldRef fieldPath "{path}"')
-
-
-def resource_value(pod: Pod, container: Container, env: EnvVar) -> str:
-    assert env.value_from is not None and env.value_from.resource_field_ref is not None
-    ref = env.value_from.resource_field_ref
-    target = pod.container(ref.container_name) if ref.container_name else container
-    if target is None or target.resources is None:
-        return "0"
-    kind, _, name = ref.resource.partition(".")
-    source = target.resources.limits if kind == "limits" else target.resources.requests
-    if name not in source:
-        return "0"
-    if name == "cpu":
-        return str(max(1, -(-milli_cpu(source[name]) // milli_cpu(ref.divisor))))
-    # Upstream convertResourceMemoryToString rounds up, like the cpu case.
-    return str(-(-bytes_of(source[name]) // max(1, bytes_of(ref.divisor))))
 
 
 def _missing(kind: str, name: str, optional: bool | None) -> None:
@@ -103,7 +83,7 @@ def make_env(pod: Pod, container: Container, pod_ip: str, node_ip: str) -> dict[
         elif ref.field_ref is not None:
             env[var.name] = field_value(pod, ref.field_ref.field_path, pod_ip, node_ip)
         elif ref.resource_field_ref is not None:
-            env[var.name] = resource_value(pod, container, var)
+            env[var.name] = resource_value(pod, container, ref.resource_field_ref)
         elif ref.config_map_key_ref is not None:
             _missing("configmap", ref.config_map_key_ref.name, ref.config_map_key_ref.optional)
         elif ref.secret_key_ref is not None:

@@ -1,7 +1,8 @@
 """A pod's volumes on the node: what upstream's volume manager sets up before a pod's
 sandbox is made, for the volumes a node without an API server or volume plugins has.
 
-emptyDir and hostPath (with upstream's type checks) are set up. Volumes whose objects
+emptyDir, hostPath (with upstream's type checks) and downwardAPI (the pod's metadata
+and its containers' resources as files) are set up. Volumes whose objects
 come from the API server (configMap, secret, projected configMap/secret sources) find
 none, as upstream's kubelet finds none when the object does not exist: a reference
 marked ``optional: true`` gets an empty volume, any other fails with upstream's message
@@ -17,8 +18,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from runtime.kuberuntime.downward import metadata_value, resource_value
 from runtime.kuberuntime.settings import NodeSettings
-from runtime.pod.model import Pod, Volume, volume_source
+from runtime.pod.model import DownwardAPIVolumeFile, Pod, Volume, volume_source
 
 __all__ = ["VolumeSetupError", "set_up_volume", "set_up_volumes"]
 
@@ -73,10 +75,41 @@ def _host_path(volume: Volume) -> str:
     return path
 
 
+def _downward_files(pod: Pod, items: tuple[DownwardAPIVolumeFile, ...], mode: int
+                    ) -> dict[str, tuple[str, int]]:
+    """The files of downwardAPI items: path -> (content, mode)."""
+    files: dict[str, tuple[str, int]] = {}
+    for item in items:
+        if item.field_ref is not None:
+            value = metadata_value(pod, item.field_ref.field_path)
+            if value is None:
+                raise VolumeSetupError(
+                    f'unsupported fieldRef fieldPath "{item.field_ref.field_path}"')
+        elif item.resource_field_ref is not None:
+            value = resource_value(pod, None, item.resource_field_ref)
+        else:
+            continue
+        files[item.path] = (value, item.mode if item.mode is not None else mode)
+    return files
+
+
+def _write_files(path: str, files: dict[str, tuple[str, int]]) -> str:
+    """Write ``files`` under ``path`` (a volume directory made before)."""
+    for name, (content, mode) in files.items():
+        target = os.path.join(path, name)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        Path(target).write_text(content, encoding="utf-8")
+        os.chmod(target, mode)
+    return path
+
+
 def _projected(pod: Pod, volume: Volume, settings: NodeSettings) -> str:
-    """A projected volume: every non-optional configMap or secret source is missing;
-    a service account token needs the API server."""
+    """A projected volume: its downwardAPI items are written; every non-optional
+    configMap or secret source is missing; a service account token needs the API
+    server."""
     assert volume.projected is not None
+    mode = volume.projected.default_mode
+    files: dict[str, tuple[str, int]] = {}
     errors: list[str] = []
     for source in volume.projected.sources:
         if source.config_map is not None and not source.config_map.optional:
@@ -87,7 +120,11 @@ def _projected(pod: Pod, volume: Volume, settings: NodeSettings) -> str:
             errors.append("failed to fetch token: no API server to request a service "
                           "account token from")
         elif source.downward_api is not None:
-            errors.append("downwardAPI projections are not supported by this kubelet")
+            try:
+                files.update(_downward_files(pod, source.downward_api.items,
+                                             0o644 if mode is None else mode))
+            except VolumeSetupError as err:
+                errors.append(str(err))
         elif source.cluster_trust_bundle is not None and not source.cluster_trust_bundle.optional:
             errors.append("clusterTrustBundle projections need an API server")
         elif source.pod_certificate is not None:
@@ -95,7 +132,7 @@ def _projected(pod: Pod, volume: Volume, settings: NodeSettings) -> str:
     if errors:
         # utilerrors.NewAggregate: one error alone, else "[a, b]".
         raise VolumeSetupError(errors[0] if len(errors) == 1 else f"[{', '.join(errors)}]")
-    return _empty_volume(pod, "projected", volume, settings)
+    return _write_files(_empty_volume(pod, "projected", volume, settings), files)
 
 
 def set_up_volume(pod: Pod, volume: Volume, settings: NodeSettings) -> str:
@@ -117,6 +154,11 @@ def set_up_volume(pod: Pod, volume: Volume, settings: NodeSettings) -> str:
         return _empty_volume(pod, "secret", volume, settings)
     if volume.projected is not None:
         return _projected(pod, volume, settings)
+    if volume.downward_api is not None:
+        source_mode = volume.downward_api.default_mode
+        files = _downward_files(pod, volume.downward_api.items,
+                                0o644 if source_mode is None else source_mode)
+        return _write_files(_empty_volume(pod, "downward-api", volume, settings), files)
     claim = ""
     if volume.persistent_volume_claim is not None:
         claim = volume.persistent_volume_claim.claim_name

@@ -147,3 +147,32 @@ def test_optional_env_references_are_skipped() -> None:
                 {"name": "C", "valueFrom": {"secretKeyRef": {
                     "name": "creds", "key": "c", "optional": True}}}]})
     assert make_env(pod, pod.spec.containers[0], "", "") == {"B": "b"}
+
+
+def test_downward_api_volumes_hold_the_pod_s_fields(settings: NodeSettings) -> None:
+    pod = msgspec.convert({
+        "metadata": {"name": "web", "namespace": "prod", "uid": "uid-1",
+                     "labels": {"zone": "us-est-coast", "rack": "a\"1"}},
+        "spec": {"containers": [{"name": "c", "image": "busybox", "resources": {
+            "limits": {"memory": "64Mi"}, "requests": {"cpu": "250m"}}}],
+                 "volumes": [
+                     {"name": "info", "downwardAPI": {"items": [
+                         {"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}},
+                         {"path": "sub/name", "fieldRef": {"fieldPath": "metadata.name"}},
+                         {"path": "cpu", "mode": 0o600, "resourceFieldRef": {
+                             "containerName": "c", "resource": "requests.cpu",
+                             "divisor": "1m"}}]}},
+                     {"name": "both", "projected": {"sources": [
+                         {"downwardAPI": {"items": [{"path": "mem", "resourceFieldRef": {
+                             "containerName": "c", "resource": "limits.memory",
+                             "divisor": "1Mi"}}]}},
+                         {"configMap": {"name": "x", "optional": True}}]}}]},
+    }, Pod)
+    info = set_up_volume(pod, pod.spec.volumes[0], settings)
+    assert Path(info, "labels").read_text() == 'rack="a\\"1"\nzone="us-est-coast"\n'
+    assert Path(info, "sub", "name").read_text() == "web"
+    assert Path(info, "cpu").read_text() == "250"
+    assert stat.S_IMODE(os.stat(Path(info, "cpu")).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(Path(info, "labels")).st_mode) == 0o644
+    both = set_up_volume(pod, pod.spec.volumes[1], settings)
+    assert Path(both, "mem").read_text() == "64"
