@@ -1,0 +1,156 @@
+"""Every valid corpus manifest (tests/data/manifests/valid) in the daemon's manifest
+directory, on containerd (issue 9, item 6): none is a manifest error, and each pod shows
+in /pods with what upstream's kubelet reports for it on a node with no API server and no
+internet. The pods go in batches (the machine has two cores), each removed before the
+next.
+
+The expected family of each pod comes from its manifest by upstream's order of work:
+admission first (a Failed pod), then its volumes (FailedMount: Pending, no sandbox, the
+containers ContainerCreating), then the images (ErrImagePull or ImagePullBackOff for an
+image not in the loopback registry, InvalidImageName for one that is no reference), and
+only then the containers' config (CreateContainerConfigError) and Running.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runtime.containerd.embedded import EmbeddedContainerd
+from runtime.cri.client import CRIClient
+from runtime.pod.manifest import parse_manifest
+from runtime.pod.model import Pod, volume_source
+from tests.e2e.daemon import Daemon
+from tests.e2e.test_daemon import sandboxes_of
+from tests.helpers import wait_for
+
+pytestmark = pytest.mark.e2e
+
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "manifests" / "valid"
+VALID = sorted(CORPUS.glob("*.yaml"))
+BATCH = 21
+NODE = "e2e-node"
+
+# Pods whose nodeSelector or required node affinity no node here matches (the test's
+# node has only the kubelet's own labels).
+NODE_AFFINITY = {
+    "website-pods-pod-nginx.yaml",  # nodeSelector disktype: ssd
+    "website-pods-assigning-pods-to-nodes-affinity.yaml",  # zone antarctica-east1/-west1
+}
+# Volume sources that need an object, a claim, a driver or a plugin this node lacks.
+NODE_VOLUMES = {"emptyDir", "hostPath", "downwardAPI"}
+
+
+def expected(path: Path, pod: Pod) -> set[str]:
+    """The outcomes upstream's kubelet would show for ``pod``."""
+    if path.name in NODE_AFFINITY:
+        return {"Failed:NodeAffinity"}
+    # Requests may not fit next to the pods of the same batch: any OutOf* is upstream's.
+    outcomes = {"Failed:OutOf*"} if any(
+        c.resources is not None and (c.resources.requests or c.resources.limits)
+        for c in pod.all_containers()) else set()
+    for v in pod.spec.volumes:
+        source = volume_source(v) or "emptyDir"
+        optional = bool(v.config_map.optional if v.config_map is not None
+                        else v.secret.optional if v.secret is not None else False)
+        projected_ok = v.projected is not None and all(
+            s.downward_api is not None or (s.config_map is not None and s.config_map.optional)
+            or (s.secret is not None and s.secret.optional) for s in v.projected.sources)
+        if source not in NODE_VOLUMES and not optional and not projected_ok:
+            return outcomes | {"FailedMount"}
+    images = [c.image for c in pod.all_containers()]
+    if any(not _is_reference(i) for i in images):
+        return outcomes | {"InvalidImageName", "ImagePull"}
+    if any(not i.startswith("localhost:5000/") for i in images):
+        return outcomes | {"ImagePull"}
+    return outcomes | {"Running", "CreateContainerConfigError"}
+
+
+def _is_reference(image: str) -> bool:
+    return bool(image) and "<" not in image and " " not in image
+
+
+def outcome(pod: dict[str, Any], log: str) -> str | None:
+    """The family /pods (and for FailedMount the daemon's log) shows for ``pod``; None
+    while it is still on its way."""
+    status = pod["status"]
+    if status.get("phase") == "Failed" and status.get("reason"):
+        return f"Failed:{status['reason']}"
+    statuses = [*status.get("initContainerStatuses", []), *status.get("containerStatuses", [])]
+    reasons = {s["state"].get("waiting", {}).get("reason") for s in statuses}
+    if reasons & {"ErrImagePull", "ImagePullBackOff"}:
+        return "ImagePull"
+    for reason in ("InvalidImageName", "CreateContainerConfigError"):
+        if reason in reasons:
+            return reason
+    if statuses and status.get("phase") == "Running" and all(
+            "running" in s["state"] for s in status.get("containerStatuses", [])):
+        return "Running"
+    if status.get("phase") == "Pending" and reasons <= {"ContainerCreating", "PodInitializing"}:
+        prefix = f" {pod['metadata']['name']} [{pod['metadata']['uid'][:8]}] FailedMount: "
+        if any(prefix in line for line in log.splitlines()):
+            return "FailedMount"
+    return None
+
+
+def matches(found: str | None, wanted: set[str]) -> bool:
+    if found is None:
+        return False
+    return found in wanted or (found.startswith("Failed:OutOf") and "Failed:OutOf*" in wanted)
+
+
+@pytest.fixture
+def daemon(containerd: EmbeddedContainerd, cri: CRIClient) -> Iterator[Daemon]:
+    """``cri`` removes whatever pods are left once the daemon has stopped."""
+    workdir = containerd.base_dir / "daemon" / uuid.uuid4().hex[:8]
+    (workdir / "manifests").mkdir(parents=True)
+    d = Daemon(workdir, workdir / "manifests", "--container-runtime-endpoint",
+               containerd.endpoint).start()
+    yield d
+    d.stop()
+
+
+def run_batch(daemon: Daemon, cri: CRIClient, number: int, batch: list[Path]) -> None:
+    """Drop ``batch`` in, check every pod's family, take the batch out again."""
+    wanted: dict[str, tuple[Path, set[str]]] = {}
+    for path in batch:
+        (pod,) = parse_manifest(path.read_bytes(), str(path))
+        wanted[f"{pod.metadata.name}-{NODE}"] = (path, expected(path, pod))
+        (daemon.manifests / path.name).write_bytes(path.read_bytes())
+
+    def wrong() -> dict[str, tuple[str | None, set[str]]]:
+        pods, log = daemon.pods(), daemon.log_path.read_text(errors="replace")
+        return {p.name: (outcome(pods[n], log) if n in pods else "missing", want)
+                for n, (p, want) in wanted.items()
+                if n not in pods or not matches(outcome(pods[n], log), want)}
+
+    try:
+        wait_for(lambda: not wrong(), 240.0, f"batch {number} to settle")
+    except AssertionError:
+        raise AssertionError(f"batch {number}: pods not as upstream reports them: "
+                             f"{wrong()}") from None
+    code, metrics = daemon.get("/metrics")
+    assert code == 200
+    assert 'kubelet_actors_manifest_errors_current{source="file"} 0.0' in metrics
+    pods, log = daemon.pods(), daemon.log_path.read_text(errors="replace")
+    for name, (path, _) in wanted.items():
+        if outcome(pods[name], log) == "FailedMount":
+            assert sandboxes_of(cri, pods[name]["metadata"]["uid"]) == [], path.name
+    for path in batch:
+        (daemon.manifests / path.name).unlink()
+    wait_for(lambda: daemon.pods() == {}, 120.0, f"batch {number} to leave /pods")
+    uids = [p["metadata"]["uid"] for p in pods.values()]
+    wait_for(lambda: not any(sandboxes_of(cri, uid) for uid in uids), 120.0,
+             f"batch {number}'s sandboxes to go")
+
+
+def test_every_valid_corpus_manifest_runs_or_waits_as_upstream_reports(
+        daemon: Daemon, cri: CRIClient) -> None:
+    assert len(VALID) >= 80
+    for number, start in enumerate(range(0, len(VALID), BATCH), start=1):
+        run_batch(daemon, cri, number, VALID[start:start + BATCH])
+    assert "manifest error" not in daemon.log_path.read_text(errors="replace")
