@@ -13,6 +13,7 @@ The static-pod rules (renaming, UIDs, annotations) are in runtime.pod.static.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Hashable
 from typing import Any
@@ -147,8 +148,92 @@ def _text(data: bytes, source: str) -> str:
         ) from err
 
 
+_STR = "tag:yaml.org,2002:str"
+_INT = "tag:yaml.org,2002:int"
+_NULL = "tag:yaml.org,2002:null"
+_BOOL = "tag:yaml.org,2002:bool"
+_SEQ = "tag:yaml.org,2002:seq"
+_MAP = "tag:yaml.org,2002:map"
+_BOOLS = {"yes": True, "true": True, "on": True, "no": False, "false": False, "off": False}
+
+
+def _load_all(text: str) -> list[object]:
+    """yaml.load_all with _Loader, faster: libyaml (the C parser) composes each document
+    and _build turns its nodes into Python values directly, instead of PyYAML's generic
+    constructor (which made up most of a manifest's parse time)."""
+    loader = _Loader(text)
+    try:
+        documents: list[object] = []
+        while loader.check_node():
+            node = loader.get_node()
+            documents.append(None if node is None else _build(loader, node))
+        return documents
+    finally:
+        loader.dispose()
+
+
+def _build(loader: _Loader, node: yaml.Node) -> object:
+    """The value of a composed node, as _Loader would construct it; what is rare in a
+    manifest (merge keys, explicit tags, YAML 1.1 number forms) goes to _Loader itself."""
+    tag = node.tag
+    if isinstance(node, yaml.ScalarNode):
+        value: str = node.value
+        if tag == _STR:
+            return value
+        if tag == _INT and value.isdigit() and (value[0] != "0" or value == "0"):
+            return int(value)  # plain decimal (YAML 1.1 reads 010 as octal: _Loader does)
+        if tag == _NULL:
+            return None
+        if tag == _BOOL:
+            return _BOOLS[value.lower()]
+        return loader.construct_object(node, deep=True)
+    if isinstance(node, yaml.SequenceNode) and tag == _SEQ:
+        return [_build(loader, item) for item in node.value]
+    if isinstance(node, yaml.MappingNode) and tag == _MAP and not any(
+            k.tag == _MERGE for k, _ in node.value):
+        mapping: dict[Hashable, object] = {}
+        for key_node, value_node in node.value:
+            key = _build(loader, key_node)
+            if not isinstance(key, Hashable):
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping", node.start_mark, "found unhashable key",
+                    key_node.start_mark)
+            if key in mapping:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f'duplicate key "{key_node.value}"', key_node.start_mark)
+            mapping[key] = _build(loader, value_node)
+        return mapping
+    return loader.construct_object(node, deep=True)
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """A JSON object's members; ValueError on a repeated key (the YAML reader names it)."""
+    members = dict(pairs)
+    if len(members) != len(pairs):
+        raise ValueError("duplicate key")
+    return members
+
+
+def _not_json(name: str) -> object:
+    """NaN and Infinity are not JSON (Python's reader takes them): the YAML reader decides."""
+    raise ValueError(name)
+
+
 def _load_documents(text: str, source: str) -> list[tuple[int, object]]:
-    """The non-empty YAML documents, numbered from 1 by their place in the file."""
+    """The non-empty YAML documents, numbered from 1 by their place in the file.
+
+    A manifest that is strict JSON (as kubectl writes with -o json) is read by the JSON
+    reader, some 20 times faster than the YAML reader; anything else (YAML, YAML's flow
+    style, JSON with a repeated key) goes to the YAML reader, which also gives the errors.
+    """
+    if text.lstrip()[:1] in ("{", "["):
+        try:
+            document = json.loads(text, object_pairs_hook=_unique_keys,
+                                  parse_constant=_not_json)
+        except ValueError:
+            pass
+        else:
+            return [(1, document)]
     try:
         # An alias is written "*name": without a '*' there is none, and the event scan
         # (a second pass over the whole text) is skipped.
@@ -157,7 +242,9 @@ def _load_documents(text: str, source: str) -> list[tuple[int, object]]:
         if aliases > MAX_ALIASES:
             raise ManifestError(source, "", f"{aliases} YAML aliases (at most {MAX_ALIASES}): "
                                 "refused, it could expand without bound")
-        documents = list(yaml.load_all(text, Loader=_Loader))
+        documents = _load_all(text)
+    except RecursionError as err:
+        raise ManifestError(source, "", "invalid YAML: nested too deeply") from err
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         problem = err.problem or err.context or "invalid YAML"

@@ -33,6 +33,7 @@ def admitting(containerd: EmbeddedContainerd, cri: CRIClient) -> Iterator[Daemon
                "--allowed-unsafe-sysctls", "kernel.msg*")
     yield d
     d.stop()
+    print(d.log())  # shown when the test failed
 
 
 @pytest.fixture
@@ -40,6 +41,7 @@ def plain(containerd: EmbeddedContainerd, cri: CRIClient) -> Iterator[Daemon]:
     d = daemon(containerd)
     yield d
     d.stop()
+    print(d.log())  # shown when the test failed
 
 
 def sysctl(name: str) -> str:

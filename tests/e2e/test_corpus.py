@@ -112,6 +112,7 @@ def daemon(containerd: EmbeddedContainerd, cri: CRIClient) -> Iterator[Daemon]:
                containerd.endpoint).start()
     yield d
     d.stop()
+    print(d.log())  # shown when the test failed
 
 
 def run_batch(daemon: Daemon, cri: CRIClient, number: int, batch: list[Path]) -> None:

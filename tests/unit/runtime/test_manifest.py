@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
+from pathlib import Path
 
 import pytest
+import yaml
 
 from runtime.errors import ManifestError
+from runtime.pod import manifest
 from runtime.pod.manifest import parse_manifest, parse_manifest_with_warnings
 from runtime.pod.validation import default_pull_policy
 
@@ -543,3 +547,51 @@ def test_unmountable_volume_decodes_with_a_warning() -> None:
         "m.yaml: spec.volumes[0].configMap: this kubelet has no API server or volume plugin "
         "to get configMap volumes from (only emptyDir and hostPath): the pod will stay Pending",
     )
+
+
+CORPUS_FILES = sorted(Path(__file__).resolve().parents[2].glob("data/manifests/*/*.yaml"))
+
+
+@pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: p.name)
+def test_the_lean_yaml_reader_builds_what_pyyaml_builds(path: Path) -> None:
+    """manifest._load_all (libyaml's nodes, built directly) == yaml.load_all(_Loader)."""
+    text = path.read_text()
+    assert manifest._load_all(text) == list(yaml.load_all(text, Loader=manifest._Loader))
+
+
+@pytest.mark.parametrize("text", [
+    "a: 010\nb: 0x1F\nc: 1_000\nd: 1.5\ne: .inf\nf: yes\ng: Off\nh: ~\ni: ''\nj: 2024-01-01\n",
+    "base: &b {x: 1}\nmerged:\n  <<: *b\n  y: 2\n",
+    "- [1, -2, +3]\n- !!str 5\n- {? [a]\n  : 1}\n",
+])
+def test_the_lean_yaml_reader_on_yaml_1_1_corners(text: str) -> None:
+    try:
+        expected: object = list(yaml.load_all(text, Loader=manifest._Loader))
+    except yaml.YAMLError as err:
+        expected = type(err)
+    try:
+        found: object = manifest._load_all(text)
+    except yaml.YAMLError as err:
+        found = type(err)
+    assert found == expected
+
+
+@pytest.mark.parametrize("path", [p for p in CORPUS_FILES if "/valid/" in str(p)][:20],
+                         ids=lambda p: p.name)
+def test_a_json_manifest_is_the_same_pod_as_its_yaml(path: Path) -> None:
+    """Strict JSON takes the JSON reader; the pods are the same."""
+    (document,) = [d for d in yaml.load_all(path.read_text(), Loader=manifest._Loader) if d]
+    as_json = json.dumps(document, indent=2).encode()
+    assert parse_manifest(as_json, "p.json") == parse_manifest(path.read_bytes(), "p.yaml")
+
+
+def test_json_with_a_repeated_key_is_refused_as_yaml_refuses_it() -> None:
+    data = b'{"apiVersion": "v1", "kind": "Pod", "kind": "Pod", "metadata": {"name": "p"}}'
+    with pytest.raises(ManifestError, match='duplicate key "kind"'):
+        parse_manifest(data, "p.json")
+
+
+def test_json_nan_is_left_to_the_yaml_reader() -> None:
+    data = b'{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": NaN}}'
+    with pytest.raises(ManifestError, match=r"metadata\.name"):
+        parse_manifest(data, "p.json")
