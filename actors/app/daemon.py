@@ -20,6 +20,7 @@ from loguru import logger
 
 from actors.app.flags import KubeletFlags
 from actors.app.http.server import KubeletHTTPServer
+from actors.app.node import this_node
 from actors.core.dispatch import ActorRef, Dispatch
 from actors.core.faults import FaultPlan
 from actors.core.supervision import SupervisorSpec
@@ -40,8 +41,6 @@ from runtime.cri.service import CRIRuntime
 from runtime.ids import PodUID
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.settings import NodeSettings
-from runtime.machine import machine_allocatable, machine_arch
-from runtime.pod.admission import Node, node_labels
 from runtime.pod.model import Pod
 from runtime.status.types import PodStatus
 
@@ -128,17 +127,6 @@ class Kubelet:
         self.timers.stop()
         if self.writer is not None:
             self.writer.close()
-
-
-def this_node(flags: KubeletFlags) -> Node:
-    """This machine as admission sees it, read once at start: its name, its labels
-    (kubernetes.io/hostname, os and arch, plus --node-labels) and its allocatable
-    resources (runtime.machine)."""
-    return Node(
-        name=flags.node_name,
-        labels=node_labels(flags.node_name, "linux", machine_arch(), dict(flags.node_labels)),
-        allocatable=machine_allocatable(flags.root_dir, flags.max_pods),
-    )
 
 
 def start_kubelet(

@@ -12,6 +12,7 @@ from loguru import logger
 
 from actors.app.flags import KubeletFlags, parse_flags
 from actors.app.logging_setup import configure_logging
+from actors.app.node import this_node
 from actors.app.report import print_json, print_table
 from actors.app.root_lock import hold_root_dir
 from actors.app.runonce import RunOnce
@@ -102,7 +103,9 @@ def run_once(flags: KubeletFlags) -> int:
         manager = KubeRuntimeManager(client, settings, clock, node_ip=host_ip)
         pods = tuple(p.pod for p in listing.pods)
         logger.info("run-once: {} pod(s) from {}", len(pods), flags.pod_manifest_path)
-        outcomes = RunOnce(manager, clock, flags.runonce_timeout, host_ip=host_ip).run(pods)
+        outcomes = RunOnce(manager, clock, flags.runonce_timeout, host_ip=host_ip,
+                           node=this_node(flags),
+                           allowed_unsafe_sysctls=flags.allowed_unsafe_sysctls).run(pods)
     if flags.output == "json":
         print_json(outcomes, listing.errors)
     else:

@@ -17,6 +17,7 @@ from runtime.errors import CRIError
 from runtime.ids import PodUID
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.result import PodSyncResult
+from runtime.pod.admission import Node, admit
 from runtime.pod.model import Pod
 from runtime.status.generate import generate_pod_status
 from runtime.status.types import PodStatus
@@ -62,20 +63,42 @@ class RunOnce:
         timeout: float,
         parallelism: int = 8,
         host_ip: str = "",
+        node: Node | None = None,
+        allowed_unsafe_sysctls: tuple[str, ...] = (),
     ) -> None:
         self._manager = manager
         self._clock = clock
         self._timeout = timeout
         self._parallelism = parallelism
         self._host_ip = host_ip
+        self._node = node
+        self._allowed_unsafe_sysctls = allowed_unsafe_sysctls
 
     def run(self, pods: tuple[Pod, ...]) -> tuple[PodOutcome, ...]:
+        """Admit the pods one by one (upstream's runOnce: against those admitted before
+        it), then bring the admitted ones up; a refused pod is Failed with its reason."""
         if not pods:
             return ()
+        admitted: list[Pod] = []
+        refused: dict[str, PodOutcome] = {}
+        for pod in pods:
+            rejection = None if self._node is None else admit(
+                pod, self._node, admitted, self._allowed_unsafe_sysctls)
+            if rejection is None:
+                admitted.append(pod)
+                continue
+            reason, message = rejection
+            logger.bind(pod=pod.metadata.name, uid=pod.uid, container="").warning(
+                "rejected: {}: {}", reason, message)
+            status = PodStatus(phase="Failed", reason=reason,
+                               message=f"Pod was rejected: {message}")
+            refused[pod.uid] = PodOutcome(pod, status, ok=False, error=f"{reason}: {message}")
         deadline = self._clock.monotonic() + self._timeout
-        workers = min(self._parallelism, len(pods))
+        workers = min(self._parallelism, max(len(admitted), 1))
         with ThreadPoolExecutor(workers, thread_name_prefix="runonce") as pool:
-            return tuple(pool.map(lambda p: self._run_pod(p, deadline), pods))
+            ran = dict(zip((p.uid for p in admitted),
+                           pool.map(lambda p: self._run_pod(p, deadline), admitted), strict=True))
+        return tuple(refused.get(p.uid) or ran[p.uid] for p in pods)
 
     def _run_pod(self, pod: Pod, deadline: float) -> PodOutcome:
         log = logger.bind(pod=pod.metadata.name, uid=pod.uid, container="")
