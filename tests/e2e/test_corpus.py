@@ -13,6 +13,7 @@ only then the containers' config (CreateContainerConfigError) and Running.
 
 from __future__ import annotations
 
+import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -54,6 +55,8 @@ def expected(path: Path, pod: Pod) -> set[str]:
         c.resources is not None and (c.resources.requests or c.resources.limits)
         for c in pod.all_containers()) else set()
     for v in pod.spec.volumes:
+        if v.host_path is not None and not _host_path_ok(v.host_path.path, v.host_path.type):
+            return outcomes | {"FailedMount"}
         source = volume_source(v) or "emptyDir"
         optional = bool(v.config_map.optional if v.config_map is not None
                         else v.secret.optional if v.secret is not None else False)
@@ -68,6 +71,32 @@ def expected(path: Path, pod: Pod) -> set[str]:
     if any(not i.startswith("localhost:5000/") for i in images):
         return outcomes | {"ImagePull"}
     return outcomes | {"Running", "CreateContainerConfigError"}
+
+
+def _host_path_ok(path: str, kind: str | None) -> bool:
+    """Whether this machine passes upstream's hostPath type check for ``path``."""
+    p = Path(path)
+    check = {"Directory": p.is_dir, "File": p.is_file, "Socket": p.is_socket,
+             "CharDevice": p.is_char_device, "BlockDevice": p.is_block_device}.get(kind or "")
+    return check is None or check()
+
+
+def created_host_paths(pods: list[Pod]) -> list[Path]:
+    """What the pods' DirectoryOrCreate and FileOrCreate hostPaths will make on this
+    machine: the topmost missing part of each path, to remove after the batch."""
+    made: set[Path] = set()
+    for pod in pods:
+        for v in pod.spec.volumes:
+            if v.host_path is None or v.host_path.type not in ("DirectoryOrCreate",
+                                                               "FileOrCreate"):
+                continue
+            path = Path(v.host_path.path)
+            if path.exists():
+                continue
+            while not path.parent.exists():
+                path = path.parent
+            made.add(path)
+    return sorted(made)
 
 
 def _is_reference(image: str) -> bool:
@@ -116,10 +145,27 @@ def daemon(containerd: EmbeddedContainerd, cri: CRIClient) -> Iterator[Daemon]:
 
 
 def run_batch(daemon: Daemon, cri: CRIClient, number: int, batch: list[Path]) -> None:
-    """Drop ``batch`` in, check every pod's family, take the batch out again."""
+    """Drop ``batch`` in, check every pod's family, take the batch out again, and remove
+    what its hostPath volumes made on this machine."""
+    pods = [parse_manifest(path.read_bytes(), str(path))[0] for path in batch]
+    made = created_host_paths(pods)
+    try:
+        check_batch(daemon, cri, number, batch, pods)
+    finally:
+        for path in batch:
+            (daemon.manifests / path.name).unlink(missing_ok=True)
+        wait_for(lambda: daemon.pods() == {}, 120.0, f"batch {number} to leave /pods")
+        for path in made:
+            if path.is_dir():
+                shutil.rmtree(path)
+            elif path.exists():
+                path.unlink()
+
+
+def check_batch(daemon: Daemon, cri: CRIClient, number: int, batch: list[Path],
+                batch_pods: list[Pod]) -> None:
     wanted: dict[str, tuple[Path, set[str]]] = {}
-    for path in batch:
-        (pod,) = parse_manifest(path.read_bytes(), str(path))
+    for path, pod in zip(batch, batch_pods, strict=True):
         wanted[f"{pod.metadata.name}-{NODE}"] = (path, expected(path, pod))
         (daemon.manifests / path.name).write_bytes(path.read_bytes())
 
