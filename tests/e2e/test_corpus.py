@@ -180,9 +180,13 @@ def check_batch(daemon: Daemon, cri: CRIClient, number: int, batch: list[Path],
     except AssertionError:
         raise AssertionError(f"batch {number}: pods not as upstream reports them: "
                              f"{wrong()}") from None
-    code, metrics = daemon.get("/metrics")
+    code, metrics = daemon.get("/metrics", port=daemon.port)
     assert code == 200
-    assert 'kubelet_actors_manifest_errors_current{source="file"} 0.0' in metrics
+    errors = [line for line in metrics.splitlines()
+              if line.startswith("kubelet_actors_manifest_errors_current")]
+    assert errors == ['kubelet_actors_manifest_errors_current{source="file"} 0.0'], (
+        errors, [line for line in daemon.log_path.read_text(errors="replace").splitlines()
+                 if "manifest error" in line])
     pods, log = daemon.pods(), daemon.log_path.read_text(errors="replace")
     for name, (path, _) in wanted.items():
         if outcome(pods[name], log) == "FailedMount":
