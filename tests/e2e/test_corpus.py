@@ -186,7 +186,7 @@ def check_batch(daemon: Daemon, cri: CRIClient, number: int, batch: list[Path],
               if line.startswith("kubelet_actors_manifest_errors_current")]
     assert errors == ['kubelet_actors_manifest_errors_current{source="file"} 0.0'], (
         errors, [line for line in daemon.log_path.read_text(errors="replace").splitlines()
-                 if "manifest error" in line])
+                 if "static pod manifest" in line and " rejected: " in line])
     pods, log = daemon.pods(), daemon.log_path.read_text(errors="replace")
     for name, (path, _) in wanted.items():
         if outcome(pods[name], log) == "FailedMount":
@@ -199,9 +199,27 @@ def check_batch(daemon: Daemon, cri: CRIClient, number: int, batch: list[Path],
              f"batch {number}'s sandboxes to go")
 
 
+def batches(paths: list[Path]) -> list[list[Path]]:
+    """``paths`` in batches of at most BATCH, no two pods of a batch with the same name
+    (two manifests naming one static pod are a manifest error upstream too: its pod
+    config keeps the first and reports the other)."""
+    result: list[tuple[list[Path], set[str]]] = []
+    for path in paths:
+        (pod,) = parse_manifest(path.read_bytes(), str(path))
+        name = f"{pod.metadata.namespace}/{pod.metadata.name}"
+        spot = next((b for b in result if len(b[0]) < BATCH and name not in b[1]), None)
+        if spot is None:
+            spot = ([], set())
+            result.append(spot)
+        spot[0].append(path)
+        spot[1].add(name)
+    return [b for b, _ in result]
+
+
 def test_every_valid_corpus_manifest_runs_or_waits_as_upstream_reports(
         daemon: Daemon, cri: CRIClient) -> None:
     assert len(VALID) >= 80
-    for number, start in enumerate(range(0, len(VALID), BATCH), start=1):
-        run_batch(daemon, cri, number, VALID[start:start + BATCH])
-    assert "manifest error" not in daemon.log_path.read_text(errors="replace")
+    for number, batch in enumerate(batches(VALID), start=1):
+        run_batch(daemon, cri, number, batch)
+    assert not [line for line in daemon.log_path.read_text(errors="replace").splitlines()
+                if "static pod manifest" in line and " rejected: " in line]
