@@ -14,6 +14,7 @@ only then the containers' config (CreateContainerConfigError) and Running.
 from __future__ import annotations
 
 import shutil
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -216,10 +217,13 @@ def batches(paths: list[Path]) -> list[list[Path]]:
     return [b for b, _ in result]
 
 
+@pytest.mark.timeout(1800)  # some 90 pods in batches: minutes, not the e2e default of 5
 def test_every_valid_corpus_manifest_runs_or_waits_as_upstream_reports(
         daemon: Daemon, cri: CRIClient) -> None:
     assert len(VALID) >= 80
     for number, batch in enumerate(batches(VALID), start=1):
+        started = time.monotonic()
         run_batch(daemon, cri, number, batch)
+        print(f"batch {number}: {len(batch)} pods in {time.monotonic() - started:.0f}s")
     assert not [line for line in daemon.log_path.read_text(errors="replace").splitlines()
                 if "static pod manifest" in line and " rejected: " in line]
