@@ -58,6 +58,11 @@ def expected(path: Path, pod: Pod) -> set[str]:
     for v in pod.spec.volumes:
         if v.host_path is not None and not _host_path_ok(v.host_path.path, v.host_path.type):
             return outcomes | {"FailedMount"}
+        if (v.host_path is not None and v.host_path.type == "FileOrCreate"
+                and not Path(v.host_path.path).parent.is_dir()):
+            # Upstream makes the file, not its directory: whether another pod of the batch
+            # made that directory first (a DirectoryOrCreate below it) is a race.
+            outcomes.add("FailedMount")
         source = volume_source(v) or "emptyDir"
         optional = bool(v.config_map.optional if v.config_map is not None
                         else v.secret.optional if v.secret is not None else False)
