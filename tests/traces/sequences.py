@@ -247,7 +247,7 @@ def probe_command(pod: int) -> tuple[str, ...]:
 
 def make_pod(step: AddPod, revision: int = 0, image: str = IMAGE,
              args: tuple[str, ...] = ("sleep", "1d")) -> Pod:
-    probe = Probe(exec=ExecAction(probe_command(step.pod)), period_seconds=1,
+    probe = Probe(exec=ExecAction(command=probe_command(step.pod)), period_seconds=1,
                   failure_threshold=1)
     return Pod(
         metadata=ObjectMeta(name=f"pod-{step.pod}", namespace="default", uid=uid_of(step.pod),
