@@ -25,6 +25,7 @@ from runtime.errors import ManifestError
 from runtime.pod.defaults import api_defaults, apply_defaults
 from runtime.pod.model import ConfigMapVolumeSource, Pod, volume_source
 from runtime.pod.validation import validate_pod
+from runtime.pod.yaml_fast import fast_load
 
 try:
     from yaml import CSafeLoader as _BaseLoader
@@ -223,8 +224,10 @@ def _load_documents(text: str, source: str) -> list[tuple[int, object]]:
     """The non-empty YAML documents, numbered from 1 by their place in the file.
 
     A manifest that is strict JSON (as kubectl writes with -o json) is read by the JSON
-    reader, some 20 times faster than the YAML reader; anything else (YAML, YAML's flow
-    style, JSON with a repeated key) goes to the YAML reader, which also gives the errors.
+    reader, some 20 times faster than the YAML reader; a single YAML mapping with nothing
+    YAML 1.1 and 1.2 read differently by the fast YAML 1.2 reader (runtime.pod.yaml_fast);
+    anything else (several documents, octal modes, anchors, a repeated key, broken YAML)
+    goes to the exact YAML reader, which also gives the errors.
     """
     if text.lstrip()[:1] in ("{", "["):
         try:
@@ -234,6 +237,8 @@ def _load_documents(text: str, source: str) -> list[tuple[int, object]]:
             pass
         else:
             return [(1, document)]
+    if (mapping := fast_load(text)) is not None:
+        return [(1, mapping)]
     try:
         # An alias is written "*name": without a '*' there is none, and the event scan
         # (a second pass over the whole text) is skipped.
