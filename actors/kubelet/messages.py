@@ -153,6 +153,10 @@ class PodObserved:
     runtime: RuntimePodStatus
     sync: PodSyncResult | None
     state: WorkerState
+    # A pod-level verdict of the worker (upstream's PodSyncHandler ShouldEvict, e.g.
+    # DeadlineExceeded): the pod is Failed with this reason and message from now on.
+    failed_reason: str = ""
+    failed_message: str = ""
 
 
 @message("PodRejected")

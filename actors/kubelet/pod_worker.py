@@ -31,6 +31,7 @@ from runtime.ids import PodUID
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.podstatus import RuntimePodStatus
 from runtime.kuberuntime.result import PodSyncResult
+from runtime.pod import active_deadline
 from runtime.pod.model import Pod
 from runtime.status.generate import TERMINAL_PHASES, generate_pod_status
 
@@ -83,6 +84,9 @@ class PodWorker(Actor):
         self._grace: int | None = None
         self._remove = False
         self._last_phase = ""
+        # When this worker first synced its pod: the start its active deadline counts
+        # from (upstream: status.startTime, set at the pod's first status update).
+        self._active_since: float | None = None
 
     # --- mailbox ---------------------------------------------------------------------------
 
@@ -161,14 +165,28 @@ class PodWorker(Actor):
     def _status(self, pod: Pod) -> RuntimePodStatus:
         return self._manager.get_pod_status(self.uid, pod.metadata.name, pod.metadata.namespace)
 
-    def _observe(self, pod: Pod, status: RuntimePodStatus, result: PodSyncResult | None) -> None:
-        observed = PodObserved(pod, status, result, self.state)
+    def _observe(self, pod: Pod, status: RuntimePodStatus, result: PodSyncResult | None,
+                 failed_reason: str = "", failed_message: str = "") -> None:
+        observed = PodObserved(pod, status, result, self.state, failed_reason, failed_message)
         self.send(names.STATUS, observed)
         self.send(names.PROBES, observed)
 
     def _sync(self, pod: Pod, update: UpdatePod) -> None:
         status = self._status(pod)
         phase = generate_pod_status(pod, status).phase
+        now = self._clock.now()
+        if self._active_since is None:
+            self._active_since = now
+        left = active_deadline.remaining(pod, self._active_since, now)
+        if phase not in TERMINAL_PHASES and left is not None and left <= 0:
+            # Failed, then stopped as any terminal pod (upstream ShouldEvict, syncPod).
+            logger.bind(pod=pod.metadata.name, uid=self.uid, container="").info(
+                "{}: {}", active_deadline.REASON, active_deadline.MESSAGE)
+            self._observe(pod, status, None, active_deadline.REASON, active_deadline.MESSAGE)
+            self.state = WorkerState.TERMINATING
+            self._pending = update
+            self._run()
+            return
         if phase in TERMINAL_PHASES:
             # Upstream: a pod that reached a terminal phase is terminated (its sandbox
             # stopped) but stays, with its statuses, until its source removes it.
@@ -185,13 +203,15 @@ class PodWorker(Actor):
         new_phase = generate_pod_status(pod, after, result).phase
         changed = new_phase != self._last_phase
         self._last_phase = new_phase
+        # Wake at the active deadline at the latest (upstream's ShouldSync).
+        deadline_in = None if left is None else max(left - (self._clock.now() - now), 0.0)
         if not result.ok:
-            self._done(self._timing.error_backoff, str(result))
+            self._done(_sooner(self._timing.error_backoff, deadline_in), str(result))
         elif changed and new_phase in TERMINAL_PHASES:
             self._done(0.0)  # a phase change is acted on right away
         else:
             jitter = self._rng.uniform(0, RESYNC_JITTER) * self._timing.resync_interval
-            self._done(self._timing.resync_interval + jitter)
+            self._done(_sooner(self._timing.resync_interval + jitter, deadline_in))
 
     def _terminate(self, pod: Pod, log: Any) -> None:
         status = self._status(pod)
@@ -230,3 +250,7 @@ class PodWorker(Actor):
         self.send(names.SYNC_LOOP, PodWorkerDone(
             self.uid, self.state, requeue_after, error, runtime_error
         ))
+
+
+def _sooner(delay: float, deadline_in: float | None) -> float:
+    return delay if deadline_in is None else min(delay, deadline_in)

@@ -11,6 +11,7 @@ import datetime
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 from loguru import logger
 
 from actors.core.actor import Actor
@@ -34,6 +35,7 @@ from runtime.pod.model import Pod
 from runtime.pod.static import CONFIG_SEEN
 from runtime.prober.results import ProbeResult
 from runtime.status.generate import generate_pod_status, qos_class
+from runtime.status.messages import cap_termination_messages
 from runtime.status.types import PodStatus, rfc3339
 
 
@@ -48,6 +50,7 @@ class _Entry:
     started_recorded: bool = False
     rejected: bool = False
     first_seen: float = 0.0
+    failed: tuple[str, str] | None = None  # a worker's pod-level verdict: reason, message
 
 
 def pending_status(pod: Pod, now: float) -> PodStatus:
@@ -132,6 +135,8 @@ class StatusManager(Actor):
                     message.pod) or now)
         entry.pod = message.pod
         entry.runtime = message.runtime
+        if message.failed_reason and entry.failed is None:
+            entry.failed = (message.failed_reason, message.failed_message)
         if message.sync is not None:
             entry.sync = message.sync
         self._recompute(uid, entry)
@@ -153,10 +158,18 @@ class StatusManager(Actor):
         if entry.runtime is None or entry.rejected:
             return
         previous = entry.status if entry.status.start_time else None
-        entry.status = generate_pod_status(
+        failed_as = previous
+        if entry.failed is not None and previous is not None:
+            # A pod the worker failed (DeadlineExceeded) stays Failed, as terminal phases do.
+            failed_as = msgspec.structs.replace(previous, phase="Failed")
+        status = generate_pod_status(
             entry.pod, entry.runtime, entry.sync, entry.readiness, entry.startup,
-            now=self._clock.now(), previous=previous, host_ip=self._host_ip,
+            now=self._clock.now(), previous=failed_as, host_ip=self._host_ip,
         )
+        if entry.failed is not None:
+            status = msgspec.structs.replace(status, phase="Failed", reason=entry.failed[0],
+                                             message=entry.failed[1])
+        entry.status = cap_termination_messages(entry.pod, status)
         if previous is None or previous.phase != entry.status.phase:
             logger.bind(pod=entry.pod.metadata.name, uid=uid, container="").info(
                 "phase {}", entry.status.phase

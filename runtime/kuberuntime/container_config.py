@@ -137,7 +137,10 @@ def make_mounts(
         directory = os.path.join(settings.pod_dir(pod.metadata.uid), "containers", container.name)
         os.makedirs(directory, exist_ok=True)
         message_file = os.path.join(directory, f"termination-{restart_count}")
-        Path(message_file).touch(mode=0o666)
+        # Created empty (a new container must not show an older one's message: upstream
+        # names it by a random id, here the restart count keeps replays deterministic)
+        # and world-writable, so a container running as any user can write it.
+        Path(message_file).write_bytes(b"")
         os.chmod(message_file, 0o666)
         mounts.append(Mount(container.termination_message_path, message_file))
     return tuple(mounts)

@@ -12,12 +12,13 @@ import contextvars
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from loguru import logger
 
 from runtime.clock import Clock
 from runtime.cri.service import CRIRuntime
-from runtime.cri.types import ContainerState, PodSandboxConfig
+from runtime.cri.types import ContainerState, ContainerStatus, PodSandboxConfig
 from runtime.errors import CRIError, CRINotFound, SyncError
 from runtime.ids import ContainerID, PodUID, SandboxID
 from runtime.kuberuntime.actions import (
@@ -33,6 +34,7 @@ from runtime.kuberuntime.podstatus import RuntimePodStatus, get_pod_status
 from runtime.kuberuntime.result import PodSyncResult, StepResult
 from runtime.kuberuntime.sandbox import generate_sandbox_config
 from runtime.kuberuntime.settings import NodeSettings
+from runtime.kuberuntime.termination_message import read_termination_message
 from runtime.kuberuntime.volumes import set_up_volumes
 from runtime.pod.model import Container, Pod
 
@@ -58,9 +60,14 @@ class KubeRuntimeManager:
         self.containers = ContainerLifecycle(runtime, self.images, settings, clock, node_ip,
                                              observe)
         self._kill_parallelism = kill_parallelism
+        self._observe_input: Callable[[str, Any], Any] = observe
 
     def get_pod_status(self, uid: PodUID, name: str, namespace: str) -> RuntimePodStatus:
-        return get_pod_status(self.runtime, uid, name, namespace)
+        return get_pod_status(self.runtime, uid, name, namespace, self._termination_message)
+
+    def _termination_message(self, status: ContainerStatus) -> str:
+        """Read from the node's files, so observed: a replay answers as recorded."""
+        return str(self._observe_input("termination-message", read_termination_message(status)))
 
     def sync_pod(
         self,

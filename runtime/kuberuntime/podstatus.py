@@ -7,6 +7,7 @@ same thing as the one that created them: nothing depends on memory.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from runtime.cri.service import RuntimeService
@@ -21,6 +22,7 @@ from runtime.cri.types import (
 from runtime.errors import CRINotFound
 from runtime.ids import ContainerID, PodUID
 from runtime.kuberuntime import labels as L
+from runtime.kuberuntime.termination_message import combine
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,9 +73,23 @@ class RuntimePodStatus:
         return newest if newest and newest.state == SandboxState.READY else None
 
 
-def container_runtime_status(status: ContainerStatus) -> ContainerRuntimeStatus:
-    """Convert a CRI ContainerStatus, reading the kubelet's labels and annotations."""
+MessageReader = Callable[[ContainerStatus], str]
+"""What an exited container left as its termination message (see termination_message)."""
+
+
+def _no_message(status: ContainerStatus) -> str:
+    return ""
+
+
+def container_runtime_status(
+    status: ContainerStatus, read_message: MessageReader = _no_message
+) -> ContainerRuntimeStatus:
+    """Convert a CRI ContainerStatus, reading the kubelet's labels and annotations, and
+    (for an exited container) its termination message after the runtime's own."""
     info = L.parse_container_labels(status.labels, status.annotations)
+    message = status.message
+    if status.state == ContainerState.EXITED:
+        message = combine(message, read_message(status))
     return ContainerRuntimeStatus(
         id=status.id,
         name=info.container_name or status.metadata.name,
@@ -87,13 +103,14 @@ def container_runtime_status(status: ContainerStatus) -> ContainerRuntimeStatus:
         hash=info.hash,
         restart_count=info.restart_count,
         reason=status.reason,
-        message=status.message,
+        message=message,
         log_path=status.log_path,
     )
 
 
 def get_pod_status(
-    runtime: RuntimeService, uid: PodUID, name: str, namespace: str
+    runtime: RuntimeService, uid: PodUID, name: str, namespace: str,
+    read_message: MessageReader = _no_message,
 ) -> RuntimePodStatus:
     """Ask the runtime for everything it holds of one pod (upstream GetPodStatus)."""
     selector = {L.POD_UID: str(uid)}
@@ -117,7 +134,8 @@ def get_pod_status(
     statuses: list[ContainerRuntimeStatus] = []
     for container in containers:
         try:
-            statuses.append(container_runtime_status(runtime.container_status(container.id)))
+            statuses.append(container_runtime_status(runtime.container_status(container.id),
+                                                     read_message))
         except CRINotFound:
             continue
     statuses.sort(key=lambda c: (c.created_at, c.restart_count), reverse=True)

@@ -91,6 +91,7 @@ class PodStatus(APIModel, frozen=True):
     start_time: str = ""
     init_container_statuses: tuple[ContainerStatus, ...] = ()
     container_statuses: tuple[ContainerStatus, ...] = ()
+    ephemeral_container_statuses: tuple[ContainerStatus, ...] = ()
     qos_class: str = msgspec.field(default="", name="qosClass")
 
     def condition(self, type_: str) -> PodCondition | None:

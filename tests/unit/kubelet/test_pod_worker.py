@@ -166,3 +166,25 @@ def test_removed_pod_loses_sandbox_containers_and_dirs(world: World, tmp_path: P
     wait_for(lambda: world.fake.list_pod_sandbox() == () and world.fake.list_containers() == (),
              10.0, "the pod to be removed")
     wait_for(lambda: not logs.exists(), 10.0, "the log dir to be removed")
+
+
+def test_active_deadline_wakes_the_worker_then_fails_and_stops_the_pod(world: World) -> None:
+    spec = pod()
+    deadline = Pod(metadata=spec.metadata,
+                   spec=PodSpec(containers=spec.spec.containers, active_deadline_seconds=5))
+    world.send(UpdatePod(deadline, UpdateKind.CREATE))
+    (done,) = world.done(1)
+    assert done.state == WorkerState.SYNCING
+    assert done.requeue_after == 5.0  # woken at the deadline, not at the 60 s resync
+    world.clock.step(5.0)
+    world.send(UpdatePod(deadline, UpdateKind.SYNC))
+    final = wait_for(lambda: next((d for d in world.inbox.all(PodWorkerDone)
+                                   if d.state == WorkerState.TERMINATED), None), 10.0,
+                     "the worker to terminate")
+    assert final is not None
+    failed = [o for o in world.inbox.all(PodObserved) if o.failed_reason]
+    assert failed and failed[0].failed_reason == "DeadlineExceeded"
+    assert failed[0].failed_message == (
+        "Pod was active on the node longer than the specified deadline")
+    assert world.fake.called("stop_container") == 1
+    assert world.fake.called("stop_pod_sandbox") == 1
