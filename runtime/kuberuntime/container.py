@@ -22,6 +22,7 @@ from runtime.kuberuntime.images import ImageManager
 from runtime.kuberuntime.labels import hash_container, parse_container_labels
 from runtime.kuberuntime.podstatus import RuntimePodStatus
 from runtime.kuberuntime.settings import NodeSettings
+from runtime.kuberuntime.termination_order import TerminationOrdering
 from runtime.pod.model import Container, LifecycleHandler, Pod
 
 MIN_GRACE_SECONDS = 2
@@ -189,8 +190,13 @@ class ContainerLifecycle:
         reason: KillReason,
         grace_override: int | None,
         pod_ip: str = "",
+        ordering: TerminationOrdering | None = None,
     ) -> None:
         """preStop (if there is time), then StopContainer; NotFound counts as stopped.
+
+        As upstream's killContainer: an override replaces the grace period first; the
+        preStop hook's time, then the wait for this container's turn (``ordering``, for
+        pods with sidecars), come off it; the runtime always gets at least 2 s.
 
         With no pod or container spec (an orphan, or a kubelet restarted since), the grace
         period and preStop hook come from the container's own annotations.
@@ -214,20 +220,25 @@ class ContainerLifecycle:
             if container is None:
                 pre_stop = info.pre_stop
         grace = self.grace_period(pod, container, reason, labels_grace)
-        if pre_stop is not None and grace > 0 and grace_override != 0:
+        if grace_override is not None:
+            grace = grace_override
+        if pre_stop is not None and grace > 0:
             started = self._clock.monotonic()
             spec = container or Container(name=name)
             error = self._hooks.run(pre_stop, spec, container_id, pod_ip, float(grace))
             if error is not None:
                 log.warning("preStop hook failed: {}", error)
             grace -= int(self._clock.monotonic() - started)
+        if ordering is not None and grace > 0:
+            # Seconds only, so the time waited is truncated downward, as upstream's.
+            grace -= int(ordering.wait_for_turn(name, grace))
         grace = max(grace, MIN_GRACE_SECONDS)
-        if grace_override is not None:
-            grace = grace_override
         log.info("killing container {} with {}s grace: {}", container_id[:13], grace, message)
         try:
             self._runtime.stop_container(container_id, grace)
         except CRINotFound:
-            return
+            pass
         except CRIError as err:
             raise SyncError("KillContainerError", err.detail) from err
+        if ordering is not None:
+            ordering.container_terminated(name)

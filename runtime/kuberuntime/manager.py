@@ -35,6 +35,7 @@ from runtime.kuberuntime.result import PodSyncResult, StepResult
 from runtime.kuberuntime.sandbox import generate_sandbox_config
 from runtime.kuberuntime.settings import NodeSettings
 from runtime.kuberuntime.termination_message import read_termination_message
+from runtime.kuberuntime.termination_order import TerminationOrdering, has_sidecars
 from runtime.kuberuntime.volumes import set_up_volumes
 from runtime.pod.model import Container, Pod
 
@@ -198,16 +199,19 @@ class KubeRuntimeManager:
     def kill_pod(
         self, pod: Pod | None, status: RuntimePodStatus, grace_override: int | None
     ) -> PodSyncResult:
-        """Stop every running container in parallel, then every sandbox of the pod."""
+        """Stop every running container in parallel, then every sandbox of the pod.
+        Sidecars stop after the regular containers, in reverse order (termination_order)."""
         running = [c for c in status.container_statuses if c.state == ContainerState.RUNNING]
         specs = {c.name: c for c in pod.all_containers()} if pod else {}
         pod_ip = _first(status.ips)
+        ordering = (TerminationOrdering(pod, (c.name for c in running), self.clock)
+                    if pod is not None and has_sidecars(pod) else None)
 
         def kill(entry_id: ContainerID, name: str) -> StepResult:
             try:
                 self.containers.kill_container(
                     pod, specs.get(name), entry_id, name, "Stopping container",
-                    KillReason.NONE, grace_override, pod_ip,
+                    KillReason.NONE, grace_override, pod_ip, ordering,
                 )
                 return StepResult("KillContainer", name)
             except SyncError as err:
@@ -215,7 +219,9 @@ class KubeRuntimeManager:
 
         steps: list[StepResult] = []
         if running:
-            workers = min(self._kill_parallelism, len(running))
+            # A sidecar's kill waits for others: each needs a thread of its own, or the
+            # ones it waits on could queue behind it.
+            workers = len(running) if ordering else min(self._kill_parallelism, len(running))
             with ThreadPoolExecutor(workers, thread_name_prefix="kill-container") as pool:
                 # Each kill runs in a copy of the caller's context, so whatever the caller
                 # tracks there (a trace's current handler) covers the kill threads too.

@@ -253,7 +253,8 @@ def test_kill_pod_runs_pre_stop_then_stops_with_grace_then_the_sandbox(node: Nod
     (30, None, None, 30),
     (1, None, None, 2),  # at least 2 s
     (30, 5, None, 5),  # deletion grace wins over the spec's
-    (30, None, 0, 0),  # a kill option overrides everything
+    (30, None, 5, 5),  # a kill option overrides the pod's grace
+    (30, None, 0, 2),  # ... and the runtime still gets 2 s, as upstream's killContainer
 ])
 def test_grace_period_resolution(
     node: Node, grace: int, deletion: int | None, override: int | None, expected: int
