@@ -28,6 +28,7 @@ from runtime.cri.types import (
     ContainerState,
     ContainerStatus,
     KeyValue,
+    NamespaceMode,
     PodSandboxConfig,
 )
 from runtime.ids import ContainerID, SandboxID
@@ -62,6 +63,9 @@ def container_config_to_proto(
                 ipc=namespace_mode_to_proto(sandbox_config.ipc_mode),
             )
         )
+    if config.pid_target_id:
+        security.namespace_options.pid = namespace_mode_to_proto(NamespaceMode.TARGET)
+        security.namespace_options.target_id = config.pid_target_id
     linux = api_pb2.LinuxContainerConfig(security_context=security)
     if config.resources is not None:
         linux.resources.CopyFrom(resources_to_proto(config.resources))
@@ -106,6 +110,7 @@ def container_config_from_proto(msg: api_pb2.ContainerConfig) -> ContainerConfig
         resources=resources_from_proto(linux.resources) if linux.HasField("resources") else None,
         run_as_user=security.run_as_user.value if security.HasField("run_as_user") else None,
         privileged=security.privileged,
+        pid_target_id=security.namespace_options.target_id,
     )
 
 

@@ -213,6 +213,9 @@ class ContainerConfig:
     resources: LinuxContainerResources | None = None
     run_as_user: int | None = None
     privileged: bool = False
+    # The container whose PID namespace this one joins (an ephemeral container's target):
+    # CRI NamespaceMode TARGET with this target_id.
+    pid_target_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from runtime.cri.types import ContainerState, NamespaceMode, SandboxState
 from runtime.ids import ContainerID, SandboxID
+from runtime.kuberuntime.ephemeral import ephemeral_to_start
 from runtime.kuberuntime.labels import hash_container
 from runtime.kuberuntime.podstatus import ContainerRuntimeStatus, RuntimePodStatus
 from runtime.pod.model import Container, Pod
@@ -48,6 +49,7 @@ class PodActions:
     init_containers_to_start: tuple[int, ...] = ()
     containers_to_start: tuple[int, ...] = ()
     containers_to_kill: tuple[ContainerToKill, ...] = field(default=())
+    ephemeral_containers_to_start: tuple[int, ...] = ()  # into spec.ephemeralContainers
 
     def kills(self) -> dict[ContainerID, ContainerToKill]:
         return {k.container_id: k for k in self.containers_to_kill}
@@ -141,6 +143,7 @@ class _Plan:
         self.init_to_start: list[int] = []
         self.to_start: list[int] = []
         self.to_kill: dict[ContainerID, ContainerToKill] = {}
+        self.ephemeral_to_start: tuple[int, ...] = ()
 
     def kill(self, status: ContainerRuntimeStatus, message: str, reason: KillReason) -> None:
         self.to_kill[status.id] = ContainerToKill(status.id, status.name, message, reason)
@@ -154,6 +157,8 @@ class _Plan:
             init_containers_to_start=tuple(self.init_to_start),
             containers_to_start=tuple(self.to_start),
             containers_to_kill=tuple(self.to_kill.values()),
+            # A pod being killed starts nothing, debug containers included.
+            ephemeral_containers_to_start=() if self.kill_pod else self.ephemeral_to_start,
         )
 
 
@@ -186,6 +191,8 @@ def compute_pod_actions(
         plan.to_start = to_start
         return plan.freeze()
 
+    # Ephemeral containers may start before initialization is done (upstream's order).
+    plan.ephemeral_to_start = ephemeral_to_start(pod, status)
     initialized = _compute_init_container_actions(pod, status, plan, liveness, startup)
     if plan.kill_pod or not initialized:
         return plan.freeze()

@@ -108,8 +108,10 @@ class ContainerLifecycle:
         sandbox_config: PodSandboxConfig,
         status: RuntimePodStatus,
         pod_ip: str,
+        pid_target: str = "",
     ) -> ContainerID:
-        """Pull, create, start and run the postStart hook; SyncError with the reason."""
+        """Pull, create, start and run the postStart hook; SyncError with the reason.
+        ``pid_target``: the container whose PID namespace this one joins (ephemeral)."""
         log = logger.bind(pod=pod.metadata.name, uid=pod.uid, container=container.name)
         self.check_crash_backoff(pod, container, status)
         image_ref = self._images.ensure_image(pod, container, sandbox_config)
@@ -125,7 +127,8 @@ class ContainerLifecycle:
             restart_count = (previous.restart_count + 1 if previous
                              else restart_count_from_logs(log_dir))
         config = generate_container_config(
-            pod, container, image_ref, restart_count, pod_ip, self._settings, self._node_ip
+            pod, container, image_ref, restart_count, pod_ip, self._settings, self._node_ip,
+            pid_target,
         )
         os.makedirs(log_dir, exist_ok=True)
         try:

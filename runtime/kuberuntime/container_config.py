@@ -154,6 +154,7 @@ def generate_container_config(
     pod_ip: str,
     settings: NodeSettings,
     node_ip: str = "",
+    pid_target: str = "",
 ) -> ContainerConfig:
     """The CreateContainer config; SyncError(CreateContainerConfigError) when it can't be."""
     try:
@@ -182,4 +183,5 @@ def generate_container_config(
         resources=resources,
         run_as_user=run_as_user,
         privileged=bool(security and security.privileged),
+        pid_target_id=pid_target,
     )

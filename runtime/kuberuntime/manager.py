@@ -29,6 +29,7 @@ from runtime.kuberuntime.actions import (
 )
 from runtime.kuberuntime.backoff import Observe, unobserved
 from runtime.kuberuntime.container import ContainerLifecycle
+from runtime.kuberuntime.ephemeral import as_container, ephemeral_containers, target_id
 from runtime.kuberuntime.images import ImageManager
 from runtime.kuberuntime.podstatus import RuntimePodStatus, get_pod_status
 from runtime.kuberuntime.result import PodSyncResult, StepResult
@@ -163,6 +164,12 @@ class KubeRuntimeManager:
         config = generate_sandbox_config(pod, plan.attempt, self.settings)
 
         stop = cancelled or (lambda: False)
+        # Ephemeral containers first, so a debug container runs even while an init
+        # container fails (upstream SyncPod step 5); a failed one stops nothing else.
+        for index in plan.ephemeral_containers_to_start:
+            if stop():
+                return PodSyncResult(tuple(steps))
+            steps.append(self._start_ephemeral(pod, index, sandbox_id, config, status, pod_ip))
         for index in plan.init_containers_to_start:
             if stop():
                 return PodSyncResult(tuple(steps))
@@ -178,6 +185,24 @@ class KubeRuntimeManager:
             steps.append(self._start(pod, container, sandbox_id, config, status, pod_ip))
         return PodSyncResult(tuple(steps))
 
+    def _start_ephemeral(
+        self,
+        pod: Pod,
+        index: int,
+        sandbox_id: SandboxID,
+        config: PodSandboxConfig,
+        status: RuntimePodStatus,
+        pod_ip: str,
+    ) -> StepResult:
+        container = as_container(pod.spec.ephemeral_containers[index])
+        try:
+            target = target_id(pod, container.name, status) or ""
+        except SyncError as err:
+            logger.bind(pod=pod.metadata.name, uid=pod.uid, container=container.name).warning(
+                "{}: {}", err.reason, err.message)
+            return StepResult.failed("StartContainer", container.name, err)
+        return self._start(pod, container, sandbox_id, config, status, pod_ip, target)
+
     def _start(
         self,
         pod: Pod,
@@ -186,9 +211,11 @@ class KubeRuntimeManager:
         config: PodSandboxConfig,
         status: RuntimePodStatus,
         pod_ip: str,
+        pid_target: str = "",
     ) -> StepResult:
         try:
-            self.containers.start_container(pod, container, sandbox_id, config, status, pod_ip)
+            self.containers.start_container(pod, container, sandbox_id, config, status, pod_ip,
+                                            pid_target)
         except SyncError as err:
             logger.bind(pod=pod.metadata.name, uid=pod.uid, container=container.name).warning(
                 "{}: {}", err.reason, err.message
@@ -202,7 +229,8 @@ class KubeRuntimeManager:
         """Stop every running container in parallel, then every sandbox of the pod.
         Sidecars stop after the regular containers, in reverse order (termination_order)."""
         running = [c for c in status.container_statuses if c.state == ContainerState.RUNNING]
-        specs = {c.name: c for c in pod.all_containers()} if pod else {}
+        specs = {c.name: c for c in (*pod.all_containers(), *ephemeral_containers(pod))
+                 } if pod else {}
         pod_ip = _first(status.ips)
         ordering = (TerminationOrdering(pod, (c.name for c in running), self.clock)
                     if pod is not None and has_sidecars(pod) else None)

@@ -10,6 +10,7 @@ import msgspec
 
 from runtime.cri.types import ContainerState as CRIState
 from runtime.ids import ContainerID
+from runtime.kuberuntime.ephemeral import ephemeral_containers
 from runtime.kuberuntime.podstatus import ContainerRuntimeStatus, RuntimePodStatus
 from runtime.kuberuntime.result import PodSyncResult
 from runtime.pod.model import Container, Pod
@@ -225,6 +226,13 @@ def generate_pod_status(
                          default_waiting)
         for c in pod.spec.containers
     )
+    # Ephemeral containers: reported, never ready, no part of the phase or conditions.
+    ephemeral = tuple(
+        msgspec.structs.replace(
+            container_status(c, runtime_status.instances(c.name), sync, {}, {},
+                             default_waiting), ready=False)
+        for c in ephemeral_containers(pod)
+    )
     phase = pod_phase(pod, inits, regular)
     if previous is not None and previous.phase in TERMINAL_PHASES:
         phase = previous.phase
@@ -263,6 +271,7 @@ def generate_pod_status(
         start_time=start_time,
         init_container_statuses=inits,
         container_statuses=regular,
+        ephemeral_container_statuses=ephemeral,
         qos_class=qos_class(pod),
     )
 

@@ -41,7 +41,7 @@ from runtime.cri.types import (
 from runtime.ids import ContainerID, PodUID, SandboxID
 from runtime.kuberuntime.labels import hash_container
 from runtime.kuberuntime.podstatus import ContainerRuntimeStatus, RuntimePodStatus
-from runtime.pod.model import Container, ObjectMeta, Pod, PodSpec, Probe
+from runtime.pod.model import Container, EphemeralContainer, ObjectMeta, Pod, PodSpec, Probe
 from runtime.prober.results import ProbeResult
 
 POD_UID = "12345678"
@@ -260,15 +260,12 @@ def make_base_pod_and_status_with_restartable_init_containers() -> Scenario:
 
 
 def make_base_pod_and_status_with_init_and_ephemeral_containers() -> Scenario:
-    """Running regular containers, one exited init container and a running "debug" container.
-
-    Ephemeral containers are not part of this Pod model, so the spec has no ``debug``
-    container; the runtime status still holds its instance (id ``debug1``), as a runtime
-    would report it, so the status has upstream's shape and cases check it is left alone.
-    """
+    """Running regular containers, one exited init container and a running "debug"
+    ephemeral container (id ``debug1``)."""
     base = make_base_pod_and_status()
     init = Container(name="init1", image="bar-image")
-    base.pod = with_spec(base.pod, init_containers=(init,))
+    base.pod = with_spec(base.pod, init_containers=(init,), ephemeral_containers=(
+        EphemeralContainer(name="debug", image="busybox"),))
     debug = Container(name="debug", image="busybox")
     base.containers.append(status_for(init, "initid1", ContainerState.EXITED))
     base.containers.append(status_for(debug, "debug1", ContainerState.RUNNING))

@@ -19,16 +19,9 @@ tables never state a reason. The reasons expected here are the ones upstream's
 computePodActions / computeInitContainerActions set for that path: "" for a changed
 definition, LivenessProbe, StartupProbe, and Unknown for a container in unknown state.
 
-Left out, because this project does not model ephemeral containers (pod.spec has no
-ephemeralContainers and PodActions has no EphemeralContainersToStart), each expecting an
-ephemeral container to be started:
-  TestComputePodActionsWithInitAndEphemeralContainers:
-    - "No ephemeral containers running; start one"
-    - "Start second ephemeral container"
-    - "initialization in progress; start ephemeral container"
-The other cases of that table are ported: the spec carries no ephemeral container, while the
-runtime status keeps the "debug" instance, which the plan must leave alone. (That test's
-re-runs of the first two tables are the tables below.)
+TestComputePodActionsWithInitAndEphemeralContainers is ported whole, with
+ephemeral_containers_to_start compared too (upstream's EphemeralContainersToStart). (That
+test's re-runs of the first two tables are the tables below.)
 
 Not ported at all: TestComputePodActionsWithInitContainersWithLegacySidecarContainers and
 ...WithInitAndEphemeralContainersWithLegacySidecarContainers (LegacySidecarContainers gate,
@@ -47,7 +40,7 @@ import pytest
 from runtime.cri.types import ContainerState
 from runtime.ids import ContainerID, SandboxID
 from runtime.kuberuntime.actions import KillReason, PodActions, compute_pod_actions
-from runtime.pod.model import Pod, Probe
+from runtime.pod.model import EphemeralContainer, Pod, Probe
 from runtime.prober.results import ProbeResult
 from tests.unit.runtime.kuberuntime_fixtures import (
     SANDBOX_ID,
@@ -58,6 +51,7 @@ from tests.unit.runtime.kuberuntime_fixtures import (
     make_base_pod_and_status_with_restartable_init_containers,
     restart_policy,
     with_init_container,
+    with_spec,
 )
 
 EXITED = ContainerState.EXITED
@@ -81,6 +75,7 @@ class Expected:
     init_containers_to_start: tuple[int, ...] = ()
     containers_to_start: tuple[int, ...] = ()
     containers_to_kill: Mapping[int, KillReason] = field(default_factory=dict)
+    ephemeral_containers_to_start: tuple[int, ...] = ()
 
 
 NO_ACTION = Expected()
@@ -135,6 +130,9 @@ def verify_actions(
         "init_containers_to_start"
     )
     assert actual.containers_to_start == expected.containers_to_start, "containers_to_start"
+    assert actual.ephemeral_containers_to_start == expected.ephemeral_containers_to_start, (
+        "ephemeral_containers_to_start"
+    )
 
     # upstream's getKillMap / getKillMapWithInitContainers: keyed by the id of the base
     # status at that index, naming the spec container at the same index.
@@ -591,10 +589,26 @@ def test_compute_pod_actions_with_restartable_init_containers(test: Case) -> Non
 WITH_INIT_AND_EPHEMERAL_CONTAINERS = [
     case("steady state; do nothing; ignore ephemeral container", NO_ACTION),
     case(
+        "No ephemeral containers running; start one",
+        mutate_status=lambda s: s.keep_containers(None, 4),
+        expected=Expected(ephemeral_containers_to_start=(0,)),
+    ),
+    case(
+        "Start second ephemeral container",
+        mutate_pod=lambda pod: with_spec(pod, ephemeral_containers=(
+            *pod.spec.ephemeral_containers, EphemeralContainer(name="debug2", image="busybox"))),
+        expected=Expected(ephemeral_containers_to_start=(1,)),
+    ),
+    case(
         "Ephemeral container exited; do not restart",
         mutate_pod=ALWAYS,
         mutate_status=lambda s: s.set_container(4, state=EXITED),
         expected=NO_ACTION,
+    ),
+    case(
+        "initialization in progress; start ephemeral container",
+        mutate_status=lambda s: s.set_container(3, state=RUNNING).keep_containers(None, 4),
+        expected=Expected(ephemeral_containers_to_start=(0,)),
     ),
     case(
         "Create a new pod sandbox if the pod sandbox is dead, init container failed and "
@@ -637,4 +651,4 @@ def test_table_sizes() -> None:
     assert len(COMPUTE_POD_ACTIONS) == 17
     assert len(WITH_INIT_CONTAINERS) == 15
     assert len(WITH_RESTARTABLE_INIT_CONTAINERS) == 24
-    assert len(WITH_INIT_AND_EPHEMERAL_CONTAINERS) == 9 - 3
+    assert len(WITH_INIT_AND_EPHEMERAL_CONTAINERS) == 9
