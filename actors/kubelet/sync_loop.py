@@ -176,6 +176,10 @@ class SyncLoop(SupervisorActor):
         self._requeue_at: dict[PodUID, float] = {}
         self._verdicts: dict[PodUID, _Verdicts] = {}
         self._waiting: dict[str, list[Pod]] = {}  # static pods waiting on a full name
+        # Pods re-added under the UID of one still being stopped (a static manifest removed
+        # and put back): started afresh once that one is terminated (upstream's
+        # restartRequested in pod_workers.go).
+        self._restart: dict[PodUID, Pod] = {}
         self._killing: set[PodUID] = set()
         self._runtime_pods: tuple[RuntimePod, ...] = ()
         self._runtime_ok = True
@@ -276,6 +280,14 @@ class SyncLoop(SupervisorActor):
         if uid in self._desired:
             self._update(pod)
             return
+        if uid in self._workers and self._workers[uid].state == WorkerState.TERMINATED:
+            self._forget_worker(uid)  # stopped already: start afresh now
+        if uid in self._workers:
+            self._restart[uid] = pod
+            logger.bind(pod=pod.metadata.name, uid=uid, container="").info(
+                "pod was terminated, but has been re-added with the same UID: it starts "
+                "again once stopped")
+            return
         blocker = next((w for u, w in self._workers.items()
                         if w.pod.full_name == pod.full_name and u != uid), None)
         if blocker is not None:
@@ -311,6 +323,7 @@ class SyncLoop(SupervisorActor):
     def _terminate(self, uid: PodUID, remove: bool, reason: str, grace: int | None = None
                    ) -> None:
         pod = self._desired.pop(uid, None)
+        self._restart.pop(uid, None)
         if uid in self._rejected:
             self._rejected.discard(uid)
             self.send(names.STATUS, PodForgotten(uid))  # its Failed status goes with it
@@ -367,6 +380,10 @@ class SyncLoop(SupervisorActor):
         self.supervision.remove(names.worker_name(uid), "its pod is gone")
         self.send(names.STATUS, PodForgotten(uid))
         self.send(names.PROBES, PodForgotten(uid))
+        again = self._restart.pop(uid, None)
+        if again is not None:  # re-added while it stopped: a new worker, new containers
+            self._admit(again)
+            self.send(names.STATUS, DesiredPods(tuple(self._desired.values())))
         waiting = self._waiting.pop(worker.pod.full_name, [])
         if waiting:
             first, rest = waiting[0], waiting[1:]

@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from loguru import logger
 
@@ -244,3 +245,33 @@ def test_a_child_failing_too_often_stops_the_kubelet_with_the_reason(tmp_path: P
     finally:
         logger.remove(sink)
         node.stop()
+
+
+def test_a_static_pod_removed_and_put_back_starts_again_with_new_containers(node: Node) -> None:
+    """Upstream pod_workers: a pod re-added under the UID of one being terminated is
+    started afresh once that one has stopped (restartRequested)."""
+    node.snapshot(pod("u1"))
+    node.until("the container to run", lambda: node.running("u1") == ["c"])
+    (first,) = [c.id for c in node.fake.list_containers()]
+    node.snapshot()
+    node.snapshot(pod("u1"))  # put back before the first one is gone
+    node.until("a new container to run", lambda: node.running("u1") == ["c"]
+               and first not in {c.id for c in node.fake.list_containers()})
+    (again,) = node.fake.list_containers()
+    assert again.labels[L.POD_UID] == "u1"
+    assert again.annotations[L.RESTART_COUNT] == "0"  # the old pod's containers are gone
+    node.until("/pods to say Running", lambda: node.statuses()["u1"].phase == "Running")
+
+
+def test_a_pod_past_its_active_deadline_is_killed_and_failed(node: Node) -> None:
+    timed = pod("u1")
+    timed = msgspec.structs.replace(
+        timed, spec=msgspec.structs.replace(timed.spec, active_deadline_seconds=3))
+    node.snapshot(timed)
+    node.until("the container to run", lambda: node.running("u1") == ["c"])
+    node.until("the deadline to fail the pod",
+               lambda: node.statuses()["u1"].phase == "Failed")
+    status = node.statuses()["u1"]
+    assert status.reason == "DeadlineExceeded"
+    assert status.message == "Pod was active on the node longer than the specified deadline"
+    node.until("its containers to stop", lambda: node.running("u1") == [])
