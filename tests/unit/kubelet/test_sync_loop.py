@@ -275,3 +275,20 @@ def test_a_pod_past_its_active_deadline_is_killed_and_failed(node: Node) -> None
     assert status.reason == "DeadlineExceeded"
     assert status.message == "Pod was active on the node longer than the specified deadline"
     node.until("its containers to stop", lambda: node.running("u1") == [])
+
+
+def test_an_active_deadline_added_to_a_running_pod_fails_it(node: Node) -> None:
+    """Upstream pods.go "should allow activeDeadlineSeconds to be updated": same UID,
+    the deadline set later, counted from the pod's start."""
+    node.snapshot(pod("u1"))
+    node.until("the container to run", lambda: node.running("u1") == ["c"])
+    for _ in range(3):
+        node.tick(1.0)
+    timed = pod("u1")
+    timed = msgspec.structs.replace(
+        timed, spec=msgspec.structs.replace(timed.spec, active_deadline_seconds=5))
+    node.snapshot(timed)
+    node.until("the deadline to fail the pod",
+               lambda: node.statuses()["u1"].phase == "Failed")
+    assert node.statuses()["u1"].reason == "DeadlineExceeded"
+    node.until("its containers to stop", lambda: node.running("u1") == [])
