@@ -21,6 +21,7 @@ from typing import TypeVar
 from proto import api_pb2
 from runtime.cri.types import (
     DNSConfig,
+    HugepageLimit,
     ImageSpec,
     LinuxContainerResources,
     Mount,
@@ -147,6 +148,8 @@ def resources_to_proto(res: LinuxContainerResources) -> api_pb2.LinuxContainerRe
         cpu_shares=res.cpu_shares,
         memory_limit_in_bytes=res.memory_limit_in_bytes,
         oom_score_adj=res.oom_score_adj,
+        hugepage_limits=[api_pb2.HugepageLimit(page_size=h.page_size, limit=h.limit)
+                         for h in res.hugepage_limits],
     )
 
 
@@ -158,6 +161,7 @@ def resources_from_proto(msg: api_pb2.LinuxContainerResources) -> LinuxContainer
         cpu_shares=msg.cpu_shares,
         memory_limit_in_bytes=msg.memory_limit_in_bytes,
         oom_score_adj=msg.oom_score_adj,
+        hugepage_limits=tuple(HugepageLimit(h.page_size, h.limit) for h in msg.hugepage_limits),
     )
 
 

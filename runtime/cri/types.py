@@ -187,12 +187,19 @@ class Mount:
 
 
 @dataclass(frozen=True, slots=True)
+class HugepageLimit:
+    page_size: str  # "2MB", "1GB": the runtime's names for the kernel's page sizes
+    limit: int  # bytes
+
+
+@dataclass(frozen=True, slots=True)
 class LinuxContainerResources:
     cpu_period: int = 0
     cpu_quota: int = 0
     cpu_shares: int = 0
     memory_limit_in_bytes: int = 0
     oom_score_adj: int = 0
+    hugepage_limits: tuple[HugepageLimit, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,12 +7,12 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from runtime.cm.container_resources import linux_container_resources
 from runtime.cri.types import (
     ContainerConfig,
     ContainerMetadata,
     ImageSpec,
     KeyValue,
-    LinuxContainerResources,
     Mount,
 )
 from runtime.errors import SyncError
@@ -20,11 +20,9 @@ from runtime.kuberuntime.downward import metadata_value, resource_value
 from runtime.kuberuntime.labels import container_annotations, container_labels
 from runtime.kuberuntime.settings import NodeSettings
 from runtime.kuberuntime.volumes import VolumeSetupError, set_up_volume
+from runtime.machine import mem_total
 from runtime.pod.model import Container, Pod
-from runtime.pod.quantity import bytes_of, milli_cpu
 
-CPU_PERIOD = 100_000
-MIN_SHARES = 2
 _VAR_REF = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
 
 
@@ -91,26 +89,6 @@ def make_env(pod: Pod, container: Container, pod_ip: str, node_ip: str) -> dict[
     return env
 
 
-def make_resources(container: Container) -> LinuxContainerResources | None:
-    if container.resources is None:
-        return None
-    limits, requests = container.resources.limits, container.resources.requests
-    cpu_request = requests.get("cpu", limits.get("cpu"))
-    shares = MIN_SHARES
-    if cpu_request is not None:
-        shares = max(MIN_SHARES, milli_cpu(cpu_request) * 1024 // 1000)
-    quota = 0
-    if "cpu" in limits:
-        quota = max(1000, milli_cpu(limits["cpu"]) * CPU_PERIOD // 1000)
-    memory = bytes_of(limits["memory"]) if "memory" in limits else 0
-    return LinuxContainerResources(
-        cpu_period=CPU_PERIOD if quota else 0,
-        cpu_quota=quota,
-        cpu_shares=shares,
-        memory_limit_in_bytes=memory,
-    )
-
-
 def make_mounts(
     pod: Pod, container: Container, settings: NodeSettings, restart_count: int
 ) -> tuple[Mount, ...]:
@@ -159,7 +137,8 @@ def generate_container_config(
     """The CreateContainer config; SyncError(CreateContainerConfigError) when it can't be."""
     try:
         env = make_env(pod, container, pod_ip, node_ip)
-        resources = make_resources(container)
+        resources = linux_container_resources(
+            pod, container, settings.memory_capacity or mem_total(), settings.hugepage_sizes)
     except ValueError as err:
         raise SyncError("CreateContainerConfigError", str(err)) from err
     security = container.security_context

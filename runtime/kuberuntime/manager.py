@@ -9,6 +9,7 @@ checks the crash-loop back-off. Each step's outcome lands in a PodSyncResult, so
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -17,6 +18,8 @@ from typing import Any
 from loguru import logger
 
 from runtime.clock import Clock
+from runtime.cm.names import pod_cgroup_parent
+from runtime.cm.pod_cgroups import PodCgroups
 from runtime.cri.service import CRIRuntime
 from runtime.cri.types import ContainerState, ContainerStatus, PodSandboxConfig
 from runtime.errors import CRIError, CRINotFound, SyncError
@@ -52,10 +55,14 @@ class KubeRuntimeManager:
         node_ip: str = "",
         kill_parallelism: int = 8,
         observe: Observe = unobserved,
+        cgroups: PodCgroups | None = None,
     ) -> None:
         """``observe``: what reads of the back-off tables go through (see
-        runtime.kuberuntime.backoff; a kubelet passes its Dispatch's ``observe``)."""
+        runtime.kuberuntime.backoff; a kubelet passes its Dispatch's ``observe``).
+        ``cgroups``: the pod cgroups to create and remove (with cgroupsPerQOS); without
+        it the sandboxes still name their pod cgroup, which nothing creates."""
         self.runtime = runtime
+        self.cgroups = cgroups
         self.settings = settings
         self.clock = clock
         self.images = ImageManager(runtime, clock, observe)
@@ -85,11 +92,49 @@ class KubeRuntimeManager:
         kill arrives mid-sync, so no more containers start for a pod being stopped.
         """
         plan = compute_pod_actions(pod, status, liveness or {}, startup or {})
+        ensured = self.ensure_pod_cgroup(pod)
+        if not ensured.ok:
+            return ensured
         if plan.create_sandbox or plan.init_containers_to_start or plan.containers_to_start:
             mounted = self.mount_volumes(pod)
             if not mounted.ok:
                 return mounted
         return self.execute(pod, status, plan, cancelled)
+
+    def ensure_pod_cgroup(self, pod: Pod) -> PodSyncResult:
+        """The pod's cgroup exists before anything of it starts (upstream syncPod's
+        pcm.EnsureExists); a failure is upstream's FailedCreatePodContainer."""
+        if self.cgroups is None or not self.settings.cgroups_per_qos:
+            return PodSyncResult()
+        try:
+            self.cgroups.ensure(pod)
+        except (OSError, ValueError) as err:
+            message = f"unable to ensure pod container exists: {err}"
+            logger.bind(pod=pod.metadata.name, uid=pod.uid, container="").warning(
+                "FailedCreatePodContainer: {}", message)
+            return PodSyncResult((StepResult("CreatePodCgroup", pod.metadata.name,
+                                             "FailedCreatePodContainer", message),))
+        return PodSyncResult()
+
+    def destroy_pod_cgroup(self, uid: PodUID) -> None:
+        """Remove a stopped pod's cgroup (upstream SyncTerminatedPod's pcm.Destroy); a
+        failure is logged and left to the orphan clean-up."""
+        if self.cgroups is not None and self.settings.cgroups_per_qos:
+            self.cgroups.destroy(str(uid))
+
+    def cleanup_orphaned_pod_cgroups(self, keep: frozenset[str]) -> None:
+        """Remove the cgroups of pods not in ``keep`` (upstream
+        cleanupOrphanedPodCgroups, from the kubelet's housekeeping)."""
+        if self.cgroups is not None and self.settings.cgroups_per_qos:
+            self.cgroups.cleanup_orphans(keep)
+
+    def sandbox_config(self, pod: Pod, attempt: int) -> PodSandboxConfig:
+        """The sandbox config, in the pod's cgroup when cgroupsPerQOS is on."""
+        config = generate_sandbox_config(pod, attempt, self.settings)
+        if not self.settings.cgroups_per_qos:
+            return config
+        parent = pod_cgroup_parent(pod, self.settings.cgroup_root, self.settings.cgroup_driver)
+        return dataclasses.replace(config, cgroup_parent=parent)
 
     def mount_volumes(self, pod: Pod) -> PodSyncResult:
         """Set up the pod's volumes before anything of it starts (upstream's
@@ -141,7 +186,7 @@ class KubeRuntimeManager:
         pod_ip = _first(status.ips)
         sandbox_id = plan.sandbox_id
         if plan.create_sandbox:
-            config = generate_sandbox_config(pod, plan.attempt, self.settings)
+            config = self.sandbox_config(pod, plan.attempt)
             try:
                 os.makedirs(config.log_directory, exist_ok=True)
                 sandbox_id = self.runtime.run_pod_sandbox(config, self.settings.runtime_handler)
@@ -161,7 +206,7 @@ class KubeRuntimeManager:
                      pod_ip or "-")
         if sandbox_id is None:
             return PodSyncResult(tuple(steps))
-        config = generate_sandbox_config(pod, plan.attempt, self.settings)
+        config = self.sandbox_config(pod, plan.attempt)
 
         stop = cancelled or (lambda: False)
         # Ephemeral containers first, so a debug container runs even while an init

@@ -17,6 +17,15 @@ class NodeSettings:
     cluster_dns: tuple[str, ...] = ()
     cluster_domain: str = ""
     runtime_handler: str = ""
+    # cgroupsPerQOS: pod cgroups under <cgroup_root>/kubepods, named for cgroup_driver.
+    cgroups_per_qos: bool = False
+    cgroup_root: str = "/"
+    cgroup_driver: str = "cgroupfs"
+    # The machine's memory (cAdvisor's MemoryCapacity) for Burstable oom_score_adj; 0
+    # reads /proc/meminfo when needed.
+    memory_capacity: int = 0
+    # The huge page sizes of the node ("2MB"), each limited per container.
+    hugepage_sizes: tuple[str, ...] = ()
 
     def pod_dir(self, uid: str) -> str:
         return os.path.join(self.root_dir, "pods", uid)

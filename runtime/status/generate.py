@@ -8,6 +8,7 @@ from collections.abc import Mapping
 
 import msgspec
 
+from runtime.cm.qos import pod_qos
 from runtime.cri.types import ContainerState as CRIState
 from runtime.ids import ContainerID
 from runtime.kuberuntime.ephemeral import ephemeral_containers
@@ -277,13 +278,5 @@ def generate_pod_status(
 
 
 def qos_class(pod: Pod) -> str:
-    """Guaranteed, Burstable or BestEffort, from the containers' requests and limits."""
-    resources = [c.resources for c in pod.all_containers() if c.resources is not None]
-    if not any(r.limits or r.requests for r in resources):
-        return "BestEffort"
-    guaranteed = len(resources) == len(pod.all_containers()) and all(
-        all(k in r.limits for k in ("cpu", "memory"))
-        and all(r.requests.get(k, r.limits[k]) == r.limits[k] for k in ("cpu", "memory"))
-        for r in resources
-    )
-    return "Guaranteed" if guaranteed else "Burstable"
+    """Guaranteed, Burstable or BestEffort (upstream GetPodQOS, runtime.cm.qos)."""
+    return pod_qos(pod)

@@ -13,13 +13,13 @@ from typing import Any
 import msgspec
 import pytest
 
+from runtime.cm.container_resources import linux_container_resources
 from runtime.errors import SyncError
 from runtime.kuberuntime import labels as L
 from runtime.kuberuntime.container_config import (
     expand,
     generate_container_config,
     make_env,
-    make_resources,
 )
 from runtime.kuberuntime.settings import NodeSettings
 from runtime.pod.model import (
@@ -166,30 +166,26 @@ def test_resource_field_ref(resource: str, divisor: str, container: str, value: 
 # --- resources ------------------------------------------------------------------------------
 
 
+# upstream calculateLinuxResources: the period is 100 ms whether or not a limit is set.
 @pytest.mark.parametrize(
     ("limits", "requests", "shares", "quota", "period", "memory"),
     [
-        ({}, {}, 2, 0, 0, 0),
+        ({}, {}, 2, 0, 100_000, 0),
         ({"cpu": "100m"}, {}, 102, 10_000, 100_000, 0),
         ({"cpu": "0.5"}, {"cpu": "0.5"}, 512, 50_000, 100_000, 0),
         ({"cpu": 2}, {"cpu": "1"}, 1024, 200_000, 100_000, 0),
-        ({}, {"cpu": "1m"}, 2, 0, 0, 0),
+        ({}, {"cpu": "1m"}, 2, 0, 100_000, 0),
         ({"cpu": "1m"}, {}, 2, 1000, 100_000, 0),  # quota floor of 1 ms
-        ({"memory": "64Mi"}, {}, 2, 0, 0, 64 * 2**20),
-        ({"memory": "1G"}, {"memory": "512Mi"}, 2, 0, 0, 10**9),
+        ({"memory": "64Mi"}, {}, 2, 0, 100_000, 64 * 2**20),
+        ({"memory": "1G"}, {"memory": "512Mi"}, 2, 0, 100_000, 10**9),
     ],
 )
 def test_resources(limits: dict[str, Any], requests: dict[str, Any], shares: int, quota: int,
                    period: int, memory: int) -> None:
-    r = make_resources(Container(name="c", resources=ResourceRequirements(
-        limits=limits, requests=requests)))
-    assert r is not None
+    c = Container(name="c", resources=ResourceRequirements(limits=limits, requests=requests))
+    r = linux_container_resources(make_pod(c), c, 2**30)
     assert (r.cpu_shares, r.cpu_quota, r.cpu_period, r.memory_limit_in_bytes) == (
         shares, quota, period, memory)
-
-
-def test_no_resources() -> None:
-    assert make_resources(Container(name="c")) is None
 
 
 def test_bad_quantity_is_config_error(settings: NodeSettings) -> None:
