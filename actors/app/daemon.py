@@ -18,6 +18,7 @@ from typing import Any
 
 from loguru import logger
 
+from actors.app.cgroups import node_settings, start_pod_cgroups
 from actors.app.flags import KubeletFlags
 from actors.app.http.server import KubeletHTTPServer
 from actors.app.node import this_node
@@ -40,7 +41,6 @@ from runtime.cri.intercept import Interceptor, intercept
 from runtime.cri.service import CRIRuntime
 from runtime.ids import PodUID
 from runtime.kuberuntime.manager import KubeRuntimeManager
-from runtime.kuberuntime.settings import NodeSettings
 from runtime.pod.model import Pod
 from runtime.status.types import PodStatus
 
@@ -160,8 +160,7 @@ def start_kubelet(
     if supervision is not None:
         sync_settings = dataclasses.replace(sync_settings, supervision=supervision)
     config = ReplayConfig(
-        node=NodeSettings(node_name=flags.node_name, root_dir=flags.root_dir,
-                          pod_logs_dir=flags.pod_logs_dir),
+        node=node_settings(flags),
         timing=WorkerTiming(resync_interval=flags.sync_frequency),
         supervisor=sync_settings, host_ip=node_ip, embedded=containerd is not None)
     writer: TraceWriter | None = None
@@ -180,8 +179,9 @@ def start_kubelet(
     instrumented = intercept(runtime, CRIRuntime, *calls)
     dispatch = Dispatch(recorder=writer, faults=faults)
     # The back-off tables are shared by every pod worker: their reads are inputs.
+    cgroups = start_pod_cgroups(flags, runtime, embedded=containerd is not None)
     manager = KubeRuntimeManager(instrumented, config.node, clock, node_ip=node_ip,
-                                 observe=dispatch.observe)
+                                 observe=dispatch.observe, cgroups=cgroups)
     timers = TimerService(dispatch, real_clock)
     parts = KubeletParts(dispatch, timers, clock, instrumented, manager, config, metrics,
                          containerd, sources)

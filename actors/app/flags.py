@@ -13,6 +13,7 @@ from loguru import logger
 
 from actors.app.durations import parse_duration
 from actors.app.kubelet_config import load_kubelet_config
+from runtime.cm.names import DRIVERS
 from runtime.errors import ConfigError
 from runtime.pod.admission import sysctl_allowlist_error
 from runtime.pod.validation import validate_labels
@@ -52,6 +53,9 @@ class KubeletFlags:
     trace_max_bytes: int
     node_labels: tuple[tuple[str, str], ...]
     allowed_unsafe_sysctls: tuple[str, ...]
+    cgroups_per_qos: bool = True
+    cgroup_root: str = "/"
+    cgroup_driver: str = "cgroupfs"
 
 
 # Upstream's kubelet sets these labels on its node itself (IsKubeletLabel): --node-labels
@@ -104,6 +108,15 @@ def parse_allowed_unsafe_sysctls(value: str | list[str]) -> tuple[str, ...]:
     return patterns
 
 
+def parse_bool(text: str) -> bool:
+    """Go's strconv.ParseBool, as upstream's boolean flags read ``--flag=false``."""
+    if text in ("1", "t", "T", "true", "TRUE", "True"):
+        return True
+    if text in ("0", "f", "F", "false", "FALSE", "False"):
+        return False
+    raise argparse.ArgumentTypeError(f'"{text}" is not a boolean (true or false)')
+
+
 def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
     """The flags; with ``only_given``, parsing yields only the flags the user typed."""
     parser = argparse.ArgumentParser(
@@ -139,6 +152,13 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
     add("--read-only-port", type=int, default=10255, help="read-only HTTP port (0 disables)")
     add("--healthz-port", type=int, default=10248, help="healthz port (0 disables it)")
     add("--healthz-bind-address", default="127.0.0.1", help="address of the healthz port")
+    add("--cgroups-per-qos", type=parse_bool, nargs="?", const=True, default=True,
+        help="pod cgroups under <cgroup-root>/kubepods by QoS class (default true)")
+    add("--cgroup-root", default="",
+        help='root cgroup of the pods\' cgroups (default "/" with --cgroups-per-qos)')
+    add("--cgroup-driver", choices=DRIVERS, default="cgroupfs",
+        help="how cgroups are named: cgroupfs or systemd, as the runtime does (default "
+             "cgroupfs, what the embedded containerd uses)")
     add("--max-pods", type=int, default=110, help="most pods this node runs (default 110)")
     add("--node-labels", default="",
         help="labels of this node, key=value,key2=value2, for the nodeSelector and node "
@@ -222,6 +242,10 @@ def parse_flags(argv: list[str]) -> KubeletFlags:
         ipaddress.ip_network(ns.pod_cidr)
     except ValueError as err:
         raise ConfigError(f'--pod-cidr "{ns.pod_cidr}": {err}') from err
+    if ns.cgroup_root and not ns.cgroup_root.startswith("/") and not (
+            ns.cgroup_driver == "systemd" and ns.cgroup_root.endswith(".slice")):
+        raise ConfigError(f'--cgroup-root "{ns.cgroup_root}": must be an absolute cgroup path '
+                          "(or a .slice with --cgroup-driver=systemd)")
     node = (ns.node_name or socket.gethostname()).lower()
     return KubeletFlags(
         pod_manifest_path=ns.pod_manifest_path,
@@ -252,4 +276,9 @@ def parse_flags(argv: list[str]) -> KubeletFlags:
         trace_max_bytes=ns.trace_max_bytes,
         node_labels=parse_node_labels(ns.node_labels),
         allowed_unsafe_sysctls=parse_allowed_unsafe_sysctls(ns.allowed_unsafe_sysctls),
+        cgroups_per_qos=ns.cgroups_per_qos,
+        # Upstream: "--cgroups-per-qos enabled, but --cgroup-root was not specified.
+        # defaulting to /".
+        cgroup_root=ns.cgroup_root or "/",
+        cgroup_driver=ns.cgroup_driver,
     )

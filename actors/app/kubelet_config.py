@@ -53,6 +53,18 @@ def _duration(value: Any) -> float:
         raise ValueError(str(err)) from err
 
 
+def _bool(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"expected true or false, got {type(value).__name__}")
+    return value
+
+
+def _cgroup_driver(value: Any) -> str:
+    if _string(value) not in ("cgroupfs", "systemd"):
+        raise ValueError(f'"{value}": must be cgroupfs or systemd')
+    return str(value)
+
+
 def _sysctl_patterns(value: Any) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise TypeError("expected a list of strings")
@@ -79,6 +91,9 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "runtimeRequestTimeout": ("runtime_request_timeout", _duration),
     "podCIDR": ("pod_cidr", _string),
     "allowedUnsafeSysctls": ("allowed_unsafe_sysctls", _sysctl_patterns),
+    "cgroupsPerQOS": ("cgroups_per_qos", _bool),
+    "cgroupRoot": ("cgroup_root", _string),
+    "cgroupDriver": ("cgroup_driver", _cgroup_driver),
 }
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from loguru import logger
 
+from actors.app.cgroups import node_settings, start_pod_cgroups
 from actors.app.flags import KubeletFlags, parse_flags
 from actors.app.logging_setup import configure_logging
 from actors.app.node import this_node
@@ -20,7 +21,6 @@ from runtime.clock import RealClock
 from runtime.cri.client import CRIClient
 from runtime.errors import ConfigError, CRIError, KubeletError
 from runtime.kuberuntime.manager import KubeRuntimeManager
-from runtime.kuberuntime.settings import NodeSettings
 from runtime.pod.static import read_manifest_dir
 
 if TYPE_CHECKING:
@@ -95,12 +95,12 @@ def run_once(flags: KubeletFlags) -> int:
         logger.error("{}", error)
     for warning in listing.warnings:
         logger.warning("{}", warning)
-    settings = NodeSettings(
-        node_name=flags.node_name, root_dir=flags.root_dir, pod_logs_dir=flags.pod_logs_dir
-    )
+    settings = node_settings(flags)
     host_ip = node_ip()
-    with hold_root_dir(flags.root_dir), open_runtime(flags) as (client, _):
-        manager = KubeRuntimeManager(client, settings, clock, node_ip=host_ip)
+    with hold_root_dir(flags.root_dir), open_runtime(flags) as (client, embedded):
+        cgroups = start_pod_cgroups(flags, client, embedded=embedded is not None)
+        manager = KubeRuntimeManager(client, settings, clock, node_ip=host_ip,
+                                     cgroups=cgroups)
         pods = tuple(p.pod for p in listing.pods)
         logger.info("run-once: {} pod(s) from {}", len(pods), flags.pod_manifest_path)
         outcomes = RunOnce(manager, clock, flags.runonce_timeout, host_ip=host_ip,

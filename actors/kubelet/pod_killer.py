@@ -71,6 +71,7 @@ class PodKiller(Actor):
             if not result.ok:
                 raise CRIError("KillPod", str(result))
             self._manager.remove_pod_sandboxes(status)
+            self._manager.destroy_pod_cgroup(order.uid)
             log.info("removed {} pod", order.reason)
             self.send(self.name, KillFinished(order.uid, True))
         except CRIError as err:

@@ -221,6 +221,7 @@ class PodWorker(Actor):
             self._done(TERMINATE_RETRY, str(result))
             return
         self.state = WorkerState.TERMINATED
+        self._manager.destroy_pod_cgroup(self.uid)
         if self._remove:
             # Removed: an empty runtime status would read as Pending; the supervisor
             # forgets the pod (and its status) once it hears this worker is done.

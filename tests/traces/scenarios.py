@@ -217,7 +217,9 @@ class RecordedNode:
         self.faults = faults
         config = ReplayConfig(
             node=NodeSettings("node", root_dir=str(scratch / "root"),
-                              pod_logs_dir=str(scratch / "logs")),
+                              pod_logs_dir=str(scratch / "logs"),
+                              # Fixed, so a Burstable pod's oom_score_adj replays anywhere.
+                              memory_capacity=4 * 2**30),
             timing=WorkerTiming(60.0),
             supervisor=SyncLoopSettings(expected_sources=frozenset({"file"})))
         self.writer = TrackingWriter(directory, config=config.to_header())

@@ -1,0 +1,72 @@
+"""The node's pod cgroups at start (upstream NewContainerManager's cgroupsPerQOS checks,
+qosContainerManager.Start and the first cleanupOrphanedPodCgroups).
+
+With --cgroups-per-qos (the default) the kubelet needs --cgroup-root to exist, a
+--cgroup-driver that matches the runtime's (the embedded containerd uses cgroupfs), and
+creates <root>/kubepods with its burstable and besteffort children before any pod runs.
+"""
+
+from __future__ import annotations
+
+import os
+
+from loguru import logger
+
+from actors.app.flags import KubeletFlags
+from runtime.cm.cgroupfs import CgroupFS
+from runtime.cm.container_resources import node_hugepage_sizes
+from runtime.cm.names import CGROUPFS, parse_root
+from runtime.cm.pod_cgroups import PodCgroups
+from runtime.cri.service import CRIRuntime
+from runtime.cri.types import SandboxFilter
+from runtime.errors import ConfigError, CRIError
+from runtime.kuberuntime import labels as L
+from runtime.kuberuntime.settings import NodeSettings
+from runtime.machine import mem_total
+
+
+def node_settings(flags: KubeletFlags) -> NodeSettings:
+    """The NodeSettings of a daemon started with ``flags``."""
+    return NodeSettings(
+        node_name=flags.node_name, root_dir=flags.root_dir, pod_logs_dir=flags.pod_logs_dir,
+        cgroups_per_qos=flags.cgroups_per_qos, cgroup_root=flags.cgroup_root,
+        cgroup_driver=flags.cgroup_driver, memory_capacity=mem_total(),
+        hugepage_sizes=node_hugepage_sizes(),
+    )
+
+
+def start_pod_cgroups(flags: KubeletFlags, runtime: CRIRuntime, embedded: bool
+                      ) -> PodCgroups | None:
+    """Check the flags against the machine, create the QoS cgroups, and remove the pod
+    cgroups of pods the runtime no longer holds; None with --cgroups-per-qos=false."""
+    if not flags.cgroups_per_qos:
+        return None
+    if embedded and flags.cgroup_driver != CGROUPFS:
+        raise ConfigError(
+            f'--cgroup-driver "{flags.cgroup_driver}": the embedded containerd uses the '
+            'cgroupfs driver (SystemdCgroup = false); the kubelet must use "cgroupfs" too')
+    manager = CgroupFS(flags.cgroup_driver)
+    root = parse_root(flags.cgroup_root, flags.cgroup_driver)
+    if not manager.exists(root):
+        # Upstream: "invalid configuration: cgroup-root ... doesn't exist".
+        raise ConfigError(f'--cgroup-root "{flags.cgroup_root}" does not exist '
+                          f"(looked in {manager.path(root, 'memory')})")
+    cgroups = PodCgroups(manager, root, flags.cgroup_driver,
+                         node_cpu_millis=(os.cpu_count() or 1) * 1000,
+                         node_memory=mem_total())
+    try:
+        cgroups.start()
+    except OSError as err:
+        raise ConfigError(f"cannot create the QoS cgroups under {flags.cgroup_root}: {err}"
+                          ) from err
+    try:
+        holding = frozenset(s.labels.get(L.POD_UID, "") for s in
+                            runtime.list_pod_sandbox(SandboxFilter()))
+    except CRIError as err:
+        # The runtime may not answer yet; pod workers recreate what they need anyway.
+        logger.warning("pod cgroups: no orphan clean-up, the runtime does not answer: {}",
+                       err)
+    else:
+        cgroups.cleanup_orphans(holding)
+    logger.info("cgroupsPerQOS on: root {}, driver {}", flags.cgroup_root, flags.cgroup_driver)
+    return cgroups
