@@ -172,6 +172,23 @@ def test_pod_containers_should_have_been_created_under_the_cgroup_root(
         assert f":cpu:{cgroup}\n" in proc_cgroups or f"cpu,cpuacct:{cgroup}\n" in proc_cgroups
 
 
+def test_pod_level_resources_limit_the_pod_cgroup(
+        kubelet: Daemon, containerd: EmbeddedContainerd) -> None:
+    """Pod-level resources (spec.resources): the pod's class and its cgroup follow them,
+    its containers without resources of their own get none."""
+    (kubelet.manifests / "pod-level.yaml").write_text(manifest("pod-level").replace(
+        "spec:\n", "spec:\n  resources:\n    limits: {cpu: 200m, memory: 128Mi}\n", 1))
+    kubelet.start()
+    pod = kubelet.wait_running("pod-level-e2e-node", timeout=90.0)
+    assert pod["status"]["qosClass"] == "Guaranteed"
+    cgroup = f"/kubepods/pod{pod['metadata']['uid']}"
+    assert cpu_and_memory(cgroup) == (204, 20_000, 100_000, 128 * MI)
+    container = f"{cgroup}/{container_id(pod)}"
+    assert cpu_and_memory(container) == (2, UNLIMITED_QUOTA, 100_000, UNLIMITED_MEMORY)
+    assert int(Path(f"/proc/{container_pid(container)}/oom_score_adj").read_text()) == max(
+        GUARANTEED_OOM_SCORE_ADJ, runtime_oom_floor(containerd))
+
+
 def test_pod_cgroup_is_removed_after_the_pod_is_deleted(kubelet: Daemon) -> None:
     """The pod's cgroup goes with the pod (upstream SyncTerminatedPod's pcm.Destroy)."""
     (kubelet.manifests / "gone.yaml").write_text(manifest(
@@ -203,5 +220,6 @@ def test_containers_terminated_by_oom_killer_have_reason_oomkilled(kubelet: Daem
         return state if isinstance(state, dict) else None
 
     state = wait_for(terminated, 90.0, "the container to be OOM-killed")
+    assert state is not None
     assert (state["reason"], state["exitCode"]) == ("OOMKilled", 137), state
     wait_for(lambda: kubelet.phase("oom-e2e-node") == "Failed", 30.0, "the pod Failed")

@@ -183,3 +183,40 @@ def test_allowed_unsafe_sysctls_from_the_config_file(tmp_path: Path) -> None:
         parse_flags(["--config", str(bad)])
     assert caught.value.field == "allowedUnsafeSysctls"
     assert 'allowedUnsafeSysctls: the sysctls "vm.swappiness" are not known' in str(caught.value)
+
+
+def test_cgroup_flags_default_as_upstream(tmp_path: Path) -> None:
+    """--cgroups-per-qos defaults to true; an empty --cgroup-root becomes "/" (upstream:
+    "--cgroups-per-qos enabled, but --cgroup-root was not specified. defaulting to /");
+    --cgroup-driver defaults to cgroupfs."""
+    flags = parse_flags(["--pod-manifest-path", str(tmp_path)])
+    assert (flags.cgroups_per_qos, flags.cgroup_root, flags.cgroup_driver) == (
+        True, "/", "cgroupfs")
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["--cgroups-per-qos=false"], (False, "/", "cgroupfs")),
+    (["--cgroups-per-qos"], (True, "/", "cgroupfs")),
+    (["--cgroup-root", "/nested", "--cgroup-driver", "systemd"], (True, "/nested", "systemd")),
+    (["--cgroup-root", "machine.slice", "--cgroup-driver", "systemd"],
+     (True, "machine.slice", "systemd")),
+])
+def test_cgroup_flags(tmp_path: Path, argv: list[str], expected: tuple[bool, str, str]) -> None:
+    flags = parse_flags(["--pod-manifest-path", str(tmp_path), *argv])
+    assert (flags.cgroups_per_qos, flags.cgroup_root, flags.cgroup_driver) == expected
+
+
+def test_cgroup_root_must_be_a_cgroup_path(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match='--cgroup-root "relative": must be an absolute'):
+        parse_flags(["--pod-manifest-path", str(tmp_path), "--cgroup-root", "relative"])
+
+
+def test_cgroup_fields_of_the_config_file(tmp_path: Path) -> None:
+    config = write_config(tmp_path, "staticPodPath: m\ncgroupsPerQOS: false\n"
+                                    "cgroupRoot: /pods\ncgroupDriver: systemd\n")
+    flags = parse_flags(["--config", str(config)])
+    assert (flags.cgroups_per_qos, flags.cgroup_root, flags.cgroup_driver) == (
+        False, "/pods", "systemd")
+    bad = write_config(tmp_path, "staticPodPath: m\ncgroupDriver: docker\n")
+    with pytest.raises(ConfigError, match="cgroupDriver"):
+        parse_flags(["--config", str(bad)])
