@@ -42,6 +42,9 @@ class CgroupManager(Protocol):
 
     def children(self, name: CgroupName) -> tuple[str, ...]: ...
 
+    def pids(self, name: CgroupName) -> frozenset[int]:
+        """The processes in the cgroup and its children."""
+
 
 def v1_mounts(mountinfo: str = "/proc/self/mountinfo") -> dict[str, str]:
     """Controller -> mount point of every cgroup v1 hierarchy ("name=systemd" too)."""
@@ -139,6 +142,9 @@ class CgroupFS:
             return tuple(sorted(e.name for e in os.scandir(directory) if e.is_dir()))
         except FileNotFoundError:
             return ()
+
+    def pids(self, name: CgroupName) -> frozenset[int]:
+        return frozenset(self._pids(self._dirs(name)))
 
     def destroy(self, name: CgroupName) -> None:
         dirs = self._dirs(name)

@@ -10,6 +10,7 @@ class FakeCgroupManager:
     def __init__(self) -> None:
         self.cgroups: dict[CgroupName, ResourceConfig] = {}
         self.calls: list[tuple[str, CgroupName]] = []
+        self.processes: dict[CgroupName, frozenset[int]] = {}
 
     def exists(self, name: CgroupName) -> bool:
         return name in self.cgroups
@@ -28,6 +29,13 @@ class FakeCgroupManager:
         self.calls.append(("destroy", name))
         for key in [k for k in self.cgroups if k[: len(name)] == name]:
             del self.cgroups[key]
+
+    def pids(self, name: CgroupName) -> frozenset[int]:
+        found: frozenset[int] = frozenset()
+        for key, pids in self.processes.items():
+            if key[: len(name)] == name:
+                found |= pids
+        return found
 
     def children(self, name: CgroupName) -> tuple[str, ...]:
         return tuple(sorted(k[-1] for k in self.cgroups

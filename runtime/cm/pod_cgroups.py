@@ -151,7 +151,19 @@ class PodCgroups:
         return True
 
     def cleanup_orphans(self, keep: frozenset[str]) -> None:
-        """Remove the cgroup of every pod not in ``keep`` (the pods that may still run)."""
-        for uid in self.pod_cgroups():
-            if uid not in keep:
-                self.destroy(uid)
+        """Remove the cgroup of every pod not in ``keep`` (the pods that may still run).
+
+        Unlike upstream, which kills what an orphaned pod cgroup still holds, one that
+        holds processes is left alone (and logged): on a machine where several kubelets
+        share the cgroup root (the drills' parallel slots, a test bed beside a user's
+        daemon) it is another kubelet's running pod, not a leak of this one.
+        """
+        for uid, name in self.pod_cgroups().items():
+            if uid in keep:
+                continue
+            if self.manager.pids(name):
+                logger.bind(pod="", uid=uid, container="").info(
+                    "pod cgroup {} is no pod of this kubelet's but holds processes: left alone",
+                    driver_name(name, self.driver))
+                continue
+            self.destroy(uid)

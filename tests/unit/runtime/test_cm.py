@@ -386,6 +386,12 @@ def test_ensure_update_qos_and_destroy() -> None:
     assert cgroups.destroy("b2")
     assert ("kubepods", "burstable", "podb2") not in fake.cgroups
     assert fake.cgroups[("kubepods", "burstable")].cpu_shares == 102
+    fake.processes[("kubepods", "besteffort", "pode1")] = frozenset({4242})
+    cgroups.cleanup_orphans(frozenset({"b1"}))
+    # An orphan holding processes is another kubelet's pod on this machine: kept.
+    assert cgroups.pod_cgroups() == {"b1": ("kubepods", "burstable", "podb1"),
+                                     "e1": ("kubepods", "besteffort", "pode1")}
+    del fake.processes[("kubepods", "besteffort", "pode1")]
     cgroups.cleanup_orphans(frozenset({"b1"}))
     assert cgroups.pod_cgroups() == {"b1": ("kubepods", "burstable", "podb1")}
     assert cgroups.destroy("never-had-one")
