@@ -96,7 +96,8 @@ class CgroupFS:
             mounts if mounts is not None else v1_mounts())
         if not self.unified_root and not all(c in self.mounts for c in ("cpu", "memory")):
             raise ConfigError("cgroups: no cpu and memory controllers are mounted "
-                              f"(found {sorted(self.mounts)})")
+                              f"(found {sorted(self.mounts)}); run with "
+                              "--cgroups-per-qos=false to leave cgroups to the runtime")
 
     # --- paths ------------------------------------------------------------------------
 

@@ -39,6 +39,8 @@ from actors.app.testbed import (
     private_containerd,
     serve_images,
 )
+from runtime.cm.cgroupfs import CgroupFS
+from runtime.cm.pod_cgroups import PodCgroups
 from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
 from runtime.errors import CRINotFound
@@ -88,13 +90,30 @@ def cri(containerd: EmbeddedContainerd) -> Iterator[CRIClient]:
     client = CRIClient(containerd.endpoint, timeout=60.0)
     pods_before = {p.id for p in client.list_pod_sandbox()}
     containers_before = {c.id for c in client.list_containers()}
+    cgroups_before = _pod_cgroups()
     try:
         yield client
     finally:
         try:
             _remove_new(client, pods_before, containers_before)
+            _remove_new_pod_cgroups(cgroups_before)
         finally:
             client.close()
+
+
+def _pod_cgroups() -> set[tuple[str, ...]]:
+    """The pod cgroups under the default kubepods (cgroupfs driver), as names."""
+    cgroups = PodCgroups(CgroupFS("cgroupfs"), (), "cgroupfs", 1000, 0)
+    return set(cgroups.pod_cgroups().values())
+
+
+def _remove_new_pod_cgroups(before: set[tuple[str, ...]]) -> None:
+    """A test that leaves pods running (as SIGTERM does) leaves their cgroups when the
+    pods are removed behind the daemon's back: remove those, now empty."""
+    manager = CgroupFS("cgroupfs")
+    for name in _pod_cgroups() - before:
+        if not manager.pids(name):
+            manager.destroy(name)
 
 
 def _remove_new(
