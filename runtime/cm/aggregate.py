@@ -56,7 +56,9 @@ def _aggregate(pod: Pod, of: Callable[[Container], ResourceList],
                seen: Callable[[ResourceList], None] | None = None) -> ResourceList:
     """Upstream's AggregateContainerRequests/Limits: regular containers and sidecars add
     up; an init container needs its own amount plus the sidecars started before it; the
-    pod needs the larger of the two."""
+    pod needs the larger of the two. ``seen`` gets each container's amounts as upstream's
+    PodResourcesOptions.ContainerFn does (ResourceConfigForPod learns from it whether
+    every container sets a limit)."""
     total: ResourceList = {}
     for container in pod.spec.containers:
         amounts = of(container)
@@ -67,8 +69,6 @@ def _aggregate(pod: Pod, of: Callable[[Container], ResourceList],
     inits: ResourceList = {}
     for container in pod.spec.init_containers:
         amounts = of(container)
-        if seen is not None:
-            seen(amounts)
         if container.is_restartable_init:
             _add(total, amounts)
             _add(sidecars, amounts)
@@ -76,6 +76,10 @@ def _aggregate(pod: Pod, of: Callable[[Container], ResourceList],
         else:
             needed = dict(amounts)
             _add(needed, sidecars)
+        if seen is not None:
+            # Upstream's ContainerFn sees an init container's amount with the sidecars
+            # that run beside it, not its own alone.
+            seen(needed)
         _max(inits, needed)
     _max(total, inits)
     return total
