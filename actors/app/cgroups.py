@@ -21,18 +21,7 @@ from runtime.cri.service import CRIRuntime
 from runtime.cri.types import SandboxFilter
 from runtime.errors import ConfigError, CRIError
 from runtime.kuberuntime import labels as L
-from runtime.kuberuntime.settings import NodeSettings
 from runtime.machine import mem_total
-
-
-def node_settings(flags: KubeletFlags) -> NodeSettings:
-    """The NodeSettings of a daemon started with ``flags``."""
-    return NodeSettings(
-        node_name=flags.node_name, root_dir=flags.root_dir, pod_logs_dir=flags.pod_logs_dir,
-        cgroups_per_qos=flags.cgroups_per_qos, cgroup_root=flags.cgroup_root,
-        cgroup_driver=flags.cgroup_driver, memory_capacity=mem_total(),
-        hugepage_sizes=node_hugepage_sizes(),
-    )
 
 
 def start_pod_cgroups(flags: KubeletFlags, runtime: CRIRuntime, embedded: bool

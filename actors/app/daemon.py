@@ -18,10 +18,10 @@ from typing import Any
 
 from loguru import logger
 
-from actors.app.cgroups import node_settings, start_pod_cgroups
+from actors.app.cgroups import start_pod_cgroups
 from actors.app.flags import KubeletFlags
 from actors.app.http.server import KubeletHTTPServer
-from actors.app.node import this_node
+from actors.app.node import node_settings, this_node
 from actors.core.dispatch import ActorRef, Dispatch
 from actors.core.faults import FaultPlan
 from actors.core.supervision import SupervisorSpec

@@ -56,6 +56,10 @@ class KubeletFlags:
     cgroups_per_qos: bool = True
     cgroup_root: str = "/"
     cgroup_driver: str = "cgroupfs"
+    node_ip: str = ""
+    cluster_dns: tuple[str, ...] = ()
+    cluster_domain: str = ""
+    resolv_conf: str = "/etc/resolv.conf"
 
 
 # Upstream's kubelet sets these labels on its node itself (IsKubeletLabel): --node-labels
@@ -117,6 +121,19 @@ def parse_bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f'"{text}" is not a boolean (true or false)')
 
 
+def parse_cluster_dns(value: str | list[str]) -> tuple[str, ...]:
+    """``--cluster-dns a,b`` (or the config file's clusterDNS list): as upstream, an
+    entry that is not an IP address is logged and left out."""
+    items = value.split(",") if isinstance(value, str) else value
+    servers: list[str] = []
+    for item in filter(None, (i.strip() for i in items)):
+        try:
+            servers.append(str(ipaddress.ip_address(item)))
+        except ValueError:
+            logger.warning("invalid clusterDNS IP {!r}, ignored", item)
+    return tuple(servers)
+
+
 def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
     """The flags; with ``only_given``, parsing yields only the flags the user typed."""
     parser = argparse.ArgumentParser(
@@ -165,6 +182,15 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
              "affinity of its pods (kubernetes.io/hostname, os and arch are always set)")
     add("--allowed-unsafe-sysctls", default="",
         help="unsafe sysctls (or patterns ending in *) pods may set, comma-separated")
+    add("--node-ip", default="",
+        help="the node's IP address (default: the node name's address, else the address "
+             "of the default route's interface), shown as the pods' status.hostIP")
+    add("--cluster-dns", default="",
+        help="comma-separated DNS server IPs for pods with dnsPolicy ClusterFirst")
+    add("--cluster-domain", default="",
+        help="the cluster's DNS domain, searched by pods after their namespace's")
+    add("--resolv-conf", default="/etc/resolv.conf",
+        help='the resolver file pods with dnsPolicy Default get ("" for none)')
     add("--sync-frequency", type=parse_duration, default=60.0,
         help="how often every pod is synced again (default 1m)")
     add("--file-check-frequency", type=parse_duration, default=20.0,
@@ -247,6 +273,11 @@ def parse_flags(argv: list[str]) -> KubeletFlags:
         raise ConfigError(f'--cgroup-root "{ns.cgroup_root}": must be an absolute cgroup path '
                           "(or a .slice with --cgroup-driver=systemd)")
     node = (ns.node_name or socket.gethostname()).lower()
+    if ns.node_ip:
+        try:
+            ipaddress.ip_address(ns.node_ip)
+        except ValueError as err:
+            raise ConfigError(f'--node-ip "{ns.node_ip}": {err}') from err
     return KubeletFlags(
         pod_manifest_path=ns.pod_manifest_path,
         container_runtime_endpoint=endpoint,
@@ -281,4 +312,8 @@ def parse_flags(argv: list[str]) -> KubeletFlags:
         # defaulting to /".
         cgroup_root=ns.cgroup_root or "/",
         cgroup_driver=ns.cgroup_driver,
+        node_ip=ns.node_ip,
+        cluster_dns=parse_cluster_dns(ns.cluster_dns),
+        cluster_domain=ns.cluster_domain,
+        resolv_conf=os.path.abspath(ns.resolv_conf) if ns.resolv_conf else "",
     )

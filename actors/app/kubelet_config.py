@@ -65,6 +65,12 @@ def _cgroup_driver(value: Any) -> str:
     return str(value)
 
 
+def _strings(value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise TypeError("expected a list of strings")
+    return value
+
+
 def _sysctl_patterns(value: Any) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise TypeError("expected a list of strings")
@@ -94,10 +100,13 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "cgroupsPerQOS": ("cgroups_per_qos", _bool),
     "cgroupRoot": ("cgroup_root", _string),
     "cgroupDriver": ("cgroup_driver", _cgroup_driver),
+    "clusterDNS": ("cluster_dns", _strings),
+    "clusterDomain": ("cluster_domain", _string),
+    "resolvConf": ("resolv_conf", _string),
 }
 
 
-PATH_FIELDS = frozenset({"staticPodPath", "podLogsDir"})
+PATH_FIELDS = frozenset({"staticPodPath", "podLogsDir", "resolvConf"})
 
 
 def load_kubelet_config(path: str) -> tuple[dict[str, Any], tuple[str, ...]]:

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import contextlib
-import socket
 import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from loguru import logger
 
-from actors.app.cgroups import node_settings, start_pod_cgroups
+from actors.app.cgroups import start_pod_cgroups
 from actors.app.flags import KubeletFlags, parse_flags
 from actors.app.logging_setup import configure_logging
-from actors.app.node import this_node
+from actors.app.node import node_settings, this_node
 from actors.app.report import print_json, print_table
 from actors.app.root_lock import hold_root_dir
 from actors.app.runonce import RunOnce
@@ -21,6 +20,7 @@ from runtime.clock import RealClock
 from runtime.cri.client import CRIClient
 from runtime.errors import ConfigError, CRIError, KubeletError
 from runtime.kuberuntime.manager import KubeRuntimeManager
+from runtime.node_address import node_ip as find_node_ip
 from runtime.pod.static import read_manifest_dir
 
 if TYPE_CHECKING:
@@ -32,13 +32,12 @@ EXIT_USAGE = 2
 EXIT_RUNTIME = 3
 
 
-def node_ip() -> str:
-    """The node's primary address: the one its host name resolves to, if not loopback."""
-    try:
-        address = socket.gethostbyname(socket.gethostname())
-    except OSError:
-        return ""
-    return "" if address.startswith("127.") else address
+def node_ip(flags: KubeletFlags | None = None) -> str:
+    """The node's primary address, as upstream's kubelet picks it (runtime.node_address):
+    --node-ip, else the node name's address, else the default route's interface's."""
+    if flags is None:
+        return find_node_ip()
+    return find_node_ip(flags.node_ip, flags.node_name)
 
 
 @contextlib.contextmanager
@@ -96,7 +95,7 @@ def run_once(flags: KubeletFlags) -> int:
     for warning in listing.warnings:
         logger.warning("{}", warning)
     settings = node_settings(flags)
-    host_ip = node_ip()
+    host_ip = node_ip(flags)
     with hold_root_dir(flags.root_dir), open_runtime(flags) as (client, embedded):
         cgroups = start_pod_cgroups(flags, client, embedded=embedded is not None)
         manager = KubeRuntimeManager(client, settings, clock, node_ip=host_ip,
@@ -119,7 +118,7 @@ def run_daemon(flags: KubeletFlags) -> int:
 
     with hold_root_dir(flags.root_dir), \
             open_runtime(flags, must_answer=False) as (client, embedded):
-        kubelet = start_kubelet(flags, client, node_ip(), embedded)
+        kubelet = start_kubelet(flags, client, node_ip(flags), embedded)
         return run_until_signalled(kubelet)
 
 

@@ -1,9 +1,11 @@
-"""This machine as the kubelet's admission sees it."""
+"""This machine as the kubelet sees it: for admission, and for the runtime manager."""
 
 from __future__ import annotations
 
 from actors.app.flags import KubeletFlags
-from runtime.machine import machine_allocatable, machine_arch
+from runtime.cm.container_resources import node_hugepage_sizes
+from runtime.kuberuntime.settings import NodeSettings
+from runtime.machine import machine_allocatable, machine_arch, mem_total
 from runtime.pod.admission import Node, node_labels
 
 
@@ -15,4 +17,17 @@ def this_node(flags: KubeletFlags) -> Node:
         name=flags.node_name,
         labels=node_labels(flags.node_name, "linux", machine_arch(), dict(flags.node_labels)),
         allocatable=machine_allocatable(flags.root_dir, flags.max_pods),
+    )
+
+
+def node_settings(flags: KubeletFlags) -> NodeSettings:
+    """What the runtime manager needs to know of the node, from the flags and the machine."""
+    return NodeSettings(
+        node_name=flags.node_name, root_dir=flags.root_dir, pod_logs_dir=flags.pod_logs_dir,
+        resolv_conf=flags.resolv_conf, cluster_dns=flags.cluster_dns,
+        cluster_domain=flags.cluster_domain,
+        allocatable=tuple(sorted((k, str(v)) for k, v in this_node(flags).allocatable.items())),
+        cgroups_per_qos=flags.cgroups_per_qos, cgroup_root=flags.cgroup_root,
+        cgroup_driver=flags.cgroup_driver, memory_capacity=mem_total(),
+        hugepage_sizes=node_hugepage_sizes(),
     )

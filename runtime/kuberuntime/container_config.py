@@ -16,7 +16,8 @@ from runtime.cri.types import (
     Mount,
 )
 from runtime.errors import SyncError
-from runtime.kuberuntime.downward import metadata_value, resource_value
+from runtime.kuberuntime.downward import DownwardAPIError, env_field_value, resource_value
+from runtime.kuberuntime.etc_hosts import pod_hosts_mount
 from runtime.kuberuntime.labels import container_annotations, container_labels
 from runtime.kuberuntime.settings import NodeSettings
 from runtime.kuberuntime.volumes import VolumeSetupError, set_up_volume
@@ -40,20 +41,11 @@ def expand(text: str, env: Mapping[str, str]) -> str:
 
 def field_value(pod: Pod, path: str, pod_ip: str, node_ip: str) -> str:
     """The downward-API value of ``path`` for an env var's fieldRef."""
-    simple = {
-        "spec.nodeName": pod.spec.node_name,
-        "spec.serviceAccountName": pod.spec.service_account_name,
-        "status.podIP": pod_ip,
-        "status.podIPs": pod_ip,
-        "status.hostIP": node_ip,
-        "status.hostIPs": node_ip,
-    }
-    if path in simple:
-        return simple[path]
-    value = metadata_value(pod, path)
-    if value is not None and path not in ("metadata.labels", "metadata.annotations"):
-        return value
-    raise SyncError("CreateContainerConfigError", f'unsupported fieldRef fieldPath "{path}"')
+    try:
+        return env_field_value(pod, path, (pod_ip,) if pod_ip else (),
+                               (node_ip,) if node_ip else ())
+    except DownwardAPIError as err:
+        raise SyncError("CreateContainerConfigError", str(err)) from err
 
 
 def _missing(kind: str, name: str, optional: bool | None) -> None:
@@ -65,7 +57,8 @@ def _missing(kind: str, name: str, optional: bool | None) -> None:
         raise SyncError("CreateContainerConfigError", f'{kind} "{name}" not found')
 
 
-def make_env(pod: Pod, container: Container, pod_ip: str, node_ip: str) -> dict[str, str]:
+def make_env(pod: Pod, container: Container, pod_ip: str, node_ip: str,
+             allocatable: Mapping[str, str] | None = None) -> dict[str, str]:
     """The container's environment, as upstream's makeEnvironmentVariables: envFrom
     first, then env in order."""
     env: dict[str, str] = {}
@@ -81,7 +74,7 @@ def make_env(pod: Pod, container: Container, pod_ip: str, node_ip: str) -> dict[
         elif ref.field_ref is not None:
             env[var.name] = field_value(pod, ref.field_ref.field_path, pod_ip, node_ip)
         elif ref.resource_field_ref is not None:
-            env[var.name] = resource_value(pod, container, ref.resource_field_ref)
+            env[var.name] = resource_value(pod, container, ref.resource_field_ref, allocatable)
         elif ref.config_map_key_ref is not None:
             _missing("configmap", ref.config_map_key_ref.name, ref.config_map_key_ref.optional)
         elif ref.secret_key_ref is not None:
@@ -90,7 +83,8 @@ def make_env(pod: Pod, container: Container, pod_ip: str, node_ip: str) -> dict[
 
 
 def make_mounts(
-    pod: Pod, container: Container, settings: NodeSettings, restart_count: int
+    pod: Pod, container: Container, settings: NodeSettings, restart_count: int,
+    pod_ip: str = "",
 ) -> tuple[Mount, ...]:
     volumes = {v.name: v for v in pod.spec.volumes}
     mounts: list[Mount] = []
@@ -121,6 +115,9 @@ def make_mounts(
         Path(message_file).write_bytes(b"")
         os.chmod(message_file, 0o666)
         mounts.append(Mount(container.termination_message_path, message_file))
+    hosts = pod_hosts_mount(pod, container, settings, pod_ip)
+    if hosts is not None:
+        mounts.append(hosts)
     return tuple(mounts)
 
 
@@ -136,7 +133,7 @@ def generate_container_config(
 ) -> ContainerConfig:
     """The CreateContainer config; SyncError(CreateContainerConfigError) when it can't be."""
     try:
-        env = make_env(pod, container, pod_ip, node_ip)
+        env = make_env(pod, container, pod_ip, node_ip, dict(settings.allocatable))
         resources = linux_container_resources(
             pod, container, settings.memory_capacity or mem_total(), settings.hugepage_sizes)
     except ValueError as err:
@@ -152,7 +149,7 @@ def generate_container_config(
         args=tuple(expand(a, env) for a in container.args),
         working_dir=container.working_dir,
         envs=tuple(KeyValue(k, v) for k, v in env.items()),
-        mounts=make_mounts(pod, container, settings, restart_count),
+        mounts=make_mounts(pod, container, settings, restart_count, pod_ip),
         labels=container_labels(pod, container),
         annotations=container_annotations(pod, container, restart_count),
         log_path=os.path.join(container.name, f"{restart_count}.log"),

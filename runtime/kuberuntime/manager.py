@@ -32,6 +32,8 @@ from runtime.kuberuntime.actions import (
 )
 from runtime.kuberuntime.backoff import Observe, unobserved
 from runtime.kuberuntime.container import ContainerLifecycle
+from runtime.kuberuntime.dns import ResolvConfError
+from runtime.kuberuntime.hostname import HostnameError
 from runtime.kuberuntime.ephemeral import as_container, ephemeral_containers, target_id
 from runtime.kuberuntime.images import ImageManager
 from runtime.kuberuntime.podstatus import RuntimePodStatus, get_pod_status
@@ -65,6 +67,7 @@ class KubeRuntimeManager:
         self.cgroups = cgroups
         self.settings = settings
         self.clock = clock
+        self.node_ip = node_ip
         self.images = ImageManager(runtime, clock, observe)
         self.containers = ContainerLifecycle(runtime, self.images, settings, clock, node_ip,
                                              observe)
@@ -95,10 +98,11 @@ class KubeRuntimeManager:
         ensured = self.ensure_pod_cgroup(pod)
         if not ensured.ok:
             return ensured
-        if plan.create_sandbox or plan.init_containers_to_start or plan.containers_to_start:
-            mounted = self.mount_volumes(pod)
-            if not mounted.ok:
-                return mounted
+        # Every sync sets the volumes up again, as upstream's WaitForAttachAndMount has
+        # them remounted: a downwardAPI volume follows the pod's labels and annotations.
+        mounted = self.mount_volumes(pod)
+        if not mounted.ok:
+            return mounted
         return self.execute(pod, status, plan, cancelled)
 
     def ensure_pod_cgroup(self, pod: Pod) -> PodSyncResult:
@@ -128,9 +132,10 @@ class KubeRuntimeManager:
         if self.cgroups is not None and self.settings.cgroups_per_qos:
             self.cgroups.cleanup_orphans(keep)
 
-    def sandbox_config(self, pod: Pod, attempt: int) -> PodSandboxConfig:
-        """The sandbox config, in the pod's cgroup when cgroupsPerQOS is on."""
-        config = generate_sandbox_config(pod, attempt, self.settings)
+    def sandbox_config(self, pod: Pod, attempt: int, report: bool = True) -> PodSandboxConfig:
+        """The sandbox config, in the pod's cgroup when cgroupsPerQOS is on; ``report``:
+        log what forming its DNS config dropped (when the sandbox is made, not each sync)."""
+        config = generate_sandbox_config(pod, attempt, self.settings, report=report)
         if not self.settings.cgroups_per_qos:
             return config
         parent = pod_cgroup_parent(pod, self.settings.cgroup_root, self.settings.cgroup_driver)
@@ -184,14 +189,17 @@ class KubeRuntimeManager:
         self._prune_init_containers(pod, status)
 
         pod_ip = _first(status.ips)
+        if pod.spec.host_network:
+            pod_ip = self.node_ip  # upstream: a host-network pod's IPs are the node's
         sandbox_id = plan.sandbox_id
+        config: PodSandboxConfig | None = None
         if plan.create_sandbox:
-            config = self.sandbox_config(pod, plan.attempt)
             try:
+                config = self.sandbox_config(pod, plan.attempt)
                 os.makedirs(config.log_directory, exist_ok=True)
                 sandbox_id = self.runtime.run_pod_sandbox(config, self.settings.runtime_handler)
                 sandbox = self.runtime.pod_sandbox_status(sandbox_id)
-            except (CRIError, OSError) as err:
+            except (CRIError, OSError, HostnameError, ResolvConfError) as err:
                 detail = err.detail if isinstance(err, CRIError) else str(err)
                 log.warning("creating the pod sandbox failed: {}", detail)
                 steps.append(
@@ -206,7 +214,13 @@ class KubeRuntimeManager:
                      pod_ip or "-")
         if sandbox_id is None:
             return PodSyncResult(tuple(steps))
-        config = self.sandbox_config(pod, plan.attempt)
+        if config is None:
+            try:
+                config = self.sandbox_config(pod, plan.attempt, report=False)
+            except (OSError, HostnameError, ResolvConfError) as err:
+                steps.append(StepResult("CreatePodSandbox", pod.metadata.name,
+                                        "CreatePodSandboxError", str(err)))
+                return PodSyncResult(tuple(steps))
 
         stop = cancelled or (lambda: False)
         # Ephemeral containers first, so a debug container runs even while an init

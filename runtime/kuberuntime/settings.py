@@ -26,6 +26,9 @@ class NodeSettings:
     memory_capacity: int = 0
     # The huge page sizes of the node ("2MB"), each limited per container.
     hugepage_sizes: tuple[str, ...] = ()
+    # The node's allocatable resources as quantities (runtime.machine): the downward
+    # API's default for a limit a container does not set.
+    allocatable: tuple[tuple[str, str], ...] = ()
 
     def pod_dir(self, uid: str) -> str:
         return os.path.join(self.root_dir, "pods", uid)

@@ -2,15 +2,17 @@
 sandbox is made, for the volumes a node without an API server or volume plugins has.
 
 emptyDir, hostPath (with upstream's type checks) and downwardAPI (the pod's metadata
-and its containers' resources as files) are set up. Volumes whose objects
-come from the API server (configMap, secret, projected configMap/secret sources) find
-none, as upstream's kubelet finds none when the object does not exist: a reference
-marked ``optional: true`` gets an empty volume, any other fails with upstream's message
-(``configmap "x" not found``). Claims (persistentVolumeClaim, ephemeral), CSI and the
-in-tree cloud and network plugins fail as upstream fails them when the claim or driver
-is missing. A pod with a volume that fails is not started (no sandbox): it stays Pending
-with its containers ContainerCreating, and each failure is logged as upstream's
-FailedMount event (``MountVolume.SetUp failed for volume "v" : ...``).
+and its containers' resources as files, written atomically as upstream's AtomicWriter
+writes them and rewritten on each sync, so they follow the pod's labels and annotations)
+are set up. Volumes whose objects come from the API server (configMap, secret,
+projected configMap/secret sources) find none, as upstream's kubelet finds none when the
+object does not exist: a reference marked ``optional: true`` gets an empty volume, any
+other fails with upstream's message (``configmap "x" not found``). Claims
+(persistentVolumeClaim, ephemeral), CSI and the in-tree cloud and network plugins fail as
+upstream fails them when the claim or driver is missing. A pod with a volume that fails
+is not started (no sandbox): it stays Pending with its containers ContainerCreating, and
+each failure is logged as upstream's FailedMount event
+(``MountVolume.SetUp failed for volume "v" : ...``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from runtime.kuberuntime.downward import metadata_value, resource_value
+from runtime.kuberuntime.atomic_writer import AtomicWriter, FileProjection, PayloadError
+from runtime.kuberuntime.downward import volume_file_values
 from runtime.kuberuntime.settings import NodeSettings
 from runtime.pod.model import DownwardAPIVolumeFile, Pod, Volume, volume_source
 
@@ -75,31 +78,24 @@ def _host_path(volume: Volume) -> str:
     return path
 
 
-def _downward_files(pod: Pod, items: tuple[DownwardAPIVolumeFile, ...], mode: int
-                    ) -> dict[str, tuple[str, int]]:
-    """The files of downwardAPI items: path -> (content, mode)."""
-    files: dict[str, tuple[str, int]] = {}
-    for item in items:
-        if item.field_ref is not None:
-            value = metadata_value(pod, item.field_ref.field_path)
-            if value is None:
-                raise VolumeSetupError(
-                    f'unsupported fieldRef fieldPath "{item.field_ref.field_path}"')
-        elif item.resource_field_ref is not None:
-            value = resource_value(pod, None, item.resource_field_ref)
-        else:
-            continue
-        files[item.path] = (value, item.mode if item.mode is not None else mode)
-    return files
+def _downward_files(pod: Pod, items: tuple[DownwardAPIVolumeFile, ...], mode: int,
+                    settings: NodeSettings) -> dict[str, FileProjection]:
+    """The files of downwardAPI items (runtime.kuberuntime.downward), each with its own
+    mode or the source's ``mode``."""
+    values, errors = volume_file_values(pod, items, dict(settings.allocatable))
+    if errors:
+        raise VolumeSetupError(errors[0] if len(errors) == 1 else f"[{', '.join(errors)}]")
+    return {path: FileProjection(content.encode(), mode if own is None else own)
+            for path, (content, own) in values.items()}
 
 
-def _write_files(path: str, files: dict[str, tuple[str, int]]) -> str:
-    """Write ``files`` under ``path`` (a volume directory made before)."""
-    for name, (content, mode) in files.items():
-        target = os.path.join(path, name)
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        Path(target).write_text(content, encoding="utf-8")
-        os.chmod(target, mode)
+def _write_files(path: str, files: dict[str, FileProjection]) -> str:
+    """Project ``files`` into ``path`` (a volume directory made before) as upstream's
+    AtomicWriter does: readers see the old version or the new one, never a mix."""
+    try:
+        AtomicWriter(path).write(files)
+    except PayloadError as err:
+        raise VolumeSetupError(str(err)) from err
     return path
 
 
@@ -109,7 +105,7 @@ def _projected(pod: Pod, volume: Volume, settings: NodeSettings) -> str:
     server."""
     assert volume.projected is not None
     mode = volume.projected.default_mode
-    files: dict[str, tuple[str, int]] = {}
+    files: dict[str, FileProjection] = {}
     errors: list[str] = []
     for source in volume.projected.sources:
         if source.config_map is not None and not source.config_map.optional:
@@ -122,7 +118,7 @@ def _projected(pod: Pod, volume: Volume, settings: NodeSettings) -> str:
         elif source.downward_api is not None:
             try:
                 files.update(_downward_files(pod, source.downward_api.items,
-                                             0o644 if mode is None else mode))
+                                             0o644 if mode is None else mode, settings))
             except VolumeSetupError as err:
                 errors.append(str(err))
         elif source.cluster_trust_bundle is not None and not source.cluster_trust_bundle.optional:
@@ -157,7 +153,7 @@ def set_up_volume(pod: Pod, volume: Volume, settings: NodeSettings) -> str:
     if volume.downward_api is not None:
         source_mode = volume.downward_api.default_mode
         files = _downward_files(pod, volume.downward_api.items,
-                                0o644 if source_mode is None else source_mode)
+                                0o644 if source_mode is None else source_mode, settings)
         return _write_files(_empty_volume(pod, "downward-api", volume, settings), files)
     claim = ""
     if volume.persistent_volume_claim is not None:

@@ -22,6 +22,7 @@ from runtime.status.types import (
     ContainerStateTerminated,
     ContainerStateWaiting,
     ContainerStatus,
+    HostIP,
     PodCondition,
     PodIP,
     PodStatus,
@@ -262,11 +263,14 @@ def generate_pod_status(
         _condition("PodScheduled", True, "", "", stamp),
     )
     ips = runtime_status.ips
+    if pod.spec.host_network and not ips and host_ip:
+        ips = (host_ip,)  # upstream: a host-network pod's IPs are the node's
     start_time = previous.start_time if previous and previous.start_time else stamp
     return PodStatus(
         phase=phase,
         conditions=tuple(_keep_transition(c, previous) for c in conditions),
         host_ip=host_ip,
+        host_ips=(HostIP(ip=host_ip),) if host_ip else (),
         pod_ip=ips[0] if ips else "",
         pod_ips=tuple(PodIP(ip=ip) for ip in ips),
         start_time=start_time,

@@ -80,12 +80,17 @@ class PodIP(APIModel, frozen=True):
     ip: str
 
 
+class HostIP(APIModel, frozen=True):
+    ip: str
+
+
 class PodStatus(APIModel, frozen=True):
     phase: str  # always encoded, as in Go
     conditions: tuple[PodCondition, ...] = ()
     message: str = ""
     reason: str = ""
     host_ip: str = msgspec.field(default="", name="hostIP")
+    host_ips: tuple[HostIP, ...] = msgspec.field(default=(), name="hostIPs")
     pod_ip: str = msgspec.field(default="", name="podIP")
     pod_ips: tuple[PodIP, ...] = msgspec.field(default=(), name="podIPs")
     start_time: str = ""

@@ -79,14 +79,34 @@ podLogsDir: /var/log/other
 
 
 def test_config_fields_not_supported_are_reported_not_dropped(tmp_path: Path) -> None:
-    config = write_config(tmp_path, "staticPodPath: /etc/pods\nclusterDNS: [10.0.0.10]\n")
+    config = write_config(tmp_path, "staticPodPath: /etc/pods\nimageGCHighThresholdPercent: 90\n")
     lines: list[str] = []
     sink = logger.add(lines.append, level="WARNING", format="{message}")
     try:
         parse_flags(["--config", str(config)])
     finally:
         logger.remove(sink)
-    assert any("not supported by kubelet-actors, ignored: clusterDNS" in line for line in lines)
+    assert any("not supported by kubelet-actors, ignored: imageGCHighThresholdPercent" in line
+               for line in lines)
+
+
+def test_dns_and_node_ip_flags_and_config_fields(tmp_path: Path) -> None:
+    defaults = parse_flags(["--pod-manifest-path", "/etc/pods"])
+    assert (defaults.node_ip, defaults.cluster_dns, defaults.cluster_domain,
+            defaults.resolv_conf) == ("", (), "", "/etc/resolv.conf")
+    given = parse_flags(["--pod-manifest-path", "/etc/pods", "--node-ip", "192.0.2.7",
+                         "--cluster-dns", "10.96.0.10, bad,fd00::a", "--cluster-domain",
+                         "cluster.local", "--resolv-conf", ""])
+    # As upstream, a cluster DNS entry that is no IP is logged and left out.
+    assert (given.node_ip, given.cluster_dns, given.cluster_domain, given.resolv_conf) == (
+        "192.0.2.7", ("10.96.0.10", "fd00::a"), "cluster.local", "")
+    config = write_config(tmp_path, "staticPodPath: /etc/pods\nclusterDNS: [10.0.0.10]\n"
+                                    "clusterDomain: k8s.test\nresolvConf: resolv.conf\n")
+    from_file = parse_flags(["--config", str(config)])
+    assert (from_file.cluster_dns, from_file.cluster_domain, from_file.resolv_conf) == (
+        ("10.0.0.10",), "k8s.test", str(tmp_path / "resolv.conf"))
+    with pytest.raises(ConfigError, match="--node-ip"):
+        parse_flags(["--pod-manifest-path", "/etc/pods", "--node-ip", "node-1"])
 
 
 @pytest.mark.parametrize(("body", "message"), [

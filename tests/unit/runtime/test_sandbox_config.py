@@ -10,6 +10,8 @@ import pytest
 
 from runtime.cri.types import DNSConfig, NamespaceMode, PortMapping, Protocol
 from runtime.kuberuntime import labels as L
+from runtime.kuberuntime.dns import ResolvConfError
+from runtime.kuberuntime.hostname import HostnameError
 from runtime.kuberuntime.sandbox import (
     generate_sandbox_config,
     parse_resolv_conf,
@@ -132,9 +134,10 @@ def test_cluster_first_without_domain_keeps_host_searches(resolv: str) -> None:
         ("10.96.0.10",), HOST.searches, ("ndots:5",))
 
 
-def test_missing_resolv_conf_gives_empty_host_dns(tmp_path: Path) -> None:
+def test_missing_resolv_conf_fails_the_sandbox_as_upstream(tmp_path: Path) -> None:
     settings = NodeSettings(node_name="n", resolv_conf=str(tmp_path / "nope"))
-    assert pod_dns_config(make_pod(dns_policy="Default"), settings) == DNSConfig()
+    with pytest.raises(ResolvConfError, match="no such file or directory"):
+        pod_dns_config(make_pod(dns_policy="Default"), settings)
 
 
 def test_empty_resolv_conf_setting_uses_localhost() -> None:
@@ -154,12 +157,17 @@ def test_empty_resolv_conf_setting_uses_localhost() -> None:
         ("a" * 70, "", "a" * 63),
         ("a" * 62 + "-b", "", "a" * 62),
         ("a" * 61 + ".-b", "", "a" * 61),
-        ("x", "h" * 64, "h" * 63),
     ],
 )
 def test_pod_hostname(name: str, hostname: str, expected: str) -> None:
     pod = Pod(metadata=ObjectMeta(name=name), spec=PodSpec(hostname=hostname))
     assert pod_hostname(pod) == expected
+
+
+def test_a_hostname_that_is_no_dns_label_fails_as_upstream() -> None:
+    pod = Pod(metadata=ObjectMeta(name="x"), spec=PodSpec(hostname="h" * 64))
+    with pytest.raises(HostnameError, match=r'pod Hostname "h+" is not a valid DNS label'):
+        pod_hostname(pod)
 
 
 # --- the whole sandbox config ---------------------------------------------------------------
