@@ -69,7 +69,7 @@ _Loader.yaml_implicit_resolvers = {
 # need an API server or a volume plugin, so the pod is warned about here and, as on an
 # upstream node where the object or plugin is missing, stays Pending (FailedMount; see
 # runtime.kuberuntime.volumes) rather than running without them.
-MOUNTABLE_VOLUMES = ("emptyDir", "hostPath")
+MOUNTABLE_VOLUMES = ("emptyDir", "hostPath", "downwardAPI")
 
 _NOT_OPTIONAL = ConfigMapVolumeSource(optional=False)
 
@@ -355,11 +355,18 @@ def _decode_pod(raw: dict[Any, Any], prefix: str, where: _Where) -> tuple[Pod, l
     for i, volume in enumerate(spec.volumes):
         source = volume_source(volume)
         optional = (volume.config_map or volume.secret or _NOT_OPTIONAL).optional
+        if volume.projected is not None:
+            # Mountable when every source is the pod's own (downwardAPI) or optional.
+            optional = all(
+                p.downward_api is not None
+                or (p.config_map is not None and bool(p.config_map.optional))
+                or (p.secret is not None and bool(p.secret.optional))
+                for p in volume.projected.sources)
         if source is not None and source not in MOUNTABLE_VOLUMES and not optional:
             warnings.append(where.warning(
                 at(f"spec.volumes[{i}].{source}"),
                 f"this kubelet has no API server or volume plugin to get {source} volumes "
-                f"from (only {' and '.join(MOUNTABLE_VOLUMES)}): the pod will stay Pending",
+                f"from (only {', '.join(MOUNTABLE_VOLUMES)}): the pod will stay Pending",
             ))
     return kept, warnings
 

@@ -6,7 +6,7 @@ reports a change, and re-lists every --file-check-frequency (20 s) in case an ev
 missed. This actor does the same: it sends a SourceSnapshot("file", ...) to the supervisor
 on start (always, even an empty one for a missing path, so the source becomes ready), on
 each Tick("file-relist") the daemon schedules, and on each FilesChanged its watcher thread
-sends. A listing identical to the last one sent (same pod UIDs, same problems) is not sent.
+sends. A listing identical to the last one sent (same pods, same problems) is not sent.
 
 The watcher is a thread running ``watchfiles.watch`` (inotify) on the directory, with a
 short debounce so a new manifest reaches the supervisor within tens of milliseconds. It
@@ -190,7 +190,7 @@ class FileSource(Actor):
         self.clock = clock
         self.watch = watch
         self._watcher: _Watcher | None = None
-        self._last: tuple[tuple[str, ...], tuple[ManifestProblem, ...]] | None = None
+        self._last: tuple[tuple[Pod, ...], tuple[ManifestProblem, ...]] | None = None
         self._problem_log = ProblemLog()
         self._good: dict[str, tuple[Pod, ...]] = {}  # each file's last good pods
         self._keeping: set[str] = set()
@@ -239,7 +239,9 @@ class FileSource(Actor):
         pods = self._with_last_good(result)
         problems = tuple(problem_from_error(err) for err in result.errors)
         self._problem_log.note(problems, result.warnings)
-        key = (tuple(p.uid for p in pods), problems)
+        # The whole pods, not only their UIDs: a manifest that names its UID may change
+        # its labels alone, and the sync loop must hear it (upstream sends every listing).
+        key = (tuple(pods), problems)
         if key == self._last:
             return
         self._last = key

@@ -86,7 +86,7 @@ class HTTPSource(Actor):
             (), (), ()
         )  # fmt: skip
         self._good: tuple[Pod, ...] | None = None  # the pods of the last good body
-        self._last: tuple[tuple[str, ...], tuple[ManifestProblem, ...]] | None = None
+        self._last: tuple[tuple[Pod, ...], tuple[ManifestProblem, ...]] | None = None
         self._problem_log = ProblemLog("static pods from {}:")
         self.fetches = 0  # how many times the URL was fetched (for tests and metrics)
         self.sent = 0  # how many snapshots were sent
@@ -107,7 +107,9 @@ class HTTPSource(Actor):
         self._problem_log.note(problems, warnings)
         if pods is None:
             return  # no good body yet: not ready, nothing to keep
-        key = (tuple(p.uid for p in pods), problems)
+        # The whole pods, not only their UIDs: a manifest that names its UID may change
+        # its labels alone, and the sync loop must hear it (upstream sends every listing).
+        key = (tuple(pods), problems)
         if key == self._last:
             return
         self._last = key

@@ -545,7 +545,8 @@ def test_unmountable_volume_decodes_with_a_warning() -> None:
     _, warnings = parse_manifest_with_warnings(data, "m.yaml")
     assert warnings == (  # an optional secret gives an empty volume: no warning
         "m.yaml: spec.volumes[0].configMap: this kubelet has no API server or volume plugin "
-        "to get configMap volumes from (only emptyDir and hostPath): the pod will stay Pending",
+        "to get configMap volumes from (only emptyDir, hostPath, downwardAPI): the pod will stay "
+        "Pending",
     )
 
 
