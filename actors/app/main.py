@@ -19,6 +19,7 @@ from actors.app.runonce import RunOnce
 from runtime.clock import RealClock
 from runtime.cri.client import CRIClient
 from runtime.errors import ConfigError, CRIError, KubeletError
+from runtime.kuberuntime.dns import resolv_conf_limit_problem
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.node_address import node_ip as find_node_ip
 from runtime.pod.static import read_manifest_dir
@@ -115,6 +116,11 @@ def run_once(flags: KubeletFlags) -> int:
 
 def run_daemon(flags: KubeletFlags) -> int:
     from actors.app.daemon import run_until_signalled, start_kubelet
+
+    if flags.resolv_conf and (problem := resolv_conf_limit_problem(flags.resolv_conf,
+                                                                    flags.cluster_domain)):
+        # Upstream's CheckLimitsForResolvConf, once at start (a warning event on the node).
+        logger.warning("CheckLimitsForResolvConf: {}", problem)
 
     with hold_root_dir(flags.root_dir), \
             open_runtime(flags, must_answer=False) as (client, embedded):

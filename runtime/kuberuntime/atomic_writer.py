@@ -100,7 +100,8 @@ class AtomicWriter:
         should_write = True
         if old_ts:
             to_remove = self._paths_to_remove(clean, old_ts_path)
-            should_write = self._should_write(clean, old_ts_path)
+            # A file gone from the payload is a new version too.
+            should_write = bool(to_remove) or self._should_write(clean, old_ts_path)
         if should_write:
             ts_dir = self._new_timestamp_dir()
             try:
@@ -117,7 +118,7 @@ class AtomicWriter:
         self._remove_user_visible(to_remove)
         if should_write and old_ts_path:
             shutil.rmtree(old_ts_path, ignore_errors=True)
-        return should_write or bool(to_remove)
+        return should_write
 
     @staticmethod
     def _should_write(payload: Mapping[str, FileProjection], old_ts_path: str) -> bool:
