@@ -14,7 +14,6 @@ from loguru import logger
 
 from actors.app.flags import KubeletFlags
 from runtime.cm.cgroupfs import CgroupFS
-from runtime.cm.container_resources import node_hugepage_sizes
 from runtime.cm.names import CGROUPFS, parse_root
 from runtime.cm.pod_cgroups import PodCgroups
 from runtime.cri.service import CRIRuntime

@@ -33,8 +33,8 @@ from runtime.kuberuntime.actions import (
 from runtime.kuberuntime.backoff import Observe, unobserved
 from runtime.kuberuntime.container import ContainerLifecycle
 from runtime.kuberuntime.dns import ResolvConfError
-from runtime.kuberuntime.hostname import HostnameError
 from runtime.kuberuntime.ephemeral import as_container, ephemeral_containers, target_id
+from runtime.kuberuntime.hostname import HostnameError
 from runtime.kuberuntime.images import ImageManager
 from runtime.kuberuntime.podstatus import RuntimePodStatus, get_pod_status
 from runtime.kuberuntime.result import PodSyncResult, StepResult
