@@ -79,6 +79,25 @@ NODE: NamespaceMode.ValueType  # 2
 TARGET: NamespaceMode.ValueType  # 3
 Global___NamespaceMode: _TypeAlias = NamespaceMode  # noqa: Y015
 
+class _SupplementalGroupsPolicy:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _SupplementalGroupsPolicyEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_SupplementalGroupsPolicy.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    Merge: _SupplementalGroupsPolicy.ValueType  # 0
+    Strict: _SupplementalGroupsPolicy.ValueType  # 1
+
+class SupplementalGroupsPolicy(_SupplementalGroupsPolicy, metaclass=_SupplementalGroupsPolicyEnumTypeWrapper):
+    """---------------------------------------------------------------------------------------
+    Pod sandboxes
+    ---------------------------------------------------------------------------------------
+    """
+
+Merge: SupplementalGroupsPolicy.ValueType  # 0
+Strict: SupplementalGroupsPolicy.ValueType  # 1
+Global___SupplementalGroupsPolicy: _TypeAlias = SupplementalGroupsPolicy  # noqa: Y015
+
 class _PodSandboxState:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -957,11 +976,6 @@ Global___LinuxContainerResources: _TypeAlias = LinuxContainerResources  # noqa: 
 
 @_typing.final
 class LinuxSandboxSecurityContext(_message.Message):
-    """---------------------------------------------------------------------------------------
-    Pod sandboxes
-    ---------------------------------------------------------------------------------------
-    """
-
     DESCRIPTOR: _descriptor.Descriptor
 
     NAMESPACE_OPTIONS_FIELD_NUMBER: _builtins.int
@@ -973,8 +987,10 @@ class LinuxSandboxSecurityContext(_message.Message):
     RUN_AS_GROUP_FIELD_NUMBER: _builtins.int
     SECCOMP_FIELD_NUMBER: _builtins.int
     APPARMOR_FIELD_NUMBER: _builtins.int
+    SUPPLEMENTAL_GROUPS_POLICY_FIELD_NUMBER: _builtins.int
     readonly_rootfs: _builtins.bool
     privileged: _builtins.bool
+    supplemental_groups_policy: Global___SupplementalGroupsPolicy.ValueType
     @_builtins.property
     def namespace_options(self) -> Global___NamespaceOption: ...
     @_builtins.property
@@ -1001,10 +1017,11 @@ class LinuxSandboxSecurityContext(_message.Message):
         run_as_group: Global___Int64Value | None = ...,
         seccomp: Global___SecurityProfile | None = ...,
         apparmor: Global___SecurityProfile | None = ...,
+        supplemental_groups_policy: Global___SupplementalGroupsPolicy.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["apparmor", b"apparmor", "namespace_options", b"namespace_options", "run_as_group", b"run_as_group", "run_as_user", b"run_as_user", "seccomp", b"seccomp", "selinux_options", b"selinux_options"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["apparmor", b"apparmor", "namespace_options", b"namespace_options", "privileged", b"privileged", "readonly_rootfs", b"readonly_rootfs", "run_as_group", b"run_as_group", "run_as_user", b"run_as_user", "seccomp", b"seccomp", "selinux_options", b"selinux_options", "supplemental_groups", b"supplemental_groups"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["apparmor", b"apparmor", "namespace_options", b"namespace_options", "privileged", b"privileged", "readonly_rootfs", b"readonly_rootfs", "run_as_group", b"run_as_group", "run_as_user", b"run_as_user", "seccomp", b"seccomp", "selinux_options", b"selinux_options", "supplemental_groups", b"supplemental_groups", "supplemental_groups_policy", b"supplemental_groups_policy"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1741,10 +1758,12 @@ class LinuxContainerSecurityContext(_message.Message):
     READONLY_PATHS_FIELD_NUMBER: _builtins.int
     SECCOMP_FIELD_NUMBER: _builtins.int
     APPARMOR_FIELD_NUMBER: _builtins.int
+    SUPPLEMENTAL_GROUPS_POLICY_FIELD_NUMBER: _builtins.int
     privileged: _builtins.bool
     run_as_username: _builtins.str
     readonly_rootfs: _builtins.bool
     no_new_privs: _builtins.bool
+    supplemental_groups_policy: Global___SupplementalGroupsPolicy.ValueType
     @_builtins.property
     def capabilities(self) -> Global___Capability: ...
     @_builtins.property
@@ -1782,10 +1801,11 @@ class LinuxContainerSecurityContext(_message.Message):
         readonly_paths: _abc.Iterable[_builtins.str] | None = ...,
         seccomp: Global___SecurityProfile | None = ...,
         apparmor: Global___SecurityProfile | None = ...,
+        supplemental_groups_policy: Global___SupplementalGroupsPolicy.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["apparmor", b"apparmor", "capabilities", b"capabilities", "namespace_options", b"namespace_options", "run_as_group", b"run_as_group", "run_as_user", b"run_as_user", "seccomp", b"seccomp", "selinux_options", b"selinux_options"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["apparmor", b"apparmor", "capabilities", b"capabilities", "masked_paths", b"masked_paths", "namespace_options", b"namespace_options", "no_new_privs", b"no_new_privs", "privileged", b"privileged", "readonly_paths", b"readonly_paths", "readonly_rootfs", b"readonly_rootfs", "run_as_group", b"run_as_group", "run_as_user", b"run_as_user", "run_as_username", b"run_as_username", "seccomp", b"seccomp", "selinux_options", b"selinux_options", "supplemental_groups", b"supplemental_groups"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["apparmor", b"apparmor", "capabilities", b"capabilities", "masked_paths", b"masked_paths", "namespace_options", b"namespace_options", "no_new_privs", b"no_new_privs", "privileged", b"privileged", "readonly_paths", b"readonly_paths", "readonly_rootfs", b"readonly_rootfs", "run_as_group", b"run_as_group", "run_as_user", b"run_as_user", "run_as_username", b"run_as_username", "seccomp", b"seccomp", "selinux_options", b"selinux_options", "supplemental_groups", b"supplemental_groups", "supplemental_groups_policy", b"supplemental_groups_policy"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -19,6 +19,7 @@ from decimal import Decimal
 from typing import TypeVar
 
 from proto import api_pb2
+from runtime.cri.convert_security import sandbox_security_from_proto, sandbox_security_to_proto
 from runtime.cri.types import (
     DNSConfig,
     HugepageLimit,
@@ -220,9 +221,7 @@ def sandbox_config_to_proto(config: PodSandboxConfig) -> api_pb2.PodSandboxConfi
     linux = api_pb2.LinuxPodSandboxConfig(
         cgroup_parent=config.cgroup_parent,
         sysctls=dict(config.sysctls),
-        security_context=api_pb2.LinuxSandboxSecurityContext(
-            namespace_options=namespaces, privileged=config.privileged
-        ),
+        security_context=sandbox_security_to_proto(config.security, namespaces),
     )
     msg = api_pb2.PodSandboxConfig(
         metadata=sandbox_metadata_to_proto(config.metadata),
@@ -264,7 +263,7 @@ def sandbox_config_from_proto(msg: api_pb2.PodSandboxConfig) -> PodSandboxConfig
         pid_mode=enum_or(NamespaceMode, ns.pid, NamespaceMode.POD),
         ipc_mode=enum_or(NamespaceMode, ns.ipc, NamespaceMode.POD),
         sysctls=frozen_map(linux.sysctls),
-        privileged=linux.security_context.privileged,
+        security=sandbox_security_from_proto(linux.security_context),
     )
 
 

@@ -20,6 +20,10 @@ from runtime.cri.convert import (
     resources_from_proto,
     resources_to_proto,
 )
+from runtime.cri.convert_security import (
+    container_security_from_proto,
+    container_security_to_proto,
+)
 from runtime.cri.types import (
     Container,
     ContainerConfig,
@@ -52,9 +56,7 @@ def container_config_to_proto(
     The container's namespace options follow its pod's (network, PID and IPC modes), as
     upstream's runtime manager sets them, when ``sandbox_config`` is given.
     """
-    security = api_pb2.LinuxContainerSecurityContext(privileged=config.privileged)
-    if config.run_as_user is not None:
-        security.run_as_user.value = config.run_as_user
+    security = container_security_to_proto(config.security)
     if sandbox_config is not None:
         security.namespace_options.CopyFrom(
             api_pb2.NamespaceOption(
@@ -108,8 +110,7 @@ def container_config_from_proto(msg: api_pb2.ContainerConfig) -> ContainerConfig
         stdin_once=msg.stdin_once,
         tty=msg.tty,
         resources=resources_from_proto(linux.resources) if linux.HasField("resources") else None,
-        run_as_user=security.run_as_user.value if security.HasField("run_as_user") else None,
-        privileged=security.privileged,
+        security=container_security_from_proto(security),
         pid_target_id=security.namespace_options.target_id,
     )
 

@@ -40,6 +40,8 @@ def image_from_proto(msg: api_pb2.Image) -> Image:
         repo_digests=tuple(msg.repo_digests),
         size=msg.size,
         pinned=msg.pinned,
+        uid=msg.uid.value if msg.HasField("uid") else None,
+        username=msg.username,
     )
 
 
@@ -51,6 +53,8 @@ def image_to_proto(image: Image) -> api_pb2.Image:
         repo_digests=image.repo_digests,
         size=image.size,
         pinned=image.pinned,
+        uid=None if image.uid is None else api_pb2.Int64Value(value=image.uid),
+        username=image.username,
     )
 
 

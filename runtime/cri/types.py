@@ -92,6 +92,82 @@ class PortMapping:
     host_ip: str = ""
 
 
+class SecurityProfileType(enum.IntEnum):
+    """CRI SecurityProfile.ProfileType (seccomp and AppArmor)."""
+
+    RUNTIME_DEFAULT = 0
+    UNCONFINED = 1
+    LOCALHOST = 2
+
+
+class SupplementalGroupsPolicy(enum.IntEnum):
+    """CRI SupplementalGroupsPolicy: MERGE adds the image's /etc/group memberships of the
+    user to the groups asked for; STRICT uses only those asked for."""
+
+    MERGE = 0
+    STRICT = 1
+
+
+@dataclass(frozen=True, slots=True)
+class SecurityProfile:
+    profile_type: SecurityProfileType
+    localhost_ref: str = ""  # the profile's path on the node, for LOCALHOST
+
+
+@dataclass(frozen=True, slots=True)
+class Capability:
+    add_capabilities: tuple[str, ...] = ()
+    drop_capabilities: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SELinuxOption:
+    user: str = ""
+    role: str = ""
+    type: str = ""
+    level: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class LinuxSandboxSecurityContext:
+    """The sandbox's security settings (its namespace modes are PodSandboxConfig's).
+
+    ``privileged`` is True when any container of the pod is privileged: containerd
+    refuses a privileged container in a sandbox that was not created privileged.
+    """
+
+    run_as_user: int | None = None
+    run_as_group: int | None = None
+    supplemental_groups: tuple[int, ...] = ()
+    supplemental_groups_policy: SupplementalGroupsPolicy = SupplementalGroupsPolicy.MERGE
+    privileged: bool = False
+    seccomp: SecurityProfile | None = None
+    selinux_options: SELinuxOption | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LinuxContainerSecurityContext:
+    """A container's security settings (its namespace modes follow its sandbox's).
+
+    ``masked_paths`` and ``readonly_paths`` empty means none, not the runtime's defaults:
+    containerd's CRI plugin starts from empty lists and applies what the kubelet sends.
+    """
+
+    capabilities: Capability | None = None
+    privileged: bool = False
+    selinux_options: SELinuxOption | None = None
+    run_as_user: int | None = None
+    run_as_username: str = ""
+    run_as_group: int | None = None
+    readonly_rootfs: bool = False
+    supplemental_groups: tuple[int, ...] = ()
+    supplemental_groups_policy: SupplementalGroupsPolicy = SupplementalGroupsPolicy.MERGE
+    no_new_privs: bool = False
+    masked_paths: tuple[str, ...] = ()
+    readonly_paths: tuple[str, ...] = ()
+    seccomp: SecurityProfile | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class PodSandboxConfig:
     metadata: PodSandboxMetadata
@@ -106,9 +182,7 @@ class PodSandboxConfig:
     pid_mode: NamespaceMode = NamespaceMode.CONTAINER
     ipc_mode: NamespaceMode = NamespaceMode.POD
     sysctls: Mapping[str, str] = field(default_factory=_empty)
-    # True when any container of the pod is privileged: containerd refuses a privileged
-    # container in a sandbox that was not created privileged.
-    privileged: bool = False
+    security: LinuxSandboxSecurityContext = field(default_factory=LinuxSandboxSecurityContext)
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,8 +292,8 @@ class ContainerConfig:
     stdin_once: bool = False
     tty: bool = False
     resources: LinuxContainerResources | None = None
-    run_as_user: int | None = None
-    privileged: bool = False
+    security: LinuxContainerSecurityContext = field(
+        default_factory=LinuxContainerSecurityContext)
     # The container whose PID namespace this one joins (an ephemeral container's target):
     # CRI NamespaceMode TARGET with this target_id.
     pid_target_id: str = ""
@@ -295,6 +369,8 @@ class Image:
     repo_digests: tuple[str, ...] = ()
     size: int = 0
     pinned: bool = False
+    uid: int | None = None  # the image's numeric user, when its config names one
+    username: str = ""  # the image's user when it is a name, not a number
 
 
 @dataclass(frozen=True, slots=True)

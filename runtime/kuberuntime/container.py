@@ -11,7 +11,7 @@ from loguru import logger
 
 from runtime.clock import Clock
 from runtime.cri.service import CRIRuntime
-from runtime.cri.types import ContainerState, PodSandboxConfig
+from runtime.cri.types import ContainerState, ImageSpec, PodSandboxConfig
 from runtime.errors import CRIError, CRINotFound, SyncError
 from runtime.ids import ContainerID, SandboxID
 from runtime.kuberuntime.actions import KillReason
@@ -21,6 +21,7 @@ from runtime.kuberuntime.hooks import HandlerRunner
 from runtime.kuberuntime.images import ImageManager
 from runtime.kuberuntime.labels import hash_container, parse_container_labels
 from runtime.kuberuntime.podstatus import RuntimePodStatus
+from runtime.kuberuntime.security_context import image_user
 from runtime.kuberuntime.settings import NodeSettings
 from runtime.kuberuntime.termination_order import TerminationOrdering
 from runtime.pod.model import Container, LifecycleHandler, Pod
@@ -126,9 +127,14 @@ class ContainerLifecycle:
         else:
             restart_count = (previous.restart_count + 1 if previous
                              else restart_count_from_logs(log_dir))
+        try:
+            user = image_user(self._runtime.image_status(ImageSpec(image_ref)))
+        except CRIError as err:  # upstream getImageUser: the config cannot be made
+            raise SyncError("CreateContainerConfigError", err.detail) from err
         config = generate_container_config(
             pod, container, image_ref, restart_count, pod_ip, self._settings, self._node_ip,
             pid_target,
+            image_user=user,
         )
         os.makedirs(log_dir, exist_ok=True)
         try:

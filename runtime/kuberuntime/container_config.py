@@ -19,6 +19,12 @@ from runtime.errors import SyncError
 from runtime.kuberuntime.downward import DownwardAPIError, env_field_value, resource_value
 from runtime.kuberuntime.etc_hosts import pod_hosts_mount
 from runtime.kuberuntime.labels import container_annotations, container_labels
+from runtime.kuberuntime.security_context import (
+    ROOT_USER,
+    ImageUser,
+    container_security,
+    verify_run_as_non_root,
+)
 from runtime.kuberuntime.settings import NodeSettings
 from runtime.kuberuntime.volumes import VolumeSetupError, set_up_volume
 from runtime.machine import mem_total
@@ -130,18 +136,25 @@ def generate_container_config(
     settings: NodeSettings,
     node_ip: str = "",
     pid_target: str = "",
+    image_user: ImageUser = ROOT_USER,
 ) -> ContainerConfig:
-    """The CreateContainer config; SyncError(CreateContainerConfigError) when it can't be."""
+    """The CreateContainer config; SyncError(CreateContainerConfigError) when it can't be.
+
+    ``image_user`` is the user the image's config names (security_context.image_user of
+    its ImageStatus), for the runAsNonRoot check and as the user to run as when the pod
+    names none.
+    """
+    refused = verify_run_as_non_root(pod, container, image_user)
+    if refused is not None:
+        raise SyncError("CreateContainerConfigError", refused)
     try:
         env = make_env(pod, container, pod_ip, node_ip, dict(settings.allocatable))
         resources = linux_container_resources(
             pod, container, settings.memory_capacity or mem_total(), settings.hugepage_sizes)
+        security = container_security(pod, container, image_user, settings.seccomp_dir,
+                                      settings.seccomp_default)
     except ValueError as err:
         raise SyncError("CreateContainerConfigError", str(err)) from err
-    security = container.security_context
-    run_as_user = security.run_as_user if security else None
-    if run_as_user is None and pod.spec.security_context is not None:
-        run_as_user = pod.spec.security_context.run_as_user
     return ContainerConfig(
         metadata=ContainerMetadata(name=container.name, attempt=restart_count),
         image=ImageSpec(image=image_ref or container.image),
@@ -157,7 +170,6 @@ def generate_container_config(
         stdin_once=container.stdin_once,
         tty=container.tty,
         resources=resources,
-        run_as_user=run_as_user,
-        privileged=bool(security and security.privileged),
+        security=security,
         pid_target_id=pid_target,
     )

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from loguru import logger
 
-from runtime.cri.types import DNSConfig, NamespaceMode, PodSandboxConfig, PodSandboxMetadata
+from runtime.cri.types import DNSConfig, PodSandboxConfig, PodSandboxMetadata
 from runtime.cri.types import PortMapping as CRIPortMapping
 from runtime.cri.types import Protocol as CRIProtocol
 from runtime.kuberuntime.dns import form_pod_dns, parse_resolv_conf, read_resolv_conf
 from runtime.kuberuntime.hostname import kernel_hostname, pod_hostname_and_domain
 from runtime.kuberuntime.labels import sandbox_annotations, sandbox_labels
+from runtime.kuberuntime.security_context import (
+    namespace_modes,
+    sandbox_security,
+    sandbox_sysctls,
+)
 from runtime.kuberuntime.settings import NodeSettings
 from runtime.pod.model import Pod
 
@@ -52,10 +57,7 @@ def generate_sandbox_config(pod: Pod, attempt: int, settings: NodeSettings,
                     host_ip=port.host_ip,
                 )
             )
-    sysctls: dict[str, str] = {}
-    if pod.spec.security_context is not None:
-        for entry in pod.spec.security_context.sysctls:
-            sysctls[entry.name.replace("/", ".")] = entry.value
+    network, pid, ipc = namespace_modes(pod)
     return PodSandboxConfig(
         metadata=PodSandboxMetadata(
             name=pod.metadata.name,
@@ -71,13 +73,9 @@ def generate_sandbox_config(pod: Pod, attempt: int, settings: NodeSettings,
         port_mappings=tuple(ports),
         labels=sandbox_labels(pod),
         annotations=sandbox_annotations(pod),
-        network_mode=NamespaceMode.NODE if pod.spec.host_network else NamespaceMode.POD,
-        pid_mode=NamespaceMode.NODE if pod.spec.host_pid else NamespaceMode.CONTAINER,
-        ipc_mode=NamespaceMode.NODE if pod.spec.host_ipc else NamespaceMode.POD,
-        sysctls=sysctls,
-        # containerd refuses a privileged container in a sandbox not created privileged.
-        privileged=any(
-            c.security_context is not None and bool(c.security_context.privileged)
-            for c in pod.all_containers()
-        ),
+        network_mode=network,
+        pid_mode=pid,
+        ipc_mode=ipc,
+        sysctls=sandbox_sysctls(pod),
+        security=sandbox_security(pod),
     )

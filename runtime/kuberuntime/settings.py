@@ -29,9 +29,16 @@ class NodeSettings:
     # The node's allocatable resources as quantities (runtime.machine): the downward
     # API's default for a limit a container does not set.
     allocatable: tuple[tuple[str, str], ...] = ()
+    # --seccomp-default: RuntimeDefault for containers that name no seccomp profile.
+    seccomp_default: bool = False
 
     def pod_dir(self, uid: str) -> str:
         return os.path.join(self.root_dir, "pods", uid)
+
+    @property
+    def seccomp_dir(self) -> str:
+        """``<root-dir>/seccomp``: where Localhost seccomp profiles are looked up."""
+        return os.path.join(self.root_dir, "seccomp")
 
     def pod_log_dir(self, namespace: str, name: str, uid: str) -> str:
         """``<pod-logs-dir>/<ns>_<name>_<uid>``, upstream's layout."""

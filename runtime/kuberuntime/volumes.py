@@ -23,6 +23,7 @@ from pathlib import Path
 from runtime.kuberuntime.atomic_writer import AtomicWriter, FileProjection, PayloadError
 from runtime.kuberuntime.downward import volume_file_values
 from runtime.kuberuntime.settings import NodeSettings
+from runtime.kuberuntime.volume_ownership import apply_fs_group
 from runtime.pod.model import DownwardAPIVolumeFile, Pod, Volume, volume_source
 
 __all__ = ["VolumeSetupError", "set_up_volume", "set_up_volumes"]
@@ -178,7 +179,7 @@ def set_up_volumes(pod: Pod, settings: NodeSettings) -> tuple[tuple[str, str], .
     failures: list[tuple[str, str]] = []
     for volume in pod.spec.volumes:
         try:
-            set_up_volume(pod, volume, settings)
+            apply_fs_group(pod, volume, set_up_volume(pod, volume, settings), settings)
         except VolumeSetupError as err:
             failures.append((volume.name, str(err)))
         except OSError as err:

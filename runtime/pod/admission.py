@@ -40,8 +40,10 @@ __all__ = [
     "check_node_name",
     "check_os",
     "check_resources",
+    "check_supplemental_groups_policy",
     "check_sysctls",
     "node_labels",
+    "normalize_sysctl",
     "pod_requests",
     "sysctl_allowlist_error",
 ]
@@ -86,6 +88,9 @@ class Node:
     labels: Mapping[str, str] = field(default_factory=dict)
     allocatable: Mapping[str, Quantity] = field(default_factory=dict)
     os: str = "linux"
+    # NodeFeatures.supplementalGroupsPolicy: the runtime reports (CRI Status features)
+    # that it applies supplementalGroupsPolicy; containerd 1.6 does not.
+    supplemental_groups_policy: bool = False
 
 
 def node_labels(
@@ -105,6 +110,7 @@ def admit(
     return (
         check_sysctls(pod, allowed_unsafe_sysctls)
         or check_os(pod, node)
+        or check_supplemental_groups_policy(pod, node)
         or check_resources(pod, node, admitted)
         or check_node_affinity(pod, node)
         or check_node_name(pod, node)
@@ -137,7 +143,7 @@ def sysctl_allowlist_error(patterns: Sequence[str]) -> str | None:
         if len(pattern) > 253 or not _SYSCTL_PATTERN.fullmatch(pattern):
             return (f'sysctl "{pattern}" must have at most 253 characters and match regex '
                     f"{_SYSCTL_PATTERN.pattern}")
-        name = _normalize_sysctl(pattern)
+        name = normalize_sysctl(pattern)
         if _sysctl_namespace(name.rstrip("*")) is None:
             return f'the sysctls "{name.rstrip("*")}" are not known to be namespaced'
     return None
@@ -151,7 +157,7 @@ def check_sysctls(pod: Pod, allowed_unsafe: Sequence[str] = ()) -> Rejection | N
     exact = set(SAFE_SYSCTLS) | {s for s in allowed_unsafe if not s.endswith("*")}
     prefixes = [s[:-1] for s in allowed_unsafe if s.endswith("*")]
     for sysctl in context.sysctls:
-        name = _normalize_sysctl(sysctl.name)
+        name = normalize_sysctl(sysctl.name)
         if name in exact or any(name.startswith(p) for p in prefixes):
             namespace = _sysctl_namespace(name)
             if (namespace == "IPC" and pod.spec.host_ipc) or (
@@ -163,7 +169,7 @@ def check_sysctls(pod: Pod, allowed_unsafe: Sequence[str] = ()) -> Rejection | N
     return None
 
 
-def _normalize_sysctl(name: str) -> str:
+def normalize_sysctl(name: str) -> str:
     """utilsysctl.NormalizeName: ``net/ipv4/ip_forward`` is ``net.ipv4.ip_forward``."""
     if "/" not in name:
         return name
@@ -173,6 +179,19 @@ def _normalize_sysctl(name: str) -> str:
 
 
 # --- the predicate handler ----------------------------------------------------------------
+
+
+def check_supplemental_groups_policy(pod: Pod, node: Node) -> Rejection | None:
+    """Upstream rejectPodAdmissionBasedOnSupplementalGroupsPolicy (predicate.go): a pod
+    asking for Strict on a node whose runtime cannot apply it is refused, not silently
+    given Merge."""
+    context = pod.spec.security_context
+    if context is None or context.supplemental_groups_policy != "Strict":
+        return None
+    if node.supplemental_groups_policy:
+        return None
+    return ("SupplementalGroupsPolicyNotSupported",
+            "SupplementalGroupsPolicy=Strict is not supported in this node")
 
 
 def check_os(pod: Pod, node: Node) -> Rejection | None:

@@ -23,6 +23,7 @@ from runtime.cri.convert import sandbox_config_from_proto, seconds_to_ns
 from runtime.cri.convert_containers import container_config_from_proto
 from runtime.cri.types import (
     AuthConfig,
+    Capability,
     ContainerConfig,
     ContainerFilter,
     ContainerMetadata,
@@ -31,6 +32,8 @@ from runtime.cri.types import (
     ImageSpec,
     KeyValue,
     LinuxContainerResources,
+    LinuxContainerSecurityContext,
+    LinuxSandboxSecurityContext,
     Mount,
     MountPropagation,
     NamespaceMode,
@@ -40,6 +43,10 @@ from runtime.cri.types import (
     Protocol,
     SandboxFilter,
     SandboxState,
+    SecurityProfile,
+    SecurityProfileType,
+    SELinuxOption,
+    SupplementalGroupsPolicy,
 )
 from runtime.errors import (
     ConfigError,
@@ -263,7 +270,12 @@ def _sandbox_config() -> PodSandboxConfig:
         network_mode=NamespaceMode.NODE,
         pid_mode=NamespaceMode.CONTAINER,
         sysctls={"net.ipv4.ip_unprivileged_port_start": "0"},
-        privileged=True,
+        security=LinuxSandboxSecurityContext(
+            run_as_user=1000, run_as_group=0, supplemental_groups=(3000, 4000),
+            supplemental_groups_policy=SupplementalGroupsPolicy.STRICT, privileged=True,
+            seccomp=SecurityProfile(SecurityProfileType.RUNTIME_DEFAULT),
+            selinux_options=SELinuxOption(level="s0:c1"),
+        ),
     )
 
 
@@ -284,8 +296,12 @@ def _container_config() -> ContainerConfig:
         log_path="app/1.log",
         tty=True,
         resources=LinuxContainerResources(cpu_shares=2, memory_limit_in_bytes=64 << 20),
-        run_as_user=0,
-        privileged=True,
+        security=LinuxContainerSecurityContext(
+            capabilities=Capability(("NET_ADMIN",), ("ALL",)), privileged=True,
+            run_as_user=0, run_as_group=5, readonly_rootfs=True, supplemental_groups=(7,),
+            no_new_privs=True, masked_paths=("/proc/kcore",), readonly_paths=("/proc/sys",),
+            seccomp=SecurityProfile(SecurityProfileType.LOCALHOST, "/var/lib/k/seccomp/p.json"),
+        ),
     )
 
 

@@ -203,7 +203,7 @@ def test_generate_sandbox_config(tmp_path: Path, resolv: str) -> None:
                                 L.POD_UID: "uid-1"}
     assert dict(cfg.annotations) == {"note": "x"}
     assert cfg.dns_config == HOST
-    assert not cfg.privileged
+    assert not cfg.security.privileged
 
 
 def test_kubelet_labels_win_over_pod_labels(resolv: str) -> None:
@@ -249,4 +249,4 @@ def test_privileged(inits: tuple[bool | None, ...], containers: tuple[bool | Non
                       else SecurityContext(privileged=flag))
             for i, flag in enumerate(flags))
     pod = make_pod(init_containers=make("i", inits), containers=make("c", containers))
-    assert generate_sandbox_config(pod, 0, node(resolv)).privileged is privileged
+    assert generate_sandbox_config(pod, 0, node(resolv)).security.privileged is privileged
