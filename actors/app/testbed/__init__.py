@@ -20,6 +20,7 @@ from actors.app.testbed.containerd import new_embedded, private_containerd
 from actors.app.testbed.lock import LOCK_PATH, HeldLock, machine_lock
 from actors.app.testbed.registry import (
     BUSYBOX_IMAGE,
+    BUSYBOX_NONROOT_IMAGE,
     PAUSE_IMAGE,
     REGISTRY_ADDR,
     Registry,
@@ -29,6 +30,7 @@ from actors.app.testbed.registry import (
 __all__ = [
     "BENCH",
     "BUSYBOX_IMAGE",
+    "BUSYBOX_NONROOT_IMAGE",
     "DIR_PARENT",
     "DRILLS",
     "E2E",

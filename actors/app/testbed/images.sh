@@ -8,10 +8,12 @@
 #   build   build OCI layouts under $KA_IMAGES_DIR (default /var/lib/kubelet-actors/images):
 #             pause:3.9     static C pause (pause.c beside this script), entrypoint /pause
 #             busybox:1.35  Debian's busybox-static with applet symlinks, cmd ["sh"]
+#             busybox:1.35-nonroot  the same layers, config user 1234 (upstream's nonroot
+#                           test image runs as 1234), for runAsNonRoot with an image user
 #   serve   start docker-registry on $KA_REGISTRY_ADDR (default 127.0.0.1:5000), detached,
 #           storage, config, pid and log under $KA_REGISTRY_DIR (default
 #           /var/lib/kubelet-actors/registry); no-op when the registry already answers
-#   push    copy both images to localhost:5000/kubelet-actors/<name>:<tag> (skips images the
+#   push    copy the images to localhost:5000/kubelet-actors/<name>:<tag> (skips images the
 #           registry already holds with the same digest)
 #   stop    stop the registry that `serve` started (via its pid file)
 #   status  show what is built, whether the registry answers, and what it holds
@@ -34,7 +36,7 @@ REGISTRY_LOG="$REGISTRY_DIR/registry.log"
 REGISTRY_DATA="$REGISTRY_DIR/data"
 
 # name:tag pairs this script builds and pushes.
-IMAGES=("pause:3.9" "busybox:1.35")
+IMAGES=("pause:3.9" "busybox:1.35" "busybox:1.35-nonroot")
 
 # Bump when the way images are built changes, so `build` redoes them.
 BUILD_RECIPE_VERSION=1
@@ -147,6 +149,16 @@ EOF
     input_hash "$name" >"$layout.stamp"
 }
 
+build_busybox_nonroot() {
+    # Another tag in busybox's layout (so built after busybox:1.35, and again whenever that
+    # one is rebuilt, which empties the layout): its layers, a config that runs as 1234.
+    local name="busybox:1.35-nonroot" layout
+    layout="$(layout_of "$name")"
+    is_built "busybox:1.35" || die "build: $name needs busybox:1.35 built first"
+    umoci config --image "$layout:1.35" --tag "$(tag_of "$name")" \
+        --config.user 1234:1234 --author kubelet-actors --history.created_by "umoci config"
+}
+
 cmd_build() {
     local name
     for name in "${IMAGES[@]}"; do
@@ -157,6 +169,7 @@ cmd_build() {
         log "build: building $name"
         case "$name" in
             pause:*) build_pause ;;
+            busybox:*-nonroot) build_busybox_nonroot ;;
             busybox:*) build_busybox ;;
             *) die "no recipe for $name" ;;
         esac
@@ -328,7 +341,7 @@ for cmd in "$@"; do
         push) cmd_push ;;
         stop) cmd_stop ;;
         status) cmd_status ;;
-        -h | --help | help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h | --help | help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown subcommand '$cmd' (build, serve, push, stop, status)" ;;
     esac
 done

@@ -24,6 +24,7 @@ from runtime.containerd.config import DEFAULT_SANDBOX_IMAGE
 REGISTRY_ADDR = "127.0.0.1:5000"
 PAUSE_IMAGE = DEFAULT_SANDBOX_IMAGE
 BUSYBOX_IMAGE = "localhost:5000/kubelet-actors/busybox:1.35"
+BUSYBOX_NONROOT_IMAGE = "localhost:5000/kubelet-actors/busybox:1.35-nonroot"  # user 1234
 IMAGES_SH = Path(__file__).with_name("images.sh")
 IMAGES_SH_TIMEOUT_S = 300.0
 RACE_WAIT_S = 15.0
