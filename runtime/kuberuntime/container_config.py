@@ -7,6 +7,8 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from loguru import logger
+
 from runtime.cm.container_resources import linux_container_resources
 from runtime.cri.types import (
     ContainerConfig,
@@ -23,6 +25,7 @@ from runtime.kuberuntime.security_context import (
     ROOT_USER,
     ImageUser,
     container_security,
+    unknown_capabilities,
     verify_run_as_non_root,
 )
 from runtime.kuberuntime.settings import NodeSettings
@@ -147,6 +150,10 @@ def generate_container_config(
     refused = verify_run_as_non_root(pod, container, image_user)
     if refused is not None:
         raise SyncError("CreateContainerConfigError", refused)
+    for name in unknown_capabilities(pod, container):
+        logger.bind(pod=pod.metadata.name, uid=pod.uid, container=container.name).warning(
+            'unknown capability "{}" in securityContext.capabilities: not a Linux capability, '
+            "the runtime ignores it", name)
     try:
         env = make_env(pod, container, pod_ip, node_ip, dict(settings.allocatable))
         resources = linux_container_resources(

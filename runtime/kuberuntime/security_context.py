@@ -36,6 +36,7 @@ from runtime.pod.model import SELinuxOptions as PodSELinuxOptions
 __all__ = [
     "DEFAULT_MASKED_PATHS",
     "DEFAULT_READONLY_PATHS",
+    "LINUX_CAPABILITIES",
     "ROOT_USER",
     "ImageUser",
     "SecurityContextError",
@@ -49,6 +50,7 @@ __all__ = [
     "sandbox_security",
     "sandbox_sysctls",
     "seccomp_profile",
+    "unknown_capabilities",
     "verify_run_as_non_root",
 ]
 
@@ -75,6 +77,18 @@ DEFAULT_READONLY_PATHS = (
     "/proc/sys",
     "/proc/sysrq-trigger",
 )
+
+
+# include/uapi/linux/capability.h, 0 to CAP_LAST_CAP (40) in Linux 6.x.
+LINUX_CAPABILITIES = frozenset({
+    "CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "FSETID", "KILL", "SETGID",
+    "SETUID", "SETPCAP", "LINUX_IMMUTABLE", "NET_BIND_SERVICE", "NET_BROADCAST", "NET_ADMIN",
+    "NET_RAW", "IPC_LOCK", "IPC_OWNER", "SYS_MODULE", "SYS_RAWIO", "SYS_CHROOT", "SYS_PTRACE",
+    "SYS_PACCT", "SYS_ADMIN", "SYS_BOOT", "SYS_NICE", "SYS_RESOURCE", "SYS_TIME",
+    "SYS_TTY_CONFIG", "MKNOD", "LEASE", "AUDIT_WRITE", "AUDIT_CONTROL", "SETFCAP",
+    "MAC_OVERRIDE", "MAC_ADMIN", "SYSLOG", "WAKE_ALARM", "BLOCK_SUSPEND", "AUDIT_READ",
+    "PERFMON", "BPF", "CHECKPOINT_RESTORE",
+})
 
 
 class SecurityContextError(ValueError):
@@ -242,6 +256,18 @@ def _pod_groups(pod_sc: PodSecurityContext) -> tuple[int, ...]:
 
 
 # --- the CRI settings -----------------------------------------------------------------
+
+
+def unknown_capabilities(pod: Pod, container: Container) -> tuple[str, ...]:
+    """The capabilities the container adds or drops that Linux does not have (``ALL``
+    aside, with or without ``CAP_``, any case). Upstream passes them on and runc ignores
+    them without a word; the kubelet says so in an event instead of a silent skip."""
+    caps = effective_security_context(pod, container).capabilities
+    if caps is None:
+        return ()
+    return tuple(name for name in caps.add + caps.drop
+                 if name.upper() != "ALL"
+                 and name.upper().removeprefix("CAP_") not in LINUX_CAPABILITIES)
 
 
 def verify_run_as_non_root(pod: Pod, container: Container, user: ImageUser) -> str | None:

@@ -18,6 +18,7 @@ each failure is logged as upstream's FailedMount event
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from runtime.kuberuntime.atomic_writer import AtomicWriter, FileProjection, PayloadError
@@ -47,7 +48,10 @@ def _empty_volume(pod: Pod, plugin: str, volume: Volume, settings: NodeSettings,
                   mode: int = 0o755) -> str:
     path = _plugin_dir(pod, plugin, volume, settings)
     os.makedirs(path, mode=mode, exist_ok=True)
-    os.chmod(path, mode)
+    # Only when the permission bits differ, as upstream's emptyDir setupDir: a chmod would
+    # drop the setgid bit an fsGroup gave the volume.
+    if stat.S_IMODE(os.stat(path).st_mode) & 0o777 != mode:
+        os.chmod(path, mode)
     return path
 
 

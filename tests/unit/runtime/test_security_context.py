@@ -35,6 +35,7 @@ from runtime.kuberuntime.security_context import (
     sandbox_security,
     sandbox_sysctls,
     seccomp_profile,
+    unknown_capabilities,
     verify_run_as_non_root,
 )
 from runtime.kuberuntime.settings import NodeSettings
@@ -424,3 +425,17 @@ def test_supplemental_groups_policy_admission(policy: str, supported: bool,
         assert rejection == ("SupplementalGroupsPolicyNotSupported",
                              "SupplementalGroupsPolicy=Strict is not supported in this node")
         assert admit(pod, node) == rejection
+
+
+@pytest.mark.parametrize(
+    ("add", "drop", "unknown"),
+    [
+        (("NET_ADMIN", "CAP_SYS_TIME", "net_raw"), ("ALL",), ()),
+        (("all",), ("cap_chown",), ()),
+        (("NO_SUCH_CAP",), ("CAP_BOGUS", "KILL"), ("NO_SUCH_CAP", "CAP_BOGUS")),
+    ],
+)
+def test_unknown_capabilities(add: tuple[str, ...], drop: tuple[str, ...],
+                              unknown: tuple[str, ...]) -> None:
+    pod = make_pod(SecurityContext(capabilities=Capabilities(add=add, drop=drop)))
+    assert unknown_capabilities(pod, app(pod)) == unknown

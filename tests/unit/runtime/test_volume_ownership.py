@@ -15,7 +15,7 @@ from runtime.kuberuntime.volume_ownership import (
     requires_permission_change,
     set_volume_ownership,
 )
-from runtime.kuberuntime.volumes import set_up_volumes
+from runtime.kuberuntime.volumes import set_up_volume, set_up_volumes
 from runtime.pod.model import (
     DownwardAPIVolumeFile,
     DownwardAPIVolumeSource,
@@ -132,3 +132,14 @@ def test_plugins_apply_it_as_upstream(tmp_path: Path) -> None:
     os.chown(scratch / "later", -1, 0)
     apply_fs_group(pod, pod.spec.volumes[0], str(scratch), settings)
     assert (scratch / "later").stat().st_gid == 0
+
+
+def test_looking_an_empty_dir_up_again_keeps_its_setgid(tmp_path: Path) -> None:
+    """make_mounts sets a volume up again per container: that must not chmod away the
+    setgid bit the fsGroup gave it (upstream's setupDir chmods only on other bits)."""
+    volume = Volume(name="scratch", empty_dir=EmptyDirVolumeSource())
+    pod = _pod(GID, volume)
+    settings = NodeSettings(node_name="n", root_dir=str(tmp_path / "root"))
+    assert set_up_volumes(pod, settings) == ()
+    path = Path(set_up_volume(pod, volume, settings))
+    assert _mode(path) == 0o777 | stat.S_ISGID
