@@ -60,6 +60,7 @@ class KubeletFlags:
     cluster_dns: tuple[str, ...] = ()
     cluster_domain: str = ""
     resolv_conf: str = "/etc/resolv.conf"
+    seccomp_default: bool = False
 
 
 # Upstream's kubelet sets these labels on its node itself (IsKubeletLabel): --node-labels
@@ -191,6 +192,9 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
         help="the cluster's DNS domain, searched by pods after their namespace's")
     add("--resolv-conf", default="/etc/resolv.conf",
         help='the resolver file pods with dnsPolicy Default get ("" for none)')
+    add("--seccomp-default", action="store_true",
+        help="run containers that name no seccomp profile under the runtime's default "
+             "profile (RuntimeDefault) instead of Unconfined")
     add("--sync-frequency", type=parse_duration, default=60.0,
         help="how often every pod is synced again (default 1m)")
     add("--file-check-frequency", type=parse_duration, default=20.0,
@@ -316,4 +320,5 @@ def parse_flags(argv: list[str]) -> KubeletFlags:
         cluster_dns=parse_cluster_dns(ns.cluster_dns),
         cluster_domain=ns.cluster_domain,
         resolv_conf=os.path.abspath(ns.resolv_conf) if ns.resolv_conf else "",
+        seccomp_default=ns.seccomp_default,
     )

@@ -103,6 +103,7 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "clusterDNS": ("cluster_dns", _strings),
     "clusterDomain": ("cluster_domain", _string),
     "resolvConf": ("resolv_conf", _string),
+    "seccompDefault": ("seccomp_default", _bool),
 }
 
 

@@ -29,5 +29,5 @@ def node_settings(flags: KubeletFlags) -> NodeSettings:
         allocatable=tuple(sorted((k, str(v)) for k, v in this_node(flags).allocatable.items())),
         cgroups_per_qos=flags.cgroups_per_qos, cgroup_root=flags.cgroup_root,
         cgroup_driver=flags.cgroup_driver, memory_capacity=mem_total(),
-        hugepage_sizes=node_hugepage_sizes(),
+        hugepage_sizes=node_hugepage_sizes(), seccomp_default=flags.seccomp_default,
     )

@@ -240,3 +240,14 @@ def test_cgroup_fields_of_the_config_file(tmp_path: Path) -> None:
     bad = write_config(tmp_path, "staticPodPath: m\ncgroupDriver: docker\n")
     with pytest.raises(ConfigError, match="cgroupDriver"):
         parse_flags(["--config", str(bad)])
+
+
+def test_seccomp_default_from_the_flag_and_the_config_file(tmp_path: Path) -> None:
+    assert not parse_flags(["--pod-manifest-path", "d"]).seccomp_default
+    assert parse_flags(["--pod-manifest-path", "d", "--seccomp-default"]).seccomp_default
+    config = write_config(tmp_path, "staticPodPath: p\nseccompDefault: true\n")
+    assert parse_flags(["--config", str(config)]).seccomp_default
+    bad = write_config(tmp_path, "staticPodPath: p\nseccompDefault: yes please\n")
+    with pytest.raises(ConfigError) as caught:
+        parse_flags(["--config", str(bad)])
+    assert caught.value.field == "seccompDefault"
