@@ -498,3 +498,20 @@ def test_a_sysctl_the_runtime_refuses_is_a_sandbox_error_and_an_event(node: Node
         "sysctls": [{"name": "net.ipv4.no_such_knob", "value": "1"}]})
     node.event(rf"{pod}.* creating the pod sandbox failed: .*no_such_knob")
     node.waiting(pod, "ContainerCreating")
+
+
+def test_supplemental_groups_policy_strict_is_refused_where_the_runtime_cannot_apply_it(
+        node: Node) -> None:
+    """[sig-node] Security Context SupplementalGroupsPolicy [LinuxOnly] when the container
+    runtime does not support it (containerd 1.6 reports no supplementalGroupsPolicy
+    feature): a Strict pod is rejected, as upstream's kubelet rejects it since 1.33, and a
+    Merge pod runs"""
+    strict = node.run("groups-strict", [box("id -G")], securityContext={
+        "runAsUser": 1000, "supplementalGroups": [4000], "supplementalGroupsPolicy": "Strict"})
+    merge = node.run("groups-merge", [box("id -G")], securityContext={
+        "runAsUser": 1000, "supplementalGroups": [4000], "supplementalGroupsPolicy": "Merge"})
+    status = node.finished(strict)["status"]
+    assert (status["phase"], status["reason"], status["message"]) == (
+        "Failed", "SupplementalGroupsPolicyNotSupported",
+        "Pod was rejected: SupplementalGroupsPolicy=Strict is not supported in this node")
+    assert "4000" in node.succeeded_with_log(merge).split()
