@@ -67,3 +67,16 @@ def machine_allocatable(root_dir: str, max_pods: int, meminfo: str = "/proc/memi
     storage -= int(storage * EVICTION_NODEFS_AVAILABLE)
     return {"cpu": str(os.cpu_count() or 1), "memory": str(memory),
             "ephemeral-storage": str(storage), "pods": str(max_pods)}
+
+
+APPARMOR_ENABLED = "/sys/module/apparmor/parameters/enabled"
+
+
+def apparmor_enabled(path: str = APPARMOR_ENABLED) -> bool:
+    """Does this kernel enforce AppArmor (runc's apparmor.IsEnabled, which upstream's
+    kubelet asks before admitting a pod that names a profile)?"""
+    try:
+        with open(path, encoding="ascii", errors="replace") as f:
+            return f.read().strip().startswith("Y")
+    except OSError:
+        return False

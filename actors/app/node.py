@@ -5,18 +5,19 @@ from __future__ import annotations
 from actors.app.flags import KubeletFlags
 from runtime.cm.container_resources import node_hugepage_sizes
 from runtime.kuberuntime.settings import NodeSettings
-from runtime.machine import machine_allocatable, machine_arch, mem_total
+from runtime.machine import apparmor_enabled, machine_allocatable, machine_arch, mem_total
 from runtime.pod.admission import Node, node_labels
 
 
 def this_node(flags: KubeletFlags) -> Node:
     """This machine as admission sees it, read once at start: its name, its labels
-    (kubernetes.io/hostname, os and arch, plus --node-labels) and its allocatable
-    resources (runtime.machine)."""
+    (kubernetes.io/hostname, os and arch, plus --node-labels), its allocatable
+    resources and whether its kernel enforces AppArmor (runtime.machine)."""
     return Node(
         name=flags.node_name,
         labels=node_labels(flags.node_name, "linux", machine_arch(), dict(flags.node_labels)),
         allocatable=machine_allocatable(flags.root_dir, flags.max_pods),
+        apparmor=apparmor_enabled(),
     )
 
 

@@ -125,6 +125,8 @@ def container_security_to_proto(
         msg.run_as_group.value = sc.run_as_group
     if sc.seccomp is not None:
         msg.seccomp.CopyFrom(_profile_to_proto(sc.seccomp))
+    if sc.apparmor is not None:
+        msg.apparmor.CopyFrom(_profile_to_proto(sc.apparmor))
     if sc.selinux_options is not None:
         msg.selinux_options.CopyFrom(_selinux_to_proto(sc.selinux_options))
     return msg
@@ -155,4 +157,5 @@ def container_security_from_proto(
         masked_paths=tuple(msg.masked_paths),
         readonly_paths=tuple(msg.readonly_paths),
         seccomp=_profile_from_proto(msg.seccomp) if msg.HasField("seccomp") else None,
+        apparmor=_profile_from_proto(msg.apparmor) if msg.HasField("apparmor") else None,
     )

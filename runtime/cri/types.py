@@ -166,6 +166,7 @@ class LinuxContainerSecurityContext:
     masked_paths: tuple[str, ...] = ()
     readonly_paths: tuple[str, ...] = ()
     seccomp: SecurityProfile | None = None
+    apparmor: SecurityProfile | None = None
 
 
 @dataclass(frozen=True, slots=True)

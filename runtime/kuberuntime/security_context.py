@@ -28,8 +28,14 @@ from runtime.cri.types import (
     SELinuxOption,
     SupplementalGroupsPolicy,
 )
-from runtime.pod.admission import normalize_sysctl
-from runtime.pod.model import Container, Pod, PodSecurityContext, SecurityContext
+from runtime.pod.admission import APPARMOR_ANNOTATION_PREFIX, normalize_sysctl
+from runtime.pod.model import (
+    AppArmorProfile,
+    Container,
+    Pod,
+    PodSecurityContext,
+    SecurityContext,
+)
 from runtime.pod.model import SeccompProfile as PodSeccompProfile
 from runtime.pod.model import SELinuxOptions as PodSELinuxOptions
 
@@ -41,6 +47,7 @@ __all__ = [
     "ImageUser",
     "SecurityContextError",
     "add_no_new_privs",
+    "apparmor_profile",
     "container_security",
     "effective_security_context",
     "image_user",
@@ -234,6 +241,44 @@ def seccomp_profile(pod: Pod, container: Container, profile_root: str,
     return SecurityProfile(SecurityProfileType.UNCONFINED)
 
 
+def _annotation_apparmor(pod: Pod, container: Container) -> AppArmorProfile | None:
+    """The deprecated per-container annotation: runtime/default, unconfined,
+    localhost/<name> (upstream getProfileFromPodAnnotations)."""
+    value = pod.metadata.annotations.get(APPARMOR_ANNOTATION_PREFIX + container.name)
+    if value is None:
+        return None
+    if value == "runtime/default":
+        return AppArmorProfile(type="RuntimeDefault")
+    if value == "unconfined":
+        return AppArmorProfile(type="Unconfined")
+    if value.startswith("localhost/"):
+        return AppArmorProfile(type="Localhost", localhost_profile=value[len("localhost/"):])
+    return None
+
+
+def apparmor_profile(pod: Pod, container: Container) -> SecurityProfile | None:
+    """Upstream getAppArmorProfile (apparmor.GetProfile): the container's field, else the
+    deprecated annotation (static pods may have only that), else the pod's field; None
+    leaves it to the runtime's default."""
+    sc = container.security_context
+    profile = sc.app_armor_profile if sc is not None else None
+    if profile is None:
+        profile = _annotation_apparmor(pod, container)
+    if profile is None and pod.spec.security_context is not None:
+        profile = pod.spec.security_context.app_armor_profile
+    if profile is None:
+        return None
+    if profile.type == "RuntimeDefault":
+        return SecurityProfile(SecurityProfileType.RUNTIME_DEFAULT)
+    if profile.type == "Unconfined":
+        return SecurityProfile(SecurityProfileType.UNCONFINED)
+    if profile.type == "Localhost":
+        if profile.localhost_profile is None:
+            raise SecurityContextError("missing localhost apparmor profile name")
+        return SecurityProfile(SecurityProfileType.LOCALHOST, profile.localhost_profile)
+    raise SecurityContextError(f'unknown apparmor profile type: "{profile.type}"')
+
+
 def _selinux(opts: PodSELinuxOptions | None) -> SELinuxOption | None:
     if opts is None:
         return None
@@ -329,6 +374,7 @@ def container_security(pod: Pod, container: Container, user: ImageUser, profile_
         masked_paths=masked_paths(proc_mount),
         readonly_paths=readonly_paths(proc_mount),
         seccomp=seccomp_profile(pod, container, profile_root, seccomp_default),
+        apparmor=apparmor_profile(pod, container),
     )
 
 

@@ -35,6 +35,7 @@ __all__ = [
     "Node",
     "Rejection",
     "admit",
+    "check_apparmor",
     "check_host_ports",
     "check_node_affinity",
     "check_node_name",
@@ -91,6 +92,8 @@ class Node:
     # NodeFeatures.supplementalGroupsPolicy: the runtime reports (CRI Status features)
     # that it applies supplementalGroupsPolicy; containerd 1.6 does not.
     supplemental_groups_policy: bool = False
+    # Whether the kernel enforces AppArmor (runtime.machine.apparmor_enabled).
+    apparmor: bool = False
 
 
 def node_labels(
@@ -115,6 +118,7 @@ def admit(
         or check_node_affinity(pod, node)
         or check_node_name(pod, node)
         or check_host_ports(pod, admitted)
+        or check_apparmor(pod, node)
     )
 
 
@@ -375,4 +379,44 @@ def check_host_ports(pod: Pod, admitted: Sequence[Pod]) -> Rejection | None:
                     and (ip == other_ip or "0.0.0.0" in (ip, other_ip))):
                 return ("NodePorts", "Predicate NodePorts failed: node(s) didn't have free "
                         "ports for the requested pod ports")
+    return None
+
+
+# --- AppArmor (pkg/security/apparmor/validate.go, lifecycle.NewAppArmorAdmitHandler) -------
+
+APPARMOR_ANNOTATION_PREFIX = "container.apparmor.security.beta.kubernetes.io/"
+
+
+def _apparmor_required(pod: Pod) -> bool:
+    """Upstream isRequired: a profile other than Unconfined on the pod or a container, or
+    a deprecated annotation other than ``unconfined``."""
+    context = pod.spec.security_context
+    if context is not None and context.app_armor_profile is not None \
+            and context.app_armor_profile.type != "Unconfined":
+        return True
+    for c in pod.all_containers():
+        sc = c.security_context
+        if sc is not None and sc.app_armor_profile is not None \
+                and sc.app_armor_profile.type != "Unconfined":
+            return True
+    return any(value != "unconfined" for key, value in pod.metadata.annotations.items()
+               if key.startswith(APPARMOR_ANNOTATION_PREFIX))
+
+
+def check_apparmor(pod: Pod, node: Node) -> Rejection | None:
+    """A pod that needs AppArmor on a node without it, or that names an empty Localhost
+    profile, is refused with reason AppArmor (upstream's appArmorAdmitHandler)."""
+    if not _apparmor_required(pod):
+        return None
+    if not node.apparmor:
+        return "AppArmor", "Cannot enforce AppArmor: AppArmor is not enabled on the host"
+    for c in pod.all_containers():
+        sc = c.security_context
+        profile = sc.app_armor_profile if sc is not None else None
+        if profile is None and pod.spec.security_context is not None:
+            profile = pod.spec.security_context.app_armor_profile
+        if profile is not None and profile.type == "Localhost" \
+                and not (profile.localhost_profile or "").strip():
+            return ("AppArmor", "Cannot enforce AppArmor: invalid empty AppArmor profile "
+                    f'name: "{profile.localhost_profile or ""}"')
     return None

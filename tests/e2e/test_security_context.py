@@ -515,3 +515,17 @@ def test_supplemental_groups_policy_strict_is_refused_where_the_runtime_cannot_a
         "Failed", "SupplementalGroupsPolicyNotSupported",
         "Pod was rejected: SupplementalGroupsPolicy=Strict is not supported in this node")
     assert "4000" in node.succeeded_with_log(merge).split()
+
+
+def test_an_apparmor_profile_on_a_node_without_apparmor_is_rejected(node: Node) -> None:
+    """Bad input: this node's kernel has no AppArmor; a pod that names a profile is
+    rejected at admission as upstream's AppArmor admit handler rejects it (reason AppArmor),
+    and one that asks for unconfined runs."""
+    refused = node.run("apparmor", [box("true", appArmorProfile={"type": "RuntimeDefault"})])
+    unconfined = node.run("apparmor-off", [box("true",
+                                               appArmorProfile={"type": "Unconfined"})])
+    status = node.finished(refused)["status"]
+    assert (status["phase"], status["reason"], status["message"]) == (
+        "Failed", "AppArmor",
+        "Pod was rejected: Cannot enforce AppArmor: AppArmor is not enabled on the host")
+    node.succeeded_with_log(unconfined)

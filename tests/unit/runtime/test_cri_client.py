@@ -301,6 +301,7 @@ def _container_config() -> ContainerConfig:
             run_as_user=0, run_as_group=5, readonly_rootfs=True, supplemental_groups=(7,),
             no_new_privs=True, masked_paths=("/proc/kcore",), readonly_paths=("/proc/sys",),
             seccomp=SecurityProfile(SecurityProfileType.LOCALHOST, "/var/lib/k/seccomp/p.json"),
+            apparmor=SecurityProfile(SecurityProfileType.RUNTIME_DEFAULT),
         ),
     )
 

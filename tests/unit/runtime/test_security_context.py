@@ -28,6 +28,7 @@ from runtime.kuberuntime.security_context import (
     ImageUser,
     SecurityContextError,
     add_no_new_privs,
+    apparmor_profile,
     container_security,
     effective_security_context,
     image_user,
@@ -39,8 +40,15 @@ from runtime.kuberuntime.security_context import (
     verify_run_as_non_root,
 )
 from runtime.kuberuntime.settings import NodeSettings
-from runtime.pod.admission import Node, admit, check_supplemental_groups_policy
+from runtime.machine import apparmor_enabled
+from runtime.pod.admission import (
+    Node,
+    admit,
+    check_apparmor,
+    check_supplemental_groups_policy,
+)
 from runtime.pod.model import (
+    AppArmorProfile,
     Capabilities,
     Container,
     ObjectMeta,
@@ -439,3 +447,91 @@ def test_unknown_capabilities(add: tuple[str, ...], drop: tuple[str, ...],
                               unknown: tuple[str, ...]) -> None:
     pod = make_pod(SecurityContext(capabilities=Capabilities(add=add, drop=drop)))
     assert unknown_capabilities(pod, app(pod)) == unknown
+
+
+# --- getAppArmorProfile (helpers.go; apparmor.GetProfile) ----------------------------------
+
+ANNOTATION = "container.apparmor.security.beta.kubernetes.io/app"
+
+
+@pytest.mark.parametrize(
+    ("name", "container", "annotation", "pod", "expect"),
+    [
+        ("nothing set leaves it to the runtime", None, None, None, None),
+        ("the container's field", AppArmorProfile(type="RuntimeDefault"), None, None,
+         RUNTIME_DEFAULT),
+        ("the pod's field", None, None, AppArmorProfile(type="Unconfined"), UNCONFINED),
+        ("the container's field over the annotation and the pod's",
+         AppArmorProfile(type="Unconfined"), "runtime/default",
+         AppArmorProfile(type="RuntimeDefault"), UNCONFINED),
+        ("the annotation over the pod's field", None, "localhost/my-profile",
+         AppArmorProfile(type="RuntimeDefault"),
+         SecurityProfile(SecurityProfileType.LOCALHOST, "my-profile")),
+        ("annotation unconfined", None, "unconfined", None, UNCONFINED),
+        ("a localhost field", AppArmorProfile(type="Localhost", localhost_profile="p"), None,
+         None, SecurityProfile(SecurityProfileType.LOCALHOST, "p")),
+    ],
+)
+def test_apparmor_profile(name: str, container: AppArmorProfile | None,
+                          annotation: str | None, pod: AppArmorProfile | None,
+                          expect: SecurityProfile | None) -> None:
+    made = make_pod(SecurityContext(app_armor_profile=container),
+                    PodSecurityContext(app_armor_profile=pod))
+    if annotation is not None:
+        made = Pod(metadata=ObjectMeta(name="web", namespace="prod", uid="uid-1",
+                                       annotations={ANNOTATION: annotation}), spec=made.spec)
+    assert apparmor_profile(made, app(made)) == expect, name
+
+
+def test_apparmor_localhost_without_a_name_is_an_error() -> None:
+    pod = make_pod(SecurityContext(app_armor_profile=AppArmorProfile(type="Localhost")))
+    with pytest.raises(SecurityContextError, match="missing localhost apparmor profile name"):
+        apparmor_profile(pod, app(pod))
+
+
+
+# --- admission: AppArmor (apparmor validate_test.go, lifecycle handlers) ------------------
+
+NO_APPARMOR = ("AppArmor", "Cannot enforce AppArmor: AppArmor is not enabled on the host")
+
+
+@pytest.mark.parametrize(
+    ("name", "container", "pod", "annotation", "enabled", "expect"),
+    [
+        ("nothing asked", None, None, None, False, None),
+        ("unconfined needs no AppArmor", AppArmorProfile(type="Unconfined"), None,
+         "unconfined", False, None),
+        ("a container profile on a node without", AppArmorProfile(type="RuntimeDefault"),
+         None, None, False, NO_APPARMOR),
+        ("a pod profile on a node without", None, AppArmorProfile(type="Localhost",
+                                                                  localhost_profile="p"),
+         None, False, NO_APPARMOR),
+        ("an annotation on a node without", None, None, "runtime/default", False,
+         NO_APPARMOR),
+        ("a profile on a node with", AppArmorProfile(type="RuntimeDefault"), None, None,
+         True, None),
+        ("an empty localhost name", AppArmorProfile(type="Localhost", localhost_profile=" "),
+         None, None, True,
+         ("AppArmor", 'Cannot enforce AppArmor: invalid empty AppArmor profile name: " "')),
+    ],
+)
+def test_apparmor_admission(name: str, container: AppArmorProfile | None,
+                            pod: AppArmorProfile | None, annotation: str | None,
+                            enabled: bool, expect: tuple[str, str] | None) -> None:
+    made = make_pod(SecurityContext(app_armor_profile=container),
+                    PodSecurityContext(app_armor_profile=pod))
+    if annotation is not None:
+        made = Pod(metadata=ObjectMeta(name="web", namespace="prod", uid="uid-1",
+                                       annotations={ANNOTATION: annotation}), spec=made.spec)
+    node = Node(name="n", apparmor=enabled)
+    assert check_apparmor(made, node) == expect, name
+    if expect is not None:
+        assert admit(made, node) == expect
+
+
+@pytest.mark.parametrize(("content", "enabled"), [("Y\n", True), ("N\n", False), (None, False)])
+def test_apparmor_enabled(tmp_path: Path, content: str | None, enabled: bool) -> None:
+    path = tmp_path / "enabled"
+    if content is not None:
+        path.write_text(content)
+    assert apparmor_enabled(str(path)) is enabled
