@@ -443,6 +443,9 @@ def test_security_context_when_creating_a_pod_in_the_host_network_namespace_shou
     (test/e2e_node/security_context_test.go; compared by the network namespace's inode)"""
     pod = node.run("host-net", [box("readlink /proc/self/ns/net")], hostNetwork=True)
     assert node.succeeded_with_log(pod).strip() == Path("/proc/self/ns/net").readlink().name
+    # ... shouldn't show the same port in the non-hostnetwork containers
+    pod = node.run("pod-net", [box("readlink /proc/self/ns/net")])
+    assert node.succeeded_with_log(pod).strip() != Path("/proc/self/ns/net").readlink().name
 
 
 # --- sysctls ---------------------------------------------------------------------------
