@@ -28,7 +28,11 @@ from runtime.cri.types import (
     SELinuxOption,
     SupplementalGroupsPolicy,
 )
-from runtime.pod.admission import APPARMOR_ANNOTATION_PREFIX, normalize_sysctl
+from runtime.pod.admission import (
+    APPARMOR_ANNOTATION_PREFIX,
+    container_security_contexts,
+    normalize_sysctl,
+)
 from runtime.pod.model import (
     AppArmorProfile,
     Container,
@@ -383,8 +387,9 @@ def sandbox_security(pod: Pod) -> LinuxSandboxSecurityContext:
     container is, seccomp RuntimeDefault always (so the pause process is confined whatever
     the pod asks for its containers), and the pod's user, group, groups and SELinux
     options."""
-    privileged = any(c.security_context is not None and bool(c.security_context.privileged)
-                     for c in pod.all_containers())
+    # Ephemeral containers count too (upstream HasPrivilegedContainer visits them all).
+    privileged = any(sc is not None and bool(sc.privileged)
+                     for sc in container_security_contexts(pod))
     seccomp = SecurityProfile(SecurityProfileType.RUNTIME_DEFAULT)
     sc = pod.spec.security_context
     if sc is None:

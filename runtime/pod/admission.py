@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -27,6 +27,7 @@ from runtime.pod.model import (
     NodeSelectorTerm,
     Pod,
     Quantity,
+    SecurityContext,
 )
 from runtime.pod.quantity import parse_quantity
 
@@ -43,6 +44,7 @@ __all__ = [
     "check_resources",
     "check_supplemental_groups_policy",
     "check_sysctls",
+    "container_security_contexts",
     "node_labels",
     "normalize_sysctl",
     "pod_requests",
@@ -387,6 +389,15 @@ def check_host_ports(pod: Pod, admitted: Sequence[Pod]) -> Rejection | None:
 APPARMOR_ANNOTATION_PREFIX = "container.apparmor.security.beta.kubernetes.io/"
 
 
+def container_security_contexts(pod: Pod) -> Iterator[SecurityContext | None]:
+    """The security context of every container: init, regular and ephemeral (upstream's
+    VisitContainers with all of them)."""
+    for c in pod.all_containers():
+        yield c.security_context
+    for e in pod.spec.ephemeral_containers:
+        yield e.security_context
+
+
 def _apparmor_required(pod: Pod) -> bool:
     """Upstream isRequired: a profile other than Unconfined on the pod or a container, or
     a deprecated annotation other than ``unconfined``."""
@@ -394,8 +405,7 @@ def _apparmor_required(pod: Pod) -> bool:
     if context is not None and context.app_armor_profile is not None \
             and context.app_armor_profile.type != "Unconfined":
         return True
-    for c in pod.all_containers():
-        sc = c.security_context
+    for sc in container_security_contexts(pod):
         if sc is not None and sc.app_armor_profile is not None \
                 and sc.app_armor_profile.type != "Unconfined":
             return True
@@ -410,8 +420,7 @@ def check_apparmor(pod: Pod, node: Node) -> Rejection | None:
         return None
     if not node.apparmor:
         return "AppArmor", "Cannot enforce AppArmor: AppArmor is not enabled on the host"
-    for c in pod.all_containers():
-        sc = c.security_context
+    for sc in container_security_contexts(pod):
         profile = sc.app_armor_profile if sc is not None else None
         if profile is None and pod.spec.security_context is not None:
             profile = pod.spec.security_context.app_armor_profile

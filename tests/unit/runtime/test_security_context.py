@@ -51,6 +51,7 @@ from runtime.pod.model import (
     AppArmorProfile,
     Capabilities,
     Container,
+    EphemeralContainer,
     ObjectMeta,
     Pod,
     PodSecurityContext,
@@ -535,3 +536,13 @@ def test_apparmor_enabled(tmp_path: Path, content: str | None, enabled: bool) ->
     if content is not None:
         path.write_text(content)
     assert apparmor_enabled(str(path)) is enabled
+
+
+def test_a_privileged_ephemeral_container_makes_the_sandbox_privileged() -> None:
+    pod = make_pod()
+    pod = Pod(metadata=pod.metadata, spec=PodSpec(
+        containers=pod.spec.containers,
+        ephemeral_containers=(EphemeralContainer(
+            name="debug", image="busybox", security_context=SecurityContext(privileged=True)),),
+    ))
+    assert sandbox_security(pod).privileged
