@@ -61,7 +61,9 @@ def _wait_phase(daemon: Daemon, name: str, phases: tuple[str, ...],
                        and p["status"].get("phase") in phases and p, timeout,
                        f"{name} in phase {phases}")
     except AssertionError as err:
-        raise AssertionError(f"{err}\n{daemon.pods()}\n{daemon.log()}") from err
+        lines = [line for line in daemon.log_path.read_text(errors="replace").splitlines()
+                 if " HTTP " not in line]
+        raise AssertionError("\n".join([str(err), str(daemon.pods()), *lines[-80:]])) from err
     assert pod
     return pod
 

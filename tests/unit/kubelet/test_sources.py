@@ -407,3 +407,18 @@ def test_directory_removed_and_recreated(harness: Harness, tmp_path: Path) -> No
     path.mkdir()
     (path / "db.yaml").write_text(manifest("db"))
     harness.wait_snapshot(lambda s: names(s) == ["db-node1"], "a recreated directory's pod")
+
+
+def test_an_edit_that_keeps_the_manifests_own_uid_is_sent(harness: Harness,
+                                                            tmp_path: Path) -> None:
+    """A manifest with metadata.uid keeps it through an edit (upstream's file source
+    keeps a set UID): the edited pod must still be sent, as an update of the same UID."""
+    path = tmp_path / "web.yaml"
+    path.write_text(manifest("web", extra="  uid: fixed-uid\n"))
+    harness.start(FileSource, str(tmp_path), NODE, FakeClock())
+    harness.wait_snapshot(lambda s: [p.uid for p in s.pods] == ["fixed-uid"], "the pod")
+    path.write_text(manifest("web", image="busybox:1.36", extra="  uid: fixed-uid\n"))
+    edited = harness.wait_snapshot(
+        lambda s: [p.spec.containers[0].image for p in s.pods] == ["busybox:1.36"],
+        "the edited pod")
+    assert [p.uid for p in edited.pods] == ["fixed-uid"]
