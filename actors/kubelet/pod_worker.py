@@ -227,6 +227,10 @@ class PodWorker(Actor):
             # forgets the pod (and its status) once it hears this worker is done.
             self._remove_pod(status, log)
         else:
+            if any(c.is_running for c in status.container_statuses):
+                # What it stopped shows as terminated (upstream reads the status again
+                # after killing, in SyncTerminatingPod).
+                status = self._status(pod)
             self._observe(pod, status, result)
         log.info("pod terminated{}", " and removed" if self._remove else "")
         self._done(None)
