@@ -189,10 +189,13 @@ spec:
     wait_for(lambda: not [c for c in cri.list_containers(ContainerFilter(
         label_selector={L.POD_UID: uid})) if c.state == ContainerState.RUNNING], 30.0,
         "the pod's containers to stop")
-    final = daemon.pod(f"deadline-{NODE}")
-    assert final is not None
+    final = wait_for(lambda: (p := daemon.pod(f"deadline-{NODE}"))
+                     and "terminated" in p["status"]["containerStatuses"][0]["state"] and p,
+                     30.0, "/pods to show the container terminated")
+    assert final
     (status,) = final["status"]["containerStatuses"]
-    assert status["containerID"] == first_id and "terminated" in status["state"]
+    assert status["containerID"] == first_id
+    assert final["status"]["phase"] == "Failed"
 
 
 # --- test/e2e_node/container_lifecycle_test.go: [NodeFeature:SidecarContainers] -----------
