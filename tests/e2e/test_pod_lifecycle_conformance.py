@@ -307,3 +307,49 @@ def test_a_static_pod_put_back_while_it_is_stopping_runs_again(daemon: Daemon) -
                      != first_id and p, 60.0, "the pod to run again")
     assert again, daemon.log()
     assert again["metadata"]["uid"] == first["metadata"]["uid"]
+
+
+def test_sidecars_pre_stop_hooks_run_and_they_stop_after_the_main_container_in_reverse(
+        daemon: Daemon, tmp_path: Path) -> None:
+    """[NodeFeature:SidecarContainers] Containers Lifecycle when A pod with restartable init
+    containers is terminating: every container's preStop hook runs at once and gets its time
+    (a 2 s hook here); then the main container stops, then the sidecars in reverse order."""
+    shared = tmp_path / "shared"
+
+    def member(n: str, sidecar: bool) -> str:
+        script = (f"echo {n} started >> /shared/log; "
+                  f"trap 'echo {n} stopping >> /shared/log; exit 0' TERM; sleep 3600 & wait")
+        hook = f"sleep 2; echo {n} prestop done >> /shared/log"
+        return f"""  - name: {n}
+    image: {BUSYBOX_IMAGE}
+{"    restartPolicy: Always" + chr(10) if sidecar else ""}\
+    command: ["sh", "-c", {json.dumps(script)}]
+    volumeMounts: [{{name: shared, mountPath: /shared}}]
+    lifecycle:
+      preStop:
+        exec: {{command: ["sh", "-c", {json.dumps(hook)}]}}
+"""
+
+    text = f"""apiVersion: v1
+kind: Pod
+metadata: {{name: prestops}}
+spec:
+  terminationGracePeriodSeconds: 20
+  volumes:
+  - name: shared
+    hostPath: {{path: {shared}, type: DirectoryOrCreate}}
+  initContainers:
+{member("sc1", True)}{member("sc2", True)}  containers:
+{member("main", False)}"""
+    path = _write(daemon, "prestops", text)
+    daemon.wait_running(f"prestops-{NODE}")
+    path.unlink()
+    log = wait_for(lambda: (text := (shared / "log").read_text()) and "sc1 stopping" in text
+                   and text, 60.0, "every container to stop")
+    assert log, daemon.log()
+    stops = [line for line in log.splitlines() if line.endswith(" stopping")]
+    assert stops == ["main stopping", "sc2 stopping", "sc1 stopping"], log
+    lines = log.splitlines()
+    for n in ("main", "sc1", "sc2"):
+        # Each hook had its 2 s and finished before its container was told to stop.
+        assert lines.index(f"{n} prestop done") < lines.index(f"{n} stopping"), log
