@@ -98,11 +98,24 @@ def read_termination_message(status: ContainerStatus) -> str:
     message, check_logs = message_from_file(host_path, fallback)
     if check_logs:
         try:
-            with open(status.log_path, "rb") as f:
-                message = log_tail_message(f.read())
+            message = log_tail_message(read_log_tail(status.log_path))
         except OSError as err:
             message = f"Error on reading termination message from logs: {err}"
     return message
+
+
+LOG_TAIL_BYTES = 64 * 1024
+"""How much of the end of a log file is read for a message: far more than 80 lines'
+last 2048 bytes of content take, so a long log is never read whole on every status."""
+
+
+def read_log_tail(path: str, limit: int = LOG_TAIL_BYTES) -> bytes:
+    """The last whole records of a CRI log file, at most ``limit`` bytes of it."""
+    data = read_at_most(path, limit)
+    if len(data) == limit:
+        # Started mid-file: drop the first, probably torn, record.
+        data = data[data.find(b"\n") + 1:]
+    return data
 
 
 def per_container_share(containers: int) -> int:

@@ -16,6 +16,7 @@ from runtime.kuberuntime.termination_message import (
     log_tail_message,
     message_from_file,
     per_container_share,
+    read_log_tail,
     read_termination_message,
     wants_logs,
 )
@@ -138,3 +139,12 @@ def test_the_pod_shares_12_kib_evenly_over_every_container() -> None:
     assert all(s.last_state.terminated is not None
                and len(s.last_state.terminated.message.encode()) <= 3072
                for s in capped.container_statuses)
+
+
+def test_only_the_end_of_a_long_log_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "0.log"
+    path.write_bytes(_log([f"early {i}" for i in range(5000)] + ["last words"]))
+    tail = read_log_tail(str(path), limit=1024)
+    assert len(tail) <= 1024 and tail.startswith(b"2024-")  # whole records only
+    assert log_tail_message(tail).endswith("last words\n")
+    assert read_log_tail(str(path), limit=10**9) == path.read_bytes()
