@@ -6,7 +6,8 @@ pod's current sandbox, before the init containers (it may run while initializati
 done); it is never restarted and never killed on its own, and it stops with the pod. It is
 started as a container made of its EphemeralContainerCommon fields. With
 ``targetContainerName`` it joins the PID namespace of that running container (CRI
-NamespaceMode TARGET with target_id); no running target is a CreateContainerConfigError.
+NamespaceMode TARGET with target_id); a target that never ran is a
+CreateContainerConfigError, "unable to find target container <name>".
 Validation forbids ports, probes, lifecycle and resources on ephemeral containers; they are
 left out here too, so nothing of the kind runs for one.
 """
@@ -52,13 +53,15 @@ def ephemeral_to_start(pod: Pod, status: RuntimePodStatus) -> tuple[int, ...]:
 
 
 def target_id(pod: Pod, name: str, status: RuntimePodStatus) -> ContainerID | None:
-    """The running container whose PID namespace the ephemeral container ``name`` joins,
-    None when it names no target (upstream getTargetID)."""
+    """The newest instance of the container whose PID namespace the ephemeral container
+    ``name`` joins, None when it names no target (upstream getTargetID)."""
     ephemeral = next((e for e in pod.spec.ephemeral_containers if e.name == name), None)
     if ephemeral is None or not ephemeral.target_container_name:
         return None
+    # Upstream asks only that the target has a status; the runtime refuses one that is
+    # not running when the debug container is created.
     target = status.find_container(ephemeral.target_container_name)
-    if target is None or not target.is_running:
+    if target is None:
         raise SyncError("CreateContainerConfigError",
                         f"unable to find target container {ephemeral.target_container_name}")
     return target.id
