@@ -353,3 +353,35 @@ spec:
     for n in ("main", "sc1", "sc2"):
         # Each hook had its 2 s and finished before its container was told to stop.
         assert lines.index(f"{n} prestop done") < lines.index(f"{n} stopping"), log
+
+
+def test_should_restart_a_restartable_init_container_whatever_the_pods_restart_policy(
+        daemon: Daemon) -> None:
+    """[NodeFeature:SidecarContainers] Containers Lifecycle when A pod with restartPolicy
+    Never has a restartable init container that exits: it is restarted all the same, and
+    the regular container keeps running."""
+    text = f"""apiVersion: v1
+kind: Pod
+metadata: {{name: sidecar-never}}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 2
+  initContainers:
+  - name: sidecar
+    image: {BUSYBOX_IMAGE}
+    restartPolicy: Always
+    command: ["sh", "-c", "sleep 1; exit 1"]
+  containers:
+  - name: main
+    image: {BUSYBOX_IMAGE}
+    command: ["sh", "-c", {json.dumps(SERVE)}]
+"""
+    _write(daemon, "sidecar-never", text)
+    pod = wait_for(lambda: (p := daemon.pod(f"sidecar-never-{NODE}"))
+                   and p["status"].get("initContainerStatuses")
+                   and p["status"]["initContainerStatuses"][0]["restartCount"] >= 1 and p,
+                   60.0, "the sidecar to be restarted")
+    assert pod, daemon.log()
+    assert pod["status"]["phase"] == "Running"
+    (main,) = pod["status"]["containerStatuses"]
+    assert "running" in main["state"] and main["restartCount"] == 0
