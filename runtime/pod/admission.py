@@ -398,7 +398,7 @@ def container_security_contexts(pod: Pod) -> Iterator[SecurityContext | None]:
         yield e.security_context
 
 
-def _apparmor_required(pod: Pod) -> bool:
+def apparmor_required(pod: Pod) -> bool:
     """Upstream isRequired: a profile other than Unconfined on the pod or a container, or
     a deprecated annotation other than ``unconfined``."""
     context = pod.spec.security_context
@@ -416,7 +416,7 @@ def _apparmor_required(pod: Pod) -> bool:
 def check_apparmor(pod: Pod, node: Node) -> Rejection | None:
     """A pod that needs AppArmor on a node without it, or that names an empty Localhost
     profile, is refused with reason AppArmor (upstream's appArmorAdmitHandler)."""
-    if not _apparmor_required(pod):
+    if not apparmor_required(pod):
         return None
     if not node.apparmor:
         return "AppArmor", "Cannot enforce AppArmor: AppArmor is not enabled on the host"

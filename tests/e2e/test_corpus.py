@@ -24,6 +24,8 @@ import pytest
 
 from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
+from runtime.machine import apparmor_enabled
+from runtime.pod.admission import apparmor_required
 from runtime.pod.manifest import parse_manifest
 from runtime.pod.model import Pod, volume_source
 from tests.e2e.daemon import Daemon
@@ -51,6 +53,12 @@ def expected(path: Path, pod: Pod) -> set[str]:
     """The outcomes upstream's kubelet would show for ``pod``."""
     if path.name in NODE_AFFINITY:
         return {"Failed:NodeAffinity"}
+    if not apparmor_enabled() and apparmor_required(pod):
+        return {"Failed:AppArmor"}  # upstream's AppArmor admit handler, on this kernel
+    context = pod.spec.security_context
+    if context is not None and context.supplemental_groups_policy == "Strict":
+        # containerd 1.6 does not report the feature: upstream's admission refuses it
+        return {"Failed:SupplementalGroupsPolicyNotSupported"}
     # Requests may not fit next to the pods of the same batch: any OutOf* is upstream's.
     outcomes = {"Failed:OutOf*"} if any(
         c.resources is not None and (c.resources.requests or c.resources.limits)
