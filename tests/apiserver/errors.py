@@ -73,7 +73,8 @@ def conflict(resource: str, name: str, why: str, group: str = "") -> APIError:
         _details(resource, name, group))
 
 
-STALE = "the object has been modified; please apply your changes to the latest version and try again"
+STALE = ("the object has been modified; please apply your changes to the latest version and "
+         "try again")
 
 
 def precondition_failed(resource: str, name: str, what: str, wanted: str, actual: str,

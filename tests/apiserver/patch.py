@@ -186,7 +186,8 @@ def _special_elements(original: list[Any], patch: list[Any],
         if directive == "delete":
             if key not in item:
                 raise PatchError(f"map: {item} does not contain declared merge key: {key}")
-            original = [v for v in original if not (isinstance(v, dict) and v.get(key) == item[key])]
+            original = [v for v in original
+                        if not (isinstance(v, dict) and v.get(key) == item[key])]
         elif directive == "replace":
             replace = True
         elif directive == "merge":
