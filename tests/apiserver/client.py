@@ -45,15 +45,26 @@ class Watch:
     events: list[dict[str, Any]] = field(default_factory=list)
 
     def next(self) -> dict[str, Any] | None:
-        """The next event, or None when the stream ended (``ended_cleanly`` tells how)."""
+        """The next event, or None when the stream ended: ``ended_cleanly`` if with the last
+        chunk, as a server ends a watch; not if the connection was cut."""
+        # The chunks are read here, not by http.client, which hides a cut stream as an end.
+        fp = self.response.fp
+        if fp is None or self.ended_cleanly:
+            return None
         try:
-            line = self.response.readline()
-        except (http.client.IncompleteRead, OSError, ValueError):
+            size_line = fp.readline()
+            size = int(size_line.split(b";")[0], 16)
+            if size == 0:
+                fp.readline()
+                self.ended_cleanly = True
+                return None
+            data = fp.read(size)
+            fp.readline()
+        except (OSError, ValueError):
             return None
-        if not line:
-            self.ended_cleanly = True
+        if len(data) < size:
             return None
-        event: dict[str, Any] = json.loads(line)
+        event: dict[str, Any] = json.loads(data)
         self.events.append(event)
         return event
 
@@ -143,4 +154,10 @@ class RawClient:
         conn = self._connect(self.timeout)
         conn.request("GET", f"{path}?{urlencode(query)}", headers=self._headers(None, None))
         resp = conn.getresponse()
-        return Watch(conn, resp, resp.status)
+        if resp.chunked:
+            resp.chunked = False  # Watch.next() reads the chunks itself
+            return Watch(conn, resp, resp.status)
+        watch = Watch(conn, resp, resp.status)  # an error answered whole, not a stream
+        watch.events.append(json.loads(resp.read() or b"null"))
+        watch.ended_cleanly = True
+        return watch

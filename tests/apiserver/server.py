@@ -549,6 +549,10 @@ class EmulatedAPIServer:
         with self._listener_lock:
             sock, self._listener = self._listener, None
         if sock is not None:
+            # shutdown first: the accept loop's select() holds the socket open past close(),
+            # and a connect in that window would still be accepted.
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
             sock.close()
 
     def _cut_connections(self) -> None:
@@ -580,6 +584,9 @@ class EmulatedAPIServer:
         with self._conn_lock:
             self._connections.add(conn)
         try:
+            # Headers and body go out in separate writes: without NODELAY, Nagle and the
+            # client's delayed ACK add 40 ms to every response.
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if self._ssl is not None:
                 conn.settimeout(10)
                 try:
