@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-_SDK = Path("/usr/lib/google-cloud-sdk/bin")
+SDK = Path("/usr/lib/google-cloud-sdk/bin")
 
 
 def kubectl_binary() -> str:
     found = shutil.which("kubectl")
     if found:
         return found
-    for candidate in sorted(_SDK.glob("kubectl*"), reverse=True):
+    for candidate in sorted(SDK.glob("kubectl*"), reverse=True):
         if candidate.is_file():
             return str(candidate)
     raise FileNotFoundError("kubectl is not installed (it comes with this machine kind)")

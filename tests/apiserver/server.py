@@ -28,7 +28,7 @@ import tempfile
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
@@ -55,7 +55,8 @@ ADMIN = User("kubernetes-admin", groups=("kubeadm:cluster-admins", "system:maste
                                          "system:authenticated"))
 APISERVER_KUBELET_CLIENT = ("kube-apiserver-kubelet-client", ("kubeadm:cluster-admins",))
 
-NodeURL = Callable[[dict[str, Any]], str]
+_LOG_OPTIONS = ("follow", "previous", "timestamps", "sinceSeconds", "sinceTime", "tailLines",
+                "limitBytes")
 
 
 class _Route:
@@ -410,8 +411,11 @@ class _Handler(BaseHTTPRequestHandler):
         base = srv.kubelet_url(node_name)
         url = (f"{base}/containerLogs/{urllib.parse.quote(route.namespace)}/"
                f"{urllib.parse.quote(route.name)}/{urllib.parse.quote(container)}")
-        if query:
-            url += "?" + urllib.parse.urlencode(query)
+        # Only PodLogOptions go on to the kubelet, as upstream's LogLocation builds the URL
+        # (a client's ``timeout`` and the like stay here).
+        forwarded = {k: v for k, v in query.items() if k in _LOG_OPTIONS}
+        if forwarded:
+            url += "?" + urllib.parse.urlencode(forwarded)
         target = urllib.parse.urlsplit(url)
         conn: http.client.HTTPConnection
         if target.scheme == "https":
