@@ -17,7 +17,7 @@ import msgspec
 from runtime import errors
 from runtime.kubeapi.transport import Stream, Transport, error_from_status
 
-__all__ = ["CONFIGMAPS", "EVENTS", "LEASES", "NODES", "PODS", "SECRETS", "SERVICES",
+__all__ = ["CONFIGMAPS", "EVENTS", "LEASES", "NAMESPACES", "NODES", "PODS", "SECRETS", "SERVICES",
            "KubeClient", "ObjectList", "PatchType", "Resource", "WatchEvent", "WatchStream"]
 
 JSONObject = dict[str, Any]
@@ -58,6 +58,7 @@ class Resource:
 
 PODS = Resource("", "v1", "pods", "Pod", True)
 NODES = Resource("", "v1", "nodes", "Node", False)
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", False)
 SERVICES = Resource("", "v1", "services", "Service", True)
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
 SECRETS = Resource("", "v1", "secrets", "Secret", True)
