@@ -246,6 +246,8 @@ class Reflector:
                 with self._lock:
                     self._stream = None
                 stream.close()
+            if self.stopped:
+                return
             if self._events == 0 and self._clock.monotonic() - started < SHORT_WATCH:
                 self._log.warning("very short watch of {}: closed in under a second with no "
                                   "event", self._resource.plural)

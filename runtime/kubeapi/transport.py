@@ -72,7 +72,9 @@ class Stream:
     def readline(self) -> bytes:
         try:
             return self._response.readline()
-        except (OSError, http.client.HTTPException, ValueError) as err:
+        except (OSError, http.client.HTTPException, ValueError, AttributeError) as err:
+            # AttributeError: http.client, closing a response whose chunked stream was cut,
+            # can trip over its own already-closed file (3.11's _close_conn).
             raise errors.APIUnreachable(f"{self._what}: stream cut: {err!r}") from err
 
     def close(self) -> None:
