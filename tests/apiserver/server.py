@@ -142,6 +142,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send_json(err.code, err.status(), err.headers)
 
     def _body(self) -> Any:
+        self._body_read = True
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         if not raw:
@@ -170,6 +171,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self, method: str) -> None:
         self.server.requests += 1
+        self._body_read = False
         parsed = urllib.parse.urlsplit(self.path)
         query = dict(urllib.parse.parse_qsl(parsed.query, keep_blank_values=True))
         try:
@@ -178,6 +180,12 @@ class _Handler(BaseHTTPRequestHandler):
                 raise errors.unauthorized()
             self._dispatch(method, parsed.path, query, user)
         except APIError as err:
+            if not self._body_read:
+                # Refused before its body was read (401, 403, a fault): drain it, as Go's
+                # net/http does, or the next request on this kept-alive connection would
+                # start inside it.
+                with contextlib.suppress(OSError, ValueError):
+                    self.rfile.read(int(self.headers.get("Content-Length") or 0))
             self._send_error(err)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
