@@ -26,15 +26,35 @@ from runtime.kubeapi import nodestatus
 from runtime.kubeapi.client import NODES, KubeClient
 from runtime.kubeapi.nodestatus import MachineFacts, NodeConfig, NodeHealth
 from runtime.kubeapi.strategicpatch import node_status_patch
+from runtime.machine import machine_identity, node_resources
 
-__all__ = ["NODE_STATUS_REPORT_FREQUENCY", "NODE_STATUS_UPDATE_FREQUENCY",
-           "NODE_STATUS_UPDATE_RETRY", "NodeStatusReporter"]
+__all__ = ["KUBELET_VERSION", "NODE_STATUS_REPORT_FREQUENCY", "NODE_STATUS_UPDATE_FREQUENCY",
+           "NODE_STATUS_UPDATE_RETRY", "NodeStatusReporter", "machine_facts"]
+
+KUBELET_VERSION = "v1.32.0+kubelet-actors.0.1.0"
+"""nodeInfo.kubeletVersion: the upstream release whose behaviour this kubelet follows, and
+ours as semver build metadata (version-skew checks read the first part)."""
 
 NODE_STATUS_UPDATE_FREQUENCY = 10.0
 NODE_STATUS_REPORT_FREQUENCY = 300.0
 NODE_STATUS_UPDATE_RETRY = 5
 REGISTER_FIRST_STEP = 0.1
 REGISTER_MAX_STEP = 7.0
+
+
+def machine_facts(root_dir: str, max_pods: int, runtime_name: str = "",
+                  runtime_version: str = "") -> MachineFacts:
+    """This machine's facts for the Node; the runtime's name and version from CRI Version
+    ("<name>://Unknown" when it did not answer, as VersionInfo writes it)."""
+    capacity, allocatable = node_resources(root_dir, max_pods)
+    ident = machine_identity()
+    return MachineFacts(
+        capacity=tuple(sorted(capacity.items())), allocatable=tuple(sorted(allocatable.items())),
+        machine_id=ident.machine_id, system_uuid=ident.system_uuid, boot_id=ident.boot_id,
+        kernel_version=ident.kernel_version, os_image=ident.os_image,
+        container_runtime_version=f"{runtime_name or 'containerd'}://"
+                                  f"{runtime_version or 'Unknown'}",
+        kubelet_version=KUBELET_VERSION)
 
 
 class NodeStatusReporter:
