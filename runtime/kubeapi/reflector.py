@@ -3,8 +3,8 @@ the whole set to a callback on every change.
 
 Upstream's rules (k8s.io/client-go/tools/cache/reflector.go):
 - the first LIST asks for resourceVersion "0" (the server's cache); a relist asks for the
-  last version seen, and for "" (a consistent read) once that answered 410 Expired; pages of
-  500 are followed with ``continue``;
+  last version seen, and for "" (a consistent read) when that answers 410 Expired or "Too
+  large resource version"; pages of 500 are followed with ``continue``;
 - each WATCH starts from the last version seen with ``allowWatchBookmarks`` and a
   ``timeoutSeconds`` drawn from [5, 10) min; a watch the server ends is reopened from the
   last version without a relist; BOOKMARK events only advance the version;
@@ -82,6 +82,16 @@ class Backoff:
         if self._jitter > 0:
             delay += self._rng.random() * self._jitter * delay
         return delay
+
+
+def _too_large(err: errors.APIError) -> bool:
+    """client-go's isTooLargeResourceVersionError: a 504 whose cause is
+    ResourceVersionTooLarge (or, from older servers, its message)."""
+    causes = err.details.get("causes")
+    if isinstance(causes, list) and any(isinstance(c, dict) and c.get("reason") ==
+                                        "ResourceVersionTooLarge" for c in causes):
+        return True
+    return err.code == 504 and "Too large resource version" in err.message
 
 
 def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
@@ -174,10 +184,13 @@ class Reflector:
                 self._resource, self._namespace, field_selector=self._field_selector,
                 label_selector=self._label_selector, limit=self._page_size,
                 resource_version=version)
-        except errors.APIGone:
-            # The version we asked for is compacted away: read from storage instead.
-            self._log.info("relist from resourceVersion {} expired: consistent list",
-                           version)
+        except errors.APIError as err:
+            if not (isinstance(err, errors.APIGone) or _too_large(err)):
+                raise
+            # The version is compacted away, or newer than this server has seen (another
+            # server behind a load balancer): read from storage instead, as client-go does.
+            self._log.info("relist from resourceVersion {} refused ({}): consistent list",
+                           version, err.reason or err.code)
             self._rv_unavailable = True
             listed = self._client.list_all(
                 self._resource, self._namespace, field_selector=self._field_selector,

@@ -264,12 +264,14 @@ def test_emulated_apiserver_lease_renewed_by_put_without_get(
 
 def test_emulated_apiserver_lease_conflict_gets_the_newer_lease(
         reporter: NodeStatusReporter, lease: LeaseController, kubectl: Kubectl,
-        client: KubeClient) -> None:
+        client: KubeClient, server: EmulatedAPIServer) -> None:
     reporter.register()
     lease.sync()
     kubectl.run("annotate", "lease", "-n", LEASE_NAMESPACE, "n1", "someone=else")
     renewals = lease.renewals
-    lease.sync()  # PUT 409, GET, PUT
+    before = server.requests
+    lease.sync()
+    assert server.requests - before == 3  # PUT (409 Conflict), GET, PUT
     assert lease.renewals == renewals + 1
     got = client.get(LEASES, "n1", LEASE_NAMESPACE)
     assert got["metadata"]["annotations"]["someone"] == "else"

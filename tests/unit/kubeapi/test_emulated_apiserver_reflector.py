@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from runtime import errors
 from runtime.clock import FakeClock
 from runtime.kubeapi.client import PODS, KubeClient
 from runtime.kubeapi.reflector import Backoff, Reflector, Snapshot
@@ -178,3 +179,38 @@ def test_reflector_watch_timeout_is_five_to_ten_minutes(server: EmulatedAPIServe
     wait_for(lambda: asked, 10, "a watch")
     ref.stop()
     assert asked[0] is not None and 300 <= asked[0] < 600
+
+
+def test_emulated_apiserver_relist_from_a_version_the_server_has_not_seen(
+        client: KubeClient, reflector: Reflector, recorder: Recorder) -> None:
+    # As after a reconnect to a server that is behind: it waits 3 s, answers 504 "Too large
+    # resource version", and the reflector lists again from storage.
+    client.create(PODS, _pod("p"), "default")
+    reflector.last_sync_resource_version = "999999"
+    reflector._list()
+    assert recorder.names() == ["p"] and reflector.lists == 1
+    assert int(reflector.last_sync_resource_version) < 999999
+
+
+class _ExpiringClient(KubeClient):
+    """Answers the first LIST asking for a version with 410 Expired."""
+
+    asked: list[str]
+
+    def list_all(self, *args: Any, **kwargs: Any) -> Any:
+        self.asked.append(kwargs.get("resource_version", ""))
+        if len(self.asked) == 1:
+            raise errors.APIGone("too old resource version: 5 (9)", code=410,
+                                 reason="Expired")
+        return super().list_all(*args, **kwargs)
+
+
+def test_emulated_apiserver_relist_after_expired_list_is_a_consistent_read(
+        client: KubeClient, recorder: Recorder) -> None:
+    expiring = _ExpiringClient(client.transport)
+    expiring.asked = []
+    ref = Reflector(expiring, PODS, recorder.on_snapshot, wait=recorder.wait)
+    ref.last_sync_resource_version = "5"
+    ref._list()
+    assert expiring.asked == ["5", ""]
+    assert recorder.snapshots[-1].relisted
