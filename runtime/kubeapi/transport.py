@@ -35,8 +35,8 @@ from runtime import errors
 from runtime.clock import Clock, RealClock
 from runtime.kubeapi.kubeconfig import ExecConfig, RestConfig
 
-__all__ = ["Credentials", "ExecCredential", "Response", "Stream", "Transport",
-           "error_from_status"]
+__all__ = ["KUBE_API_BURST", "KUBE_API_QPS", "MAX_RETRIES", "Credentials", "ExecCredential",
+           "RateLimiter", "Response", "Stream", "Transport", "error_from_status"]
 
 TOKEN_FILE_PERIOD = 60.0
 """client-go re-reads a tokenFile at most once a minute (cachedFileTokenSource)."""
@@ -320,13 +320,61 @@ class _Connection(http.client.HTTPSConnection):
         self.sock = self._tls.wrap_socket(self.sock, server_hostname=self._server_name)
 
 
+class RateLimiter:
+    """client-go's token bucket (flowcontrol.NewTokenBucketRateLimiter): ``qps`` tokens a
+    second, at most ``burst`` saved; ``take()`` waits for one on the injected clock."""
+
+    def __init__(self, qps: float, burst: int, clock: Clock) -> None:
+        self._qps = qps
+        self._burst = burst
+        self._clock = clock
+        self._tokens = float(burst)
+        self._at = clock.monotonic()
+        self._lock = threading.Lock()
+
+    def take(self) -> float:
+        """Take a token; returns the seconds waited for it."""
+        if self._qps <= 0:
+            return 0.0
+        with self._lock:
+            now = self._clock.monotonic()
+            self._tokens = min(self._burst, self._tokens + (now - self._at) * self._qps)
+            self._at = now
+            self._tokens -= 1
+            wait = -self._tokens / self._qps if self._tokens < 0 else 0.0
+        if wait > 0:
+            self._clock.sleep(wait)
+        return wait
+
+
+KUBE_API_QPS = 50.0
+KUBE_API_BURST = 100
+"""KubeletConfiguration kubeAPIQPS and kubeAPIBurst defaults."""
+MAX_RETRIES = 10
+"""client-go's rest client: a 429 or 5xx with Retry-After is retried up to 10 times."""
+
+
 class Transport:
-    """Requests to one API server as one user (thread-safe)."""
+    """Requests to one API server as one user (thread-safe).
+
+    As client-go's rest client: requests (watches included) take a token from a
+    ``qps``/``burst`` bucket, and a request answered 429 or 5xx with a ``Retry-After``
+    header is sent again after that many seconds, up to :data:`MAX_RETRIES` times (watches
+    excepted: the reflector backs off on its own). ``timeout`` bounds each request (upstream
+    gives the heartbeat client nodeStatusUpdateFrequency, 10 s). Sleeps use the clock.
+    """
 
     def __init__(self, rest: RestConfig, *, clock: Clock | None = None,
-                 exec_runner: ExecRunner = run_exec_plugin, pool_size: int = 4) -> None:
+                 exec_runner: ExecRunner = run_exec_plugin, pool_size: int = 4,
+                 qps: float = KUBE_API_QPS, burst: int = KUBE_API_BURST,
+                 timeout: float = REQUEST_TIMEOUT, max_retries: int = MAX_RETRIES) -> None:
         self.rest = rest
-        self.credentials = Credentials(rest, clock or RealClock(), exec_runner)
+        self.clock = clock or RealClock()
+        self.limiter = RateLimiter(qps, burst, self.clock)
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.retries = 0
+        self.credentials = Credentials(rest, self.clock, exec_runner)
         parts = urllib.parse.urlsplit(rest.server)
         self._https = parts.scheme == "https"
         self._host = parts.hostname or ""
@@ -417,16 +465,30 @@ class Transport:
 
     def request(self, method: str, path: str, *, query: Mapping[str, str] | None = None,
                 body: bytes | None = None, content_type: str | None = None,
-                timeout: float = REQUEST_TIMEOUT) -> Response:
+                timeout: float | None = None) -> Response:
         """One request; an error Status raises its :class:`~runtime.errors.APIError`."""
         target = self.url(path, query)
         what = f"{method} {target}"
-        for attempt in (1, 2):
+        reauthenticated = False
+        retries = 0
+        while True:
+            self.limiter.take()
             headers, sent = self._headers(content_type if body is not None else None,
                                           "application/json")
-            response = self._roundtrip(method, target, body, headers, timeout, what)
-            if response.status == 401 and attempt == 1 and self.credentials.unauthorized(sent):
+            response = self._roundtrip(method, target, body, headers,
+                                       timeout or self.timeout, what)
+            if response.status == 401 and not reauthenticated and \
+                    self.credentials.unauthorized(sent):
+                reauthenticated = True
                 continue  # new credentials: one retry, as client-go's exec authenticator
+            wait = _retry_after(response)
+            if wait is not None and retries < self.max_retries:
+                retries += 1
+                self.retries += 1
+                logger.bind(request=what, status=response.status, retry=retries).info(
+                    "server asked to retry after {}s", wait)
+                self.clock.sleep(wait)
+                continue
             break
         if response.status >= 400:
             raise _error(response, what)
@@ -463,6 +525,7 @@ class Transport:
         target = self.url(path, query)
         what = f"GET {target}"
         for attempt in (1, 2):
+            self.limiter.take()
             headers, sent = self._headers(None, "application/json")
             _, conn = self._connect(timeout)
             try:
@@ -484,6 +547,19 @@ class Transport:
             raise _error(Response(raw.status, {k.lower(): v for k, v in raw.getheaders()},
                                   data), what)
         raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _retry_after(response: Response) -> float | None:
+    """client-go's checkWait: seconds to wait when a 429 or 5xx carries Retry-After."""
+    if response.status != 429 and not 500 <= response.status <= 599:
+        return None
+    header = response.headers.get("retry-after")
+    if header is None:
+        return None
+    try:
+        return max(float(int(header)), 0.0)
+    except ValueError:
+        return None
 
 
 def _error(response: Response, what: str) -> errors.APIError:

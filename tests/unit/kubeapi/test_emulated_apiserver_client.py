@@ -4,10 +4,15 @@ Status errors mapped into the project's error hierarchy."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from runtime import errors
-from runtime.kubeapi.client import CONFIGMAPS, NODES, PODS, SECRETS, KubeClient
+from runtime.clock import FakeClock
+from runtime.kubeapi.client import CONFIGMAPS, NAMESPACES, NODES, PODS, SECRETS, KubeClient
+from runtime.kubeapi.kubeconfig import load_kubeconfig
+from runtime.kubeapi.transport import RateLimiter, Transport
 from tests.apiserver import EmulatedAPIServer
 
 
@@ -46,6 +51,7 @@ def test_emulated_apiserver_errors_map_to_the_project_hierarchy(
         client.create(CONFIGMAPS, {"metadata": {"name": "Bad_Name"}}, "default")
     assert invalid.value.code == 422
     server.faults.inject(verb="get", resource="configmaps", code=429, retry_after=3, times=1)
+    client.transport.max_retries = 0  # here: the error itself, not client-go's retries
     with pytest.raises(errors.APITooManyRequests) as busy:
         client.get(CONFIGMAPS, "a", "default")
     assert busy.value.retry_after == 3.0
@@ -125,3 +131,33 @@ def test_emulated_apiserver_watch_events_and_gone(client: KubeClient,
     with pytest.raises(errors.APIGone) as gone:
         list(stream)
     assert gone.value.code == 410 and gone.value.reason == "Expired"
+
+
+def test_emulated_apiserver_retry_after_is_honoured_ten_times(
+        server: EmulatedAPIServer, tmp_path: Path) -> None:
+    clock = FakeClock()
+    transport = Transport(load_kubeconfig(server.write_kubeconfig(tmp_path / "kc")),
+                          clock=clock)
+    client = KubeClient(transport)
+    server.faults.inject(verb="get", resource="namespaces", code=429, retry_after=3, times=2)
+    start = clock.monotonic()
+    client.get(NAMESPACES, "default")
+    assert clock.monotonic() - start == 6 and transport.retries == 2
+    rule = server.faults.inject(verb="get", resource="namespaces", code=503, retry_after=1)
+    with pytest.raises(errors.APIServerError) as unavailable:
+        client.get(NAMESPACES, "default")
+    assert rule.hits == 11 and unavailable.value.retry_after == 1.0
+    server.faults.remove(rule)
+    rule = server.faults.inject(verb="get", resource="namespaces", code=500)
+    with pytest.raises(errors.APIServerError):
+        client.get(NAMESPACES, "default")
+    assert rule.hits == 1  # no Retry-After: no retry
+
+
+def test_rate_limiter_is_a_token_bucket_of_qps_and_burst() -> None:
+    clock = FakeClock()
+    limiter = RateLimiter(50, 100, clock)
+    assert sum(limiter.take() for _ in range(100)) == 0  # the burst
+    assert limiter.take() == pytest.approx(0.02)  # then 50 a second
+    clock.step(1)
+    assert sum(limiter.take() for _ in range(49)) == 0
