@@ -10,16 +10,19 @@ allocatable is the capacity minus upstream's default hard eviction thresholds
 
 from __future__ import annotations
 
+import ipaddress
+import itertools
 import os
 import platform
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 
 from runtime.errors import ConfigError
 
 __all__ = ["EVICTION_MEMORY_AVAILABLE", "EVICTION_NODEFS_AVAILABLE", "MachineIdentity",
-           "binary_si", "machine_allocatable", "machine_arch", "machine_identity",
-           "mem_total", "node_resources"]
+           "binary_si", "default_route_ip", "host_addresses", "machine_allocatable",
+           "machine_arch", "machine_identity", "mem_total", "node_resources"]
 
 EVICTION_MEMORY_AVAILABLE = 100 * 1024 * 1024
 """Upstream's default hard eviction threshold memory.available<100Mi, in bytes."""
@@ -166,3 +169,40 @@ def machine_identity(os_release: str = "/etc/os-release") -> MachineIdentity:
         boot_id=_first_line("/proc/sys/kernel/random/boot_id"),
         kernel_version=platform.release(),
         os_image=_os_image(os_release))
+
+
+def host_addresses(fib_trie: str = "/proc/net/fib_trie",
+                   if_inet6: str = "/proc/net/if_inet6") -> frozenset[str]:
+    """The IP addresses of this host's interfaces (the kernel's local IPv4 routes and its
+    IPv6 interface addresses), as net.InterfaceAddrs lists them for validateNodeIP."""
+    found: set[str] = set()
+    try:
+        lines = Path(fib_trie).read_text().splitlines()
+    except OSError:
+        lines = []
+    for previous, line in itertools.pairwise(lines):
+        if "/32 host LOCAL" in line and "|--" in previous:
+            found.add(previous.split("|--")[1].strip())
+    try:
+        for line in Path(if_inet6).read_text().splitlines():
+            raw = line.split()[0] if line.split() else ""
+            if len(raw) == 32:
+                found.add(str(ipaddress.IPv6Address(bytes.fromhex(raw))))
+    except (OSError, ValueError):
+        pass
+    return frozenset(found)
+
+
+def default_route_ip() -> str:
+    """The source address of the default route, IPv4 first (what utilnet's
+    ChooseHostInterface finds): a UDP socket is connected, which sends nothing."""
+    for family, probe in ((socket.AF_INET, "192.0.2.1"), (socket.AF_INET6, "2001:db8::1")):
+        try:
+            with socket.socket(family, socket.SOCK_DGRAM) as sock:
+                sock.connect((probe, 9))
+                address = str(sock.getsockname()[0])
+        except OSError:
+            continue
+        if not ipaddress.ip_address(address).is_loopback:
+            return address
+    return ""

@@ -14,6 +14,8 @@ every sleep from ``wait``, so tests decide them.
 
 from __future__ import annotations
 
+import ipaddress
+import socket
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -26,10 +28,11 @@ from runtime.kubeapi import nodestatus
 from runtime.kubeapi.client import NODES, KubeClient
 from runtime.kubeapi.nodestatus import MachineFacts, NodeConfig, NodeHealth
 from runtime.kubeapi.strategicpatch import node_status_patch
-from runtime.machine import machine_identity, node_resources
+from runtime.machine import default_route_ip, host_addresses, machine_identity, node_resources
 
 __all__ = ["KUBELET_VERSION", "NODE_STATUS_REPORT_FREQUENCY", "NODE_STATUS_UPDATE_FREQUENCY",
-           "NODE_STATUS_UPDATE_RETRY", "NodeStatusReporter", "machine_facts"]
+           "NODE_STATUS_UPDATE_RETRY", "NodeStatusReporter", "machine_facts",
+           "resolve_node_ip"]
 
 KUBELET_VERSION = "v1.32.0+kubelet-actors.0.1.0"
 """nodeInfo.kubeletVersion: the upstream release whose behaviour this kubelet follows, and
@@ -40,6 +43,51 @@ NODE_STATUS_REPORT_FREQUENCY = 300.0
 NODE_STATUS_UPDATE_RETRY = 5
 REGISTER_FIRST_STEP = 0.1
 REGISTER_MAX_STEP = 7.0
+
+
+def resolve_node_ip(node_name: str, hostname: str, node_ip: str = "", *,
+                    lookup: Callable[[str], list[str]] | None = None,
+                    local: frozenset[str] | None = None,
+                    default_route: Callable[[], str] = default_route_ip) -> str:
+    """The node's InternalIP as upstream's NodeAddress setter picks it without a cloud:
+    ``--node-ip`` (which must be one of this host's addresses); else the hostname if it is
+    an IP; else the first IPv4 (then IPv6) address the node name resolves to that is
+    valid and on this host; else the default route's address."""
+    local = host_addresses() if local is None else local
+
+    def valid(ip: str) -> bool:
+        try:
+            nodestatus.validate_node_ip(ip)
+        except errors.ConfigError:
+            return False
+        return ip in local
+
+    if node_ip:
+        checked = nodestatus.validate_node_ip(node_ip)
+        if checked not in local:
+            raise errors.ConfigError(f'--node-ip {node_ip}: node IP: "{checked}" not found in '
+                                     "the host's network interfaces")
+        return checked
+    try:
+        return str(ipaddress.ip_address(hostname))
+    except ValueError:
+        pass
+    addresses = (lookup or _lookup)(node_name)
+    usable = [a for a in addresses if valid(a)]
+    chosen = next((a for a in usable if ":" not in a), usable[0] if usable else "")
+    chosen = chosen or default_route()
+    if not chosen:
+        raise errors.ConfigError(f"can't get ip address of node {node_name}: no valid "
+                                 "address for its name and no default route")
+    return chosen
+
+
+def _lookup(name: str) -> list[str]:
+    try:
+        infos = socket.getaddrinfo(name, None, proto=socket.IPPROTO_TCP)
+    except OSError:
+        return []
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
 def machine_facts(root_dir: str, max_pods: int, runtime_name: str = "",

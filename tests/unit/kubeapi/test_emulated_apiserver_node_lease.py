@@ -17,7 +17,7 @@ from runtime import errors
 from runtime.clock import FakeClock
 from runtime.kubeapi.client import LEASES, NODES, KubeClient
 from runtime.kubeapi.lease import LEASE_NAMESPACE, LeaseController
-from runtime.kubeapi.node import NodeStatusReporter, machine_facts
+from runtime.kubeapi.node import NodeStatusReporter, machine_facts, resolve_node_ip
 from runtime.kubeapi.nodestatus import (
     CONTROLLER_MANAGED_ATTACH,
     MachineFacts,
@@ -307,3 +307,32 @@ def test_lease_renewed_every_10s_with_4_percent_jitter(lease: LeaseController,
     lease.run()
     assert len(sleeps.delays) == 5 and lease.renewals == 4
     assert all(10.0 <= d < 10.4 for d in sleeps.delays), sleeps.delays
+
+
+LOCAL = frozenset({"127.0.0.1", "10.1.2.3", "fd00::2", "192.0.2.2"})
+
+
+@pytest.mark.parametrize("name, hostname, flag, resolved, want", [
+    ("--node-ip wins", "n1", "10.1.2.3", ["192.0.2.2"], "10.1.2.3"),
+    ("a hostname that is an IP", "10.9.9.9", "", ["192.0.2.2"], "10.9.9.9"),
+    ("the name's first valid IPv4", "n1", "", ["127.0.0.1", "fd00::2", "192.0.2.2"],
+     "192.0.2.2"),
+    ("an IPv6 when no IPv4 is valid", "n1", "", ["127.0.0.1", "fd00::2"], "fd00::2"),
+    ("not on this host: the default route", "n1", "", ["10.7.7.7"], "10.1.2.3"),
+])
+def test_resolve_node_ip_as_upstreams_node_address(name: str, hostname: str, flag: str,
+                                                    resolved: list[str], want: str) -> None:
+    got = resolve_node_ip("n1", hostname, flag, lookup=lambda _: resolved, local=LOCAL,
+                          default_route=lambda: "10.1.2.3")
+    assert got == want
+
+
+@pytest.mark.parametrize("flag, why", [("127.0.0.1", "loopback"),
+                                       ("10.7.7.7", "not found in the host's network")])
+def test_resolve_node_ip_refuses_a_bad_node_ip(flag: str, why: str) -> None:
+    with pytest.raises(errors.ConfigError, match=why):
+        resolve_node_ip("n1", "n1", flag, lookup=lambda _: [], local=LOCAL)
+
+
+def test_resolve_node_ip_on_this_machine() -> None:
+    assert resolve_node_ip("localhost", "localhost")  # its default route's address
