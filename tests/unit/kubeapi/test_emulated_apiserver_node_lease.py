@@ -247,6 +247,9 @@ def test_emulated_apiserver_lease_created_with_owner_and_read_back_by_kubectl(
     assert got["spec"]["renewTime"].endswith("Z") and "." in got["spec"]["renewTime"]
     assert got["metadata"]["ownerReferences"] == [
         {"apiVersion": "v1", "kind": "Node", "name": "n1", "uid": node_uid}]
+    described = kubectl.run("describe", "node", "n1").stdout
+    assert "HolderIdentity:  n1" in described  # kubectl finds the node's lease
+    assert "KubeletReady" in described and "containerd://1.6.20" in described
 
 
 def test_emulated_apiserver_lease_renewed_by_put_without_get(
