@@ -66,7 +66,8 @@ class LeaseController:
     def __init__(self, client: KubeClient, node_name: str, *, clock: Clock,
                  rng: random.Random | None = None, wait: Callable[[float], bool] | None = None,
                  duration: int = LEASE_DURATION_SECONDS,
-                 node_uid: Callable[[], str] | None = None) -> None:
+                 node_uid: Callable[[], str] | None = None,
+                 on_repeated_heartbeat_failure: Callable[[], None] | None = None) -> None:
         self._client = client
         self.node_name = node_name
         self._clock = clock
@@ -76,6 +77,9 @@ class LeaseController:
         self.duration = duration
         self.renew_interval = duration * RENEW_INTERVAL_FRACTION
         self._node_uid = node_uid or self._get_node_uid
+        # As the node status: upstream drops the heartbeat connections after a second
+        # failure in a row.
+        self.on_repeated_heartbeat_failure = on_repeated_heartbeat_failure
         self.latest: dict[str, Any] | None = None
         self.renewals = 0
         self._log = logger.bind(node=node_name, lease=f"{LEASE_NAMESPACE}/{node_name}")
@@ -141,7 +145,7 @@ class LeaseController:
         return self._client.create(LEASES, lease, LEASE_NAMESPACE), True
 
     def _retry_update(self, base: dict[str, Any] | None) -> None:
-        for _ in range(MAX_UPDATE_RETRIES):
+        for attempt in range(MAX_UPDATE_RETRIES):
             if base is None:
                 break
             lease, _ = self._new_lease(base)
@@ -155,6 +159,8 @@ class LeaseController:
                 continue
             except errors.APIError as err:
                 self._log.error("failed to update lease: {}", err)
+                if attempt > 0 and self.on_repeated_heartbeat_failure is not None:
+                    self.on_repeated_heartbeat_failure()
         raise errors.APIError(f"failed {MAX_UPDATE_RETRIES} attempts to update lease")
 
     def run(self) -> None:

@@ -112,7 +112,8 @@ class NodeStatusReporter:
                  facts: Callable[[], MachineFacts], health: Callable[[], NodeHealth], *,
                  clock: Clock, wait: Callable[[float], bool] | None = None,
                  update_frequency: float = NODE_STATUS_UPDATE_FREQUENCY,
-                 report_frequency: float = NODE_STATUS_REPORT_FREQUENCY) -> None:
+                 report_frequency: float = NODE_STATUS_REPORT_FREQUENCY,
+                 on_repeated_heartbeat_failure: Callable[[], None] | None = None) -> None:
         self._client = client
         self.config = config
         self._facts = facts
@@ -121,6 +122,9 @@ class NodeStatusReporter:
         self._stopped = threading.Event()
         self._wait = wait or self._stopped.wait
         self.update_frequency = update_frequency
+        # Upstream closes the heartbeat client's connections here, so a connection to a
+        # server that went away is not reused (kl.onRepeatedHeartbeatFailure).
+        self.on_repeated_heartbeat_failure = on_repeated_heartbeat_failure
         self.report_frequency = report_frequency
         self.registered = False
         self.last_report: float | None = None
@@ -195,6 +199,8 @@ class NodeStatusReporter:
                 self.registered = False
                 raise
             except errors.APIError as err:
+                if attempt > 0 and self.on_repeated_heartbeat_failure is not None:
+                    self.on_repeated_heartbeat_failure()
                 self._log.bind(attempt=attempt).error(
                     "error updating node status, will retry: {}", err)
                 last = err

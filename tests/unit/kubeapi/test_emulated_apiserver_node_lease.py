@@ -339,3 +339,20 @@ def test_resolve_node_ip_refuses_a_bad_node_ip(flag: str, why: str) -> None:
 
 def test_resolve_node_ip_on_this_machine() -> None:
     assert resolve_node_ip("localhost", "localhost")  # its default route's address
+
+
+def test_emulated_apiserver_repeated_heartbeat_failures_drop_connections(
+        client: KubeClient, clock: FakeClock, sleeps: Sleeps, server: EmulatedAPIServer) -> None:
+    drops: list[str] = []
+    reporter = NodeStatusReporter(client, CONFIG, lambda: FACTS, NodeHealth, clock=clock,
+                                  wait=sleeps,
+                                  on_repeated_heartbeat_failure=lambda: drops.append("node"))
+    lease = LeaseController(client, "n1", clock=clock, wait=sleeps,
+                            on_repeated_heartbeat_failure=lambda: drops.append("lease"))
+    reporter.register()
+    lease.sync()
+    server.faults.inject(verb="patch", resource="nodes", code=500, times=3)
+    server.faults.inject(verb="update", resource="leases", code=500, times=3)
+    reporter.update_node_status()
+    lease.sync()
+    assert drops == ["node", "node", "lease", "lease"]  # from the second failure on
