@@ -8,9 +8,11 @@ with the key, removed ones as ``{"$patch": "delete", key: ...}``, and a
 use ``$deleteFromPrimitiveList/<field>``; every other list is replaced whole. The merge keys
 are upstream's struct tags for the fields the kubelet writes (:data:`NODE`, :data:`POD`).
 
-:func:`node_status_patch` is upstream's ``nodeutil.PatchNodeStatus`` body: spec reset, and
-the addresses list sent whole with ``$patch: replace`` when it changed (its merge tag is
-wrong upstream, and the kubelet works around it the same way).
+:func:`pod_status_patch` is upstream's ``statusutil.PatchPodStatus`` body (the uid as a
+precondition, None when only the uid would be sent). :func:`node_status_patch` is
+upstream's ``nodeutil.PatchNodeStatus`` body: spec reset, and the addresses list sent whole
+with ``$patch: replace`` when it changed (its merge tag is wrong upstream, and the kubelet
+works around it the same way).
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["NODE", "POD", "MergeList", "Schema", "node_status_patch", "two_way_merge_patch"]
+__all__ = ["NODE", "POD", "MergeList", "Schema", "node_status_patch", "pod_status_patch",
+           "two_way_merge_patch"]
 
 
 @dataclass(frozen=True)
@@ -145,4 +148,17 @@ def node_status_patch(old_node: Mapping[str, Any], new_node: Mapping[str, Any]
         status = patch.setdefault("status", {})
         status.pop("$setElementOrder/addresses", None)
         status["addresses"] = [*copy.deepcopy(new_addresses), {"$patch": "replace"}]
+    return patch
+
+
+def pod_status_patch(uid: str, old_status: Mapping[str, Any], new_status: Mapping[str, Any]
+                     ) -> dict[str, Any] | None:
+    """preparePatchBytesForPodStatus: a two-way patch from ``{status: old}`` to
+    ``{metadata: {uid}, status: new}``, so the uid travels as a precondition (the server
+    answers 409 when the pod was replaced); None when nothing but the uid differs, which
+    upstream does not send."""
+    patch = two_way_merge_patch({"status": dict(old_status)},
+                                {"metadata": {"uid": uid}, "status": dict(new_status)}, POD)
+    if patch == {"metadata": {"uid": uid}}:
+        return None
     return patch

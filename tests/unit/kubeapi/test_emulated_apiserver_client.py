@@ -12,6 +12,7 @@ from runtime import errors
 from runtime.clock import FakeClock
 from runtime.kubeapi.client import CONFIGMAPS, NAMESPACES, NODES, PODS, SECRETS, KubeClient
 from runtime.kubeapi.kubeconfig import load_kubeconfig
+from runtime.kubeapi.strategicpatch import pod_status_patch
 from runtime.kubeapi.transport import RateLimiter, Transport
 from tests.apiserver import EmulatedAPIServer
 
@@ -161,3 +162,20 @@ def test_rate_limiter_is_a_token_bucket_of_qps_and_burst() -> None:
     assert limiter.take() == pytest.approx(0.02)  # then 50 a second
     clock.step(1)
     assert sum(limiter.take() for _ in range(49)) == 0
+
+
+def test_emulated_apiserver_pod_status_patch_with_uid_precondition(client: KubeClient) -> None:
+    pod = client.create(PODS, _pod("p"), "default")
+    uid = pod["metadata"]["uid"]
+    old = pod.get("status") or {}
+    new = {**old, "phase": "Running",
+           "conditions": [{"type": "Ready", "status": "True"}]}
+    patch = pod_status_patch(uid, old, new)
+    assert patch is not None and patch["metadata"] == {"uid": uid}
+    out = client.patch(PODS, "p", patch, namespace="default", subresource="status")
+    assert out["status"]["phase"] == "Running"
+    assert pod_status_patch(uid, out["status"], out["status"]) is None  # nothing to send
+    client.delete(PODS, "p", "default", grace_period_seconds=0)
+    client.create(PODS, _pod("p"), "default")  # same name, new pod
+    with pytest.raises(errors.APIConflict, match="Precondition failed: UID"):
+        client.patch(PODS, "p", patch, namespace="default", subresource="status")
