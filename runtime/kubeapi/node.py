@@ -147,7 +147,11 @@ class NodeStatusReporter:
             if self._wait(step):
                 return False
             step = min(step * 2, REGISTER_MAX_STEP)
-            node = self._initial_node()
+            try:
+                node = self._initial_node()
+            except errors.KubeletError as err:
+                self._log.error("unable to construct v1.Node object for kubelet: {}", err)
+                continue
             self._log.info("attempting to register node")
             if self.try_register(node):
                 self._log.info("successfully registered node")
