@@ -214,3 +214,47 @@ def test_emulated_apiserver_relist_after_expired_list_is_a_consistent_read(
     ref._list()
     assert expiring.asked == ["5", ""]
     assert recorder.snapshots[-1].relisted
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_emulated_apiserver_reflector_converges_through_random_changes_and_faults(
+        client: KubeClient, server: EmulatedAPIServer, reflector: Reflector,
+        recorder: Recorder, seed: int) -> None:
+    """Seeded changes (adds, label updates, deletes, pods moving between nodes) mixed with
+    cut watches, forced 410s and compactions: the last snapshot always ends equal to what
+    the server holds for the node, object by object and version by version."""
+    rng = random.Random(seed)
+    reflector.start()
+    names = [f"p{i}" for i in range(8)]
+    for step in range(60):
+        name = rng.choice(names)
+        action = rng.random()
+        try:
+            if action < 0.35:
+                client.create(PODS, _pod(name, node=rng.choice(["n1", "n1", "n2"])),
+                              "default")
+            elif action < 0.65:
+                client.patch(PODS, name, {"metadata": {"labels": {"step": str(step)}}},
+                             namespace="default")
+            elif action < 0.85:
+                client.delete(PODS, name, "default", grace_period_seconds=0)
+            elif action < 0.9:
+                server.drop_watches("pods")
+            elif action < 0.95:
+                server.compact()
+                server.expire_watches("pods")
+            else:
+                server.compact()
+        except (errors.APINotFound, errors.APIAlreadyExists):
+            pass
+
+    def converged() -> bool:
+        held = client.list(PODS, field_selector="spec.nodeName=n1").items
+        want = {(o["metadata"]["name"], o["metadata"]["resourceVersion"]) for o in held}
+        with recorder.lock:
+            last = recorder.snapshots[-1] if recorder.snapshots else None
+        got = set() if last is None else {
+            (o["metadata"]["name"], o["metadata"]["resourceVersion"]) for o in last.items}
+        return got == want
+
+    wait_for(converged, 20, "the reflector to hold what the server holds")
