@@ -9,13 +9,14 @@ actions."""
 from __future__ import annotations
 
 import random
+import threading
 from typing import Any
 
 import pytest
 
 from runtime import errors
-from runtime.clock import FakeClock
-from runtime.kubeapi.client import LEASES, NODES, KubeClient
+from runtime.clock import FakeClock, RealClock
+from runtime.kubeapi.client import LEASES, NODES, PODS, KubeClient
 from runtime.kubeapi.lease import LEASE_NAMESPACE, LeaseController
 from runtime.kubeapi.node import NodeStatusReporter, machine_facts, resolve_node_ip
 from runtime.kubeapi.nodestatus import (
@@ -25,9 +26,11 @@ from runtime.kubeapi.nodestatus import (
     NodeHealth,
     Taint,
 )
+from runtime.kubeapi.reflector import Reflector, Snapshot
 from tests.apiserver import EmulatedAPIServer
 from tests.apiserver.kubectl import Kubectl
 from tests.apiserver.resources import by_kind
+from tests.helpers import wait_for
 
 CAPACITY = (("cpu", "2"), ("ephemeral-storage", "100Gi"), ("memory", "8Gi"), ("pods", "110"))
 FACTS = MachineFacts(capacity=CAPACITY, allocatable=CAPACITY, machine_id="mid",
@@ -356,3 +359,33 @@ def test_emulated_apiserver_repeated_heartbeat_failures_drop_connections(
     reporter.update_node_status()
     lease.sync()
     assert drops == ["node", "node", "lease", "lease"]  # from the second failure on
+
+
+def test_emulated_apiserver_heartbeats_and_reflector_share_one_transport(
+        client: KubeClient, server: EmulatedAPIServer) -> None:
+    """Node status, lease and a reflector on their own threads, one Transport, loops
+    spinning (each wait a hundredth of a second): every one keeps working, none errs."""
+    stop = threading.Event()
+    health = Health()
+    reporter = NodeStatusReporter(client, CONFIG, lambda: FACTS, health, clock=RealClock(),
+                                  wait=lambda _: stop.wait(0.01), report_frequency=0)
+    lease = LeaseController(client, "n1", clock=RealClock(), wait=lambda _: stop.wait(0.01))
+    snapshots: list[Snapshot] = []
+    reflector = Reflector(client, PODS, snapshots.append, field_selector="spec.nodeName=n1",
+                          wait=lambda _: stop.wait(0.01))
+    threads = [threading.Thread(target=t, daemon=True) for t in (reporter.run, lease.run)]
+    for thread in threads:
+        thread.start()
+    reflector.start()
+    for i in range(20):
+        client.create(PODS, {"metadata": {"name": f"p{i}", "namespace": "default"},
+                             "spec": {"nodeName": "n1",
+                                      "containers": [{"name": "c", "image": "busybox"}]}},
+                      "default")
+    wait_for(lambda: reporter.patches >= 10 and lease.renewals >= 10 and snapshots
+             and len(snapshots[-1].items) == 20, 20, "heartbeats and the pods")
+    stop.set()
+    reflector.stop()
+    for thread in threads:
+        thread.join(5)
+    assert client.transport.retries == 0
