@@ -16,6 +16,7 @@ import yaml
 
 from actors.app.durations import parse_duration
 from runtime.errors import ConfigError
+from runtime.kubeapi.nodestatus import Taint, parse_taints
 from runtime.pod.admission import sysctl_allowlist_error
 
 API_VERSION = "kubelet.config.k8s.io/v1beta1"
@@ -53,6 +54,25 @@ def _duration(value: Any) -> float:
         raise ValueError(str(err)) from err
 
 
+def _bool(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"expected true or false, got {type(value).__name__}")
+    return value
+
+
+def _taints(value: Any) -> list[Taint]:
+    """registerWithTaints: a list of core/v1 Taints (key, value, effect)."""
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise TypeError("expected a list of taints (key, value, effect)")
+    text = ",".join(f"{t.get('key', '')}"
+                    + (f"={t['value']}" if t.get("value") else "")
+                    + f":{t.get('effect', '')}" for t in value)
+    try:
+        return list(parse_taints(text, "registerWithTaints"))
+    except ConfigError as err:
+        raise ValueError(str(err)) from err
+
+
 def _sysctl_patterns(value: Any) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise TypeError("expected a list of strings")
@@ -79,6 +99,11 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "runtimeRequestTimeout": ("runtime_request_timeout", _duration),
     "podCIDR": ("pod_cidr", _string),
     "allowedUnsafeSysctls": ("allowed_unsafe_sysctls", _sysctl_patterns),
+    "registerNode": ("register_node", _bool),
+    "registerWithTaints": ("register_with_taints", _taints),
+    "nodeStatusUpdateFrequency": ("node_status_update_frequency", _duration),
+    "nodeStatusReportFrequency": ("node_status_report_frequency", _duration),
+    "nodeLeaseDurationSeconds": ("node_lease_duration_seconds", _positive),
 }
 
 
