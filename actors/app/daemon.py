@@ -18,6 +18,7 @@ from typing import Any
 
 from loguru import logger
 
+from actors.app.cluster import cluster_from_flags
 from actors.app.flags import KubeletFlags
 from actors.app.http.server import KubeletHTTPServer
 from actors.app.node import this_node
@@ -148,7 +149,9 @@ def start_kubelet(
     """
     real_clock = clock or RealClock()
     metrics = KubeletMetrics()
-    sources = Sources(flags.node_name, flags.pod_manifest_path, flags.manifest_url)
+    cluster = cluster_from_flags(flags, real_clock)
+    sources = Sources(flags.node_name, flags.pod_manifest_path, flags.manifest_url,
+                      api=cluster is not None)
     sync_settings = SyncLoopSettings(
         max_pods=flags.max_pods,
         node=this_node(flags),
@@ -163,7 +166,8 @@ def start_kubelet(
         node=NodeSettings(node_name=flags.node_name, root_dir=flags.root_dir,
                           pod_logs_dir=flags.pod_logs_dir),
         timing=WorkerTiming(resync_interval=flags.sync_frequency),
-        supervisor=sync_settings, host_ip=node_ip, embedded=containerd is not None)
+        supervisor=sync_settings, host_ip=node_ip, embedded=containerd is not None,
+        cluster=cluster is not None)
     writer: TraceWriter | None = None
     calls: tuple[Interceptor, ...] = (Timing(metrics.observe_runtime_call), *runtime_faults)
     clock = real_clock
@@ -184,7 +188,7 @@ def start_kubelet(
                                  observe=dispatch.observe)
     timers = TimerService(dispatch, real_clock)
     parts = KubeletParts(dispatch, timers, clock, instrumented, manager, config, metrics,
-                         containerd, sources)
+                         containerd, sources, cluster=cluster)
     timers.start()
     sync_loop = tree.start(parts)
     http = KubeletHTTPServer(

@@ -23,6 +23,7 @@ from actors.core.supervision import ChildSpec, StartChild, SupervisorActor, Supe
 from actors.core.timers import Cancellable, Timers
 from actors.core.trace.names import message
 from actors.kubelet import names
+from actors.kubelet.cluster.messages import HealthReport, ReportHealth
 from actors.kubelet.messages import (
     DesiredPods,
     EventType,
@@ -236,6 +237,8 @@ class SyncLoop(SupervisorActor):
             self._killing.discard(message.uid)
         elif isinstance(message, GetHealth):
             return self.health()
+        elif isinstance(message, ReportHealth):
+            self.send(message.reply_to, HealthReport(tuple(self.health().items())))
         elif isinstance(message, GetRunningPods):
             return self._runtime_pods
         elif isinstance(message, Stop):
@@ -256,6 +259,11 @@ class SyncLoop(SupervisorActor):
             self._terminate(PodUID(pod.uid), remove=True, reason="removed from its source")
         for pod in changes.adds:
             self._admit(pod)
+            if pod.metadata.deletion_timestamp is not None:
+                # Seen first while being deleted (a kubelet restarted mid-deletion): what
+                # runs of it is stopped with its grace, as a DELETE would.
+                self._terminate(PodUID(pod.uid), remove=True, reason="deleted",
+                                grace=pod.metadata.deletion_grace_period_seconds)
         for pod in changes.updates + changes.reconciles:
             self._update(pod)
         for pod in changes.deletes:

@@ -134,7 +134,8 @@ class NodeStatusReporter:
     def stop(self) -> None:
         self._stopped.set()
 
-    def _initial_node(self) -> dict[str, Any]:
+    def initial_node(self) -> dict[str, Any]:
+        """The Node to register (upstream's initialNode), from the facts read now."""
         return nodestatus.initial_node(self.config, self._facts(), self._health(),
                                        self._clock.now())
 
@@ -148,7 +149,7 @@ class NodeStatusReporter:
                 return False
             step = min(step * 2, REGISTER_MAX_STEP)
             try:
-                node = self._initial_node()
+                node = self.initial_node()
             except errors.KubeletError as err:
                 self._log.error("unable to construct v1.Node object for kubelet: {}", err)
                 continue
