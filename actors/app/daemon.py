@@ -150,6 +150,8 @@ def start_kubelet(
     real_clock = clock or RealClock()
     metrics = KubeletMetrics()
     cluster = cluster_from_flags(flags, real_clock)
+    if cluster is not None:
+        node_ip = cluster.node.node_ip  # status.hostIP is the Node's InternalIP
     sources = Sources(flags.node_name, flags.pod_manifest_path, flags.manifest_url,
                       api=cluster is not None)
     sync_settings = SyncLoopSettings(

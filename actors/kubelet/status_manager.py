@@ -118,8 +118,10 @@ class StatusManager(Actor):
             uid = PodUID(pod.uid)
             entry = self._pods.get(uid)
             if entry is None:
-                entry = self._pods[uid] = _Entry(pod, pending_status(pod, now), first_seen=now)
-                self._publish(uid, entry)
+                # Not published: upstream's status manager hears of a pod only once a
+                # sync has read the runtime, so a restarted kubelet never reports a running
+                # pod as Pending.
+                self._pods[uid] = _Entry(pod, pending_status(pod, now), first_seen=now)
             else:
                 entry.pod = pod
 

@@ -70,6 +70,14 @@ class Cluster:
                              endpoint, "--kubeconfig", str(kubeconfig), "--config", str(config),
                              "--node-status-update-frequency", "1s")
 
+    def log_size(self) -> int:
+        return self.daemon.log_path.stat().st_size
+
+    def log_since(self, offset: int) -> str:
+        with self.daemon.log_path.open("rb") as log:
+            log.seek(offset)
+            return log.read().decode(errors="replace")
+
     def get(self, *args: str) -> Any:
         return self.kubectl.json("get", *args)
 
@@ -82,11 +90,11 @@ class Cluster:
         lease = self.get("lease", NODE, "-n", "kube-node-lease")
         return str(lease["spec"]["renewTime"])
 
-    def pod(self, name: str) -> Any | None:
+    def pod(self, name: str) -> Any:
         result = self.kubectl.run("get", "pod", name, "-o", "json", check=False)
         return json.loads(result.stdout) if result.returncode == 0 else None
 
-    def running(self, name: str) -> Any | None:
+    def running(self, name: str) -> Any:
         pod = self.pod(name)
         if pod is None or pod.get("status", {}).get("phase") != "Running":
             return None
@@ -104,9 +112,10 @@ def cluster(containerd: EmbeddedContainerd, cri: CRIClient) -> Iterator[Cluster]
             yield c
         finally:
             c.daemon.stop()
+            print(c.daemon.log())  # pytest shows it when the test failed
 
 
-def containers_of(cri: CRIClient, uid: str) -> list[Any]:
+def containers_of(cri: CRIClient, uid: str) -> tuple[Any, ...]:
     return cri.list_containers(ContainerFilter(label_selector={L.POD_UID: uid}))
 
 
@@ -164,18 +173,22 @@ def test_static_pod_mirror_and_an_api_server_outage_emulated_apiserver(
     (before,) = containers_of(cri, static_uid)
 
     # A deleted mirror pod comes back.
-    cluster.kubectl.run("delete", "pod", name, "--wait=true", timeout=60)
-    again = wait_for(lambda: cluster.running(name), 30, "the mirror pod recreated",
-                     interval=0.5)
-    assert again["metadata"]["uid"] != meta["uid"]
+    cluster.kubectl.run("delete", "pod", name, "--wait=false")
+
+    def recreated() -> Any:
+        pod = cluster.running(name)
+        return pod if pod is not None and pod["metadata"]["uid"] != meta["uid"] else None
+
+    again = wait_for(recreated, 30, "the mirror pod recreated", interval=0.5)
+    assert again["metadata"]["annotations"]["kubernetes.io/config.mirror"] == static_uid
 
     # The API server goes away: the static pod keeps running, untouched.
     renewed = cluster.renew_time()
+    seen = cluster.log_size()
     cluster.server.partition()
     try:
-        wait_for(lambda: "error updating node status" in cluster.daemon.log()
-                 or "failed to update lease" in cluster.daemon.log()
-                 or "unable to update node status" in cluster.daemon.log(), 30,
+        wait_for(lambda: "failed to update lease" in cluster.log_since(seen)
+                 and "error updating node status" in cluster.log_since(seen), 30,
                  "the kubelet noticing the outage")
         assert cluster.daemon.pod(name) is not None
         assert [(c.id, c.state) for c in containers_of(cri, static_uid)] == [
@@ -200,10 +213,21 @@ def test_a_kubelet_restart_restarts_no_container_emulated_apiserver(
     (before,) = containers_of(cri, uid)
 
     assert cluster.daemon.signal(signal.SIGKILL) == -signal.SIGKILL
+    seen = cluster.log_size()
     cluster.daemon.start()
-    wait_for(lambda: "watching its pods" in cluster.daemon.log(), 30, "the restarted kubelet "
-             "watching its pods")
-    cluster.daemon.wait_running("keep")
+    ready_seen: set[str] = set()
+
+    def synced_again() -> bool:
+        # Meanwhile, the API must never show the pod as not ready.
+        pod = cluster.pod("keep")
+        conditions = {c["type"]: c["status"] for c in pod["status"]["conditions"]}
+        ready_seen.add(f'{pod["status"]["phase"]}/{conditions.get("Ready")}')
+        return "watching its pods" in cluster.log_since(seen) and \
+            cluster.daemon.pod("keep") is not None and \
+            cluster.daemon.phase("keep") == "Running"
+
+    wait_for(synced_again, 30, "the restarted kubelet running keep again", interval=0.3)
+    assert ready_seen == {"Running/True"}
     after = cluster.running("keep")
     assert after is not None
     (status,) = after["status"]["containerStatuses"]

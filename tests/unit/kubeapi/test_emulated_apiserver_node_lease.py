@@ -154,7 +154,7 @@ def test_emulated_apiserver_try_register(server: EmulatedAPIServer,
     if fault is not None:
         server.faults.inject(verb=fault[0], resource="nodes", code=fault[1])
     before = server.requests
-    node = reporter._initial_node()
+    node = reporter.initial_node()
     assert reporter.try_register(node) is result
     assert server.requests - before == requests
     if result:
