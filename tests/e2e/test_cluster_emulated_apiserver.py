@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +25,7 @@ from runtime.cri.types import ContainerFilter, ContainerState
 from runtime.kuberuntime import labels as L
 from tests.apiserver import EmulatedAPIServer
 from tests.apiserver.kubectl import Kubectl
-from tests.e2e.daemon import Daemon
+from tests.e2e.daemon import REPO, Daemon
 from tests.helpers import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -56,19 +58,22 @@ spec:
 class Cluster:
     """An emulated API server, kubectl as its admin, and a daemon joined to it."""
 
-    def __init__(self, server: EmulatedAPIServer, workdir: Path, endpoint: str) -> None:
+    def __init__(self, server: EmulatedAPIServer, workdir: Path, endpoint: str,
+                 *extra: str) -> None:
         self.server = server
         self.workdir = workdir
         self.kubectl = Kubectl(server.write_kubeconfig(workdir / "admin.kubeconfig"))
         kubeconfig = server.write_kubeconfig(workdir / "kubelet.kubeconfig",
                                              f"system:node:{NODE}", groups=("system:nodes",))
+        self.trace_dir = workdir / "trace"
+        extra = tuple(str(self.trace_dir) if e == "TRACE" else e for e in extra)
         config = workdir / "config.yaml"
         # A 4 s lease renews every second: the tests need not wait 10 s for a renewal.
         config.write_text("apiVersion: kubelet.config.k8s.io/v1beta1\n"
                           "kind: KubeletConfiguration\nnodeLeaseDurationSeconds: 4\n")
         self.daemon = Daemon(workdir, workdir / "manifests", "--container-runtime-endpoint",
                              endpoint, "--kubeconfig", str(kubeconfig), "--config", str(config),
-                             "--node-status-update-frequency", "1s")
+                             "--node-status-update-frequency", "1s", *extra)
 
     def log_size(self) -> int:
         return self.daemon.log_path.stat().st_size
@@ -103,11 +108,13 @@ class Cluster:
 
 
 @pytest.fixture
-def cluster(containerd: EmbeddedContainerd, cri: CRIClient) -> Iterator[Cluster]:
+def cluster(containerd: EmbeddedContainerd, cri: CRIClient,
+            request: pytest.FixtureRequest) -> Iterator[Cluster]:
     workdir = containerd.base_dir / "cluster" / uuid.uuid4().hex[:8]
     (workdir / "manifests").mkdir(parents=True)
+    extra = getattr(request, "param", ())
     with EmulatedAPIServer(bookmark_interval=0.5) as server:
-        c = Cluster(server, workdir, containerd.endpoint)
+        c = Cluster(server, workdir, containerd.endpoint, *extra)
         try:
             yield c
         finally:
@@ -234,3 +241,25 @@ def test_a_kubelet_restart_restarts_no_container_emulated_apiserver(
     assert status["restartCount"] == 0
     assert status["containerID"] == f"containerd://{before.id}"
     assert [c.id for c in containers_of(cri, uid)] == [before.id]
+
+
+@pytest.mark.parametrize("cluster", [("--trace-dir", "TRACE")], indirect=True)
+def test_a_recorded_cluster_run_replays_without_divergence_emulated_apiserver(
+        cluster: Cluster) -> None:
+    """What the API told the kubelet reached the deciding actors as recorded messages:
+    the run replays from its trace alone, with no API server."""
+    (cluster.daemon.manifests / "static.yaml").write_text(STATIC)
+    cluster.daemon.start()
+    wait_for(lambda: cluster.running(f"static-{NODE}"), 60, "the mirror pod Running",
+             interval=0.5)
+    path = cluster.workdir / "web.json"
+    path.write_text(json.dumps(pod_manifest("web")))
+    cluster.kubectl.run("apply", "-f", str(path))
+    wait_for(lambda: cluster.running("web"), 60, "web Running in the API", interval=0.5)
+    cluster.kubectl.run("delete", "pod", "web", "--wait=true", timeout=60)
+    cluster.daemon.stop()
+    replayed = subprocess.run([sys.executable, "-m", "bin.main", "trace", "replay",
+                               str(cluster.trace_dir)], cwd=REPO, capture_output=True,
+                              text=True, timeout=300, check=False)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert "no divergence: replayed" in replayed.stdout
