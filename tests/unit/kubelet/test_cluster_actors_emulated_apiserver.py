@@ -1,0 +1,231 @@
+"""The cluster actors' handlers against the emulated API server, called in the test's
+thread (no actor started): the pod writer's status PATCHes, deletions and mirror pods, the
+API pod source's snapshots, and the health the node status is computed from."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from actors.core.dispatch import Dispatch
+from actors.core.testing import Inbox
+from actors.core.timers import ManualTimers
+from actors.kubelet import names
+from actors.kubelet.cluster.context import Cluster
+from actors.kubelet.cluster.messages import (
+    APIPodList,
+    APIPods,
+    HealthReport,
+    PodStatusChanged,
+    ReportHealth,
+)
+from actors.kubelet.cluster.node_status import node_health
+from actors.kubelet.cluster.pod_source import APISource, api_pod, decode_api_pod
+from actors.kubelet.cluster.pod_writer import PodWriter
+from actors.kubelet.messages import PodForgotten, SourceSnapshot
+from actors.kubelet.sync_loop import SyncLoop
+from runtime.clock import FakeClock
+from runtime.ids import PodUID
+from runtime.kubeapi.client import PODS, KubeClient
+from runtime.kubeapi.kubeconfig import load_kubeconfig
+from runtime.kubeapi.nodestatus import NodeConfig
+from runtime.kubeapi.transport import Transport
+from runtime.pod.manifest import parse_manifest
+from runtime.pod.model import Pod
+from runtime.pod.static import make_static_pod
+from runtime.status.types import PodCondition, PodStatus
+from tests.apiserver import EmulatedAPIServer
+from tests.helpers import wait_for
+
+NODE = "n1"
+
+
+@pytest.fixture
+def server() -> Iterator[EmulatedAPIServer]:
+    with EmulatedAPIServer(bookmark_interval=0.2) as srv:
+        yield srv
+
+
+@pytest.fixture
+def admin(server: EmulatedAPIServer, tmp_path: Path) -> Iterator[KubeClient]:
+    transport = Transport(load_kubeconfig(server.write_kubeconfig(tmp_path / "admin")))
+    yield KubeClient(transport)
+    transport.close()
+
+
+@pytest.fixture
+def cluster(server: EmulatedAPIServer, tmp_path: Path) -> Iterator[Cluster]:
+    rest = load_kubeconfig(server.write_kubeconfig(
+        tmp_path / "kubelet", f"system:node:{NODE}", groups=("system:nodes",)))
+    client, heartbeat = Transport(rest), Transport(rest)
+    yield Cluster(KubeClient(client), KubeClient(heartbeat),
+                  NodeConfig(node_name=NODE, hostname=NODE, node_ip="10.0.0.1",
+                             architecture="amd64"))
+    client.close()
+    heartbeat.close()
+
+
+def writer(cluster: Cluster) -> PodWriter:
+    clock = FakeClock()
+    dispatch = Dispatch()
+    return PodWriter(dispatch, ManualTimers(dispatch, clock), clock, cluster)
+
+
+def bound_pod(admin: KubeClient, name: str) -> dict[str, Any]:
+    return admin.create(PODS, {"metadata": {"name": name}, "spec": {
+        "nodeName": NODE, "automountServiceAccountToken": False,
+        "containers": [{"name": "main", "image": "busybox"}]}}, "default")
+
+
+def running(ready: str = "True") -> PodStatus:
+    return PodStatus(phase="Running", host_ip="10.0.0.1", conditions=(
+        PodCondition(type="Ready", status=ready, last_transition_time="2026-01-01T00:00:00Z"),))
+
+
+def seen(w: PodWriter, admin: KubeClient) -> None:
+    """What the API pod source would tell the writer now."""
+    w.handle(APIPods(tuple(api_pod(p) for p in admin.list(PODS, "default").items)))
+
+
+def test_status_is_patched_with_the_uid_and_not_sent_when_unchanged_emulated_apiserver(
+        cluster: Cluster, admin: KubeClient) -> None:
+    raw = bound_pod(admin, "web")
+    # A condition a controller owns: the kubelet's writes keep it (mergePodStatus).
+    admin.patch(PODS, "web", {"status": {"conditions": [
+        {"type": "DisruptionTarget", "status": "True", "reason": "Test"}]}},
+        namespace="default", subresource="status")
+    w = writer(cluster)
+    seen(w, admin)
+    pod = decode_api_pod(raw)
+    w.handle(PodStatusChanged(pod, running()))
+    status = admin.get(PODS, "web", "default")["status"]
+    assert status["phase"] == "Running" and status["hostIP"] == "10.0.0.1"
+    assert {c["type"] for c in status["conditions"]} == {"Ready", "DisruptionTarget"}
+    assert w.patches == 1
+    w.handle(PodStatusChanged(pod, running()))
+    assert w.patches == 1  # the same status: an empty patch is not sent
+    w.handle(PodStatusChanged(pod, running("False")))
+    assert w.patches == 2
+
+
+def test_a_replaced_pod_is_not_written_to_emulated_apiserver(
+        cluster: Cluster, admin: KubeClient) -> None:
+    old = decode_api_pod(bound_pod(admin, "web"))
+    admin.delete(PODS, "web", "default", grace_period_seconds=0)
+    bound_pod(admin, "web")  # same name, another UID
+    w = writer(cluster)
+    seen(w, admin)
+    w.handle(PodStatusChanged(old, running()))
+    assert w.patches == 0
+    assert admin.get(PODS, "web", "default").get("status", {}).get("phase") != "Running"
+
+
+def test_a_deleted_pod_goes_once_the_kubelet_forgot_it_emulated_apiserver(
+        cluster: Cluster, admin: KubeClient) -> None:
+    raw = bound_pod(admin, "web")
+    uid = raw["metadata"]["uid"]
+    w = writer(cluster)
+    w.handle(PodStatusChanged(decode_api_pod(raw), running()))
+    admin.delete(PODS, "web", "default", grace_period_seconds=30)
+    seen(w, admin)
+    assert admin.get(PODS, "web", "default")["metadata"]["deletionTimestamp"]
+    assert w.deletions == 0  # still running on the node: not deleted yet
+    w.handle(PodForgotten(PodUID(uid)))
+    assert w.deletions == 1
+    assert not admin.list(PODS, "default").items
+
+
+def static_pod(command: str) -> Pod:
+    (pod,) = parse_manifest(
+        f"apiVersion: v1\nkind: Pod\nmetadata: {{name: s}}\nspec:\n  containers:\n"
+        f"  - {{name: main, image: busybox, command: [{command}]}}\n".encode(), "s.yaml")
+    return make_static_pod(pod, NODE, "file", "/etc/pods/s.yaml")
+
+
+def test_mirror_pods_created_replaced_and_deleted_emulated_apiserver(
+        cluster: Cluster, admin: KubeClient) -> None:
+    cluster.registration.set("node-uid")
+    w = writer(cluster)
+    first = static_pod("sleep")
+    w.handle(PodStatusChanged(first, running()))
+    (mirror,) = admin.list(PODS, "default").items
+    meta = mirror["metadata"]
+    assert meta["name"] == f"s-{NODE}" and meta["uid"] != first.uid
+    assert meta["annotations"]["kubernetes.io/config.mirror"] == first.uid
+    assert meta["ownerReferences"] == [{"apiVersion": "v1", "kind": "Node", "name": NODE,
+                                        "uid": "node-uid", "controller": True}]
+    seen(w, admin)
+    w.handle(PodStatusChanged(first, running("False")))
+    assert admin.get(PODS, f"s-{NODE}", "default")["status"]["phase"] == "Running"
+
+    # The manifest changes: a new UID and hash; the stale mirror is replaced.
+    second = static_pod("echo")
+    w.handle(PodForgotten(PodUID(first.uid)))
+    w.handle(PodStatusChanged(second, running()))
+    seen(w, admin)
+    (mirror,) = admin.list(PODS, "default").items
+    assert mirror["metadata"]["annotations"]["kubernetes.io/config.mirror"] == second.uid
+
+    # Someone deletes the mirror pod: it comes back at the next look.
+    admin.delete(PODS, f"s-{NODE}", "default")
+    seen(w, admin)
+    (mirror,) = admin.list(PODS, "default").items
+    assert mirror["metadata"]["annotations"]["kubernetes.io/config.mirror"] == second.uid
+
+    # The static pod goes: so does its mirror.
+    w.handle(PodForgotten(PodUID(second.uid)))
+    assert not admin.list(PODS, "default").items
+
+
+def test_the_api_source_sends_pods_to_run_and_leaves_mirror_pods_out_emulated_apiserver(
+        cluster: Cluster, admin: KubeClient) -> None:
+    dispatch = Dispatch()
+    inbox = Inbox(dispatch, names.SYNC_LOOP, names.POD_WRITER)
+    try:
+        source = APISource(dispatch, FakeClock(), cluster)
+        bound_pod(admin, "web")
+        cluster.registration.set("node-uid")
+        w = writer(cluster)
+        w.handle(PodStatusChanged(static_pod("sleep"), running()))  # makes a mirror pod
+        items = tuple(admin.list(PODS, "default").items)
+        source.handle(APIPodList("1", items))
+        wait_for(lambda: inbox.all(SourceSnapshot), 5, "a snapshot")
+        (snapshot,) = inbox.all(SourceSnapshot)
+        assert snapshot.source == "api"
+        assert [p.metadata.name for p in snapshot.pods] == ["web"]
+        # A status write changes resourceVersion only: no new snapshot for the sync loop.
+        admin.patch(PODS, "web", {"status": {"phase": "Running"}}, namespace="default",
+                    subresource="status")
+        source.handle(APIPodList("2", tuple(admin.list(PODS, "default").items)))
+        wait_for(lambda: len(inbox.all(APIPods)) == 2, 5, "the writer told twice")
+        assert len(inbox.all(SourceSnapshot)) == 1
+        assert {p.name for p in inbox.all(APIPods)[-1].pods} == {"web", f"s-{NODE}"}
+    finally:
+        inbox.ref.stop()
+
+
+def test_node_health_from_the_sync_loops_checks() -> None:
+    assert node_health({names.HEALTH_RUNTIME: None, names.HEALTH_PLEG: None}
+                       ).runtime_errors == ()
+    health = node_health({names.HEALTH_RUNTIME: "connection refused",
+                          names.HEALTH_PLEG: "relist 200s ago"})
+    assert health.runtime_errors == ("container runtime is down: connection refused",
+                                     "PLEG is not healthy: relist 200s ago")
+
+
+def test_the_sync_loop_answers_report_health_with_a_message() -> None:
+    clock = FakeClock()
+    dispatch = Dispatch()
+    inbox = Inbox(dispatch, names.NODE_STATUS)
+    try:
+        loop = SyncLoop(dispatch, ManualTimers(dispatch, clock), clock, [],
+                        lambda uid, n, cancel: inbox.ref)
+        loop.handle(ReportHealth(names.NODE_STATUS))
+        wait_for(lambda: inbox.all(HealthReport), 5, "a HealthReport")
+        (report,) = inbox.all(HealthReport)
+        assert dict(report.checks)[names.HEALTH_RUNTIME] is None
+    finally:
+        inbox.ref.stop()
