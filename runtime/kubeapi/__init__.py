@@ -28,7 +28,7 @@ Floors: ``kubeconfig`` (the file) -> ``transport`` (HTTP, TLS, credentials, erro
 ``client`` (verbs) -> ``reflector`` (list and watch), ``node`` (registration and status
 updates) and ``lease`` (the node lease); ``nodestatus`` (the Node as pure functions) and
 ``strategicpatch`` (two-way patches) do no I/O. Nothing here is an actor: the kubelet's
-cluster actors (actors/kubelet/cluster) run one round of these per message (registration, a status update, a lease renewal, a status
-PATCH), and the reflector on a thread of the API pod source, which tells its actor each
-new set.
+cluster actors (actors/kubelet/cluster) run one round of these per message (registration,
+a status update, a lease renewal, a status PATCH), and the reflector on a thread of the
+API pod source, which tells its actor each new set.
 """
