@@ -4,17 +4,20 @@ API pod source's snapshots, and the health the node status is computed from."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from actors.core.dispatch import Dispatch
+from actors.core.messages import Tick
 from actors.core.testing import Inbox
 from actors.core.timers import ManualTimers
 from actors.kubelet import names
-from actors.kubelet.cluster.context import Cluster
+from actors.kubelet.cluster.context import Cluster, ClusterSettings
+from actors.kubelet.cluster.lease import LeaseActor
 from actors.kubelet.cluster.messages import (
     APIPodList,
     APIPods,
@@ -22,14 +25,16 @@ from actors.kubelet.cluster.messages import (
     PodStatusChanged,
     ReportHealth,
 )
-from actors.kubelet.cluster.node_status import node_health
+from actors.kubelet.cluster.node_status import NodeStatusActor, node_health
 from actors.kubelet.cluster.pod_source import APISource, api_pod, decode_api_pod
 from actors.kubelet.cluster.pod_writer import PodWriter
 from actors.kubelet.messages import PodForgotten, SourceSnapshot
 from actors.kubelet.sync_loop import SyncLoop
 from runtime.clock import FakeClock
+from runtime.cri.service import RuntimeService
+from runtime.cri.types import VersionInfo
 from runtime.ids import PodUID
-from runtime.kubeapi.client import PODS, KubeClient
+from runtime.kubeapi.client import LEASES, NODES, PODS, KubeClient
 from runtime.kubeapi.kubeconfig import load_kubeconfig
 from runtime.kubeapi.nodestatus import NodeConfig
 from runtime.kubeapi.transport import Transport
@@ -229,3 +234,67 @@ def test_the_sync_loop_answers_report_health_with_a_message() -> None:
         assert dict(report.checks)[names.HEALTH_RUNTIME] is None
     finally:
         inbox.ref.stop()
+
+
+class _Runtime:
+    """The runtime as the node-status actor asks it: its name and version."""
+
+    def version(self) -> VersionInfo:
+        return VersionInfo(version="0.1.0", runtime_name="containerd",
+                           runtime_version="1.6.20", runtime_api_version="v1")
+
+
+def node_status_actor(cluster: Cluster, tmp_path: Path) -> NodeStatusActor:
+    clock = FakeClock()
+    dispatch = Dispatch()
+    cluster = dataclasses.replace(cluster, settings=ClusterSettings(root_dir=str(tmp_path)))
+    return NodeStatusActor(dispatch, ManualTimers(dispatch, clock), clock, cluster,
+                           cast(RuntimeService, _Runtime()))
+
+
+HEALTHY = HealthReport(((names.HEALTH_RUNTIME, None), (names.HEALTH_PLEG, None)))
+
+
+def test_the_node_registers_reports_and_registers_again_when_deleted_emulated_apiserver(
+        cluster: Cluster, admin: KubeClient, tmp_path: Path) -> None:
+    actor = node_status_actor(cluster, tmp_path)
+    registration = cluster.registration  # shared with the actor (a shallow copy)
+    actor.handle(HEALTHY)
+    node = admin.get(NODES, NODE)
+    assert registration.is_set() and registration.uid == node["metadata"]["uid"]
+    ready = {c["type"]: c for c in node["status"]["conditions"]}["Ready"]
+    assert (ready["status"], ready["reason"]) == ("True", "KubeletReady")
+    assert node["status"]["nodeInfo"]["containerRuntimeVersion"] == "containerd://1.6.20"
+
+    actor.handle(HealthReport(((names.HEALTH_RUNTIME, "connection refused"),
+                               (names.HEALTH_PLEG, None))))
+    ready = {c["type"]: c for c in admin.get(NODES, NODE)["status"]["conditions"]}["Ready"]
+    assert (ready["status"], ready["reason"]) == ("False", "KubeletNotReady")
+    assert "container runtime is down: connection refused" in ready["message"]
+
+    admin.delete(NODES, NODE)
+    actor.handle(HEALTHY)  # the status update finds no Node
+    assert not registration.is_set()
+    actor.handle(HEALTHY)  # registered again, with a new UID
+    again = admin.get(NODES, NODE)
+    assert registration.is_set() and registration.uid == again["metadata"]["uid"] != \
+        node["metadata"]["uid"]
+
+
+def test_the_lease_waits_for_the_node_then_is_created_and_renewed_emulated_apiserver(
+        cluster: Cluster, admin: KubeClient, tmp_path: Path) -> None:
+    clock = FakeClock()
+    dispatch = Dispatch()
+    lease = LeaseActor(dispatch, ManualTimers(dispatch, clock), clock, cluster)
+    lease.handle(Tick(names.TICK_LEASE, 0.0))
+    assert lease.controller.latest is None  # no Node yet: no lease without its owner
+    node_status_actor(cluster, tmp_path).handle(HEALTHY)
+    lease.handle(Tick(names.TICK_LEASE, 1.0))
+    created = admin.get(LEASES, NODE, "kube-node-lease")
+    assert created["metadata"]["ownerReferences"][0]["uid"] == cluster.registration.uid
+    assert created["spec"]["leaseDurationSeconds"] == 40
+    clock.step(10.0)
+    lease.handle(Tick(names.TICK_LEASE, 11.0))
+    renewed = admin.get(LEASES, NODE, "kube-node-lease")
+    assert renewed["spec"]["renewTime"] != created["spec"]["renewTime"]
+    assert lease.controller.renewals == 1
