@@ -63,3 +63,13 @@ class PodStatusChanged:
 
     pod: Pod
     status: PodStatus
+
+
+@message("StaticPodsWanted")
+@dataclass(frozen=True, slots=True)
+class StaticPodsWanted:
+    """Every source has spoken, and these are the config hashes of the static pods the
+    node wants: a mirror pod of any other hash is an orphan (upstream's
+    HandlePodCleanups deletes it)."""
+
+    hashes: tuple[str, ...]

@@ -15,8 +15,9 @@ Upstream's status manager (pkg/kubelet/status/status_manager.go) and mirror clie
 - **mirror pods**: each static pod gets a pod in the API with the annotation
   ``kubernetes.io/config.mirror`` = its config hash and the Node as controller owner;
   a mirror pod being deleted or of another hash is deleted (grace 0, UID precondition) and
-  created again; when the static pod goes, so does its mirror. Its status is the static
-  pod's.
+  created again; when the static pod goes, so does its mirror, and once every source has
+  spoken (``StaticPodsWanted`` from the sync loop) so do mirrors of no wanted static pod.
+  Its status is the static pod's.
 
 Every failure is logged and tried again at the next resync: the API server being away
 never stops anything else, static pods keep running.
@@ -37,7 +38,7 @@ from actors.core.messages import Tick
 from actors.core.timers import Cancellable, Timers
 from actors.kubelet import names
 from actors.kubelet.cluster.context import Cluster
-from actors.kubelet.cluster.messages import APIPod, APIPods, PodStatusChanged
+from actors.kubelet.cluster.messages import APIPod, APIPods, PodStatusChanged, StaticPodsWanted
 from actors.kubelet.cluster.pod_source import api_pod
 from actors.kubelet.messages import PodForgotten
 from actors.kubelet.pod_config import CONFIG_MIRROR
@@ -107,6 +108,7 @@ class PodWriter(Actor):
         self._api: dict[str, APIPod] = {}
         self._mirrors: dict[tuple[str, str], APIPod] = {}
         self._forgotten: dict[str, Pod | None] = {}
+        self._static: frozenset[str] | None = None  # None until every source has spoken
         self._handle: Cancellable | None = None
         self.patches = 0
         self.deletions = 0
@@ -130,6 +132,9 @@ class PodWriter(Actor):
             self._forget(str(message.uid))
         elif isinstance(message, APIPods):
             self._seen(message)
+        elif isinstance(message, StaticPodsWanted):
+            self._static = frozenset(message.hashes)
+            self._delete_orphaned_mirrors()
         elif isinstance(message, Tick) and message.kind == names.TICK_POD_STATUS_RESYNC:
             self._resync()
         else:
@@ -149,6 +154,7 @@ class PodWriter(Actor):
         for changed in list(self._ours.values()):
             if is_static(changed.pod):
                 self._ensure_mirror(changed.pod)
+        self._delete_orphaned_mirrors()
 
     def _resync(self) -> None:
         """syncBatch: every pod whose API status differs from ours, mirrors, deletions."""
@@ -272,6 +278,19 @@ class PodWriter(Actor):
         self._mirrors[key] = api_pod(created)
         self.mirrors_created += 1
         log.info("created the mirror pod")
+
+    def _delete_orphaned_mirrors(self) -> None:
+        """HandlePodCleanups: mirror pods of no static pod the node wants (one removed while
+        the kubelet was stopped), once every source has spoken."""
+        if self._static is None:
+            return
+        wanted = self._static | {config_hash(c.pod) for c in self._ours.values()
+                                 if is_static(c.pod)}
+        for mirror in list(self._mirrors.values()):
+            if mirror.mirror_of not in wanted:
+                logger.bind(pod=mirror.name, uid=mirror.uid, container="").info(
+                    "deleting the orphaned mirror pod")
+                self._delete_mirror(mirror)
 
     def _delete_mirror_of(self, pod: Pod) -> None:
         mirror = self._mirrors.get((pod.metadata.namespace, pod.metadata.name))

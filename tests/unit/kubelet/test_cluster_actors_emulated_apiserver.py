@@ -24,6 +24,7 @@ from actors.kubelet.cluster.messages import (
     HealthReport,
     PodStatusChanged,
     ReportHealth,
+    StaticPodsWanted,
 )
 from actors.kubelet.cluster.node_status import NodeStatusActor, node_health
 from actors.kubelet.cluster.pod_source import APISource, api_pod, decode_api_pod
@@ -298,3 +299,18 @@ def test_the_lease_waits_for_the_node_then_is_created_and_renewed_emulated_apise
     renewed = admin.get(LEASES, NODE, "kube-node-lease")
     assert renewed["spec"]["renewTime"] != created["spec"]["renewTime"]
     assert lease.controller.renewals == 1
+
+
+def test_orphaned_mirror_pods_go_once_every_source_spoke_emulated_apiserver(
+        cluster: Cluster, admin: KubeClient) -> None:
+    """A static pod removed while the kubelet was stopped leaves a mirror pod behind."""
+    cluster.registration.set("node-uid")
+    gone, kept = static_pod("sleep"), static_pod("echo")
+    first = writer(cluster)
+    first.handle(PodStatusChanged(gone, running()))
+    assert len(admin.list(PODS, "default").items) == 1
+    w = writer(cluster)  # a restarted kubelet
+    seen(w, admin)
+    assert len(admin.list(PODS, "default").items) == 1  # sources not ready: kept
+    w.handle(StaticPodsWanted((kept.uid,)))
+    assert not admin.list(PODS, "default").items
