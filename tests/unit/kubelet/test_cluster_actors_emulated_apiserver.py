@@ -314,3 +314,27 @@ def test_orphaned_mirror_pods_go_once_every_source_spoke_emulated_apiserver(
     assert len(admin.list(PODS, "default").items) == 1  # sources not ready: kept
     w.handle(StaticPodsWanted((kept.uid,)))
     assert not admin.list(PODS, "default").items
+
+
+def test_a_status_write_that_fails_is_made_at_the_next_resync_emulated_apiserver(
+        cluster: Cluster, admin: KubeClient, server: EmulatedAPIServer) -> None:
+    """No transition is lost: a refused PATCH, then a server gone mid-update, and the
+    10 s resync writes the newest status once the server answers."""
+    raw = bound_pod(admin, "web")
+    w = writer(cluster)
+    seen(w, admin)
+    pod = decode_api_pod(raw)
+    rule = server.faults.inject(verb="patch", resource="pods/status", code=500, times=1)
+    w.handle(PodStatusChanged(pod, running("False")))
+    assert rule.hits == 1 and w.patches == 0
+    server.partition()
+    try:
+        w.handle(PodStatusChanged(pod, running("True")))  # the server is away
+        w.handle(Tick(names.TICK_POD_STATUS_RESYNC, 10.0))
+        assert w.patches == 0
+    finally:
+        server.heal()
+    w.handle(Tick(names.TICK_POD_STATUS_RESYNC, 20.0))
+    assert w.patches == 1
+    status = admin.get(PODS, "web", "default")["status"]
+    assert {c["type"]: c["status"] for c in status["conditions"]}["Ready"] == "True"
