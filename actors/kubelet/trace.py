@@ -107,8 +107,10 @@ class KubeletWorld:
             if parts.config.cluster:  # the API writers, in the order tree.children has them
                 specs += [kubelet_child((name, _stub_ref)) for name in
                           (names.POD_WRITER, names.NODE_STATUS, names.NODE_LEASE)]
+            # The sources in tree.children's order: file, http, then the API server.
             specs += [kubelet_child((f"source/{kind}", _stub_ref))
-                      for kind in sorted(parts.config.supervisor.expected_sources)]
+                      for kind in sorted(parts.config.supervisor.expected_sources,
+                                         key=lambda k: (k == "api", k))]
             sync_loop = tree.sync_loop(
                 parts, specs, lambda uid, n, cancel: _stub_ref(n)).build()
             sync_loop.on_start()
