@@ -101,10 +101,11 @@ class APISource(Actor):
         self._reflector.run()
 
     def _on_snapshot(self, snapshot: Snapshot) -> None:
+        # Straight to this incarnation's mailbox, not through the dispatch: the raw list
+        # (managedFields and all, on every watch event) is not worth a trace's space.
+        # What it becomes, the SourceSnapshot and APIPods this actor sends, is recorded.
         if not self._stopping.is_set():
-            self.dispatch.tell(self.name, APIPodList(snapshot.resource_version,
-                                                     snapshot.items),
-                               sender=f"{self.name}/reflector")
+            self.actor_ref.tell(APIPodList(snapshot.resource_version, snapshot.items))
 
     def on_stop(self) -> None:
         self._shutdown()
