@@ -119,7 +119,7 @@ def cluster(containerd: EmbeddedContainerd, cri: CRIClient,
             yield c
         finally:
             c.daemon.stop()
-            print(c.daemon.log())  # pytest shows it when the test failed
+            print(c.daemon.log_path.read_text(errors="replace"))  # shown when the test failed
 
 
 def containers_of(cri: CRIClient, uid: str) -> tuple[Any, ...]:
