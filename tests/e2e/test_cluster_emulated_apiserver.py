@@ -263,3 +263,20 @@ def test_a_recorded_cluster_run_replays_without_divergence_emulated_apiserver(
                               text=True, timeout=300, check=False)
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
     assert "no divergence: replayed" in replayed.stdout
+
+
+def test_started_while_the_api_server_is_away_static_pods_run_emulated_apiserver(
+        cluster: Cluster) -> None:
+    """No API server at start: the static pod runs anyway; when the server comes, the
+    Node registers and the mirror pod appears."""
+    (cluster.daemon.manifests / "static.yaml").write_text(STATIC)
+    cluster.server.partition()
+    try:
+        cluster.daemon.start()
+        cluster.daemon.wait_running(f"static-{NODE}")
+        assert "successfully registered node" not in cluster.daemon.log()
+    finally:
+        cluster.server.heal()
+    wait_for(lambda: cluster.running(f"static-{NODE}"), 60, "the mirror pod Running",
+             interval=0.5)
+    assert cluster.node_ready() == "True"
