@@ -29,6 +29,7 @@ from actors.core.timers import TimerService
 from actors.core.trace.recording import RecordingClock, RecordingInterceptor
 from actors.core.trace.writer import TraceWriter
 from actors.kubelet import names, tree
+from actors.kubelet.cluster.context import Cluster
 from actors.kubelet.messages import GetPods, RuntimePod
 from actors.kubelet.metrics import KubeletMetrics
 from actors.kubelet.pod_worker import WorkerTiming
@@ -120,12 +121,16 @@ class Kubelet:
     http: KubeletHTTPServer
     metrics: KubeletMetrics
     writer: TraceWriter | None = None
+    cluster: Cluster | None = None
 
     def stop(self) -> None:
         self.http.stop()
         if self.sync_loop.is_alive():
             self.sync_loop.stop(block=True, timeout=60.0)
         self.timers.stop()
+        if self.cluster is not None:
+            self.cluster.client.transport.close()
+            self.cluster.heartbeat.transport.close()
         if self.writer is not None:
             self.writer.close()
 
@@ -209,7 +214,7 @@ def start_kubelet(
     logger.info("kubelet-actors running: node {}, sources {}, HTTP {}:{} (read-only {}, "
                 "healthz {})", flags.node_name, sorted(sources.expected()), flags.address,
                 flags.port, flags.read_only_port, flags.healthz_port)
-    return Kubelet(dispatch, timers, sync_loop, http, metrics, writer)
+    return Kubelet(dispatch, timers, sync_loop, http, metrics, writer, cluster)
 
 
 def run_until_signalled(kubelet: Kubelet) -> int:
