@@ -786,7 +786,7 @@ class Bench:
         sample (every 5 ms, each thread whose CPU clock moved is charged with its stack)."""
         from actors.app.daemon import start_kubelet
         from actors.app.flags import parse_flags
-        from actors.app.main import node_ip
+        from actors.app.node import node_ip
 
         d = self.daemon
         d.stop()

@@ -51,7 +51,7 @@ from rich.console import Console
 from rich.table import Table
 
 from actors.app.logging_setup import configure_logging
-from actors.app.main import node_ip
+from actors.app.node import node_ip
 from actors.app.runonce import PodOutcome, RunOnce
 from actors.app.testbed import (
     BENCH,

@@ -111,3 +111,79 @@ class ConfigError(KubeletError):
         super().__init__(message)
         self.file = file
         self.field = field
+
+
+# --- the API server ----------------------------------------------------------------------
+
+
+class KubeconfigError(ConfigError):
+    """A kubeconfig cannot be used: ``file`` names it, ``field`` the field at fault
+    (``users[0].user.client-key``), and the message says both and why."""
+
+
+class APIError(KubeletError):
+    """A request to the API server failed.
+
+    ``code`` is the HTTP status (0 when no answer came), ``reason`` upstream's
+    ``metav1.StatusReason`` (``NotFound``, ``Conflict``, ``Expired``...; "" when unknown),
+    ``details`` the Status details as sent, ``retry_after`` the seconds the server asked to
+    wait (``Retry-After`` or ``details.retryAfterSeconds``), else None.
+    """
+
+    def __init__(self, message: str, *, code: int = 0, reason: str = "",
+                 details: dict[str, object] | None = None,
+                 retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.reason = reason
+        self.details = details or {}
+        self.retry_after = retry_after
+
+
+class APIUnreachable(APIError):
+    """No answer: the connection was refused, cut, timed out, or TLS failed."""
+
+
+class APIBadRequest(APIError):
+    """400 BadRequest."""
+
+
+class APIUnauthorized(APIError):
+    """401: the credentials were refused."""
+
+
+class APIForbidden(APIError):
+    """403: the user may not do this."""
+
+
+class APINotFound(APIError):
+    """404 NotFound."""
+
+
+class APIMethodNotAllowed(APIError):
+    """405 MethodNotAllowed."""
+
+
+class APIAlreadyExists(APIError):
+    """409 AlreadyExists: a create found the name taken."""
+
+
+class APIConflict(APIError):
+    """409 Conflict: a stale resourceVersion, or a failed uid/resourceVersion precondition."""
+
+
+class APIGone(APIError):
+    """410 Gone or Expired: the resourceVersion asked for was compacted away (relist)."""
+
+
+class APIInvalid(APIError):
+    """422 Invalid: the object failed validation; ``details["causes"]`` say where."""
+
+
+class APITooManyRequests(APIError):
+    """429 TooManyRequests: ``retry_after`` says when to come back."""
+
+
+class APIServerError(APIError):
+    """5xx: InternalError, ServiceUnavailable, Timeout..."""

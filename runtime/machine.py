@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import os
 import platform
+from dataclasses import dataclass
+from pathlib import Path
 
 from runtime.errors import ConfigError
 
-__all__ = ["EVICTION_MEMORY_AVAILABLE", "EVICTION_NODEFS_AVAILABLE", "machine_allocatable",
-           "machine_arch", "mem_total"]
+__all__ = ["EVICTION_MEMORY_AVAILABLE", "EVICTION_NODEFS_AVAILABLE", "MachineIdentity",
+           "binary_si", "machine_allocatable",
+           "machine_arch", "machine_identity", "mem_total", "node_resources"]
 
 EVICTION_MEMORY_AVAILABLE = 100 * 1024 * 1024
 """Upstream's default hard eviction threshold memory.available<100Mi, in bytes."""
@@ -80,3 +83,99 @@ def apparmor_enabled(path: str = APPARMOR_ENABLED) -> bool:
             return f.read().strip().startswith("Y")
     except OSError:
         return False
+_BINARY = (("Ei", 1 << 60), ("Pi", 1 << 50), ("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20),
+           ("Ki", 1 << 10))
+
+
+def binary_si(value: int) -> str:
+    """A byte count as resource.Quantity's canonical BinarySI text ("8148564Ki", "1Gi",
+    "47093746742"): the largest binary suffix that divides it exactly."""
+    if value == 0:
+        return "0"
+    for suffix, size in _BINARY:
+        if value % size == 0:
+            return f"{value // size}{suffix}"
+    return str(value)
+
+
+def _hugepages(root: str = "/sys/kernel/mm/hugepages") -> dict[str, int]:
+    """The total of each huge page size, as cAdvisor reports them (hugepages-2Mi: bytes)."""
+    out: dict[str, int] = {}
+    try:
+        entries = sorted(os.listdir(root))
+    except OSError:
+        return out
+    for entry in entries:
+        if not entry.startswith("hugepages-") or not entry.endswith("kB"):
+            continue
+        try:
+            size_kb = int(entry[len("hugepages-"):-2])
+            count = int(Path(root, entry, "nr_hugepages").read_text().strip())
+        except (OSError, ValueError):
+            continue
+        out[f"hugepages-{binary_si(size_kb * 1024)}"] = count * size_kb * 1024
+    return out
+
+
+def node_resources(root_dir: str, max_pods: int, meminfo: str = "/proc/meminfo"
+                   ) -> tuple[dict[str, str], dict[str, str]]:
+    """The Node's capacity and allocatable as upstream's MachineInfo setter writes them:
+    cpu, memory, ephemeral-storage, pods and hugepages-*, as quantities; allocatable is
+    capacity less the default hard eviction thresholds and the huge pages (from memory)."""
+    memory = mem_total(meminfo)
+    storage = _filesystem_bytes(root_dir)
+    hugepages = _hugepages()
+    capacity = {"cpu": str(os.cpu_count() or 1), "memory": binary_si(memory),
+                "ephemeral-storage": binary_si(storage), "pods": str(max_pods)}
+    capacity.update({name: binary_si(size) for name, size in hugepages.items()})
+    allocatable = dict(capacity)
+    allocatable["memory"] = binary_si(max(memory - EVICTION_MEMORY_AVAILABLE
+                                          - sum(hugepages.values()), 0))
+    allocatable["ephemeral-storage"] = binary_si(storage - int(storage *
+                                                               EVICTION_NODEFS_AVAILABLE))
+    return capacity, allocatable
+
+
+@dataclass(frozen=True)
+class MachineIdentity:
+    """What cAdvisor and its version info tell the Node's nodeInfo."""
+
+    machine_id: str
+    system_uuid: str
+    boot_id: str
+    kernel_version: str
+    os_image: str
+
+
+def _first_line(*paths: str) -> str:
+    for path in paths:
+        try:
+            return Path(path).read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            continue
+    return ""
+
+
+def _os_image(os_release: str) -> str:
+    try:
+        text = Path(os_release).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    for line in text.splitlines():
+        key, _, value = line.partition("=")
+        if key == "PRETTY_NAME":
+            return value.strip().strip('"')
+    return "Linux"
+
+
+def machine_identity(os_release: str = "/etc/os-release") -> MachineIdentity:
+    """machine-id, product UUID (root only: "" when unreadable, as cAdvisor then has
+    none), boot id, kernel release and the OS's PRETTY_NAME."""
+    return MachineIdentity(
+        machine_id=_first_line("/etc/machine-id", "/var/lib/dbus/machine-id"),
+        system_uuid=_first_line("/sys/class/dmi/id/product_uuid"),
+        boot_id=_first_line("/proc/sys/kernel/random/boot_id"),
+        kernel_version=platform.release(),
+        os_image=_os_image(os_release))
+
+

@@ -19,8 +19,10 @@ import socket
 import struct
 from collections.abc import Iterable, Sequence
 
-__all__ = ["choose_node_ip", "default_route_ipv4", "interface_ips", "node_ip",
-           "valid_node_ip"]
+from runtime.errors import ConfigError
+
+__all__ = ["check_node_ip", "choose_node_ip", "default_route_ipv4", "interface_ips",
+           "node_ip", "valid_node_ip"]
 
 _SIOCGIFADDR = 0x8915
 
@@ -34,6 +36,25 @@ def valid_node_ip(address: str, local: Iterable[str]) -> bool:
     if ip.is_loopback or ip.is_link_local or ip.is_multicast or ip.is_unspecified:
         return False
     return any(ipaddress.ip_address(a) == ip for a in local)
+
+
+def check_node_ip(flag: str, local: Iterable[str]) -> str:
+    """``--node-ip`` as upstream's validateNodeIP checks a given one (0.0.0.0 and :: mean
+    "choose", and are not checked): an IP address, not loopback, multicast, link-local or
+    all zeros, and one of this host's addresses (``local``); ConfigError in upstream's
+    words otherwise. The address in canonical form."""
+    try:
+        ip = ipaddress.ip_address(flag)
+    except ValueError as err:
+        raise ConfigError(f"--node-ip {flag}: nodeIP must be a valid IP address") from err
+    for bad, why in ((ip.is_loopback, "loopback"), (ip.is_multicast, "a multicast"),
+                     (ip.is_link_local, "a link-local unicast")):
+        if bad:
+            raise ConfigError(f"--node-ip {flag}: nodeIP can't be {why} address")
+    if not any(ipaddress.ip_address(a) == ip for a in local):
+        raise ConfigError(f'--node-ip {flag}: node IP: "{ip}" not found in the host\'s '
+                          "network interfaces")
+    return str(ip)
 
 
 def choose_node_ip(flag: str, node_name: str, resolved: Sequence[str],
@@ -105,7 +126,10 @@ def interface_ips(if_inet6: str = "/proc/net/if_inet6") -> tuple[str, ...]:
 
 
 def node_ip(flag: str = "", node_name: str = "") -> str:
-    """The node's primary IP as upstream's kubelet picks it (see ``choose_node_ip``)."""
+    """The node's primary IP as upstream's kubelet picks it (see ``choose_node_ip``);
+    ConfigError when ``--node-ip`` names an address this host does not have."""
+    if flag and not ipaddress.ip_address(flag).is_unspecified:
+        flag = check_node_ip(flag, interface_ips())
     name = node_name or socket.gethostname()
     try:
         resolved = [str(info[4][0]) for info in socket.getaddrinfo(name, None)]

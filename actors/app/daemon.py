@@ -19,6 +19,7 @@ from typing import Any
 from loguru import logger
 
 from actors.app.cgroups import start_pod_cgroups
+from actors.app.cluster import cluster_from_flags
 from actors.app.flags import KubeletFlags
 from actors.app.http.server import KubeletHTTPServer
 from actors.app.node import node_settings, this_node
@@ -29,6 +30,7 @@ from actors.core.timers import TimerService
 from actors.core.trace.recording import RecordingClock, RecordingInterceptor
 from actors.core.trace.writer import TraceWriter
 from actors.kubelet import names, tree
+from actors.kubelet.cluster.context import Cluster
 from actors.kubelet.messages import GetPods, RuntimePod
 from actors.kubelet.metrics import KubeletMetrics
 from actors.kubelet.pod_worker import WorkerTiming
@@ -119,12 +121,16 @@ class Kubelet:
     http: KubeletHTTPServer
     metrics: KubeletMetrics
     writer: TraceWriter | None = None
+    cluster: Cluster | None = None
 
     def stop(self) -> None:
         self.http.stop()
         if self.sync_loop.is_alive():
             self.sync_loop.stop(block=True, timeout=60.0)
         self.timers.stop()
+        if self.cluster is not None:
+            self.cluster.client.transport.close()
+            self.cluster.heartbeat.transport.close()
         if self.writer is not None:
             self.writer.close()
 
@@ -148,7 +154,11 @@ def start_kubelet(
     """
     real_clock = clock or RealClock()
     metrics = KubeletMetrics()
-    sources = Sources(flags.node_name, flags.pod_manifest_path, flags.manifest_url)
+    cluster = cluster_from_flags(flags, real_clock, node_ip)
+    if cluster is not None:
+        node_ip = cluster.node.node_ip  # status.hostIP is the Node's InternalIP
+    sources = Sources(flags.node_name, flags.pod_manifest_path, flags.manifest_url,
+                      api=cluster is not None)
     sync_settings = SyncLoopSettings(
         max_pods=flags.max_pods,
         node=this_node(flags),
@@ -162,7 +172,8 @@ def start_kubelet(
     config = ReplayConfig(
         node=node_settings(flags),
         timing=WorkerTiming(resync_interval=flags.sync_frequency),
-        supervisor=sync_settings, host_ip=node_ip, embedded=containerd is not None)
+        supervisor=sync_settings, host_ip=node_ip, embedded=containerd is not None,
+        cluster=cluster is not None)
     writer: TraceWriter | None = None
     calls: tuple[Interceptor, ...] = (Timing(metrics.observe_runtime_call), *runtime_faults)
     clock = real_clock
@@ -184,7 +195,7 @@ def start_kubelet(
                                  observe=dispatch.observe, cgroups=cgroups)
     timers = TimerService(dispatch, real_clock)
     parts = KubeletParts(dispatch, timers, clock, instrumented, manager, config, metrics,
-                         containerd, sources)
+                         containerd, sources, cluster=cluster)
     timers.start()
     sync_loop = tree.start(parts)
     http = KubeletHTTPServer(
@@ -203,7 +214,7 @@ def start_kubelet(
     logger.info("kubelet-actors running: node {}, sources {}, HTTP {}:{} (read-only {}, "
                 "healthz {})", flags.node_name, sorted(sources.expected()), flags.address,
                 flags.port, flags.read_only_port, flags.healthz_port)
-    return Kubelet(dispatch, timers, sync_loop, http, metrics, writer)
+    return Kubelet(dispatch, timers, sync_loop, http, metrics, writer, cluster)
 
 
 def run_until_signalled(kubelet: Kubelet) -> int:

@@ -15,6 +15,7 @@ from actors.app.durations import parse_duration
 from actors.app.kubelet_config import load_kubelet_config
 from runtime.cm.names import DRIVERS
 from runtime.errors import ConfigError
+from runtime.kubeapi.nodestatus import Taint, parse_taints
 from runtime.pod.admission import sysctl_allowlist_error
 from runtime.pod.validation import validate_labels
 
@@ -61,6 +62,13 @@ class KubeletFlags:
     cluster_domain: str = ""
     resolv_conf: str = "/etc/resolv.conf"
     seccomp_default: bool = False
+    # cluster mode (empty kubeconfig: standalone)
+    kubeconfig: str = ""
+    register_node: bool = False
+    register_with_taints: tuple[Taint, ...] = ()
+    node_status_update_frequency: float = 10.0
+    node_status_report_frequency: float = 300.0
+    node_lease_duration_seconds: int = 40
 
 
 # Upstream's kubelet sets these labels on its node itself (IsKubeletLabel): --node-labels
@@ -214,6 +222,17 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
         help="with --runonce: how to print the result")
     add("--runtime-request-timeout", type=parse_duration, default=120.0,
         help="timeout of every CRI call but image pulls (default 2m)")
+    add("--kubeconfig", default="",
+        help="a kubeconfig file to join a cluster with: the node registers, holds a lease, "
+             "and runs the pods bound to it (without it the kubelet runs standalone)")
+    add("--register-node", type=parse_bool, nargs="?", const=True, default=None,
+        help="register the node with the API server (default true with --kubeconfig)")
+    add("--register-with-taints", default="",
+        help="taints of the node when it registers, key=value:Effect,...")
+    add("--node-status-update-frequency", type=parse_duration, default=10.0,
+        help="how often the node's status is computed and posted if changed (default 10s)")
+    add("--node-status-report-frequency", type=parse_duration, default=300.0,
+        help="how often the node's status is posted even if unchanged (default 5m)")
     add("--v", "--log-level", dest="log_level", default="INFO",
         choices=("TRACE", "DEBUG", "INFO", "WARNING", "ERROR"), type=str.upper)
     add("--log-format", choices=("text", "json"), default="text")
@@ -243,8 +262,16 @@ def parse_flags(argv: list[str]) -> KubeletFlags:
         )
     if ns.runonce and not ns.pod_manifest_path:
         raise ConfigError("--runonce needs --pod-manifest-path: there is nothing to run")
-    if not ns.runonce and not (ns.pod_manifest_path or ns.manifest_url):
-        raise ConfigError("give --pod-manifest-path or --manifest-url: there is nothing to run")
+    if not ns.runonce and not (ns.pod_manifest_path or ns.manifest_url or ns.kubeconfig):
+        raise ConfigError("give --pod-manifest-path, --manifest-url or --kubeconfig: there is "
+                          "nothing to run")
+    for flag, seconds in (("--node-status-update-frequency", ns.node_status_update_frequency),
+                          ("--node-status-report-frequency", ns.node_status_report_frequency)):
+        if seconds <= 0:
+            raise ConfigError(f"{flag} {seconds}: must be more than 0")
+    lease_seconds = getattr(ns, "node_lease_duration_seconds", 40)
+    if lease_seconds < 1:
+        raise ConfigError(f"nodeLeaseDurationSeconds {lease_seconds}: must be at least 1")
     if ns.manifest_url and not ns.manifest_url.startswith(("http://", "https://")):
         raise ConfigError(f'--manifest-url "{ns.manifest_url}": must be an http:// or https:// URL')
     for flag, value in (("--port", ns.port), ("--read-only-port", ns.read_only_port),
@@ -321,4 +348,11 @@ def parse_flags(argv: list[str]) -> KubeletFlags:
         cluster_domain=ns.cluster_domain,
         resolv_conf=os.path.abspath(ns.resolv_conf) if ns.resolv_conf else "",
         seccomp_default=ns.seccomp_default,
+        kubeconfig=os.path.abspath(ns.kubeconfig) if ns.kubeconfig else "",
+        register_node=bool(ns.kubeconfig) if ns.register_node is None else ns.register_node,
+        register_with_taints=parse_taints(ns.register_with_taints)
+        if isinstance(ns.register_with_taints, str) else tuple(ns.register_with_taints),
+        node_status_update_frequency=ns.node_status_update_frequency,
+        node_status_report_frequency=ns.node_status_report_frequency,
+        node_lease_duration_seconds=lease_seconds,
     )

@@ -16,6 +16,7 @@ import yaml
 
 from actors.app.durations import parse_duration
 from runtime.errors import ConfigError
+from runtime.kubeapi.nodestatus import Taint, parse_taints
 from runtime.pod.admission import sysctl_allowlist_error
 
 API_VERSION = "kubelet.config.k8s.io/v1beta1"
@@ -69,6 +70,17 @@ def _strings(value: Any) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise TypeError("expected a list of strings")
     return value
+def _taints(value: Any) -> list[Taint]:
+    """registerWithTaints: a list of core/v1 Taints (key, value, effect)."""
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise TypeError("expected a list of taints (key, value, effect)")
+    text = ",".join(f"{t.get('key', '')}"
+                    + (f"={t['value']}" if t.get("value") else "")
+                    + f":{t.get('effect', '')}" for t in value)
+    try:
+        return list(parse_taints(text, "registerWithTaints"))
+    except ConfigError as err:
+        raise ValueError(str(err)) from err
 
 
 def _sysctl_patterns(value: Any) -> list[str]:
@@ -104,6 +116,11 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "clusterDomain": ("cluster_domain", _string),
     "resolvConf": ("resolv_conf", _string),
     "seccompDefault": ("seccomp_default", _bool),
+    "registerNode": ("register_node", _bool),
+    "registerWithTaints": ("register_with_taints", _taints),
+    "nodeStatusUpdateFrequency": ("node_status_update_frequency", _duration),
+    "nodeStatusReportFrequency": ("node_status_report_frequency", _duration),
+    "nodeLeaseDurationSeconds": ("node_lease_duration_seconds", _positive),
 }
 
 

@@ -12,7 +12,7 @@ from loguru import logger
 from actors.app.cgroups import start_pod_cgroups
 from actors.app.flags import KubeletFlags, parse_flags
 from actors.app.logging_setup import configure_logging
-from actors.app.node import node_settings, this_node
+from actors.app.node import node_ip, node_settings, this_node
 from actors.app.report import print_json, print_table
 from actors.app.root_lock import hold_root_dir
 from actors.app.runonce import RunOnce
@@ -21,7 +21,6 @@ from runtime.cri.client import CRIClient
 from runtime.errors import ConfigError, CRIError, KubeletError
 from runtime.kuberuntime.dns import resolv_conf_limit_problem
 from runtime.kuberuntime.manager import KubeRuntimeManager
-from runtime.node_address import node_ip as find_node_ip
 from runtime.pod.static import read_manifest_dir
 
 if TYPE_CHECKING:
@@ -31,14 +30,6 @@ EXIT_OK = 0
 EXIT_PODS_FAILED = 1
 EXIT_USAGE = 2
 EXIT_RUNTIME = 3
-
-
-def node_ip(flags: KubeletFlags | None = None) -> str:
-    """The node's primary address, as upstream's kubelet picks it (runtime.node_address):
-    --node-ip, else the node name's address, else the default route's interface's."""
-    if flags is None:
-        return find_node_ip()
-    return find_node_ip(flags.node_ip, flags.node_name)
 
 
 @contextlib.contextmanager

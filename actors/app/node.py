@@ -6,6 +6,7 @@ from actors.app.flags import KubeletFlags
 from runtime.cm.container_resources import node_hugepage_sizes
 from runtime.kuberuntime.settings import NodeSettings
 from runtime.machine import apparmor_enabled, machine_allocatable, machine_arch, mem_total
+from runtime.node_address import node_ip as find_node_ip
 from runtime.pod.admission import Node, node_labels
 
 
@@ -32,3 +33,11 @@ def node_settings(flags: KubeletFlags) -> NodeSettings:
         cgroup_driver=flags.cgroup_driver, memory_capacity=mem_total(),
         hugepage_sizes=node_hugepage_sizes(), seccomp_default=flags.seccomp_default,
     )
+
+
+def node_ip(flags: KubeletFlags | None = None) -> str:
+    """The node's primary address, as upstream's kubelet picks it (runtime.node_address):
+    --node-ip, else the node name's address, else the default route's interface's."""
+    if flags is None:
+        return find_node_ip()
+    return find_node_ip(flags.node_ip, flags.node_name)

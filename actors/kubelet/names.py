@@ -19,6 +19,13 @@ PLEG = "pleg"
 RUNTIME_MONITOR = "runtime-monitor"
 SOURCE_FILE = "source/file"
 SOURCE_HTTP = "source/http"
+SOURCE_API = "source/api"
+"""The API server as a pod source (cluster mode)."""
+NODE_STATUS = "api/node-status"
+NODE_LEASE = "api/lease"
+POD_WRITER = "api/pods"
+"""Pod status, final deletions and mirror pods, written to the API server."""
+API_PREFIX = "api/"
 TIMERS = "timers"
 """The sender of timer messages (not an actor)."""
 
@@ -55,6 +62,9 @@ TICK_RUNTIME_CHECK = "runtime-check"
 TICK_FILE_RELIST = "file-relist"
 TICK_HTTP_POLL = "http-poll"
 TICK_PROBE = "probe"
+TICK_NODE_STATUS = "node-status"
+TICK_LEASE = "lease-renew"
+TICK_POD_STATUS_RESYNC = "pod-status-resync"
 
 # --- health checks (/healthz/<name>) -----------------------------------------------------
 

@@ -17,6 +17,7 @@ from loguru import logger
 from actors.core.actor import Actor
 from actors.core.dispatch import Dispatch
 from actors.kubelet import names
+from actors.kubelet.cluster.messages import PodStatusChanged
 from actors.kubelet.messages import (
     DesiredPods,
     GetPods,
@@ -80,8 +81,13 @@ class StatusManager(Actor):
         metrics: KubeletMetrics | None = None,
         host_ip: str = "",
         incarnation: int = 0,
+        api: bool = False,
     ) -> None:
         super().__init__(names.STATUS, dispatch, incarnation)
+        # Cluster mode: every new status also goes to the pod writer (PodStatusChanged),
+        # and so does every pod the node is done with (PodForgotten).
+        self._api = api
+        self._published: dict[PodUID, PodStatus] = {}
         self._clock = clock
         self._metrics = metrics
         self._host_ip = host_ip
@@ -102,6 +108,9 @@ class StatusManager(Actor):
             self._rejected(message)
         elif isinstance(message, PodForgotten):
             self._pods.pop(message.uid, None)
+            if self._api:
+                self._published.pop(message.uid, None)
+                self.send(names.POD_WRITER, message)
         else:
             return super().handle(message)
         return None
@@ -112,6 +121,9 @@ class StatusManager(Actor):
             uid = PodUID(pod.uid)
             entry = self._pods.get(uid)
             if entry is None:
+                # Not published: upstream's status manager hears of a pod only once a
+                # sync has read the runtime, so a restarted kubelet never reports a running
+                # pod as Pending.
                 self._pods[uid] = _Entry(pod, pending_status(pod, now), first_seen=now)
             else:
                 entry.pod = pod
@@ -123,7 +135,8 @@ class StatusManager(Actor):
         status = PodStatus(phase="Failed", reason=message.reason,
                            message=f"Pod was rejected: {message.message}",
                            start_time=rfc3339(self._clock.now()), qos_class=qos_class(pod))
-        self._pods[PodUID(pod.uid)] = _Entry(pod, status, rejected=True)
+        self._pods[PodUID(pod.uid)] = entry = _Entry(pod, status, rejected=True)
+        self._publish(PodUID(pod.uid), entry)
 
     def _observed(self, message: PodObserved) -> None:
         uid = PodUID(message.pod.uid)
@@ -175,6 +188,13 @@ class StatusManager(Actor):
                 "phase {}", entry.status.phase
             )
         self._record_start(entry)
+        self._publish(uid, entry)
+
+    def _publish(self, uid: PodUID, entry: _Entry) -> None:
+        """Cluster mode: tell the pod writer a status it has not been told yet."""
+        if self._api and self._published.get(uid) != entry.status:
+            self._published[uid] = entry.status
+            self.send(names.POD_WRITER, PodStatusChanged(entry.pod, entry.status))
 
     def _record_start(self, entry: _Entry) -> None:
         """kubelet_pod_start_duration_seconds: first seen until every container runs."""

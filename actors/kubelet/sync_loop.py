@@ -23,6 +23,7 @@ from actors.core.supervision import ChildSpec, StartChild, SupervisorActor, Supe
 from actors.core.timers import Cancellable, Timers
 from actors.core.trace.names import message
 from actors.kubelet import names
+from actors.kubelet.cluster.messages import HealthReport, ReportHealth, StaticPodsWanted
 from actors.kubelet.messages import (
     DesiredPods,
     EventType,
@@ -49,6 +50,7 @@ from runtime.clock import Clock
 from runtime.ids import ContainerID, PodUID
 from runtime.pod.admission import Node, admit
 from runtime.pod.model import Pod
+from runtime.pod.static import CONFIG_HASH, CONFIG_SOURCE
 from runtime.prober.results import ProbeResult
 
 WorkerFactory = Callable[[PodUID, int, threading.Event], ActorRef]
@@ -189,6 +191,7 @@ class SyncLoop(SupervisorActor):
         self._last_sync_tick = clock.monotonic()
         self._timer_handles: list[Cancellable] = []
         self._problems: dict[str, set[tuple[str, str, str]]] = {}
+        self._static_told: tuple[str, ...] | None = None
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -240,6 +243,8 @@ class SyncLoop(SupervisorActor):
             self._killing.discard(message.uid)
         elif isinstance(message, GetHealth):
             return self.health()
+        elif isinstance(message, ReportHealth):
+            self.send(message.reply_to, HealthReport(tuple(self.health().items())))
         elif isinstance(message, GetRunningPods):
             return self._runtime_pods
         elif isinstance(message, Stop):
@@ -260,6 +265,11 @@ class SyncLoop(SupervisorActor):
             self._terminate(PodUID(pod.uid), remove=True, reason="removed from its source")
         for pod in changes.adds:
             self._admit(pod)
+            if pod.metadata.deletion_timestamp is not None:
+                # Seen first while being deleted (a kubelet restarted mid-deletion): what
+                # runs of it is stopped with its grace, as a DELETE would.
+                self._terminate(PodUID(pod.uid), remove=True, reason="deleted",
+                                grace=pod.metadata.deletion_grace_period_seconds)
         for pod in changes.updates + changes.reconciles:
             self._update(pod)
         for pod in changes.deletes:
@@ -449,6 +459,8 @@ class SyncLoop(SupervisorActor):
     def _housekeeping(self) -> None:
         if not self._config.sources_ready(self.settings.expected_sources):
             return  # never kill what a source that has not spoken yet may still want
+        if "api" in self.settings.expected_sources:
+            self._tell_static_pods()
         for uid in [u for u, w in self._workers.items()
                     if w.state == WorkerState.TERMINATED and u not in self._desired]:
             self._forget_worker(uid)
@@ -459,6 +471,15 @@ class SyncLoop(SupervisorActor):
                 continue
             self._killing.add(rp.uid)
             self.send(names.KILLER, KillRuntimePod(rp.uid, rp.name, rp.namespace))
+
+    def _tell_static_pods(self) -> None:
+        """Cluster mode: the pod writer deletes mirror pods of no wanted static pod."""
+        hashes = tuple(sorted(
+            p.metadata.annotations.get(CONFIG_HASH) or p.uid for p in self._desired.values()
+            if p.metadata.annotations.get(CONFIG_SOURCE) in ("file", "http")))
+        if hashes != self._static_told:
+            self._static_told = hashes
+            self.send(names.POD_WRITER, StaticPodsWanted(hashes))
 
     def health(self) -> dict[str, str | None]:
         now = self._clock.monotonic()

@@ -77,7 +77,8 @@ class KubeletWorld:
     """Implements actors.core.trace.stubs.World for the kubelet's actors."""
 
     def replayable(self, actor: str) -> bool:
-        return actor not in _NOT_ACTORS and not actor.startswith("source")
+        # Sources and the API writers do I/O: what they tell the others is the input.
+        return actor not in _NOT_ACTORS and not actor.startswith(("source", names.API_PREFIX))
 
     def scratch_paths(self, config: Mapping[str, Any], scratch: str
                       ) -> tuple[tuple[str, str], ...]:
@@ -103,8 +104,13 @@ class KubeletWorld:
         if actor == names.SYNC_LOOP:
             specs: list[ChildSpec] = [kubelet_child((name, _stub_ref))
                                       for name, _ in tree.children(parts)]
+            if parts.config.cluster:  # the API writers, in the order tree.children has them
+                specs += [kubelet_child((name, _stub_ref)) for name in
+                          (names.POD_WRITER, names.NODE_STATUS, names.NODE_LEASE)]
+            # The sources in tree.children's order: file, http, then the API server.
             specs += [kubelet_child((f"source/{kind}", _stub_ref))
-                      for kind in sorted(parts.config.supervisor.expected_sources)]
+                      for kind in sorted(parts.config.supervisor.expected_sources,
+                                         key=lambda k: (k == "api", k))]
             sync_loop = tree.sync_loop(
                 parts, specs, lambda uid, n, cancel: _stub_ref(n)).build()
             sync_loop.on_start()

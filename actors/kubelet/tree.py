@@ -21,6 +21,11 @@ from actors.core.dispatch import ActorRef, Dispatch
 from actors.core.supervision import ChildSpec
 from actors.core.timers import Timers
 from actors.kubelet import names
+from actors.kubelet.cluster.context import Cluster
+from actors.kubelet.cluster.lease import LeaseActor
+from actors.kubelet.cluster.node_status import NodeStatusActor
+from actors.kubelet.cluster.pod_source import APISource
+from actors.kubelet.cluster.pod_writer import PodWriter
 from actors.kubelet.metrics import KubeletMetrics
 from actors.kubelet.pleg import PLEG
 from actors.kubelet.pod_killer import PodKiller
@@ -56,6 +61,7 @@ class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
     supervisor: SyncLoopSettings = msgspec.field(default_factory=SyncLoopSettings)
     host_ip: str = ""
     embedded: bool = False
+    cluster: bool = False  # joined to an API server: status also goes to the pod writer
 
     def to_header(self) -> dict[str, Any]:
         header: dict[str, Any] = msgspec.to_builtins(self)
@@ -80,10 +86,11 @@ class Sources:
     node_name: str
     manifest_path: str = ""
     manifest_url: str = ""
+    api: bool = False  # the API server (cluster mode)
 
     def expected(self) -> frozenset[str]:
         """The sources the sync loop waits to hear from before it removes anything."""
-        wanted = set()
+        wanted = {"api"} if self.api else set()
         if self.manifest_path:
             wanted.add("file")
         if self.manifest_url:
@@ -108,6 +115,8 @@ class KubeletParts:
     # None: each actor makes its own ThreadPoolExecutor. A replay passes one that runs
     # nothing: what pools did comes back as recorded mail.
     executor: Callable[[], Executor] | None = None
+    # The API server this kubelet joined; None: standalone (no cluster actors).
+    cluster: Cluster | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +150,8 @@ def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
 
     tree: list[tuple[str, Recipe]] = [
         (names.STATUS, lambda n: Construct(
-            StatusManager, (p.dispatch, p.clock, p.metrics, p.config.host_ip, n))),
+            StatusManager, (p.dispatch, p.clock, p.metrics, p.config.host_ip, n),
+            {"api": p.config.cluster} if p.config.cluster else {})),
         (names.PROBES, lambda n: Construct(
             ProbeManager, (p.dispatch, p.timers, p.runtime, p.clock, n), pool())),
         (names.KILLER, lambda n: Construct(
@@ -151,6 +161,18 @@ def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
             RuntimeMonitor, (p.dispatch, p.timers, p.runtime, p.clock, p.containerd,
                              p.metrics, n))),
     ]
+    cluster = p.cluster
+    if cluster is not None:
+        # Writers before the pod source: a new writer is told every API pod again by
+        # the source that rest_for_one restarts after it.
+        tree += [
+            (names.POD_WRITER, lambda n: Construct(
+                PodWriter, (p.dispatch, p.timers, p.clock, cluster, n))),
+            (names.NODE_STATUS, lambda n: Construct(
+                NodeStatusActor, (p.dispatch, p.timers, p.clock, cluster, p.runtime, n))),
+            (names.NODE_LEASE, lambda n: Construct(
+                LeaseActor, (p.dispatch, p.timers, p.clock, cluster, n))),
+        ]
     sources = p.sources
     if sources is not None and sources.manifest_path:
         tree.append((names.SOURCE_FILE, lambda n: Construct(
@@ -158,6 +180,9 @@ def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
     if sources is not None and sources.manifest_url:
         tree.append((names.SOURCE_HTTP, lambda n: Construct(
             HTTPSource, (p.dispatch, sources.manifest_url, sources.node_name, p.clock, n))))
+    if cluster is not None and sources is not None and sources.api:
+        tree.append((names.SOURCE_API, lambda n: Construct(
+            APISource, (p.dispatch, p.clock, cluster, n))))
     return tree
 
 

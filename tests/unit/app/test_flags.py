@@ -38,7 +38,7 @@ def test_defaults_are_upstream_s(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    ([], "give --pod-manifest-path or --manifest-url"),
+    ([], "give --pod-manifest-path, --manifest-url or --kubeconfig"),
     (["--runonce"], "--runonce needs --pod-manifest-path"),
     (["--manifest-url", "ftp://x"], '--manifest-url "ftp://x": must be an http'),
     (["--pod-manifest-path", "d", "--port", "70000"], "--port 70000: must be between"),
@@ -251,3 +251,34 @@ def test_seccomp_default_from_the_flag_and_the_config_file(tmp_path: Path) -> No
     with pytest.raises(ConfigError) as caught:
         parse_flags(["--config", str(bad)])
     assert caught.value.field == "seccompDefault"
+
+
+def test_cluster_flags_with_upstream_names_and_defaults(tmp_path: Path) -> None:
+    """--kubeconfig turns --register-node on unless it is given; taints parse as upstream's."""
+    kubeconfig = tmp_path / "kubeconfig"
+    flags = parse_flags(["--kubeconfig", str(kubeconfig),
+                         "--register-with-taints", "dedicated=infra:NoSchedule"])
+    assert flags.kubeconfig == str(kubeconfig)
+    assert flags.register_node is True
+    assert [t.json() for t in flags.register_with_taints] == [
+        {"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]
+    assert (flags.node_status_update_frequency, flags.node_status_report_frequency,
+            flags.node_lease_duration_seconds) == (10.0, 300.0, 40)
+    assert parse_flags(["--kubeconfig", str(kubeconfig), "--register-node=false"]
+                       ).register_node is False
+    assert parse_flags(["--pod-manifest-path", str(tmp_path)]).register_node is False
+
+
+def test_cluster_fields_of_a_kubelet_configuration(tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+        "registerNode: false\nnodeStatusUpdateFrequency: 4s\nnodeStatusReportFrequency: 1m\n"
+        "nodeLeaseDurationSeconds: 20\n"
+        "registerWithTaints: [{key: a, value: b, effect: NoExecute}]\n")
+    flags = parse_flags(["--config", str(config), "--kubeconfig", str(tmp_path / "k")])
+    assert flags.register_node is False
+    assert (flags.node_status_update_frequency, flags.node_status_report_frequency,
+            flags.node_lease_duration_seconds) == (4.0, 60.0, 20)
+    assert [t.json() for t in flags.register_with_taints] == [
+        {"key": "a", "value": "b", "effect": "NoExecute"}]

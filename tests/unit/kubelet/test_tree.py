@@ -36,3 +36,30 @@ def test_each_incarnation_gets_a_pool_of_its_own(tmp_path: object) -> None:
     pools = [recipes[name](n).kwargs["executor"]
              for name in (names.PROBES, names.KILLER) for n in (0, 1)]
     assert len({id(p) for p in pools}) == 4 and len(made) == 4
+
+
+def test_cluster_mode_adds_the_api_actors_writers_before_the_api_source(
+        tmp_path: object) -> None:
+    """rest_for_one: the pod writer, node status and lease come after the kubelet's own
+    actors, and the API pod source last, so a new writer is told every API pod again."""
+    from actors.kubelet.cluster.context import Cluster
+    from actors.kubelet.tree import Sources
+    from runtime.kubeapi.nodestatus import NodeConfig
+
+    clock = FakeClock()
+    dispatch = Dispatch()
+    runtime = FakeRuntime(clock)
+    config = ReplayConfig(node=NodeSettings("node", root_dir=f"{tmp_path}/root",
+                                            pod_logs_dir=f"{tmp_path}/logs"), cluster=True)
+    cluster = Cluster(client=None, heartbeat=None,  # type: ignore[arg-type]  # never called
+                      node=NodeConfig("node", "node", "10.0.0.1", "amd64"))
+    sources = Sources("node", manifest_path=f"{tmp_path}/manifests", api=True)
+    parts = KubeletParts(dispatch, ManualTimers(dispatch, clock), clock, runtime,
+                         KubeRuntimeManager(runtime, config.node, clock), config,
+                         sources=sources, cluster=cluster)
+    order = [name for name, _ in tree.children(parts)]
+    assert order[-5:] == [names.POD_WRITER, names.NODE_STATUS, names.NODE_LEASE,
+                          names.SOURCE_FILE, names.SOURCE_API]
+    assert sources.expected() == frozenset({"file", "api"})
+    status = dict(tree.children(parts))[names.STATUS](0)
+    assert status.kwargs == {"api": True}

@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from runtime.errors import ConfigError
 from runtime.kuberuntime.downward import (
     DownwardAPIError,
     env_field_value,
@@ -18,7 +19,7 @@ from runtime.kuberuntime.downward import (
     volume_file_values,
 )
 from runtime.kuberuntime.podstatus import RuntimePodStatus
-from runtime.node_address import choose_node_ip, valid_node_ip
+from runtime.node_address import check_node_ip, choose_node_ip, valid_node_ip
 from runtime.pod.model import (
     Container,
     DownwardAPIVolumeFile,
@@ -164,6 +165,23 @@ def test_choose_node_ip(flag: str, name: str, resolved: tuple[str, ...], route: 
 ])
 def test_valid_node_ip(address: str, valid: bool) -> None:
     assert valid_node_ip(address, LOCAL) is valid
+
+
+@pytest.mark.parametrize(("flag", "why"), [
+    ("not-an-ip", "nodeIP must be a valid IP address"),
+    ("127.0.0.1", "nodeIP can't be loopback address"),
+    ("224.0.0.1", "nodeIP can't be a multicast address"),
+    ("169.254.1.1", "nodeIP can't be a link-local unicast address"),
+    ("10.7.7.7", "not found in the host's network interfaces"),
+])
+def test_a_given_node_ip_is_checked_as_upstreams_validate_node_ip(flag: str, why: str) -> None:
+    with pytest.raises(ConfigError, match=why):
+        check_node_ip(flag, (*LOCAL, "224.0.0.1", "169.254.1.1"))
+
+
+def test_a_given_node_ip_on_this_host_is_kept() -> None:
+    assert check_node_ip("192.0.2.2", LOCAL) == "192.0.2.2"
+    assert check_node_ip("fd00:0::2", LOCAL) == "fd00::2"  # in canonical form
 
 
 # --- the pod status's addresses -------------------------------------------------------------

@@ -1,0 +1,44 @@
+"""Cluster mode from the flags: the API clients and the Node's settings (--kubeconfig)."""
+
+from __future__ import annotations
+
+from loguru import logger
+
+from actors.app.flags import KubeletFlags
+from actors.kubelet.cluster.context import Cluster, ClusterSettings
+from runtime.clock import Clock
+from runtime.kubeapi.client import KubeClient
+from runtime.kubeapi.kubeconfig import load_kubeconfig
+from runtime.kubeapi.nodestatus import NodeConfig
+from runtime.kubeapi.transport import Transport
+from runtime.machine import machine_arch
+
+
+def cluster_from_flags(flags: KubeletFlags, clock: Clock, node_ip: str) -> Cluster | None:
+    """The API server to join, or None without --kubeconfig (standalone); ``node_ip`` is
+    the Node's InternalIP, the address the kubelet gives its pods as status.hostIP.
+
+    Raises ConfigError (KubeconfigError) when the kubeconfig is unusable or the node IP
+    cannot be chosen: as upstream, a kubelet that cannot reach its cluster's config does
+    not start.
+    """
+    if not flags.kubeconfig:
+        return None
+    rest = load_kubeconfig(flags.kubeconfig)
+    node = NodeConfig(
+        node_name=flags.node_name, hostname=flags.node_name, node_ip=node_ip,
+        architecture=machine_arch(), node_labels=flags.node_labels,
+        register_with_taints=flags.register_with_taints, kubelet_port=flags.port)
+    settings = ClusterSettings(
+        register_node=flags.register_node,
+        node_status_update_frequency=flags.node_status_update_frequency,
+        node_status_report_frequency=flags.node_status_report_frequency,
+        node_lease_duration_seconds=flags.node_lease_duration_seconds,
+        root_dir=flags.root_dir, max_pods=flags.max_pods)
+    client = KubeClient(Transport(rest, clock=clock))
+    # Upstream's heartbeat client: its own connections, a timeout of the update period.
+    heartbeat = KubeClient(Transport(rest, clock=clock,
+                                     timeout=flags.node_status_update_frequency))
+    logger.info("joining the cluster at {} as node {} ({})", rest.server, flags.node_name,
+                node_ip)
+    return Cluster(client, heartbeat, node, settings)

@@ -1,0 +1,824 @@
+"""The REST semantics of the emulated API server, free of HTTP.
+
+create/get/list/update/patch/delete/watch as kube-apiserver's generic registry and the pod,
+node, namespace and service strategies do them: uid, creationTimestamp, generation and
+defaults on create; optimistic concurrency and the main-resource/status split on update;
+preconditions, graceful pod deletion and finalizers on delete; consistent paged lists and
+watches from a resourceVersion with bookmarks and 410 Gone. Admission the kubelet meets is
+emulated too: the ServiceAccount plug-in's token volume and DefaultTolerationSeconds.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import copy
+import json
+import re
+import secrets
+import threading
+import time
+import uuid
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from tests.apiserver import errors
+from tests.apiserver.errors import APIError
+from tests.apiserver.patch import (
+    PatchError,
+    json_merge,
+    json_patch,
+    strategic_merge,
+    typed_roundtrip,
+)
+from tests.apiserver.resources import RESOURCES, ResourceType, by_kind
+from tests.apiserver.selectors import (
+    FieldTerm,
+    Requirement,
+    fields_match,
+    labels_match,
+)
+from tests.apiserver.store import Key, Store, Watcher
+
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+UNDELETABLE_NAMESPACES = ("default", "kube-system", "kube-public")
+ROOT_CA = "kube-root-ca.crt"
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+
+STRATEGIC = "application/strategic-merge-patch+json"
+MERGE = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+
+_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def rfc3339(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def resource_key(rt: ResourceType) -> str:
+    return f"{rt.plural}.{rt.group}" if rt.group else rt.plural
+
+
+@dataclass(frozen=True)
+class ListOptions:
+    """The query of a LIST or WATCH, parsed (see server.py)."""
+
+    labels: tuple[Requirement, ...] = ()
+    fields: tuple[FieldTerm, ...] = ()
+    resource_version: str | None = None
+    resource_version_match: str = ""
+    limit: int = 0
+    continue_token: str = ""
+    allow_bookmarks: bool = False
+    timeout: float | None = None
+    send_initial_events: bool = False
+
+
+@dataclass(frozen=True)
+class DeleteOptions:
+    grace_period: int | None = None
+    uid: str | None = None
+    resource_version: str | None = None
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    type: str  # ADDED MODIFIED DELETED BOOKMARK ERROR, or DROP: cut the stream
+    object: dict[str, Any]
+
+    def json(self) -> dict[str, Any]:
+        return {"type": self.type, "object": self.object}
+
+
+@dataclass
+class Registry:
+    """All verbs on all resources; thread-safe through the store's condition."""
+
+    store: Store
+    ca_pem: str
+    schedule_to: str | None = None
+    bookmark_interval: float = 1.0
+    default_watch_timeout: float = 300.0
+    clock: Callable[[], float] = time.time
+    # Called on TokenRequest: (namespace, serviceaccount, spec) -> (token, expiry seconds)
+    issue_token: Callable[[str, str, dict[str, Any]], tuple[str, int]] | None = None
+    _cluster_ips: int = 1
+    _watchers_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    # --- bootstrap --------------------------------------------------------------------
+
+    def bootstrap(self) -> None:
+        """What a fresh cluster has: the system namespaces, their CA ConfigMap and default
+        ServiceAccount, and the ``kubernetes`` Service."""
+        for ns in SYSTEM_NAMESPACES:
+            self.create(by_kind("Namespace"), "", {"metadata": {"name": ns}})
+        self.create(by_kind("Service"), "default", {
+            "metadata": {"name": "kubernetes", "labels": {
+                "component": "apiserver", "provider": "kubernetes"}},
+            "spec": {"clusterIP": "10.96.0.1", "ports": [
+                {"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}]}})
+
+    # --- reads ------------------------------------------------------------------------
+
+    def get(self, rt: ResourceType, ns: str, name: str) -> dict[str, Any]:
+        with self.store.cond:
+            obj = self.store.get(resource_key(rt), (ns, name))
+        if obj is None:
+            raise errors.not_found(rt.plural, name, rt.group)
+        return _with_type(rt, obj)
+
+    def _matches(self, rt: ResourceType, obj: dict[str, Any], opts: ListOptions) -> bool:
+        labels = obj.get("metadata", {}).get("labels") or {}
+        return labels_match(opts.labels, labels) and fields_match(opts.fields, rt.get_fields(obj))
+
+    def list(self, rt: ResourceType, ns: str, opts: ListOptions) -> dict[str, Any]:
+        key = resource_key(rt)
+        start_after: Key | None = None
+        with self.store.cond:
+            at: int | None = None
+            if opts.continue_token:
+                at, start_after = _decode_continue(opts.continue_token)
+                if at < self.store.compacted:
+                    raise errors.gone(
+                        "The provided continue parameter is too old to display a consistent "
+                        "list result. You can start a new list without the continue "
+                        "parameter, or use the continue token in this response to retrieve "
+                        "the remainder of the results.")
+            elif opts.resource_version_match == "Exact" and opts.resource_version:
+                at = self._parse_rv(opts.resource_version)
+                if at < self.store.compacted:
+                    raise errors.gone(f"too old resource version: {at} ({self.store.compacted})")
+            elif opts.resource_version not in (None, "", "0"):
+                self._wait_for_rv(self._parse_rv(opts.resource_version))
+            list_rv = at if at is not None else self.store.rv
+            state = self.store.items(key, at if at is not None and at < self.store.rv else None)
+        keys = sorted(k for k in state if not rt.namespaced or not ns or k[0] == ns)
+        if start_after is not None:
+            keys = [k for k in keys if k > start_after]
+        matching = [k for k in keys if self._matches(rt, state[k], opts)]
+        # The watch cache answers resourceVersion=0 whole, ignoring limit (as upstream did for
+        # years; a reflector's first list relies on neither).
+        paged = opts.limit > 0 and opts.resource_version != "0"
+        page = matching[:opts.limit] if paged else matching
+        meta: dict[str, Any] = {"resourceVersion": str(list_rv)}
+        if paged and len(matching) > len(page):
+            meta["continue"] = _encode_continue(list_rv, page[-1])
+            if not opts.labels and not opts.fields:
+                meta["remainingItemCount"] = len(matching) - len(page)
+        items = []
+        for k in page:
+            item = state[k]
+            item.pop("kind", None)
+            item.pop("apiVersion", None)
+            items.append(item)
+        return {"kind": f"{rt.kind}List", "apiVersion": rt.api_version, "metadata": meta,
+                "items": items}
+
+    def _parse_rv(self, text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise errors.bad_request(f"invalid resource version: {text!r}") from None
+        if value < 0:
+            raise errors.bad_request(f"invalid resource version: {text!r}")
+        return value
+
+    def _wait_for_rv(self, rv: int) -> None:
+        # Upstream waits up to 3 s for a resourceVersion it has not seen, then answers 504.
+        deadline = time.monotonic() + 3.0
+        while self.store.rv < rv:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise APIError(504, "Timeout",
+                               f"Timeout: Too large resource version: {rv}, current: "
+                               f"{self.store.rv}",
+                               {"causes": [{"reason": "ResourceVersionTooLarge",
+                                            "message": "Too large resource version"}],
+                                "retryAfterSeconds": 1})
+            self.store.cond.wait(remaining)
+
+    # --- create -----------------------------------------------------------------------
+
+    def create(self, rt: ResourceType, ns: str, body: dict[str, Any],
+               *, dry_run: bool = False) -> dict[str, Any]:
+        obj = self._prepare_create(rt, ns, body)
+        with self.store.cond:
+            self._check_namespace(rt, ns, obj)
+            if rt.kind == "Pod":
+                self._admit_pod(ns, obj)
+            key = (ns if rt.namespaced else "", obj["metadata"]["name"])
+            if self.store.get(resource_key(rt), key) is not None:
+                raise errors.already_exists(rt.plural, key[1], rt.group)
+            if dry_run:
+                return _with_type(rt, obj)
+            stored = self.store.write(resource_key(rt), key, obj)
+            if rt.kind == "Namespace":
+                self._populate_namespace(key[1])
+            if rt.kind == "Pod" and self.schedule_to and not stored["spec"].get("nodeName"):
+                # A one-node scheduler: the binding is a second write, as upstream's is.
+                self._bind(stored, self.schedule_to)
+        return _with_type(rt, stored)
+
+    def _prepare_create(self, rt: ResourceType, ns: str, body: dict[str, Any]) -> dict[str, Any]:
+        if not isinstance(body, dict):
+            raise errors.bad_request("the body of the request must be a JSON object")
+        _check_type(rt, body)
+        obj: dict[str, Any] = typed_roundtrip(copy.deepcopy(body))
+        meta = obj.setdefault("metadata", {})
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = meta["generateName"] + "".join(
+                secrets.choice(_GENERATE_ALPHABET) for _ in range(5))
+        name = meta.get("name", "")
+        if rt.namespaced:
+            if meta.get("namespace") and meta["namespace"] != ns:
+                raise errors.bad_request("the namespace of the provided object does not match "
+                                         "the namespace sent on the request")
+            meta["namespace"] = ns
+        else:
+            meta.pop("namespace", None)
+        self._validate_name(rt, name)
+        for dropped in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds",
+                        "selfLink"):
+            meta.pop(dropped, None)
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = rfc3339(self.clock())
+        meta["generation"] = 1
+        obj["kind"] = rt.kind
+        obj["apiVersion"] = rt.api_version
+        _DEFAULTS.get(rt.kind, _no_defaults)(self, obj)
+        self._validate(rt, obj)
+        return obj
+
+    def _validate_name(self, rt: ResourceType, name: str) -> None:
+        if not name:
+            raise errors.invalid(rt.kind, "", [("metadata.name", "FieldValueRequired",
+                                                "Required value: name or generateName is "
+                                                "required")], rt.group)
+        if len(name) > 253 or not _NAME.match(name):
+            raise errors.invalid(rt.kind, name, [(
+                "metadata.name", "FieldValueInvalid",
+                f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of lower '
+                "case alphanumeric characters, '-' or '.', and must start and end with an "
+                "alphanumeric character")], rt.group)
+
+    def _validate(self, rt: ResourceType, obj: dict[str, Any]) -> None:
+        if rt.kind != "Pod":
+            return
+        name = obj["metadata"]["name"]
+        containers = obj.get("spec", {}).get("containers") or []
+        causes: list[tuple[str, str, str]] = []
+        if not containers:
+            causes.append(("spec.containers", "FieldValueRequired", "Required value"))
+        for i, c in enumerate(containers):
+            if not c.get("name"):
+                causes.append((f"spec.containers[{i}].name", "FieldValueRequired",
+                               "Required value"))
+            if not c.get("image"):
+                causes.append((f"spec.containers[{i}].image", "FieldValueRequired",
+                               "Required value"))
+        if causes:
+            raise errors.invalid("Pod", name, causes)
+
+    def _check_namespace(self, rt: ResourceType, ns: str, obj: dict[str, Any]) -> None:
+        if not rt.namespaced:
+            return
+        namespace = self.store.get("namespaces", ("", ns))
+        if namespace is None:
+            raise errors.not_found("namespaces", ns)
+        if namespace["metadata"].get("deletionTimestamp"):
+            raise APIError(403, "Forbidden",
+                           f'{rt.plural} "{obj["metadata"]["name"]}" is forbidden: unable to '
+                           f"create new content in namespace {ns} because it is being "
+                           "terminated",
+                           {"name": obj["metadata"]["name"], "kind": rt.plural,
+                            "causes": [{"reason": "NamespaceTerminating",
+                                        "message": f"namespace {ns} is being terminated",
+                                        "field": "metadata.namespace"}]})
+
+    def _admit_pod(self, ns: str, pod: dict[str, Any]) -> None:
+        """The ServiceAccount admission plug-in, as a kubelet's pods arrive from a cluster."""
+        spec = pod["spec"]
+        meta = pod["metadata"]
+        if MIRROR_ANNOTATION in (meta.get("annotations") or {}):
+            return  # mirror pods skip service-account admission upstream
+        sa_name = spec.setdefault("serviceAccountName", "default")
+        spec["serviceAccount"] = sa_name
+        sa = self.store.get("serviceaccounts", (ns, sa_name))
+        if sa is None:
+            raise APIError(403, "Forbidden",
+                           f'pods "{meta["name"]}" is forbidden: error looking up service '
+                           f"account {ns}/{sa_name}: serviceaccount \"{sa_name}\" not found",
+                           {"name": meta["name"], "kind": "pods"})
+        automount = spec.get("automountServiceAccountToken",
+                             sa.get("automountServiceAccountToken", True))
+        if not automount:
+            return
+        volume = "kube-api-access-" + "".join(
+            secrets.choice(_GENERATE_ALPHABET) for _ in range(5))
+        spec.setdefault("volumes", []).append({"name": volume, "projected": {
+            "defaultMode": 420,
+            "sources": [
+                {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                {"configMap": {"name": ROOT_CA, "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {
+                    "apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}},
+            ]}})
+        for c in [*spec.get("initContainers", []), *spec["containers"]]:
+            c.setdefault("volumeMounts", []).append({
+                "name": volume, "readOnly": True,
+                "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"})
+
+    def _populate_namespace(self, ns: str) -> None:
+        # What the root-CA publisher and the service-account controller add to a namespace.
+        for rt, obj in (
+            (by_kind("ConfigMap"), {"metadata": {"name": ROOT_CA},
+                                    "data": {"ca.crt": self.ca_pem}}),
+            (by_kind("ServiceAccount"), {"metadata": {"name": "default"}}),
+        ):
+            prepared = self._prepare_create(rt, ns, obj)
+            self.store.write(resource_key(rt), (ns, prepared["metadata"]["name"]), prepared)
+
+    def _bind(self, pod: dict[str, Any], node: str) -> dict[str, Any]:
+        new = copy.deepcopy(pod)
+        new["spec"]["nodeName"] = node
+        conditions = new.setdefault("status", {}).setdefault("conditions", [])
+        conditions[:] = [c for c in conditions if c.get("type") != "PodScheduled"]
+        conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+                           "lastTransitionTime": rfc3339(self.clock())})
+        key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
+        return self.store.write("pods", key, new)
+
+    def bind(self, ns: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        """pods/binding: what a scheduler posts."""
+        target = (body.get("target") or {}).get("name", "")
+        with self.store.cond:
+            pod = self.store.get("pods", (ns, name))
+            if pod is None:
+                raise errors.not_found("pods", name)
+            if pod["spec"].get("nodeName"):
+                raise errors.conflict("pods/binding", name,
+                                      f'pod {name} is already assigned to node '
+                                      f'"{pod["spec"]["nodeName"]}"')
+            self._bind(pod, target)
+        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                "code": 201}
+
+    def token_request(self, ns: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        """serviceaccounts/token: a TokenRequest answered with a signed token."""
+        with self.store.cond:
+            if self.store.get("serviceaccounts", (ns, name)) is None:
+                raise errors.not_found("serviceaccounts", name)
+        if self.issue_token is None:
+            raise errors.internal("no token issuer configured")
+        spec = dict(body.get("spec") or {})
+        spec.setdefault("expirationSeconds", 3600)
+        spec.setdefault("audiences", ["https://kubernetes.default.svc.cluster.local"])
+        token, expires = self.issue_token(ns, name, spec)
+        return {"kind": "TokenRequest", "apiVersion": "authentication.k8s.io/v1",
+                "metadata": {"name": name, "namespace": ns,
+                             "creationTimestamp": rfc3339(self.clock())},
+                "spec": spec,
+                "status": {"token": token, "expirationTimestamp": rfc3339(expires)}}
+
+    # --- update and patch -------------------------------------------------------------
+
+    def update(self, rt: ResourceType, ns: str, name: str, body: dict[str, Any],
+               subresource: str = "") -> dict[str, Any]:
+        if not isinstance(body, dict):
+            raise errors.bad_request("the body of the request must be a JSON object")
+        _check_type(rt, body)
+        meta = body.get("metadata") or {}
+        if meta.get("name", name) != name:
+            raise errors.bad_request(
+                f"the name of the object ({meta.get('name')}) does not match the name on the "
+                f"URL ({name})")
+        if rt.namespaced and meta.get("namespace", ns) != ns:
+            raise errors.bad_request("the namespace of the provided object does not match the "
+                                     "namespace sent on the request")
+        with self.store.cond:
+            current = self._current(rt, ns, name)
+            wanted_rv = meta.get("resourceVersion")
+            if wanted_rv and wanted_rv != current["metadata"]["resourceVersion"]:
+                raise errors.conflict(rt.plural, name, errors.STALE, rt.group)
+            return self._commit(rt, current, typed_roundtrip(copy.deepcopy(body)), subresource)
+
+    def patch(self, rt: ResourceType, ns: str, name: str, content_type: str, body: Any,
+              subresource: str = "") -> dict[str, Any]:
+        with self.store.cond:
+            current = self._current(rt, ns, name)
+            try:
+                if content_type == STRATEGIC:
+                    patched = strategic_merge(current, body, rt.patch_schema)
+                elif content_type == MERGE:
+                    patched = json_merge(current, body)
+                elif content_type == JSON_PATCH:
+                    patched = json_patch(current, body)
+                else:
+                    raise errors.unsupported_media_type(content_type)
+            except PatchError as err:
+                raise errors.APIError(422 if content_type == JSON_PATCH else 400,
+                                      "Invalid" if content_type == JSON_PATCH else "BadRequest",
+                                      str(err)) from None
+            if not isinstance(patched, dict):
+                raise errors.bad_request("the patch did not produce an object")
+            patched = typed_roundtrip(patched)
+            meta = patched.setdefault("metadata", {})
+            # A uid or resourceVersion written by the patch is a precondition (upstream's
+            # patcher checks them against the live object).
+            live = current["metadata"]
+            if meta.get("uid") != live["uid"]:
+                raise errors.precondition_failed(rt.plural, name, "UID", str(meta.get("uid")),
+                                                  live["uid"], rt.group)
+            if meta.get("resourceVersion") != live["resourceVersion"]:
+                raise errors.conflict(rt.plural, name, errors.STALE, rt.group)
+            if meta.get("name") != name:
+                raise errors.bad_request("metadata.name: the name may not be changed by a patch")
+            return self._commit(rt, current, patched, subresource)
+
+    def _current(self, rt: ResourceType, ns: str, name: str) -> dict[str, Any]:
+        obj = self.store.get(resource_key(rt), (ns if rt.namespaced else "", name))
+        if obj is None:
+            raise errors.not_found(rt.plural, name, rt.group)
+        return _with_type(rt, obj)
+
+    def _commit(self, rt: ResourceType, current: dict[str, Any], new: dict[str, Any],
+                subresource: str) -> dict[str, Any]:
+        """The update strategy, then the write (skipped when nothing changed, as upstream)."""
+        meta = new.setdefault("metadata", {})
+        old_meta = current["metadata"]
+        name = old_meta["name"]
+        if meta.get("uid") not in (None, old_meta["uid"]):
+            raise errors.precondition_failed(rt.plural, name, "UID", meta["uid"],
+                                              old_meta["uid"], rt.group)
+        for kept in ("uid", "creationTimestamp", "deletionTimestamp",
+                     "deletionGracePeriodSeconds", "generation", "namespace"):
+            if kept in old_meta:
+                meta[kept] = old_meta[kept]
+            else:
+                meta.pop(kept, None)
+        meta["name"] = name
+        new["kind"] = rt.kind
+        new["apiVersion"] = rt.api_version
+        if subresource == "status":
+            # Status writes change status (and metadata, save ownerReferences), never spec.
+            for part in ("spec",):
+                if part in current:
+                    new[part] = copy.deepcopy(current[part])
+                else:
+                    new.pop(part, None)
+            if rt.kind == "Pod":
+                if "ownerReferences" in old_meta:
+                    meta["ownerReferences"] = old_meta["ownerReferences"]
+                else:
+                    meta.pop("ownerReferences", None)
+        elif rt.has_status:
+            # Writes to the main resource never change status.
+            if "status" in current:
+                new["status"] = copy.deepcopy(current["status"])
+            else:
+                new.pop("status", None)
+        if rt.kind == "Pod" and subresource != "status":
+            self._check_pod_update(current, new)
+        self._validate(rt, new)
+        if new.get("spec") != current.get("spec"):
+            meta["generation"] = old_meta.get("generation", 1) + 1
+        meta["resourceVersion"] = old_meta["resourceVersion"]
+        if new == current:
+            return current
+        key = (old_meta.get("namespace", "") if rt.namespaced else "", name)
+        if old_meta.get("deletionTimestamp") and not meta.get("finalizers") and \
+                not old_meta.get("deletionGracePeriodSeconds"):
+            # The last finalizer went: the deletion that was waiting for it happens now.
+            gone = self.store.write(resource_key(rt), key, None)
+            self._after_delete(rt, key)
+            return _with_type(rt, gone)
+        return _with_type(rt, self.store.write(resource_key(rt), key, new))
+
+    def _check_pod_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        def mutable_masked(spec: dict[str, Any]) -> dict[str, Any]:
+            spec = copy.deepcopy(spec)
+            for c in [*spec.get("containers", []), *spec.get("initContainers", [])]:
+                c.pop("image", None)
+            for field_ in ("activeDeadlineSeconds", "tolerations", "schedulingGates",
+                           "terminationGracePeriodSeconds"):
+                spec.pop(field_, None)
+            return spec
+
+        if mutable_masked(old.get("spec", {})) != mutable_masked(new.get("spec", {})):
+            raise errors.invalid("Pod", old["metadata"]["name"], [(
+                "spec", "FieldValueForbidden",
+                "Forbidden: pod updates may not change fields other than "
+                "`spec.containers[*].image`,`spec.initContainers[*].image`,"
+                "`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing "
+                "tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if "
+                "it was previously negative)")])
+
+    # --- delete -----------------------------------------------------------------------
+
+    def delete(self, rt: ResourceType, ns: str, name: str,
+               opts: DeleteOptions) -> dict[str, Any]:
+        """DELETE; returns the object still pending, the deleted pod, or a Success Status."""
+        with self.store.cond:
+            current = self._current(rt, ns, name)
+            meta = current["metadata"]
+            if opts.uid is not None and opts.uid != meta["uid"]:
+                raise errors.precondition_failed(rt.plural, name, "UID", opts.uid, meta["uid"],
+                                                  rt.group)
+            if opts.resource_version is not None and \
+                    opts.resource_version != meta["resourceVersion"]:
+                raise errors.precondition_failed(rt.plural, name, "ResourceVersion",
+                                                  opts.resource_version,
+                                                  meta["resourceVersion"], rt.group)
+            if rt.kind == "Namespace":
+                if name in UNDELETABLE_NAMESPACES:
+                    raise APIError(403, "Forbidden",
+                                   f'namespaces "{name}" is forbidden: this namespace may not '
+                                   "be deleted", {"name": name, "kind": "namespaces"})
+                return self._delete_namespace(current)
+            grace = self._grace(rt, current, opts)
+            key = (ns if rt.namespaced else "", name)
+            pending = meta.get("deletionTimestamp")
+            if pending is not None and grace is not None and grace >= int(
+                    meta.get("deletionGracePeriodSeconds") or 0) and grace != 0:
+                return current  # a longer grace never extends a pending deletion
+            if grace or meta.get("finalizers"):
+                grace = grace or 0
+                new = copy.deepcopy(current)
+                new_meta = new["metadata"]
+                if grace or not pending:
+                    new_meta["deletionTimestamp"] = rfc3339(self.clock() + grace)
+                new_meta["deletionGracePeriodSeconds"] = grace
+                if new != current:
+                    return _with_type(rt, self.store.write(resource_key(rt), key, new))
+                return current
+            gone = self.store.write(resource_key(rt), key, None)
+            self._after_delete(rt, key)
+        if rt.kind == "Pod":
+            return _with_type(rt, gone)
+        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                "details": {"name": name, "group": rt.group, "kind": rt.plural,
+                            "uid": meta["uid"]}}
+
+    def _grace(self, rt: ResourceType, pod: dict[str, Any], opts: DeleteOptions) -> int:
+        if rt.kind != "Pod":
+            return 0
+        spec = pod.get("spec", {})
+        if not spec.get("nodeName"):
+            return 0  # never scheduled: no kubelet will ever confirm, so it goes at once
+        if pod.get("status", {}).get("phase") in ("Succeeded", "Failed"):
+            return 0
+        grace = opts.grace_period
+        if grace is None:
+            grace = int(spec.get("terminationGracePeriodSeconds", 30))
+        return 1 if grace < 0 else grace
+
+    def _delete_namespace(self, ns_obj: dict[str, Any]) -> dict[str, Any]:
+        name = ns_obj["metadata"]["name"]
+        new = copy.deepcopy(ns_obj)
+        new["metadata"].setdefault("deletionTimestamp", rfc3339(self.clock()))
+        new["metadata"]["deletionGracePeriodSeconds"] = 0
+        new.setdefault("status", {})["phase"] = "Terminating"
+        stored = self.store.write("namespaces", ("", name), new) if new != ns_obj else ns_obj
+        # The namespace controller: delete everything inside, then the namespace.
+        for resource, table in list(self.store.objects.items()):
+            for key in [k for k in table if k[0] == name]:
+                rt = _by_resource_key(resource)
+                with contextlib.suppress(APIError):
+                    self.delete(rt, name, key[1], DeleteOptions())
+        self._maybe_finalize_namespace(name)
+        return _with_type(by_kind("Namespace"), self.store.get("namespaces", ("", name))
+                          or stored)
+
+    def _after_delete(self, rt: ResourceType, key: Key) -> None:
+        if rt.namespaced:
+            self._maybe_finalize_namespace(key[0])
+
+    def _maybe_finalize_namespace(self, name: str) -> None:
+        ns_obj = self.store.get("namespaces", ("", name))
+        if ns_obj is None or not ns_obj["metadata"].get("deletionTimestamp"):
+            return
+        if any(k[0] == name for table in self.store.objects.values() for k in table):
+            return
+        self.store.write("namespaces", ("", name), None)
+
+    # --- watch ------------------------------------------------------------------------
+
+    def watch(self, rt: ResourceType, ns: str, opts: ListOptions,
+              stopping: Callable[[], bool]) -> Generator[WatchEvent | None]:
+        """Events for a watch; None now and then so the caller can notice a gone client."""
+        key = resource_key(rt)
+        timeout = opts.timeout if opts.timeout is not None else self.default_watch_timeout
+        deadline = time.monotonic() + timeout
+        rv_text = opts.resource_version or ""
+        initial: list[WatchEvent] = []
+        with self.store.cond:
+            if rv_text in ("", "0") or opts.send_initial_events:
+                position = self.store.rv
+                if rv_text not in ("", "0") and opts.send_initial_events:
+                    self._wait_for_rv(self._parse_rv(rv_text))
+                    position = self.store.rv
+                state = self.store.items(key)
+                for k in sorted(state):
+                    obj = state[k]
+                    if (not rt.namespaced or not ns or k[0] == ns) and \
+                            self._matches(rt, obj, opts):
+                        initial.append(WatchEvent("ADDED", _with_type(rt, obj)))
+                if opts.send_initial_events:
+                    initial.append(self._bookmark(rt, position, initial_end=True))
+            else:
+                position = self._parse_rv(rv_text)
+                if position < self.store.compacted:
+                    yield WatchEvent("ERROR", errors.gone(
+                        f"too old resource version: {position} ({self.store.compacted})"
+                    ).status())
+                    return
+            watcher = Watcher(key, position)
+            self.store.watchers.append(watcher)
+        try:
+            yield from initial
+            next_bookmark = time.monotonic() + self.bookmark_interval
+            while True:
+                with self.store.cond:
+                    if not watcher.expired and not self.store.events_after(key, watcher.position):
+                        now = time.monotonic()
+                        wake = min(deadline, now + 0.5)
+                        if opts.allow_bookmarks:
+                            wake = min(wake, next_bookmark)
+                        if wake > now:
+                            self.store.cond.wait(wake - now)
+                    if watcher.dropped or self.store.stopped or stopping():
+                        # The caller cuts the stream without its last chunk.
+                        yield WatchEvent("DROP", {})
+                        return
+                    expired = watcher.expired
+                    current_rv = self.store.rv
+                    events = [e for e in self.store.events_after(key, watcher.position)
+                              if e.rv <= current_rv]
+                if expired:
+                    yield WatchEvent("ERROR", errors.gone(
+                        f"too old resource version: {watcher.position} "
+                        f"({self.store.compacted})").status())
+                    return
+                for event in events:
+                    converted = self._convert(rt, ns, opts, event.type, event.obj, event.old)
+                    if converted is not None:
+                        yield converted
+                watcher.position = current_rv
+                now = time.monotonic()
+                if now >= deadline:
+                    if opts.allow_bookmarks:
+                        yield self._bookmark(rt, current_rv)
+                    return
+                if opts.allow_bookmarks and now >= next_bookmark:
+                    yield self._bookmark(rt, current_rv)
+                    next_bookmark = now + self.bookmark_interval
+                if not events:
+                    yield None
+        finally:
+            with self.store.cond:
+                watcher.ended = True
+                self.store.watchers.remove(watcher)
+
+    def _convert(self, rt: ResourceType, ns: str, opts: ListOptions, kind: str,
+                 obj: dict[str, Any], old: dict[str, Any] | None) -> WatchEvent | None:
+        """What a filtered watch sends: objects leaving the selection arrive as DELETED."""
+        if rt.namespaced and ns and obj["metadata"].get("namespace") != ns:
+            return None
+        now = self._matches(rt, obj, opts)
+        before = old is not None and self._matches(rt, old, opts)
+        if kind == "MODIFIED":
+            if now and before:
+                return WatchEvent("MODIFIED", _with_type(rt, obj))
+            if now:
+                return WatchEvent("ADDED", _with_type(rt, obj))
+            if before:
+                return WatchEvent("DELETED", _with_type(rt, obj))
+            return None
+        if kind == "DELETED":
+            return WatchEvent("DELETED", _with_type(rt, obj)) if before or now else None
+        return WatchEvent(kind, _with_type(rt, obj)) if now else None
+
+    def _bookmark(self, rt: ResourceType, rv: int, *, initial_end: bool = False) -> WatchEvent:
+        meta: dict[str, Any] = {"resourceVersion": str(rv)}
+        if initial_end:
+            meta["annotations"] = {INITIAL_EVENTS_END: "true"}
+        return WatchEvent("BOOKMARK", {"kind": rt.kind, "apiVersion": rt.api_version,
+                                       "metadata": meta})
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+
+def _by_resource_key(key: str) -> ResourceType:
+    for rt in RESOURCES:
+        if resource_key(rt) == key:
+            return rt
+    raise KeyError(key)
+
+
+def _with_type(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+    obj["kind"] = rt.kind
+    obj["apiVersion"] = rt.api_version
+    return obj
+
+
+def _check_type(rt: ResourceType, body: dict[str, Any]) -> None:
+    kind = body.get("kind")
+    api_version = body.get("apiVersion")
+    if (kind and kind != rt.kind) or (api_version and api_version != rt.api_version):
+        raise errors.bad_request(
+            f"the API version in the data ({api_version}) does not match the expected API "
+            f"version ({rt.api_version})" if kind == rt.kind else
+            f"{kind} in version \"{api_version}\" cannot be handled as a {rt.kind}")
+
+
+def _encode_continue(rv: int, last: Key) -> str:
+    raw = json.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": list(last)})
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def _decode_continue(token: str) -> tuple[int, Key]:
+    try:
+        raw = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+        return int(raw["rv"]), (str(raw["start"][0]), str(raw["start"][1]))
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise errors.bad_request(f"continue key is not valid: {token}") from None
+
+
+def _no_defaults(reg: Registry, obj: dict[str, Any]) -> None:
+    return None
+
+
+def _pod_defaults(reg: Registry, pod: dict[str, Any]) -> None:
+    spec = pod.setdefault("spec", {})
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("securityContext", {})
+    spec.setdefault("enableServiceLinks", True)
+    spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    spec.setdefault("priority", 0)
+    # DefaultTolerationSeconds admission.
+    tolerations = spec.setdefault("tolerations", [])
+    for taint in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
+        if not any(t.get("key") == taint for t in tolerations):
+            tolerations.append({"key": taint, "operator": "Exists", "effect": "NoExecute",
+                                "tolerationSeconds": 300})
+    any_resources = False
+    for c in [*spec.get("initContainers", []), *spec.get("containers", [])]:
+        c.setdefault("terminationMessagePath", "/dev/termination-log")
+        c.setdefault("terminationMessagePolicy", "File")
+        image = c.get("image", "")
+        latest = ":" not in image.rsplit("/", 1)[-1] or image.endswith(":latest")
+        c.setdefault("imagePullPolicy", "Always" if latest and "@" not in image
+                     else "IfNotPresent")
+        c.setdefault("resources", {})
+        any_resources = any_resources or bool(c["resources"])
+    status = pod.setdefault("status", {})
+    status.clear()
+    status["phase"] = "Pending"
+    status["qosClass"] = "Burstable" if any_resources else "BestEffort"
+
+
+def _namespace_defaults(reg: Registry, ns: dict[str, Any]) -> None:
+    name = ns["metadata"]["name"]
+    ns["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = name
+    ns.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
+    ns["status"] = {"phase": "Active"}
+
+
+def _service_defaults(reg: Registry, svc: dict[str, Any]) -> None:
+    spec = svc.setdefault("spec", {})
+    spec.setdefault("type", "ClusterIP")
+    spec.setdefault("sessionAffinity", "None")
+    if spec["type"] != "ExternalName" and not spec.get("clusterIP"):
+        reg._cluster_ips += 1
+        n = reg._cluster_ips
+        spec["clusterIP"] = f"10.96.{n // 256}.{n % 256}"
+    if spec.get("clusterIP"):
+        spec.setdefault("clusterIPs", [spec["clusterIP"]])
+        spec.setdefault("ipFamilies", ["IPv4"])
+        spec.setdefault("ipFamilyPolicy", "SingleStack")
+        spec.setdefault("internalTrafficPolicy", "Cluster")
+    for port in spec.get("ports", []):
+        port.setdefault("protocol", "TCP")
+        port.setdefault("targetPort", port.get("port"))
+    svc["status"] = {"loadBalancer": {}}
+
+
+def _secret_defaults(reg: Registry, secret: dict[str, Any]) -> None:
+    secret.setdefault("type", "Opaque")
+
+
+_DEFAULTS: dict[str, Callable[[Registry, dict[str, Any]], None]] = {
+    "Pod": _pod_defaults,
+    "Namespace": _namespace_defaults,
+    "Service": _service_defaults,
+    "Secret": _secret_defaults,
+}
