@@ -21,6 +21,7 @@ from loguru import logger
 from actors.app.cgroups import start_pod_cgroups
 from actors.app.cluster import cluster_from_flags
 from actors.app.flags import KubeletFlags
+from actors.app.http.security import main_port_security
 from actors.app.http.server import KubeletHTTPServer
 from actors.app.node import node_settings, this_node
 from actors.core.dispatch import ActorRef, Dispatch
@@ -196,12 +197,14 @@ def start_kubelet(
     timers = TimerService(dispatch, real_clock)
     parts = KubeletParts(dispatch, timers, clock, instrumented, manager, config, metrics,
                          containerd, sources, cluster=cluster)
+    tls, auth = main_port_security(flags, cluster.client if cluster is not None else None,
+                                   (node_ip,))
     timers.start()
     sync_loop = tree.start(parts)
     http = KubeletHTTPServer(
         DaemonView(dispatch, metrics, manager), address=flags.address, port=flags.port,
         read_only_port=flags.read_only_port, healthz_port=flags.healthz_port,
-        healthz_address=flags.healthz_bind_address,
+        healthz_address=flags.healthz_bind_address, tls=tls, auth=auth,
     )
     try:
         http.start()

@@ -69,6 +69,19 @@ class KubeletFlags:
     node_status_update_frequency: float = 10.0
     node_status_report_frequency: float = 300.0
     node_lease_duration_seconds: int = 40
+    # the main port's TLS, authentication and authorization (see flags_security_defaults)
+    tls_cert_file: str = ""
+    tls_private_key_file: str = ""
+    cert_dir: str = ""
+    tls_min_version: str = ""
+    tls_cipher_suites: tuple[str, ...] = ()
+    client_ca_file: str = ""
+    anonymous_auth: bool = True
+    authentication_token_webhook: bool = False
+    authentication_token_webhook_cache_ttl: float = 120.0
+    authorization_mode: str = "AlwaysAllow"
+    authorization_webhook_cache_authorized_ttl: float = 300.0
+    authorization_webhook_cache_unauthorized_ttl: float = 30.0
 
 
 # Upstream's kubelet sets these labels on its node itself (IsKubeletLabel): --node-labels
@@ -175,7 +188,9 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
     add("--address", default="127.0.0.1",
         help="address of the main and read-only HTTP ports (default 127.0.0.1)")
     add("--port", type=int, default=10250, help="main HTTP port (0 disables it)")
-    add("--read-only-port", type=int, default=10255, help="read-only HTTP port (0 disables)")
+    add("--read-only-port", type=int, default=None,
+        help="read-only HTTP port, no authentication (0 disables; default 10255 standalone, "
+             "0 with --kubeconfig)")
     add("--healthz-port", type=int, default=10248, help="healthz port (0 disables it)")
     add("--healthz-bind-address", default="127.0.0.1", help="address of the healthz port")
     add("--cgroups-per-qos", type=parse_bool, nargs="?", const=True, default=True,
@@ -233,6 +248,32 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
         help="how often the node's status is computed and posted if changed (default 10s)")
     add("--node-status-report-frequency", type=parse_duration, default=300.0,
         help="how often the node's status is posted even if unchanged (default 5m)")
+    add("--tls-cert-file", default="",
+        help="the main port's serving certificate (default: a self-signed one in --cert-dir)")
+    add("--tls-private-key-file", default="", help="the key of --tls-cert-file")
+    add("--cert-dir", default="",
+        help="where the self-signed serving pair is kept (default <root-dir>/pki)")
+    add("--tls-min-version", default="",
+        help="VersionTLS10, VersionTLS11, VersionTLS12 (default) or VersionTLS13")
+    add("--tls-cipher-suites", default="",
+        help="the main port's TLS 1.2 cipher suites, Go's names, comma-separated")
+    add("--client-ca-file", default="",
+        help="accept client certificates signed by this CA (user = CN, groups = O)")
+    add("--anonymous-auth", type=_bool, default=None,
+        help="let requests without credentials in as system:anonymous (default true "
+             "standalone, false with --kubeconfig)")
+    add("--authentication-token-webhook", type=_bool, default=None,
+        help="check bearer tokens with a TokenReview (default false standalone, true with "
+             "--kubeconfig)")
+    add("--authentication-token-webhook-cache-ttl", type=parse_duration, default=120.0,
+        help="how long TokenReview answers are kept (default 2m)")
+    add("--authorization-mode", choices=("AlwaysAllow", "Webhook"), default=None,
+        help="AlwaysAllow, or Webhook: a SubjectAccessReview per request (default "
+             "AlwaysAllow standalone, Webhook with --kubeconfig)")
+    add("--authorization-webhook-cache-authorized-ttl", type=parse_duration, default=300.0,
+        help="how long allowed SubjectAccessReview answers are kept (default 5m)")
+    add("--authorization-webhook-cache-unauthorized-ttl", type=parse_duration, default=30.0,
+        help="how long denied SubjectAccessReview answers are kept (default 30s)")
     add("--v", "--log-level", dest="log_level", default="INFO",
         choices=("TRACE", "DEBUG", "INFO", "WARNING", "ERROR"), type=str.upper)
     add("--log-format", choices=("text", "json"), default="text")
@@ -274,6 +315,7 @@ def parse_flags(argv: list[str]) -> KubeletFlags:
         raise ConfigError(f"nodeLeaseDurationSeconds {lease_seconds}: must be at least 1")
     if ns.manifest_url and not ns.manifest_url.startswith(("http://", "https://")):
         raise ConfigError(f'--manifest-url "{ns.manifest_url}": must be an http:// or https:// URL')
+    _security_defaults(ns)
     for flag, value in (("--port", ns.port), ("--read-only-port", ns.read_only_port),
                         ("--healthz-port", ns.healthz_port)):
         if not 0 <= value <= 65535:
@@ -355,4 +397,49 @@ def parse_flags(argv: list[str]) -> KubeletFlags:
         node_status_update_frequency=ns.node_status_update_frequency,
         node_status_report_frequency=ns.node_status_report_frequency,
         node_lease_duration_seconds=lease_seconds,
+        tls_cert_file=_abspath(ns.tls_cert_file),
+        tls_private_key_file=_abspath(ns.tls_private_key_file),
+        cert_dir=_abspath(ns.cert_dir) or os.path.join(os.path.abspath(ns.root_dir), "pki"),
+        tls_min_version=ns.tls_min_version,
+        tls_cipher_suites=_names(ns.tls_cipher_suites),
+        client_ca_file=_abspath(ns.client_ca_file),
+        anonymous_auth=ns.anonymous_auth,
+        authentication_token_webhook=ns.authentication_token_webhook,
+        authentication_token_webhook_cache_ttl=ns.authentication_token_webhook_cache_ttl,
+        authorization_mode=ns.authorization_mode,
+        authorization_webhook_cache_authorized_ttl=ns.authorization_webhook_cache_authorized_ttl,
+        authorization_webhook_cache_unauthorized_ttl=(
+            ns.authorization_webhook_cache_unauthorized_ttl),
     )
+
+
+def _abspath(path: str) -> str:
+    return os.path.abspath(path) if path else ""
+
+
+def _names(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    items = value.split(",") if isinstance(value, str) else value
+    return tuple(s.strip() for s in items if s.strip())
+
+
+# The main port's security when neither a flag nor --config says: standalone, upstream's
+# flag defaults (its applyLegacyDefaults: anonymous on, no token webhook, AlwaysAllow,
+# read-only port 10255); with --kubeconfig, upstream's KubeletConfiguration v1beta1
+# defaults, which every cluster's kubelet runs with (anonymous off, token webhook on,
+# Webhook, read-only port off). Upstream picks by --config instead; there a standalone
+# kubelet with a config file refuses to start (no client for the webhooks).
+STANDALONE_SECURITY = {"anonymous_auth": True, "authentication_token_webhook": False,
+                       "authorization_mode": "AlwaysAllow", "read_only_port": 10255}
+CLUSTER_SECURITY = {"anonymous_auth": False, "authentication_token_webhook": True,
+                    "authorization_mode": "Webhook", "read_only_port": 0}
+
+
+def _security_defaults(ns: argparse.Namespace) -> None:
+    defaults = CLUSTER_SECURITY if ns.kubeconfig else STANDALONE_SECURITY
+    for dest, value in defaults.items():
+        if getattr(ns, dest, None) is None:
+            setattr(ns, dest, value)
+    if not ns.kubeconfig and (ns.authentication_token_webhook
+                              or ns.authorization_mode == "Webhook"):
+        raise ConfigError("--authentication-token-webhook and --authorization-mode=Webhook "
+                          "need --kubeconfig: the reviews go to the API server")

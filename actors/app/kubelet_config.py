@@ -91,6 +91,55 @@ def _sysctl_patterns(value: Any) -> list[str]:
     return value
 
 
+def _strings(value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise TypeError("expected a list of strings")
+    return value
+
+
+def _block(value: Any, fields: dict[str, tuple[str, Callable[[Any], Any]]],
+           where: str) -> dict[str, Any]:
+    """A nested block (``authentication``, ``authorization``): its known leaves by flag
+    destination; an unknown field is an error naming it."""
+    if not isinstance(value, dict):
+        raise TypeError("expected an object")
+    out: dict[str, Any] = {}
+    for key, sub in value.items():
+        path = f"{where}.{key}"
+        if isinstance(sub, dict):
+            out.update(_block(sub, fields, path))
+            continue
+        if path not in fields:
+            raise ValueError(f"{path}: not supported by kubelet-actors")
+        dest, convert = fields[path]
+        try:
+            out[dest] = convert(sub)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{path}: {err}") from err
+    return out
+
+
+def _mode(value: Any) -> str:
+    if value not in ("AlwaysAllow", "Webhook"):
+        raise ValueError(f"expected AlwaysAllow or Webhook, got {value!r}")
+    return str(value)
+
+
+_SECURITY_FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "authentication.anonymous.enabled": ("anonymous_auth", _bool),
+    "authentication.webhook.enabled": ("authentication_token_webhook", _bool),
+    "authentication.webhook.cacheTTL": ("authentication_token_webhook_cache_ttl", _duration),
+    "authentication.x509.clientCAFile": ("client_ca_file", _string),
+    "authorization.mode": ("authorization_mode", _mode),
+    "authorization.webhook.cacheAuthorizedTTL": (
+        "authorization_webhook_cache_authorized_ttl", _duration),
+    "authorization.webhook.cacheUnauthorizedTTL": (
+        "authorization_webhook_cache_unauthorized_ttl", _duration),
+}
+
+SPREAD = "*"
+"""The destination of a block whose converter returns several flag destinations."""
+
 # KubeletConfiguration field -> (flag destination, converter)
 FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "staticPodPath": ("pod_manifest_path", _string),
@@ -121,10 +170,17 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "nodeStatusUpdateFrequency": ("node_status_update_frequency", _duration),
     "nodeStatusReportFrequency": ("node_status_report_frequency", _duration),
     "nodeLeaseDurationSeconds": ("node_lease_duration_seconds", _positive),
+    "tlsCertFile": ("tls_cert_file", _string),
+    "tlsPrivateKeyFile": ("tls_private_key_file", _string),
+    "tlsMinVersion": ("tls_min_version", _string),
+    "tlsCipherSuites": ("tls_cipher_suites", _strings),
+    "authentication": (SPREAD, lambda v: _block(v, _SECURITY_FIELDS, "authentication")),
+    "authorization": (SPREAD, lambda v: _block(v, _SECURITY_FIELDS, "authorization")),
 }
 
 
-PATH_FIELDS = frozenset({"staticPodPath", "podLogsDir", "resolvConf"})
+PATH_FIELDS = frozenset({"staticPodPath", "podLogsDir", "resolvConf", "tlsCertFile",
+                         "tlsPrivateKeyFile"})
 
 
 def load_kubelet_config(path: str) -> tuple[dict[str, Any], tuple[str, ...]]:
@@ -156,9 +212,17 @@ def load_kubelet_config(path: str) -> tuple[dict[str, Any], tuple[str, ...]]:
             continue
         dest, convert = FIELDS[field]
         try:
-            values[dest] = convert(value)
+            converted = convert(value)
         except (TypeError, ValueError) as err:
             raise ConfigError(f"{path}: {field}: {err}", file=path, field=field) from err
+        if dest == SPREAD:
+            values.update(converted)
+            ca = values.get("client_ca_file")
+            if ca and not os.path.isabs(ca):
+                values["client_ca_file"] = os.path.join(
+                    os.path.dirname(os.path.abspath(path)), ca)
+            continue
+        values[dest] = converted
         if field in PATH_FIELDS and values[dest] and not os.path.isabs(values[dest]):
             # Upstream resolves a config file's relative paths against the file's directory.
             values[dest] = os.path.join(os.path.dirname(os.path.abspath(path)), values[dest])

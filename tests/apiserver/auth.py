@@ -205,3 +205,30 @@ def subject_access_review(body: dict[str, Any], policy: Policy) -> dict[str, Any
         status["reason"] = "allowed by the emulated server's policy"
     return {"kind": "SubjectAccessReview", "apiVersion": "authorization.k8s.io/v1",
             "metadata": {"creationTimestamp": None}, "spec": spec, "status": status}
+
+
+@dataclass
+class Rules:
+    """An RBAC-like SubjectAccessReview policy for tests: allowed when a rule matches the
+    user (or one of its groups), the verb, the resource, the subresource and the name
+    (``"*"`` matches any). Rules can be added while the server runs."""
+
+    rules: list[tuple[frozenset[str], frozenset[str], str, frozenset[str], str]] = field(
+        default_factory=list)
+
+    def allow(self, subject: str, verbs: tuple[str, ...] = ("*",), resource: str = "nodes",
+              subresources: tuple[str, ...] = ("*",), name: str = "*") -> Rules:
+        """Allow ``subject`` (a user name or a group name)."""
+        self.rules.append((frozenset({subject}), frozenset(verbs), resource,
+                           frozenset(subresources), name))
+        return self
+
+    def __call__(self, attrs: Attributes) -> bool:
+        who = {attrs.user.name, *attrs.user.groups}
+        for subjects, verbs, resource, subresources, name in self.rules:
+            if (subjects & who and ("*" in verbs or attrs.verb in verbs)
+                    and resource in ("*", attrs.resource)
+                    and ("*" in subresources or attrs.subresource in subresources)
+                    and name in ("*", attrs.name)):
+                return True
+        return False

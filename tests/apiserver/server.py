@@ -356,9 +356,13 @@ class _Handler(BaseHTTPRequestHandler):
         elif route.subresource:
             raise errors.method_not_allowed(f"POST is not supported on {route.resource}")
         elif rt.kind == "TokenReview":
-            self._send_json(201, srv.authenticator.token_review(body))
+            answer = srv.authenticator.token_review(body)
+            srv.record_review(answer)
+            self._send_json(201, answer)
         elif rt.kind == "SubjectAccessReview":
-            self._send_json(201, answer_sar(body, srv.sar_policy))
+            answer = answer_sar(body, srv.sar_policy)
+            srv.record_review(answer)
+            self._send_json(201, answer)
         else:
             obj = reg.create(rt, route.namespace, body, dry_run="dryRun" in query)
             self._send_json(201, obj)
@@ -488,6 +492,8 @@ class EmulatedAPIServer:
                                  issue_token=self._issue_token)
         self.registry.bootstrap()
         self.requests = 0
+        self.reviews: list[dict[str, Any]] = []  # TokenReviews and SARs answered, in order
+        self._reviews_lock = threading.Lock()
         self.stopping = False
         self._connections: set[socket.socket] = set()
         self._conn_lock = threading.Lock()
@@ -618,6 +624,15 @@ class EmulatedAPIServer:
                 conn.close()
 
     # --- authn/authz and tokens ---------------------------------------------------------
+
+    def record_review(self, answer: dict[str, Any]) -> None:
+        with self._reviews_lock:
+            self.reviews.append(answer)
+
+    def reviews_of(self, kind: str) -> list[dict[str, Any]]:
+        """The TokenReviews or SubjectAccessReviews answered so far (spec and status)."""
+        with self._reviews_lock:
+            return [r for r in self.reviews if r["kind"] == kind]
 
     def authorize(self, attrs: Attributes) -> bool:
         return bool(self.authorizer(attrs))

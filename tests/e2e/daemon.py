@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import urllib.error
@@ -75,9 +76,13 @@ class Daemon:
         return self.log_path.read_text(errors="replace")[-6000:]
 
     def get(self, path: str, port: int | None = None) -> tuple[int, str]:
-        url = f"http://127.0.0.1:{port or self.read_only_port}{path}"
+        """GET from the read-only port, or ``port``: the main port (``self.port``) is
+        HTTPS with the daemon's self-signed certificate, not checked here."""
+        main = port == self.port
+        url = f"{'https' if main else 'http'}://127.0.0.1:{port or self.read_only_port}{path}"
+        context = ssl._create_unverified_context() if main else None
         try:
-            with urllib.request.urlopen(url, timeout=5) as response:
+            with urllib.request.urlopen(url, timeout=5, context=context) as response:
                 return response.status, response.read().decode()
         except urllib.error.HTTPError as err:
             return err.code, err.read().decode()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any, TypeAlias
 
 import falcon
@@ -51,6 +52,11 @@ def _status_body(code: int, message: str) -> bytes:
 
 def _serialize_error(req: falcon.Request, resp: falcon.Response, err: falcon.HTTPError) -> None:
     """Falcon's error serializer: every HTTPError becomes a v1 Status."""
+    text = getattr(err, "kubelet_text", None)
+    if text is not None:  # upstream's auth filter answers in plain text
+        resp.content_type = _TEXT
+        resp.text = text
+        return
     code = err.status_code
     if isinstance(err, falcon.HTTPNotFound) and not err.description:
         message = _NOT_FOUND
@@ -317,8 +323,8 @@ class ContainerLogsResource:
             description=f'pod "{pod}" does not exist in namespace "{namespace}"')
 
 
-def _new_app() -> WSGIApp:
-    app: WSGIApp = falcon.App(middleware=[_AccessLog()])
+def _new_app(middleware: Sequence[Any] = ()) -> WSGIApp:
+    app: WSGIApp = falcon.App(middleware=[_AccessLog(), *middleware])
     app.set_error_serializer(_serialize_error)
     app.add_error_handler(Exception, _internal_error)
     return app
@@ -329,9 +335,11 @@ def _add_healthz(app: WSGIApp, view: KubeletView) -> None:
     app.add_route("/healthz/{check}", HealthzCheckResource(view))
 
 
-def build_app(view: KubeletView, stopping: threading.Event | None = None) -> WSGIApp:
-    """The WSGI app of the main and read-only ports: every endpoint."""
-    app = _new_app()
+def build_app(view: KubeletView, stopping: threading.Event | None = None,
+              middleware: Sequence[Any] = ()) -> WSGIApp:
+    """The WSGI app of the main and read-only ports: every endpoint; ``middleware`` (the
+    main port's authentication and authorization) runs before routing."""
+    app = _new_app(middleware)
     _add_healthz(app, view)
     app.add_route("/pods", PodsResource(view))
     running = RunningPodsResource(view)

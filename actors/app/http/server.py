@@ -1,15 +1,18 @@
 """The kubelet's HTTP listeners: main, read-only and healthz ports, served by waitress.
 
-Upstream's kubelet listens on three ports: the main port (10250, TLS and auth upstream;
-plain HTTP here), the read-only port (10255) and the healthz port (10248, on
-``--healthz-bind-address``). Each is a waitress server on its own socket map, with a few
-worker threads, whose event loop runs in a daemon thread. All sockets are bound in
-``start()`` before anything is served, so a port in use fails the start with a
-ConfigError naming the flag instead of leaving a kubelet half up.
+Upstream's kubelet listens on three ports: the main port (10250, HTTPS with
+authentication and authorization), the read-only port (10255, plain HTTP, no
+authentication) and the healthz port (10248, on ``--healthz-bind-address``). The plain
+ones are waitress servers, each on its own socket map with a few worker threads and an
+event loop in a daemon thread; the main port, given an SSL context, is a cheroot server
+(waitress has no TLS): cheroot's thread pool serves each connection after the handshake,
+and the client certificate's subject reaches the app in the WSGI environ
+(``actors.app.http.auth.PEER_SUBJECT``). All sockets are bound in ``start()`` before
+anything is served, so a port in use fails the start with a ConfigError naming the flag
+instead of leaving a kubelet half up.
 
 Unlike upstream, the read-only port also serves the debugging handlers
-(``/containerLogs``, ``/runningpods/``): nothing here has authentication, so the main
-port is no better guarded than the read-only one.
+(``/containerLogs``, ``/runningpods/``); it is off unless asked for in cluster mode.
 
 Port numbers: 0 disables a listener, as upstream. ``ANY_PORT`` (-1) binds any free
 port; it exists for tests, which read the ports actually bound from ``bound_ports``.
@@ -19,15 +22,19 @@ from __future__ import annotations
 
 import errno
 import socket
+import ssl
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from cheroot import wsgi as cheroot_wsgi
+from cheroot.ssl.builtin import BuiltinSSLAdapter
 from loguru import logger
 from waitress import create_server, wasyncore
 from waitress.channel import HTTPChannel
 
+from actors.app.http.auth import PEER_SUBJECT, KubeletAuth
 from actors.app.http.routes import WSGIApp, build_app, build_healthz_app
 from actors.app.http.view import KubeletView
 from runtime.errors import ConfigError
@@ -88,6 +95,46 @@ def _bind(name: str, address: str, port: int) -> socket.socket:
     return sock
 
 
+class _PeerSubjectAdapter(BuiltinSSLAdapter):
+    """cheroot's stdlib-ssl adapter on our context, passing the client certificate's
+    subject (checked by the handshake) to the app."""
+
+    def __init__(self, context: ssl.SSLContext, cert: str, key: str) -> None:
+        super().__init__(cert, key)
+        self.context = context
+
+    def get_environ(self, sock: ssl.SSLSocket) -> dict[str, Any]:  # type: ignore[override]
+        env: dict[str, Any] = super().get_environ(sock)  # type: ignore[no-untyped-call]
+        peer = sock.getpeercert()
+        if peer:
+            env[PEER_SUBJECT] = peer.get("subject")
+        return env
+
+
+class _BoundTLSServer(cheroot_wsgi.Server):
+    """A cheroot WSGI server on a socket bound beforehand (``_bind``)."""
+
+    def __init__(self, sock: socket.socket, app: WSGIApp, adapter: _PeerSubjectAdapter,
+                 threads: int) -> None:
+        super().__init__(sock.getsockname()[:2], app, numthreads=threads,
+                         server_name="kubelet-actors")
+        self._bound = sock
+        self.ssl_adapter = adapter
+
+    def bind(self, family: int, type: int, proto: int = 0) -> socket.socket:
+        self.socket = self._bound
+        self.bind_addr = self._bound.getsockname()[:2]
+        return self._bound
+
+
+def _serve_tls(listener: _Listener) -> None:
+    """The accept loop of the TLS listener, until ``stop()``."""
+    try:
+        listener.server.serve()
+    except Exception as err:  # never expected: cheroot handles errors per connection
+        logger.opt(exception=err).error("HTTP {} listener failed: {}", listener.name, err)
+
+
 def _serve(listener: _Listener) -> None:
     """The loop thread of one listener: poll until told to stop, then close everything
     in its socket map (from this thread, which owns the map) and end its workers."""
@@ -115,9 +162,11 @@ class KubeletHTTPServer:
     """The kubelet's HTTP API over a KubeletView, on up to three ports.
 
     The main and read-only ports serve every endpoint (see actors.app.http.routes), the
-    healthz port only ``/healthz`` and its per-check subpaths. ``start()`` binds, then
-    serves in daemon threads; ``stop()`` stops serving, closes the sockets and joins the
-    threads. Both are meant to be called from one thread (the daemon's main).
+    healthz port only ``/healthz`` and its per-check subpaths. With ``tls`` (an SSL
+    context and the serving pair's files) the main port is HTTPS; with ``auth`` its
+    requests are authenticated and authorized first. ``start()`` binds, then serves in
+    daemon threads; ``stop()`` stops serving, closes the sockets and joins the threads.
+    Both are meant to be called from one thread (the daemon's main).
     """
 
     def __init__(
@@ -128,12 +177,16 @@ class KubeletHTTPServer:
         read_only_port: int = 10255,
         healthz_port: int = 10248,
         healthz_address: str = "127.0.0.1",
+        tls: tuple[ssl.SSLContext, str, str] | None = None,
+        auth: KubeletAuth | None = None,
     ) -> None:
         for name, value in ((MAIN, port), (READ_ONLY, read_only_port),
                             (HEALTHZ, healthz_port)):
             if not ANY_PORT <= value <= 65535:
                 raise ConfigError(f"{_FLAGS[name]}={value}: must be between 0 and 65535")
         self._view = view
+        self._tls = tls
+        self._auth = auth
         self._wanted = (
             (MAIN, address, port), (READ_ONLY, address, read_only_port),
             (HEALTHZ, healthz_address, healthz_port),
@@ -153,15 +206,19 @@ class KubeletHTTPServer:
         if self._listeners:
             raise RuntimeError("the kubelet HTTP server is already started")
         self._stopping.clear()
-        main_app = build_app(self._view, self._stopping)
+        apps = {
+            MAIN: build_app(self._view, self._stopping,
+                            [self._auth.middleware()] if self._auth is not None else ()),
+            READ_ONLY: build_app(self._view, self._stopping),
+            HEALTHZ: build_healthz_app(self._view),
+        }
         listeners: list[_Listener] = []
         try:
             for name, address, port in self._wanted:
                 if port == DISABLED:
                     continue
                 sock = _bind(name, address, 0 if port == ANY_PORT else port)
-                app = build_healthz_app(self._view) if name == HEALTHZ else main_app
-                listeners.append(_Listener(name, address, sock, app))
+                listeners.append(_Listener(name, address, sock, apps[name]))
         except BaseException:
             for listener in listeners:
                 listener.sock.close()
@@ -177,7 +234,23 @@ class KubeletHTTPServer:
             raise
 
     def _serve(self, listener: _Listener) -> None:
-        """Hand a bound socket to a new waitress server and start its loop thread."""
+        """Hand a bound socket to a new server (cheroot for TLS, else waitress) and start
+        its loop thread."""
+        if listener.name == MAIN and self._tls is not None:
+            context, cert, key = self._tls
+            server = _BoundTLSServer(listener.sock, listener.app,
+                                     _PeerSubjectAdapter(context, cert, key),
+                                     _THREADS[listener.name])
+            server.prepare()
+            listener.server = server
+            listener.thread = threading.Thread(
+                target=_serve_tls, args=(listener,), name=f"https-{listener.name}",
+                daemon=True)
+            self._listeners.append(listener)
+            listener.thread.start()
+            logger.info("Serving HTTPS ({}) on {}:{}", listener.name, listener.address,
+                        listener.port)
+            return
         listener.server = create_server(
             listener.app, map={}, sockets=[listener.sock], threads=_THREADS[listener.name],
             ident="kubelet-actors")
@@ -194,7 +267,10 @@ class KubeletHTTPServer:
         self._stopping.set()
         for listener in listeners:
             listener.stopping.set()
-            listener.server.pull_trigger()
+            if isinstance(listener.server, _BoundTLSServer):
+                listener.server.stop()
+            else:
+                listener.server.pull_trigger()
         for listener in listeners:
             if listener.thread is not None:
                 listener.thread.join(_JOIN_TIMEOUT)

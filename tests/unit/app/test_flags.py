@@ -282,3 +282,55 @@ def test_cluster_fields_of_a_kubelet_configuration(tmp_path: Path) -> None:
             flags.node_lease_duration_seconds) == (4.0, 60.0, 20)
     assert [t.json() for t in flags.register_with_taints] == [
         {"key": "a", "value": "b", "effect": "NoExecute"}]
+
+
+def test_main_port_security_defaults_standalone_are_upstreams_flag_defaults() -> None:
+    flags = parse_flags(["--pod-manifest-path", "d"])
+    assert (flags.anonymous_auth, flags.authentication_token_webhook,
+            flags.authorization_mode, flags.read_only_port) == (True, False, "AlwaysAllow", 10255)
+    assert flags.cert_dir.endswith("/pki")
+    assert (flags.authentication_token_webhook_cache_ttl,
+            flags.authorization_webhook_cache_authorized_ttl,
+            flags.authorization_webhook_cache_unauthorized_ttl) == (120.0, 300.0, 30.0)
+
+
+def test_main_port_security_defaults_in_cluster_mode_are_the_config_files(
+        tmp_path: Path) -> None:
+    flags = parse_flags(["--kubeconfig", str(tmp_path / "kc")])
+    assert (flags.anonymous_auth, flags.authentication_token_webhook,
+            flags.authorization_mode, flags.read_only_port) == (False, True, "Webhook", 0)
+    flags = parse_flags(["--kubeconfig", str(tmp_path / "kc"), "--anonymous-auth=true",
+                         "--read-only-port", "10255", "--authorization-mode", "AlwaysAllow"])
+    assert (flags.anonymous_auth, flags.authorization_mode, flags.read_only_port) == (
+        True, "AlwaysAllow", 10255)
+
+
+def test_webhooks_without_kubeconfig_are_refused() -> None:
+    with pytest.raises(ConfigError, match="need --kubeconfig"):
+        parse_flags(["--pod-manifest-path", "d", "--authorization-mode", "Webhook"])
+
+
+def test_config_authentication_authorization_and_tls_fields(tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+        "tlsCertFile: pki/k.crt\ntlsPrivateKeyFile: pki/k.key\ntlsMinVersion: VersionTLS13\n"
+        "tlsCipherSuites: [TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256]\n"
+        "authentication:\n  anonymous: {enabled: true}\n  webhook: {enabled: true, cacheTTL: 1m}\n"
+        "  x509: {clientCAFile: ca.crt}\n"
+        "authorization:\n  mode: Webhook\n  webhook: {cacheAuthorizedTTL: 1m, "
+        "cacheUnauthorizedTTL: 5s}\n")
+    flags = parse_flags(["--kubeconfig", str(tmp_path / "kc"), "--config", str(config),
+                         "--authentication-token-webhook-cache-ttl", "3m"])
+    assert flags.tls_cert_file == str(tmp_path / "pki/k.crt")
+    assert flags.client_ca_file == str(tmp_path / "ca.crt")
+    assert (flags.tls_min_version, flags.tls_cipher_suites) == (
+        "VersionTLS13", ("TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",))
+    assert (flags.anonymous_auth, flags.authentication_token_webhook,
+            flags.authentication_token_webhook_cache_ttl) == (True, True, 180.0)  # flag wins
+    assert (flags.authorization_mode, flags.authorization_webhook_cache_authorized_ttl,
+            flags.authorization_webhook_cache_unauthorized_ttl) == ("Webhook", 60.0, 5.0)
+    config.write_text("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+                      "authorization: {mode: Sometimes}\n")
+    with pytest.raises(ConfigError, match=r"authorization\.mode"):
+        parse_flags(["--kubeconfig", str(tmp_path / "kc"), "--config", str(config)])
