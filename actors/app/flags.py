@@ -259,10 +259,11 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
         help="the main port's TLS 1.2 cipher suites, Go's names, comma-separated")
     add("--client-ca-file", default="",
         help="accept client certificates signed by this CA (user = CN, groups = O)")
-    add("--anonymous-auth", type=_bool, default=None,
+    add("--anonymous-auth", type=parse_bool, nargs="?", const=True, default=None,
         help="let requests without credentials in as system:anonymous (default true "
              "standalone, false with --kubeconfig)")
-    add("--authentication-token-webhook", type=_bool, default=None,
+    add("--authentication-token-webhook", type=parse_bool, nargs="?", const=True,
+        default=None,
         help="check bearer tokens with a TokenReview (default false standalone, true with "
              "--kubeconfig)")
     add("--authentication-token-webhook-cache-ttl", type=parse_duration, default=120.0,

@@ -70,6 +70,8 @@ def _strings(value: Any) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise TypeError("expected a list of strings")
     return value
+
+
 def _taints(value: Any) -> list[Taint]:
     """registerWithTaints: a list of core/v1 Taints (key, value, effect)."""
     if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
@@ -88,12 +90,6 @@ def _sysctl_patterns(value: Any) -> list[str]:
         raise TypeError("expected a list of strings")
     if error := sysctl_allowlist_error(value):
         raise ValueError(error)
-    return value
-
-
-def _strings(value: Any) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise TypeError("expected a list of strings")
     return value
 
 
