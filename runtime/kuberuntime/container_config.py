@@ -16,8 +16,11 @@ from runtime.cri.types import (
     Mount,
 )
 from runtime.errors import SyncError
+from runtime.kuberuntime.api_env import ObjectEnv, service_env
+from runtime.kuberuntime.api_volumes import api_volume_path, is_api_volume
 from runtime.kuberuntime.downward import metadata_value, resource_value
 from runtime.kuberuntime.labels import container_annotations, container_labels
+from runtime.kuberuntime.object_source import ObjectSource
 from runtime.kuberuntime.settings import NodeSettings
 from runtime.kuberuntime.volumes import VolumeSetupError, set_up_volume
 from runtime.pod.model import Container, Pod
@@ -67,9 +70,13 @@ def _missing(kind: str, name: str, optional: bool | None) -> None:
         raise SyncError("CreateContainerConfigError", f'{kind} "{name}" not found')
 
 
-def make_env(pod: Pod, container: Container, pod_ip: str, node_ip: str) -> dict[str, str]:
+def make_env(pod: Pod, container: Container, pod_ip: str, node_ip: str,
+             objects: ObjectSource | None = None) -> dict[str, str]:
     """The container's environment, as upstream's makeEnvironmentVariables: envFrom
-    first, then env in order."""
+    first, then env in order (with ``objects``, cluster mode: from the API server, and
+    the service links after them; api_env)."""
+    if objects is not None:
+        return _make_api_env(pod, container, pod_ip, node_ip, objects)
     env: dict[str, str] = {}
     for source in container.env_from:
         if source.config_map_ref is not None:
@@ -89,6 +96,39 @@ def make_env(pod: Pod, container: Container, pod_ip: str, node_ip: str) -> dict[
         elif ref.secret_key_ref is not None:
             _missing("secret", ref.secret_key_ref.name, ref.secret_key_ref.optional)
     return env
+
+
+def _make_api_env(pod: Pod, container: Container, pod_ip: str, node_ip: str,
+                  objects: ObjectSource) -> dict[str, str]:
+    services = service_env(pod, objects)
+    reader = ObjectEnv(pod, objects)
+    env: dict[str, str] = {}
+    for source in container.env_from:
+        if source.config_map_ref is not None:
+            ref = source.config_map_ref
+            env.update(reader.env_from("configmap", ref.name, source.prefix, bool(ref.optional)))
+        elif source.secret_ref is not None:
+            sref = source.secret_ref
+            env.update(reader.env_from("secret", sref.name, source.prefix, bool(sref.optional)))
+    for var in container.env:
+        ref_ = var.value_from
+        value: str | None = var.value
+        if ref_ is None or var.value:
+            value = expand(var.value, {**services, **env})
+        elif ref_.field_ref is not None:
+            value = field_value(pod, ref_.field_ref.field_path, pod_ip, node_ip)
+        elif ref_.resource_field_ref is not None:
+            value = resource_value(pod, container, ref_.resource_field_ref)
+        elif ref_.config_map_key_ref is not None:
+            k = ref_.config_map_key_ref
+            value = reader.key("configmap", k.name, k.key, bool(k.optional))
+        elif ref_.secret_key_ref is not None:
+            sk = ref_.secret_key_ref
+            value = reader.key("secret", sk.name, sk.key, bool(sk.optional))
+        if value is not None:
+            env[var.name] = value
+    # The service links go after, unless the container names the variable itself.
+    return {**env, **{k: v for k, v in services.items() if k not in env}}
 
 
 def make_resources(container: Container) -> LinuxContainerResources | None:
@@ -112,7 +152,8 @@ def make_resources(container: Container) -> LinuxContainerResources | None:
 
 
 def make_mounts(
-    pod: Pod, container: Container, settings: NodeSettings, restart_count: int
+    pod: Pod, container: Container, settings: NodeSettings, restart_count: int,
+    objects: ObjectSource | None = None,
 ) -> tuple[Mount, ...]:
     volumes = {v.name: v for v in pod.spec.volumes}
     mounts: list[Mount] = []
@@ -124,7 +165,9 @@ def make_mounts(
             )
         try:
             # Set up before the sandbox (KubeRuntimeManager): here only looked up again.
-            host = set_up_volume(pod, volume, settings)
+            host = (api_volume_path(pod, volume, settings)
+                    if objects is not None and is_api_volume(volume)
+                    else set_up_volume(pod, volume, settings))
         except VolumeSetupError as err:
             raise SyncError("CreateContainerConfigError", str(err)) from err
         if vm.sub_path:
@@ -151,10 +194,11 @@ def generate_container_config(
     pod_ip: str,
     settings: NodeSettings,
     node_ip: str = "",
+    objects: ObjectSource | None = None,
 ) -> ContainerConfig:
     """The CreateContainer config; SyncError(CreateContainerConfigError) when it can't be."""
     try:
-        env = make_env(pod, container, pod_ip, node_ip)
+        env = make_env(pod, container, pod_ip, node_ip, objects)
         resources = make_resources(container)
     except ValueError as err:
         raise SyncError("CreateContainerConfigError", str(err)) from err
@@ -169,7 +213,7 @@ def generate_container_config(
         args=tuple(expand(a, env) for a in container.args),
         working_dir=container.working_dir,
         envs=tuple(KeyValue(k, v) for k, v in env.items()),
-        mounts=make_mounts(pod, container, settings, restart_count),
+        mounts=make_mounts(pod, container, settings, restart_count, objects),
         labels=container_labels(pod, container),
         annotations=container_annotations(pod, container, restart_count),
         log_path=os.path.join(container.name, f"{restart_count}.log"),

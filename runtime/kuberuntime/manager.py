@@ -26,9 +26,11 @@ from runtime.kuberuntime.actions import (
     ProbeVerdicts,
     compute_pod_actions,
 )
+from runtime.kuberuntime.api_volumes import referenced_objects
 from runtime.kuberuntime.backoff import Observe, unobserved
 from runtime.kuberuntime.container import ContainerLifecycle
 from runtime.kuberuntime.images import ImageManager
+from runtime.kuberuntime.object_source import ObjectSource
 from runtime.kuberuntime.podstatus import RuntimePodStatus, get_pod_status
 from runtime.kuberuntime.result import PodSyncResult, StepResult
 from runtime.kuberuntime.sandbox import generate_sandbox_config
@@ -48,9 +50,12 @@ class KubeRuntimeManager:
         node_ip: str = "",
         kill_parallelism: int = 8,
         observe: Observe = unobserved,
+        objects: ObjectSource | None = None,
     ) -> None:
         """``observe``: what reads of the back-off tables go through (see
-        runtime.kuberuntime.backoff; a kubelet passes its Dispatch's ``observe``)."""
+        runtime.kuberuntime.backoff; a kubelet passes its Dispatch's ``observe``).
+        ``objects``: the API server's ConfigMaps, Secrets, Services and tokens (cluster
+        mode); None standalone, where those are missing."""
         self.runtime = runtime
         self.settings = settings
         self.clock = clock
@@ -58,6 +63,8 @@ class KubeRuntimeManager:
         self.containers = ContainerLifecycle(runtime, self.images, settings, clock, node_ip,
                                              observe)
         self._kill_parallelism = kill_parallelism
+        self.objects = objects
+        self.images.objects = self.containers.objects = objects
 
     def get_pod_status(self, uid: PodUID, name: str, namespace: str) -> RuntimePodStatus:
         return get_pod_status(self.runtime, uid, name, namespace)
@@ -76,10 +83,19 @@ class KubeRuntimeManager:
         kill arrives mid-sync, so no more containers start for a pod being stopped.
         """
         plan = compute_pod_actions(pod, status, liveness or {}, startup or {})
+        if self.objects is not None:
+            # upstream's podManager registers the pod's references (the watches start).
+            self.objects.register_pod(pod.uid, pod.metadata.namespace,
+                                      *referenced_objects(pod))
         if plan.create_sandbox or plan.init_containers_to_start or plan.containers_to_start:
             mounted = self.mount_volumes(pod)
             if not mounted.ok:
                 return mounted
+        elif self.objects is not None and not plan.kill_pod:
+            # A running pod's API volumes are remounted at each sync (upstream's
+            # RequiresRemount): ConfigMap and Secret updates and new tokens reach the
+            # files; a failure is logged, the running containers are left alone.
+            self.mount_volumes(pod)
         return self.execute(pod, status, plan, cancelled)
 
     def mount_volumes(self, pod: Pod) -> PodSyncResult:
@@ -87,7 +103,7 @@ class KubeRuntimeManager:
         WaitForAttachAndMount): when one cannot be had, nothing starts, the pod stays
         Pending with its containers ContainerCreating, and each failure is logged as
         upstream's FailedMount event. An empty result when every volume is ready."""
-        failures = set_up_volumes(pod, self.settings)
+        failures = set_up_volumes(pod, self.settings, self.objects)
         if not failures:
             return PodSyncResult()
         log = logger.bind(pod=pod.metadata.name, uid=pod.uid, container="")
@@ -247,6 +263,8 @@ class KubeRuntimeManager:
         """Drop the crash-loop and image-pull back-offs of a pod that is gone, and those
         idle for twice their maximum (upstream's housekeeping Backoff.GC): without this
         the tables would hold an entry for every pod the daemon ever ran."""
+        if self.objects is not None:
+            self.objects.unregister_pod(uid)  # its watches stop unless others need them
         self.containers.crash_backoff.forget(lambda key: key.uid == uid)
         self.containers.crash_backoff.gc()
         self.images.backoff.forget(lambda key: key.uid == uid)
