@@ -2,14 +2,15 @@
 them: ConfigMaps, Secrets, Services, service account tokens.
 
 ``WatchingObjects`` implements runtime.kuberuntime.object_source.ObjectSource. It is
-upstream's watch-based manager (pkg/kubelet/util/manager/watch_based_manager.go): ``register_pod`` starts a reflector per
-ConfigMap and Secret a pod references (list+watch of that one object, ``fieldSelector
-metadata.name=<name>`` in its namespace), counted per referencing pod; ``unregister_pod``
-drops the pod's references and stops each reflector no pod references any more. A read
-waits up to a second for its reflector's first list (``failed to sync configmap cache``
-otherwise) and answers from the reflector's store; an object marked ``immutable`` stops
-being watched (its value cannot change). Services come from one informer over every
-namespace (upstream's serviceLister); tokens from ``runtime.kubeapi.tokens``.
+upstream's watch-based manager (pkg/kubelet/util/manager/watch_based_manager.go):
+``register_pod`` starts a reflector per ConfigMap and Secret a pod references (list and
+watch of that one object, ``fieldSelector metadata.name=<name>`` in its namespace),
+counted per referencing pod; ``unregister_pod`` drops the pod's references and stops
+each reflector no pod references any more. A read waits up to a second for its
+reflector's first list (``failed to sync configmap cache`` otherwise) and answers from
+the reflector's store; an object marked ``immutable`` stops being watched (its value
+cannot change). Services come from one informer over every namespace (upstream's
+serviceLister); tokens from ``runtime.kubeapi.tokens``.
 """
 
 from __future__ import annotations
