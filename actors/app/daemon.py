@@ -40,7 +40,9 @@ from runtime.cri.instrumented import Timing
 from runtime.cri.intercept import Interceptor, intercept
 from runtime.cri.service import CRIRuntime
 from runtime.ids import PodUID
+from runtime.kubeapi.objects import WatchingObjects
 from runtime.kuberuntime.manager import KubeRuntimeManager
+from runtime.kuberuntime.object_source import ObjectSource
 from runtime.kuberuntime.settings import NodeSettings
 from runtime.pod.model import Pod
 from runtime.status.types import PodStatus
@@ -120,12 +122,15 @@ class Kubelet:
     http: KubeletHTTPServer
     metrics: KubeletMetrics
     writer: TraceWriter | None = None
+    objects: WatchingObjects | None = None  # cluster mode: the watches of API objects
 
     def stop(self) -> None:
         self.http.stop()
         if self.sync_loop.is_alive():
             self.sync_loop.stop(block=True, timeout=60.0)
         self.timers.stop()
+        if self.objects is not None:
+            self.objects.stop()
         if self.writer is not None:
             self.writer.close()
 
@@ -185,9 +190,18 @@ def start_kubelet(
         logger.info("recording a trace in {}", flags.trace_dir)
     instrumented = intercept(runtime, CRIRuntime, *calls)
     dispatch = Dispatch(recorder=writer, faults=faults)
+    # Cluster mode: ConfigMaps, Secrets, Services and tokens, each answer recorded.
+    watching: WatchingObjects | None = None
+    objects: ObjectSource | None = None
+    if cluster is not None:
+        watching = WatchingObjects(cluster.client, real_clock)
+        watching.start_services()
+        source: ObjectSource = watching
+        objects = intercept(source, ObjectSource,
+                            *((calls[0],) if writer is not None else ()), target="kubeapi")
     # The back-off tables are shared by every pod worker: their reads are inputs.
     manager = KubeRuntimeManager(instrumented, config.node, clock, node_ip=node_ip,
-                                 observe=dispatch.observe)
+                                 observe=dispatch.observe, objects=objects)
     timers = TimerService(dispatch, real_clock)
     parts = KubeletParts(dispatch, timers, clock, instrumented, manager, config, metrics,
                          containerd, sources, cluster=cluster)
@@ -209,7 +223,7 @@ def start_kubelet(
     logger.info("kubelet-actors running: node {}, sources {}, HTTP {}:{} (read-only {}, "
                 "healthz {})", flags.node_name, sorted(sources.expected()), flags.address,
                 flags.port, flags.read_only_port, flags.healthz_port)
-    return Kubelet(dispatch, timers, sync_loop, http, metrics, writer)
+    return Kubelet(dispatch, timers, sync_loop, http, metrics, writer, watching)
 
 
 def run_until_signalled(kubelet: Kubelet) -> int:
