@@ -1,0 +1,118 @@
+"""Cluster mode end to end, the objects a pod is made from: ConfigMap and Secret volumes
+and env, the kube-api-access token and service links, on containerd with the daemon
+joined to the emulated API server and the objects made with kubectl."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from actors.app.testbed import BUSYBOX_IMAGE
+from runtime.containerd.embedded import EmbeddedContainerd
+from runtime.cri.client import CRIClient
+from tests.apiserver import EmulatedAPIServer
+from tests.e2e.test_cluster_emulated_apiserver import NODE, SERVE, Cluster
+from tests.helpers import wait_for
+
+pytestmark = pytest.mark.e2e
+
+TOKEN_LIFE = 20  # the emulator's cap on token lifetimes: a rotation within seconds
+
+
+@pytest.fixture
+def objects_cluster(containerd: EmbeddedContainerd, cri: CRIClient) -> Iterator[Cluster]:
+    workdir = containerd.base_dir / "cluster" / uuid.uuid4().hex[:8]
+    (workdir / "manifests").mkdir(parents=True)
+    with EmulatedAPIServer(bookmark_interval=0.5) as server:
+        server.registry.max_token_expiration = TOKEN_LIFE
+        c = Cluster(server, workdir, containerd.endpoint, "--sync-frequency", "2s")
+        try:
+            yield c
+        finally:
+            c.daemon.stop()
+            if c.daemon.log_path.exists():  # shown when the test failed
+                print(c.daemon.log_path.read_text(errors="replace"))
+
+
+def apply(cluster: Cluster, obj: dict[str, Any]) -> None:
+    path = cluster.workdir / f"{uuid.uuid4().hex[:6]}.json"
+    path.write_text(json.dumps(obj))
+    cluster.kubectl.run("apply", "-f", str(path))
+
+
+def volume_dir(cluster: Cluster, uid: str, plugin: str, name: str) -> Path:
+    return cluster.workdir / "root" / "pods" / uid / "volumes" / f"kubernetes.io~{plugin}" / name
+
+
+def test_configmap_volume_secret_env_token_and_service_links_emulated_apiserver(
+        objects_cluster: Cluster) -> None:
+    cluster = objects_cluster
+    kubectl = cluster.kubectl
+    # kubectl create configmap/secret send protobuf, which the emulator does not read.
+    apply(cluster, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"},
+                    "data": {"greeting": "hello"}})
+    apply(cluster, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "sec"},
+                    "data": {"pw": "czNjcmV0"}})
+    apply(cluster, {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "my-svc"},
+                    "spec": {"clusterIP": "10.96.0.20", "ports": [
+                        {"name": "http", "port": 80, "protocol": "TCP", "targetPort": 8080}]}})
+    cluster.daemon.start()
+    wait_for(lambda: cluster.node_ready() == "True", 30, "the Node Ready",
+             ignore=(AssertionError,), interval=0.5)
+    apply(cluster, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "app"}, "spec": {
+        "nodeName": NODE, "terminationGracePeriodSeconds": 2,
+        "volumes": [{"name": "cfg", "configMap": {"name": "cfg"}}],
+        "containers": [{"name": "main", "image": BUSYBOX_IMAGE,
+                        "command": ["sh", "-c", f"env; {SERVE}"],
+                        "env": [{"name": "PW", "valueFrom": {"secretKeyRef": {
+                            "name": "sec", "key": "pw"}}}],
+                        "volumeMounts": [{"name": "cfg", "mountPath": "/etc/cfg"}]}]}})
+    # A pod whose ConfigMap does not exist yet waits in ContainerCreating (FailedMount).
+    apply(cluster, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "later"}, "spec": {
+        "nodeName": NODE, "terminationGracePeriodSeconds": 2, "automountServiceAccountToken":
+        False, "volumes": [{"name": "v", "configMap": {"name": "later"}}],
+        "containers": [{"name": "main", "image": BUSYBOX_IMAGE, "command": ["sh", "-c", SERVE],
+                        "volumeMounts": [{"name": "v", "mountPath": "/v"}]}]}})
+    pod = wait_for(lambda: cluster.running("app"), 60, "app Running", interval=0.5)
+    uid = pod["metadata"]["uid"]
+
+    def env_logged() -> str:
+        out = kubectl.run("logs", "app").stdout
+        return out if "PW=" in out else ""
+
+    logs = wait_for(env_logged, 30, "app's env in its log", interval=0.5)
+    assert "PW=s3cret" in logs
+    assert "MY_SVC_SERVICE_HOST=10.96.0.20" in logs and "MY_SVC_PORT_80_TCP_PORT=80" in logs
+    assert "KUBERNETES_SERVICE_HOST=10.96.0.1" in logs
+
+    cfg = volume_dir(cluster, uid, "configmap", "cfg")
+    assert (cfg / "greeting").read_text() == "hello"
+    first = os.readlink(cfg / "..data")
+    kubectl.run("patch", "configmap", "cfg", "-p", '{"data":{"greeting":"bye"}}')
+    wait_for(lambda: (cfg / "greeting").read_text() == "bye", 30, "the update in the file",
+             interval=0.2)
+    assert os.readlink(cfg / "..data") != first  # swapped in whole
+
+    (access,) = [v["name"] for v in pod["spec"]["volumes"]
+                 if v["name"].startswith("kube-api-access-")]
+    projected = volume_dir(cluster, uid, "projected", access)
+    token = (projected / "token").read_text()
+    assert token.count(".") == 2 and (projected / "namespace").read_text() == "default"
+    assert "BEGIN CERTIFICATE" in (projected / "ca.crt").read_text()
+    wait_for(lambda: (projected / "token").read_text() != token, 3 * TOKEN_LIFE,
+             "the token rotated", interval=0.5)
+
+    later = cluster.pod("later")
+    assert later["status"].get("phase", "Pending") == "Pending"
+    assert "FailedMount" in cluster.daemon.log_path.read_text(errors="replace")
+    apply(cluster, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "later"},
+                    "data": {"k": "v"}})
+    wait_for(lambda: cluster.running("later"), 60, "later Running once its ConfigMap exists",
+             interval=0.5)
+    kubectl.run("delete", "pod", "app", "later", "--wait=true", timeout=60)
