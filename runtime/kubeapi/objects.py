@@ -82,6 +82,7 @@ class WatchingObjects:
         with self._lock:
             for key in self._by_pod.pop(uid, frozenset()):
                 self._drop_reference(key, uid)
+        self._tokens.forget_pod(uid)  # upstream: DeleteServiceAccountToken
 
     def watched(self) -> tuple[tuple[str, str, str], ...]:
         """The objects watched now (kind, namespace, name): for tests and metrics."""

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +19,7 @@ from actors.app.testbed import BUSYBOX_IMAGE
 from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
 from tests.apiserver import EmulatedAPIServer
+from tests.e2e.daemon import REPO
 from tests.e2e.test_cluster_emulated_apiserver import NODE, SERVE, Cluster
 from tests.helpers import wait_for
 
@@ -112,9 +115,52 @@ def test_configmap_volume_secret_env_token_and_service_links_emulated_apiserver(
 
     later = cluster.pod("later")
     assert later["status"].get("phase", "Pending") == "Pending"
+    assert [s["state"]["waiting"]["reason"] for s in later["status"]["containerStatuses"]
+            ] == ["ContainerCreating"]
     assert "FailedMount" in cluster.daemon.log_path.read_text(errors="replace")
     apply(cluster, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "later"},
                     "data": {"k": "v"}})
     wait_for(lambda: cluster.running("later"), 60, "later Running once its ConfigMap exists",
              interval=0.5)
     kubectl.run("delete", "pod", "app", "later", "--wait=true", timeout=60)
+
+
+def test_a_recorded_run_with_api_objects_replays_without_divergence_emulated_apiserver(
+        containerd: EmbeddedContainerd, cri: CRIClient) -> None:
+    """Every ConfigMap, Secret, Service and token answer is an input of the trace: the run
+    replays from its trace alone, the ConfigMap's update included."""
+    workdir = containerd.base_dir / "cluster" / uuid.uuid4().hex[:8]
+    (workdir / "manifests").mkdir(parents=True)
+    with EmulatedAPIServer(bookmark_interval=0.5) as server:
+        cluster = Cluster(server, workdir, containerd.endpoint, "--sync-frequency", "2s",
+                          "--trace-dir", "TRACE")
+        try:
+            apply(cluster, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"},
+                            "data": {"greeting": "hello"}})
+            apply(cluster, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "sec"},
+                            "data": {"pw": "czNjcmV0"}})
+            cluster.daemon.start()
+            apply(cluster, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "app"},
+                            "spec": {
+                "nodeName": NODE, "terminationGracePeriodSeconds": 2,
+                "volumes": [{"name": "cfg", "configMap": {"name": "cfg"}}],
+                "containers": [{"name": "main", "image": BUSYBOX_IMAGE,
+                                "command": ["sh", "-c", SERVE],
+                                "env": [{"name": "PW", "valueFrom": {"secretKeyRef": {
+                                    "name": "sec", "key": "pw"}}}],
+                                "volumeMounts": [{"name": "cfg", "mountPath": "/etc/cfg"}]}]}})
+            pod = wait_for(lambda: cluster.running("app"), 60, "app Running", interval=0.5)
+            cfg = volume_dir(cluster, pod["metadata"]["uid"], "configmap", "cfg")
+            cluster.kubectl.run("patch", "configmap", "cfg", "-p", '{"data":{"greeting":"bye"}}')
+            wait_for(lambda: (cfg / "greeting").read_text() == "bye", 30,
+                     "the update in the file", interval=0.2)
+            cluster.kubectl.run("delete", "pod", "app", "--wait=true", timeout=60)
+        finally:
+            cluster.daemon.stop()
+            if cluster.daemon.log_path.exists():  # shown when the test failed
+                print(cluster.daemon.log_path.read_text(errors="replace"))
+    replayed = subprocess.run([sys.executable, "-m", "bin.main", "trace", "replay",
+                               str(cluster.trace_dir)], cwd=REPO, capture_output=True,
+                              text=True, timeout=300, check=False)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert "no divergence: replayed" in replayed.stdout
