@@ -10,19 +10,22 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 import pytest
 
 from runtime.clock import FakeClock
-from runtime.errors import SyncError
+from runtime.cri.service import ImageService
+from runtime.cri.types import AuthConfig, ImageSpec, PodSandboxConfig
+from runtime.errors import CRIError, SyncError
 from runtime.kubeapi.client import CONFIGMAPS, SECRETS, SERVICES, KubeClient
 from runtime.kubeapi.objects import WatchingObjects
 from runtime.kubeapi.tokens import CachedToken, TokenManager, requires_refresh
 from runtime.kuberuntime.api_volumes import APIVolumeError, referenced_objects, set_up_api_volume
 from runtime.kuberuntime.atomic_writer import DATA_DIR
 from runtime.kuberuntime.container_config import make_env
+from runtime.kuberuntime.images import ImageManager
 from runtime.kuberuntime.pull_secrets import Keyring, pull_credentials
 from runtime.kuberuntime.settings import NodeSettings
 from runtime.pod.defaults import apply_defaults
@@ -211,3 +214,53 @@ def test_keyring_globs_ports_and_paths() -> None:
     assert [a.username for a in keyring.lookup("reg.example.com:8443/team/app")] == ["team"]
     assert keyring.lookup("reg.example.com:8443/other/app") == []
     assert keyring.lookup("a.b.example.com/x") == []
+
+
+class _Registry:
+    """An image service that accepts only user ``good``'s pulls, and records each try."""
+
+    def __init__(self) -> None:
+        self.tries: list[str] = []
+
+    def image_status(self, image: ImageSpec) -> None:
+        return None
+
+    def pull_image(self, image: ImageSpec, auth: AuthConfig | None = None,
+                   sandbox_config: PodSandboxConfig | None = None) -> str:
+        self.tries.append(auth.username if auth else "")
+        if auth is None or auth.username != "good":
+            raise CRIError("PullImage", "401 Unauthorized")
+        return "sha256:1"
+
+
+def test_a_pull_tries_each_matching_pull_secret_credential_in_turn_emulated_apiserver(
+        client: KubeClient, objects: WatchingObjects) -> None:
+    config = {"auths": {"127.0.0.1:5000/team": {"username": "stale", "password": "x"},
+                        "127.0.0.1:5000": {"username": "good", "password": "y"}}}
+    client.create(SECRETS, {"metadata": {"name": "reg"},
+                            "type": "kubernetes.io/dockerconfigjson",
+                            "data": {".dockerconfigjson": b64(json.dumps(config))}}, "default")
+    pod = make_pod({"imagePullSecrets": [{"name": "reg"}], "containers": [
+        {"name": "c", "image": "127.0.0.1:5000/team/app:1"}]})
+    objects.register_pod(pod.uid, "default", *referenced_objects(pod))
+    registry = _Registry()
+    images = ImageManager(cast(ImageService, registry), FakeClock())
+    images.objects = objects
+    assert images.ensure_image(pod, pod.spec.containers[0], None) == "sha256:1"
+    assert registry.tries == ["stale", "good"]  # the most specific key first
+    registry.tries.clear()
+    images.objects = None  # standalone: anonymous, as before
+    with pytest.raises(SyncError, match="401 Unauthorized"):
+        images.ensure_image(make_pod({}, uid="u2"), make_pod({}).spec.containers[0], None)
+    assert registry.tries == [""]
+
+
+def test_an_immutable_configmap_is_read_once_and_no_longer_watched_emulated_apiserver(
+        client: KubeClient, objects: WatchingObjects) -> None:
+    client.create(CONFIGMAPS, {"metadata": {"name": "frozen"}, "immutable": True,
+                               "data": {"k": "v"}}, "default")
+    objects.register_pod("a", "default", ("frozen",), ())
+    assert objects.get("configmap", "default", "frozen")["object"]["data"] == {"k": "v"}
+    (item,) = objects._watched.values()
+    wait_for(lambda: item.reflector.stopped)
+    assert objects.get("configmap", "default", "frozen")["object"]["data"] == {"k": "v"}
