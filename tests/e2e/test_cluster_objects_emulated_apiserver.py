@@ -82,8 +82,24 @@ def test_configmap_volume_secret_env_token_and_service_links_emulated_apiserver(
         False, "volumes": [{"name": "v", "configMap": {"name": "later"}}],
         "containers": [{"name": "main", "image": BUSYBOX_IMAGE, "command": ["sh", "-c", SERVE],
                         "volumeMounts": [{"name": "v", "mountPath": "/v"}]}]}})
+    # A container whose env names a missing Secret: CreateContainerConfigError.
+    apply(cluster, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "noenv"}, "spec": {
+        "nodeName": NODE, "terminationGracePeriodSeconds": 2, "automountServiceAccountToken":
+        False, "containers": [{"name": "main", "image": BUSYBOX_IMAGE,
+                               "command": ["sh", "-c", SERVE], "env": [
+                                   {"name": "X", "valueFrom": {"secretKeyRef": {
+                                       "name": "nope", "key": "k"}}}]}]}})
     pod = wait_for(lambda: cluster.running("app"), 60, "app Running", interval=0.5)
     uid = pod["metadata"]["uid"]
+
+    def config_error() -> Any:
+        statuses = (cluster.pod("noenv") or {}).get("status", {}).get("containerStatuses", [])
+        waiting = statuses[0]["state"].get("waiting", {}) if statuses else {}
+        return waiting if waiting.get("reason") == "CreateContainerConfigError" else None
+
+    waiting = wait_for(config_error, 30, "noenv waiting in CreateContainerConfigError",
+                       interval=0.5)
+    assert waiting["message"] == 'secret "nope" not found'
 
     log = cluster.daemon.pod_logs / f"default_app_{uid}" / "main" / "0.log"
 
@@ -122,7 +138,7 @@ def test_configmap_volume_secret_env_token_and_service_links_emulated_apiserver(
                     "data": {"k": "v"}})
     wait_for(lambda: cluster.running("later"), 60, "later Running once its ConfigMap exists",
              interval=0.5)
-    kubectl.run("delete", "pod", "app", "later", "--wait=true", timeout=60)
+    kubectl.run("delete", "pod", "app", "later", "noenv", "--wait=true", timeout=60)
 
 
 def test_a_recorded_run_with_api_objects_replays_without_divergence_emulated_apiserver(
