@@ -43,7 +43,9 @@ from runtime.cri.instrumented import Timing
 from runtime.cri.intercept import Interceptor, intercept
 from runtime.cri.service import CRIRuntime
 from runtime.ids import PodUID
+from runtime.kubeapi.objects import WatchingObjects
 from runtime.kuberuntime.manager import KubeRuntimeManager
+from runtime.kuberuntime.object_source import ObjectSource
 from runtime.pod.model import Pod
 from runtime.status.types import PodStatus
 
@@ -123,12 +125,15 @@ class Kubelet:
     metrics: KubeletMetrics
     writer: TraceWriter | None = None
     cluster: Cluster | None = None
+    objects: WatchingObjects | None = None  # cluster mode: the watches of API objects
 
     def stop(self) -> None:
         self.http.stop()
         if self.sync_loop.is_alive():
             self.sync_loop.stop(block=True, timeout=60.0)
         self.timers.stop()
+        if self.objects is not None:  # its watches use the cluster's transport
+            self.objects.stop()
         if self.cluster is not None:
             self.cluster.client.transport.close()
             self.cluster.heartbeat.transport.close()
@@ -190,10 +195,20 @@ def start_kubelet(
         logger.info("recording a trace in {}", flags.trace_dir)
     instrumented = intercept(runtime, CRIRuntime, *calls)
     dispatch = Dispatch(recorder=writer, faults=faults)
+    # Cluster mode: ConfigMaps, Secrets, Services and tokens, each answer recorded.
+    watching: WatchingObjects | None = None
+    objects: ObjectSource | None = None
+    if cluster is not None:
+        watching = WatchingObjects(cluster.client, real_clock)
+        watching.start_services()
+        source: ObjectSource = watching
+        objects = intercept(source, ObjectSource,
+                            *((calls[0],) if writer is not None else ()), target="kubeapi")
     # The back-off tables are shared by every pod worker: their reads are inputs.
     cgroups = start_pod_cgroups(flags, runtime, embedded=containerd is not None)
     manager = KubeRuntimeManager(instrumented, config.node, clock, node_ip=node_ip,
-                                 observe=dispatch.observe, cgroups=cgroups)
+                                 observe=dispatch.observe, cgroups=cgroups,
+                                 objects=objects)
     timers = TimerService(dispatch, real_clock)
     parts = KubeletParts(dispatch, timers, clock, instrumented, manager, config, metrics,
                          containerd, sources, cluster=cluster)
@@ -217,7 +232,7 @@ def start_kubelet(
     logger.info("kubelet-actors running: node {}, sources {}, HTTP {}:{} (read-only {}, "
                 "healthz {})", flags.node_name, sorted(sources.expected()), flags.address,
                 flags.port, flags.read_only_port, flags.healthz_port)
-    return Kubelet(dispatch, timers, sync_loop, http, metrics, writer, cluster)
+    return Kubelet(dispatch, timers, sync_loop, http, metrics, writer, cluster, watching)
 
 
 def run_until_signalled(kubelet: Kubelet) -> int:

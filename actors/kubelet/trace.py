@@ -25,6 +25,7 @@ from runtime.containerd.managed import ManagedContainerd
 from runtime.cri.intercept import intercept, result_types
 from runtime.cri.service import CRIRuntime
 from runtime.kuberuntime.manager import KubeRuntimeManager
+from runtime.kuberuntime.object_source import ObjectSource
 
 # What traces recorded before message names existed called each message (its module path).
 LEGACY_TYPES: dict[str, str] = {
@@ -136,8 +137,12 @@ class KubeletWorld:
         timers: Any = stubs.timers
         # Back-off reads answer as recorded: the tables were shared by every worker and
         # outlived restarts, so a replayed worker's own manager cannot know them.
+        # Cluster mode: the API objects' answers, as recorded.
+        objects = (cast(ObjectSource, intercept(Unreachable(), ObjectSource, stubs.answers,
+                                                target="kubeapi"))
+                   if config.cluster else None)
         manager = KubeRuntimeManager(runtime, node, clock, node_ip=config.host_ip,
-                                     observe=stubs.dispatch.observe)
+                                     observe=stubs.dispatch.observe, objects=objects)
         return KubeletParts(stubs.dispatch, timers, clock, runtime, manager, config,
                             containerd=containerd, executor=InertExecutor)
 

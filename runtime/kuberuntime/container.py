@@ -20,6 +20,7 @@ from runtime.kuberuntime.container_config import generate_container_config
 from runtime.kuberuntime.hooks import HandlerRunner
 from runtime.kuberuntime.images import ImageManager
 from runtime.kuberuntime.labels import hash_container, parse_container_labels
+from runtime.kuberuntime.object_source import ObjectSource
 from runtime.kuberuntime.podstatus import RuntimePodStatus
 from runtime.kuberuntime.security_context import image_user
 from runtime.kuberuntime.settings import NodeSettings
@@ -75,6 +76,8 @@ class ContainerLifecycle:
         self._clock = clock
         self._node_ip = node_ip
         self._hooks = HandlerRunner(runtime, clock)
+        # The API server's objects (cluster mode; set by KubeRuntimeManager), else None.
+        self.objects: ObjectSource | None = None
         self.crash_backoff: Backoff[CrashKey] = Backoff(
             clock, initial=10.0, maximum=300.0, name="crash-backoff", observe=observe)
 
@@ -135,6 +138,7 @@ class ContainerLifecycle:
             pod, container, image_ref, restart_count, pod_ip, self._settings, self._node_ip,
             pid_target,
             image_user=user,
+            objects=self.objects,
         )
         os.makedirs(log_dir, exist_ok=True)
         try:

@@ -18,9 +18,12 @@ from runtime.cri.types import (
     Mount,
 )
 from runtime.errors import SyncError
+from runtime.kuberuntime.api_env import ObjectEnv, service_env
+from runtime.kuberuntime.api_volumes import api_volume_path, is_api_volume
 from runtime.kuberuntime.downward import DownwardAPIError, env_field_value, resource_value
 from runtime.kuberuntime.etc_hosts import pod_hosts_mount
 from runtime.kuberuntime.labels import container_annotations, container_labels
+from runtime.kuberuntime.object_source import ObjectSource
 from runtime.kuberuntime.security_context import (
     ROOT_USER,
     ImageUser,
@@ -67,9 +70,13 @@ def _missing(kind: str, name: str, optional: bool | None) -> None:
 
 
 def make_env(pod: Pod, container: Container, pod_ip: str, node_ip: str,
-             allocatable: Mapping[str, str] | None = None) -> dict[str, str]:
+             allocatable: Mapping[str, str] | None = None,
+             objects: ObjectSource | None = None) -> dict[str, str]:
     """The container's environment, as upstream's makeEnvironmentVariables: envFrom
-    first, then env in order."""
+    first, then env in order (with ``objects``, cluster mode: from the API server, and
+    the service links after them; api_env)."""
+    if objects is not None:
+        return _make_api_env(pod, container, pod_ip, node_ip, objects, allocatable)
     env: dict[str, str] = {}
     for source in container.env_from:
         if source.config_map_ref is not None:
@@ -91,9 +98,43 @@ def make_env(pod: Pod, container: Container, pod_ip: str, node_ip: str,
     return env
 
 
+def _make_api_env(pod: Pod, container: Container, pod_ip: str, node_ip: str,
+                  objects: ObjectSource,
+                  allocatable: Mapping[str, str] | None) -> dict[str, str]:
+    services = service_env(pod, objects)
+    reader = ObjectEnv(pod, objects)
+    env: dict[str, str] = {}
+    for source in container.env_from:
+        if source.config_map_ref is not None:
+            ref = source.config_map_ref
+            env.update(reader.env_from("configmap", ref.name, source.prefix, bool(ref.optional)))
+        elif source.secret_ref is not None:
+            sref = source.secret_ref
+            env.update(reader.env_from("secret", sref.name, source.prefix, bool(sref.optional)))
+    for var in container.env:
+        ref_ = var.value_from
+        value: str | None = var.value
+        if ref_ is None or var.value:
+            value = expand(var.value, {**services, **env})
+        elif ref_.field_ref is not None:
+            value = field_value(pod, ref_.field_ref.field_path, pod_ip, node_ip)
+        elif ref_.resource_field_ref is not None:
+            value = resource_value(pod, container, ref_.resource_field_ref, allocatable)
+        elif ref_.config_map_key_ref is not None:
+            k = ref_.config_map_key_ref
+            value = reader.key("configmap", k.name, k.key, bool(k.optional))
+        elif ref_.secret_key_ref is not None:
+            sk = ref_.secret_key_ref
+            value = reader.key("secret", sk.name, sk.key, bool(sk.optional))
+        if value is not None:
+            env[var.name] = value
+    # The service links go after, unless the container names the variable itself.
+    return {**env, **{k: v for k, v in services.items() if k not in env}}
+
+
 def make_mounts(
     pod: Pod, container: Container, settings: NodeSettings, restart_count: int,
-    pod_ip: str = "",
+    pod_ip: str = "", objects: ObjectSource | None = None,
 ) -> tuple[Mount, ...]:
     volumes = {v.name: v for v in pod.spec.volumes}
     mounts: list[Mount] = []
@@ -105,7 +146,9 @@ def make_mounts(
             )
         try:
             # Set up before the sandbox (KubeRuntimeManager): here only looked up again.
-            host = set_up_volume(pod, volume, settings)
+            host = (api_volume_path(pod, volume, settings)
+                    if objects is not None and is_api_volume(volume)
+                    else set_up_volume(pod, volume, settings))
         except VolumeSetupError as err:
             raise SyncError("CreateContainerConfigError", str(err)) from err
         if vm.sub_path:
@@ -140,6 +183,7 @@ def generate_container_config(
     node_ip: str = "",
     pid_target: str = "",
     image_user: ImageUser = ROOT_USER,
+    objects: ObjectSource | None = None,
 ) -> ContainerConfig:
     """The CreateContainer config; SyncError(CreateContainerConfigError) when it can't be.
 
@@ -155,7 +199,7 @@ def generate_container_config(
             'unknown capability "{}" in securityContext.capabilities: not a Linux capability, '
             "the runtime ignores it", name)
     try:
-        env = make_env(pod, container, pod_ip, node_ip, dict(settings.allocatable))
+        env = make_env(pod, container, pod_ip, node_ip, dict(settings.allocatable), objects)
         resources = linux_container_resources(
             pod, container, settings.memory_capacity or mem_total(), settings.hugepage_sizes)
         security = container_security(pod, container, image_user, settings.seccomp_dir,
@@ -169,7 +213,7 @@ def generate_container_config(
         args=tuple(expand(a, env) for a in container.args),
         working_dir=container.working_dir,
         envs=tuple(KeyValue(k, v) for k, v in env.items()),
-        mounts=make_mounts(pod, container, settings, restart_count, pod_ip),
+        mounts=make_mounts(pod, container, settings, restart_count, pod_ip, objects),
         labels=container_labels(pod, container),
         annotations=container_annotations(pod, container, restart_count),
         log_path=os.path.join(container.name, f"{restart_count}.log"),

@@ -9,9 +9,11 @@ from loguru import logger
 
 from runtime.clock import Clock
 from runtime.cri.service import ImageService
-from runtime.cri.types import ImageSpec, PodSandboxConfig
+from runtime.cri.types import AuthConfig, ImageSpec, PodSandboxConfig
 from runtime.errors import CRIError, SyncError
 from runtime.kuberuntime.backoff import Backoff, Observe, unobserved
+from runtime.kuberuntime.object_source import ObjectSource
+from runtime.kuberuntime.pull_secrets import pull_credentials
 from runtime.pod.defaults import default_pull_policy  # the one rule manifests get too
 from runtime.pod.model import Container, Pod
 
@@ -45,6 +47,8 @@ class ImageManager:
         self._clock = clock
         self.backoff: Backoff[PullKey] = Backoff(clock, initial=10.0, maximum=300.0,
                                                  name="pull-backoff", observe=observe)
+        # The API server's objects (cluster mode): imagePullSecrets' credentials.
+        self.objects: ObjectSource | None = None
 
     def ensure_image(
         self, pod: Pod, container: Container, sandbox_config: PodSandboxConfig | None
@@ -75,7 +79,7 @@ class ImageManager:
                             backoff=self.backoff.get(key))
         started = self._clock.monotonic()
         try:
-            ref = self._images.pull_image(spec, sandbox_config=sandbox_config)
+            ref = self._pull(pod, spec, sandbox_config)
         except CRIError as err:
             self.backoff.next(key, now)
             log.warning("pulling image {} failed: {}", image, err.detail)
@@ -86,3 +90,19 @@ class ImageManager:
         self.backoff.gc()  # as upstream after a pull: drop the keys idle for 2x the maximum
         log.info("pulled image {} in {:.3f}s", image, self._clock.monotonic() - started)
         return ref
+
+    def _pull(self, pod: Pod, spec: ImageSpec, sandbox_config: PodSandboxConfig | None
+              ) -> str:
+        """Pull anonymously, or with each matching pull-secret credential in turn until
+        one works (upstream pullImage); the last failure raises."""
+        creds: list[AuthConfig | None] = [None]
+        if self.objects is not None and pod.spec.image_pull_secrets:
+            creds = list(pull_credentials(self.objects, pod, spec.image)) or [None]
+        for auth in creds[:-1]:
+            try:
+                return self._images.pull_image(spec, auth, sandbox_config=sandbox_config)
+            except CRIError:
+                continue
+        if creds[-1] is None:
+            return self._images.pull_image(spec, sandbox_config=sandbox_config)
+        return self._images.pull_image(spec, creds[-1], sandbox_config=sandbox_config)

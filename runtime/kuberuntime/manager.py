@@ -30,12 +30,14 @@ from runtime.kuberuntime.actions import (
     ProbeVerdicts,
     compute_pod_actions,
 )
+from runtime.kuberuntime.api_volumes import referenced_objects
 from runtime.kuberuntime.backoff import Observe, unobserved
 from runtime.kuberuntime.container import ContainerLifecycle
 from runtime.kuberuntime.dns import ResolvConfError
 from runtime.kuberuntime.ephemeral import as_container, ephemeral_containers, target_id
 from runtime.kuberuntime.hostname import HostnameError
 from runtime.kuberuntime.images import ImageManager
+from runtime.kuberuntime.object_source import ObjectSource
 from runtime.kuberuntime.podstatus import RuntimePodStatus, get_pod_status
 from runtime.kuberuntime.result import PodSyncResult, StepResult
 from runtime.kuberuntime.sandbox import generate_sandbox_config
@@ -58,11 +60,14 @@ class KubeRuntimeManager:
         kill_parallelism: int = 8,
         observe: Observe = unobserved,
         cgroups: PodCgroups | None = None,
+        objects: ObjectSource | None = None,
     ) -> None:
         """``observe``: what reads of the back-off tables go through (see
         runtime.kuberuntime.backoff; a kubelet passes its Dispatch's ``observe``).
         ``cgroups``: the pod cgroups to create and remove (with cgroupsPerQOS); without
-        it the sandboxes still name their pod cgroup, which nothing creates."""
+        it the sandboxes still name their pod cgroup, which nothing creates.
+        ``objects``: the API server's ConfigMaps, Secrets, Services and tokens (cluster
+        mode); None standalone, where those are missing."""
         self.runtime = runtime
         self.cgroups = cgroups
         self.settings = settings
@@ -73,6 +78,8 @@ class KubeRuntimeManager:
                                              observe)
         self._kill_parallelism = kill_parallelism
         self._observe_input: Callable[[str, Any], Any] = observe
+        self.objects = objects
+        self.images.objects = self.containers.objects = objects
 
     def get_pod_status(self, uid: PodUID, name: str, namespace: str) -> RuntimePodStatus:
         return get_pod_status(self.runtime, uid, name, namespace, self._termination_message)
@@ -98,8 +105,13 @@ class KubeRuntimeManager:
         ensured = self.ensure_pod_cgroup(pod)
         if not ensured.ok:
             return ensured
+        if self.objects is not None:
+            # upstream's podManager registers the pod's references (the watches start).
+            self.objects.register_pod(pod.uid, pod.metadata.namespace,
+                                      *referenced_objects(pod))
         # Every sync sets the volumes up again, as upstream's WaitForAttachAndMount has
-        # them remounted: a downwardAPI volume follows the pod's labels and annotations.
+        # them remounted: a downwardAPI volume follows the pod's labels and annotations,
+        # a ConfigMap or Secret volume its object, a token volume its rotation.
         mounted = self.mount_volumes(pod)
         if not mounted.ok:
             return mounted
@@ -146,7 +158,7 @@ class KubeRuntimeManager:
         WaitForAttachAndMount): when one cannot be had, nothing starts, the pod stays
         Pending with its containers ContainerCreating, and each failure is logged as
         upstream's FailedMount event. An empty result when every volume is ready."""
-        failures = set_up_volumes(pod, self.settings)
+        failures = set_up_volumes(pod, self.settings, self.objects)
         if not failures:
             return PodSyncResult()
         log = logger.bind(pod=pod.metadata.name, uid=pod.uid, container="")
@@ -347,6 +359,8 @@ class KubeRuntimeManager:
         """Drop the crash-loop and image-pull back-offs of a pod that is gone, and those
         idle for twice their maximum (upstream's housekeeping Backoff.GC): without this
         the tables would hold an entry for every pod the daemon ever ran."""
+        if self.objects is not None:
+            self.objects.unregister_pod(uid)  # its watches stop unless others need them
         self.containers.crash_backoff.forget(lambda key: key.uid == uid)
         self.containers.crash_backoff.gc()
         self.images.backoff.forget(lambda key: key.uid == uid)

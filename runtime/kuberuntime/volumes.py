@@ -21,8 +21,10 @@ import os
 import stat
 from pathlib import Path
 
+from runtime.kuberuntime.api_volumes import APIVolumeError, is_api_volume, set_up_api_volume
 from runtime.kuberuntime.atomic_writer import AtomicWriter, FileProjection, PayloadError
 from runtime.kuberuntime.downward import volume_file_values
+from runtime.kuberuntime.object_source import ObjectSource
 from runtime.kuberuntime.settings import NodeSettings
 from runtime.kuberuntime.volume_ownership import apply_fs_group
 from runtime.pod.model import DownwardAPIVolumeFile, Pod, Volume, volume_source
@@ -136,9 +138,16 @@ def _projected(pod: Pod, volume: Volume, settings: NodeSettings) -> str:
     return _write_files(_empty_volume(pod, "projected", volume, settings), files)
 
 
-def set_up_volume(pod: Pod, volume: Volume, settings: NodeSettings) -> str:
+def set_up_volume(pod: Pod, volume: Volume, settings: NodeSettings,
+                  objects: ObjectSource | None = None) -> str:
     """Set ``volume`` up on the node and return its host path; VolumeSetupError with
-    upstream's message when it cannot be had."""
+    upstream's message when it cannot be had. With ``objects`` (cluster mode) configMap,
+    secret and projected volumes come from the API server (api_volumes)."""
+    if objects is not None and is_api_volume(volume):
+        try:
+            return set_up_api_volume(pod, volume, settings, objects)
+        except APIVolumeError as err:
+            raise VolumeSetupError(str(err)) from err
     if volume.host_path is not None:
         return _host_path(volume)
     source = volume_source(volume)
@@ -177,13 +186,14 @@ def set_up_volume(pod: Pod, volume: Volume, settings: NodeSettings) -> str:
         f"no volume plugin matched: this kubelet cannot mount {source} volumes")
 
 
-def set_up_volumes(pod: Pod, settings: NodeSettings) -> tuple[tuple[str, str], ...]:
+def set_up_volumes(pod: Pod, settings: NodeSettings, objects: ObjectSource | None = None
+                   ) -> tuple[tuple[str, str], ...]:
     """Set up every volume of ``pod``, as upstream's volume manager does before the pod
     starts; the (volume name, upstream's error) of each one that cannot be had."""
     failures: list[tuple[str, str]] = []
     for volume in pod.spec.volumes:
         try:
-            apply_fs_group(pod, volume, set_up_volume(pod, volume, settings), settings)
+            apply_fs_group(pod, volume, set_up_volume(pod, volume, settings, objects), settings)
         except VolumeSetupError as err:
             failures.append((volume.name, str(err)))
         except OSError as err:

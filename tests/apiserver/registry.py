@@ -105,6 +105,10 @@ class Registry:
     bookmark_interval: float = 1.0
     default_watch_timeout: float = 300.0
     clock: Callable[[], float] = time.time
+    # The API server's --service-account-max-token-expiration (seconds; None: no cap): a
+    # TokenRequest asking for longer gets this, its answer's spec says so. Tests set it
+    # low to see tokens rotate.
+    max_token_expiration: int | None = None
     # Called on TokenRequest: (namespace, serviceaccount, spec) -> (token, expiry seconds)
     issue_token: Callable[[str, str, dict[str, Any]], tuple[str, int]] | None = None
     _cluster_ips: int = 1
@@ -377,6 +381,9 @@ class Registry:
             raise errors.internal("no token issuer configured")
         spec = dict(body.get("spec") or {})
         spec.setdefault("expirationSeconds", 3600)
+        if self.max_token_expiration is not None:
+            spec["expirationSeconds"] = min(int(spec["expirationSeconds"]),
+                                            self.max_token_expiration)
         spec.setdefault("audiences", ["https://kubernetes.default.svc.cluster.local"])
         token, expires = self.issue_token(ns, name, spec)
         return {"kind": "TokenRequest", "apiVersion": "authentication.k8s.io/v1",
