@@ -7,7 +7,8 @@ pkg/kubelet/envvars/envvars.go make it.
   ``default`` always; ``FOO_SERVICE_HOST``, ``FOO_SERVICE_PORT``,
   ``FOO_SERVICE_PORT_<NAME>`` and the Docker link variables ``FOO_PORT``,
   ``FOO_PORT_<port>_<PROTO>[_PROTO|_PORT|_ADDR]``. Before the Service informer has listed,
-  a container cannot be configured ("services have not yet been read at least once").
+  a container of a pod from the API server cannot be configured ("services have not yet
+  been read at least once"); a static pod's gets the services known so far.
 - ``ObjectEnv`` answers configMapKeyRef, secretKeyRef and envFrom (with ``prefix``) from
   the object source, each object read once per container; a missing object fails with
   the manager's NotFound (``configmap "x" not found``) unless optional, a missing key with
@@ -78,11 +79,13 @@ def service_env_vars(services: list[Mapping[str, Any]]) -> list[tuple[str, str]]
 def service_env(pod: Pod, objects: ObjectSource) -> dict[str, str]:
     """getServiceEnvVarMap for ``pod``; SyncError while the informer has not listed."""
     answer = objects.services()
-    if "items" not in answer:
+    if "items" not in answer and not pod.is_static:
         raise SyncError("CreateContainerConfigError", str(answer.get("error", "")))
+    # A static pod does not wait for the Service informer (upstream: only pods from the API
+    # server need it synced): it must start while the API server is away.
     enable = pod.spec.enable_service_links is not False
     chosen: dict[str, Mapping[str, Any]] = {}
-    for service in answer["items"]:
+    for service in answer.get("items", []):
         if not _ip_set(service):
             continue
         meta = service.get("metadata") or {}

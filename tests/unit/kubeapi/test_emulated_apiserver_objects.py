@@ -264,3 +264,26 @@ def test_an_immutable_configmap_is_read_once_and_no_longer_watched_emulated_apis
     (item,) = objects._watched.values()
     wait_for(lambda: item.reflector.stopped)
     assert objects.get("configmap", "default", "frozen")["object"]["data"] == {"k": "v"}
+
+
+class _ServicesNotListed:
+    """An ObjectSource whose Service informer has not listed yet (the API server away)."""
+
+    def services(self) -> dict[str, Any]:
+        return {"error": "services have not yet been read at least once, cannot construct "
+                         "envvars"}
+
+
+def test_a_static_pod_does_not_wait_for_the_service_informer() -> None:
+    """Upstream makeEnvironmentVariables waits for services only for pods from the API
+    server: a static pod must start while the API server is away."""
+    from runtime.kuberuntime.api_env import service_env
+    from runtime.kuberuntime.object_source import ObjectSource
+
+    objects = cast(ObjectSource, _ServicesNotListed())
+    from_api = make_pod({"containers": [{"name": "c", "image": "busybox"}]})
+    with pytest.raises(SyncError, match="services have not yet been read"):
+        service_env(from_api, objects)
+    static = msgspec.structs.replace(from_api, metadata=msgspec.structs.replace(
+        from_api.metadata, annotations={"kubernetes.io/config.source": "file"}))
+    assert service_env(static, objects) == {}
