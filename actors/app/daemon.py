@@ -238,9 +238,13 @@ def start_kubelet(
 def run_until_signalled(kubelet: Kubelet) -> int:
     """Block until SIGTERM/SIGINT or until the sync loop gives up; then stop in order."""
     stop = threading.Event()
+    received: list[int] = []
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
-        logger.info("received {}: stopping (pods keep running)", signal.Signals(signum).name)
+        # Only note it: logging here could re-enter the logger when a second signal comes
+        # while the first is being logged (Ctrl-C to a process group, then SIGTERM), which
+        # loguru refuses with a RuntimeError.
+        received.append(signum)
         stop.set()
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
@@ -250,6 +254,8 @@ def run_until_signalled(kubelet: Kubelet) -> int:
                 logger.error("the sync loop stopped: the kubelet cannot go on")
                 kubelet.stop()
                 return EXIT_SUPERVISOR_GAVE_UP
+        logger.info("received {}: stopping (pods keep running)",
+                    " and ".join(dict.fromkeys(signal.Signals(s).name for s in received)))
         kubelet.stop()
         return EXIT_OK
     finally:

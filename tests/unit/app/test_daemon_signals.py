@@ -1,0 +1,46 @@
+"""The daemon stops on SIGTERM or SIGINT, also on both at once (a Ctrl-C to the process
+group followed by a SIGTERM): its signal handler only notes the signal, so a second one
+cannot re-enter the logger while the first is being logged."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from typing import Any, cast
+
+from actors.app.daemon import EXIT_OK, Kubelet, run_until_signalled
+from tests.helpers import wait_for
+
+
+class _Alive:
+    def is_alive(self) -> bool:
+        return True
+
+
+class _FakeKubelet:
+    def __init__(self) -> None:
+        self.sync_loop = _Alive()
+        self.stopped = 0
+
+    def stop(self) -> None:
+        self.stopped += 1
+
+
+def test_two_signals_at_once_stop_the_daemon_once() -> None:
+    kubelet = _FakeKubelet()
+    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+
+    def send() -> None:
+        wait_for(lambda: signal.getsignal(signal.SIGTERM) != before[signal.SIGTERM], 10,
+                 "run_until_signalled's handlers in place", interval=0.01)
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    code = run_until_signalled(cast(Kubelet, cast(Any, kubelet)))
+    sender.join(10)
+    assert code == EXIT_OK
+    assert kubelet.stopped == 1
+    assert {s: signal.getsignal(s) for s in before} == before
