@@ -1,0 +1,73 @@
+"""Serve the emulated API server until SIGINT or SIGTERM: the back end of scripts/dev-cluster.sh.
+
+``python -m tests.apiserver --dir DIR --node NAME --admin-kubeconfig PATH [--port 6443]``
+serves over TLS on 127.0.0.1, binds pods created without spec.nodeName to NAME (a one-node
+scheduler), and writes into DIR what a kubelet joining it needs: ``kubelet.kubeconfig``
+(user ``system:node:NAME`` in ``system:nodes``, by client certificate) and ``ca.crt`` (the
+cluster CA, which also signs the kubelet-client certificate the server shows to the node's
+port 10250 for ``kubectl logs``). Once the Node NAME is Ready it writes an admin kubeconfig
+to PATH (atomically: a reader never sees half a file). Exits 0 when signalled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from tests.apiserver.server import EmulatedAPIServer
+
+
+def node_ready(server: EmulatedAPIServer, node: str) -> bool:
+    obj: dict[str, Any] | None = server.store.get("nodes", ("", node))
+    if obj is None:
+        return False
+    conditions = obj.get("status", {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.apiserver", description=__doc__)
+    parser.add_argument("--dir", required=True, type=Path,
+                        help="where kubelet.kubeconfig and ca.crt are written")
+    parser.add_argument("--node", required=True, help="the one node pods are bound to")
+    parser.add_argument("--admin-kubeconfig", required=True, type=Path,
+                        help="written once the node is Ready")
+    parser.add_argument("--port", type=int, default=6443)
+    args = parser.parse_args(argv)
+
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+    args.dir.mkdir(parents=True, exist_ok=True)
+    with EmulatedAPIServer(port=args.port, schedule_to=args.node) as server:
+        server.write_kubeconfig(args.dir / "kubelet.kubeconfig", f"system:node:{args.node}",
+                                groups=("system:nodes",))
+        (args.dir / "ca.crt").write_bytes(server.ca.cert_pem)
+        print(f"emulated API server: serving on {server.url}", flush=True)
+        while not stop.is_set() and not node_ready(server, args.node):
+            stop.wait(0.2)
+        if not stop.is_set():
+            tmp = args.admin_kubeconfig.with_name(f".{args.admin_kubeconfig.name}.tmp")
+            server.write_kubeconfig(tmp)
+            os.replace(tmp, args.admin_kubeconfig)
+            print(f"emulated API server: node {args.node} Ready; admin kubeconfig in "
+                  f"{args.admin_kubeconfig}", flush=True)
+        while not stop.wait(1.0):
+            pass
+    print("emulated API server: stopped", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
