@@ -114,7 +114,9 @@ mkdir -p "$(dirname "$KUBECONFIG_PATH")"
 rm -f "$KUBECONFIG_PATH"
 
 cd "$REPO"
-"$PY" -m tests.apiserver --dir "$WORKDIR" --node "$NODE_NAME" \
+# Both in sessions of their own (setsid): a Ctrl-C in the terminal reaches only this script,
+# which stops them in order, kubelet first.
+setsid "$PY" -m tests.apiserver --dir "$WORKDIR" --node "$NODE_NAME" \
     --admin-kubeconfig "$KUBECONFIG_PATH" --port "$APISERVER_PORT" &
 APISERVER_PID=$!
 for ((i = 0; i < 300; i++)); do
@@ -124,7 +126,7 @@ for ((i = 0; i < 300; i++)); do
 done
 [[ -f "$WORKDIR/ca.crt" ]] || die "the emulated API server did not start in 30 s"
 
-"$REPO/bin/kubelet-actors" --kubeconfig "$WORKDIR/kubelet.kubeconfig" \
+setsid "$REPO/bin/kubelet-actors" --kubeconfig "$WORKDIR/kubelet.kubeconfig" \
     --node-name "$NODE_NAME" --root-dir "$ROOT_DIR" --client-ca-file "$WORKDIR/ca.crt" \
     --address 0.0.0.0 \
     "${KUBELET_FLAGS[@]}" &

@@ -1,7 +1,7 @@
 """scripts/dev-cluster.sh tried as a new user would, against the emulated API server it
 starts: the admin kubeconfig appears once the node is Ready, and real kubectl gets the node,
 runs a pod, reads its log through the API server's proxy to the kubelet's HTTPS 10250 and
-deletes it; SIGTERM then stops everything the script started.
+deletes it; SIGTERM, or Ctrl-C, then stops everything the script started.
 
 The script uses the default ports (10250, 10248) and its own embedded containerd (under a
 temporary --root-dir); the machine-wide e2e lock keeps other e2e runs away meanwhile.
@@ -53,7 +53,9 @@ def processes_mentioning(marker: str) -> list[tuple[int, str]]:
 
 
 def port_free(port: int) -> bool:
+    """No one listens on ``port`` (connections in TIME_WAIT do not count)."""
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("0.0.0.0", port))
         except OSError:
@@ -94,10 +96,15 @@ class DevCluster:
         return processes_mentioning(str(self.root)) + processes_mentioning(
             f"--admin-kubeconfig {self.kubeconfig}")
 
-    def stop(self) -> int:
+    def stop(self, sig: signal.Signals = signal.SIGTERM) -> int:
+        """SIGTERM to the script, or SIGINT to its whole process group as Ctrl-C in a
+        terminal sends it."""
         assert self.proc is not None
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            if sig == signal.SIGINT:
+                os.killpg(self.proc.pid, sig)
+            else:
+                self.proc.send_signal(sig)
         return self.proc.wait(timeout=180)
 
 
@@ -126,8 +133,10 @@ def dev_cluster(e2e_lock: HeldLock, tmp_path: Path) -> Iterator[DevCluster]:
         shutil.rmtree(cluster.root, ignore_errors=True)
 
 
+@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT],
+                         ids=["sigterm", "ctrl-c"])
 def test_dev_cluster_script_runs_a_pod_for_kubectl_and_stops_everything_emulated_apiserver(
-        dev_cluster: DevCluster) -> None:
+        dev_cluster: DevCluster, stop_signal: signal.Signals) -> None:
     dev_cluster.start()
     wait_for(dev_cluster.kubeconfig_written, 600, "the admin kubeconfig (node Ready)",
              interval=0.5)
@@ -165,8 +174,8 @@ def test_dev_cluster_script_runs_a_pod_for_kubectl_and_stops_everything_emulated
     assert any("tests.apiserver" in cmd for _, cmd in ours), ours
     assert any(cmd.split()[0].endswith("/containerd") for _, cmd in ours), ours
 
-    assert dev_cluster.stop() == 0, dev_cluster.log()
-    assert dev_cluster.ours() == [], "still running after SIGTERM"
+    assert dev_cluster.stop(stop_signal) == 0, dev_cluster.log()
+    assert dev_cluster.ours() == [], f"still running after {stop_signal.name}"
     assert not dev_cluster.kubeconfig.exists()
     assert not Path(endpoint.removeprefix("unix://")).exists()
     assert port_free(10250) and port_free(10248) and port_free(dev_cluster.apiserver_port)
