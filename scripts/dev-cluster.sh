@@ -146,7 +146,7 @@ dev-cluster.sh: node $NODE_NAME is Ready. Try:
     export KUBECONFIG=$KUBECONFIG_PATH
     kubectl get nodes
     kubectl run hello --image=localhost:5000/kubelet-actors/busybox:1.35 --restart=Never \\
-        --overrides='{"spec":{"automountServiceAccountToken":false}}' --command -- echo hello
+        --command -- echo hello
     kubectl get pod hello; kubectl logs hello; kubectl delete pod hello
 dev-cluster.sh: Ctrl-C stops everything started here.
 EOF

@@ -145,8 +145,8 @@ def test_dev_cluster_script_runs_a_pod_for_kubectl_and_stops_everything_emulated
     nodes = kubectl.run("get", "nodes").stdout
     assert any(line.split()[:2] == [NODE, "Ready"] for line in nodes.splitlines()), nodes
 
+    # With the service account token the emulator's admission mounts (kube-api-access).
     kubectl.run("run", "hello", f"--image={BUSYBOX_IMAGE}", "--restart=Never",
-                '--overrides={"spec":{"automountServiceAccountToken":false}}',
                 "--command", "--", "echo", LINE)
 
     def started() -> Any:
