@@ -61,6 +61,22 @@ def _policy(value: SupplementalGroupsPolicy) -> api_pb2.SupplementalGroupsPolicy
     return api_pb2.SupplementalGroupsPolicy.ValueType(int(value))
 
 
+def _set_identity(
+    msg: api_pb2.LinuxSandboxSecurityContext | api_pb2.LinuxContainerSecurityContext,
+    sc: LinuxSandboxSecurityContext | LinuxContainerSecurityContext,
+) -> None:
+    """The optional fields sandbox and container security share: user, group, seccomp
+    and SELinux (a wrapper or sub-message set only when the domain value has one)."""
+    if sc.run_as_user is not None:
+        msg.run_as_user.value = sc.run_as_user
+    if sc.run_as_group is not None:
+        msg.run_as_group.value = sc.run_as_group
+    if sc.seccomp is not None:
+        msg.seccomp.CopyFrom(_profile_to_proto(sc.seccomp))
+    if sc.selinux_options is not None:
+        msg.selinux_options.CopyFrom(_selinux_to_proto(sc.selinux_options))
+
+
 def sandbox_security_to_proto(
     sc: LinuxSandboxSecurityContext, namespaces: api_pb2.NamespaceOption
 ) -> api_pb2.LinuxSandboxSecurityContext:
@@ -71,14 +87,7 @@ def sandbox_security_to_proto(
         supplemental_groups_policy=_policy(sc.supplemental_groups_policy),
         privileged=sc.privileged,
     )
-    if sc.run_as_user is not None:
-        msg.run_as_user.value = sc.run_as_user
-    if sc.run_as_group is not None:
-        msg.run_as_group.value = sc.run_as_group
-    if sc.seccomp is not None:
-        msg.seccomp.CopyFrom(_profile_to_proto(sc.seccomp))
-    if sc.selinux_options is not None:
-        msg.selinux_options.CopyFrom(_selinux_to_proto(sc.selinux_options))
+    _set_identity(msg, sc)
     return msg
 
 
@@ -119,16 +128,9 @@ def container_security_to_proto(
             add_capabilities=sc.capabilities.add_capabilities,
             drop_capabilities=sc.capabilities.drop_capabilities,
         ))
-    if sc.run_as_user is not None:
-        msg.run_as_user.value = sc.run_as_user
-    if sc.run_as_group is not None:
-        msg.run_as_group.value = sc.run_as_group
-    if sc.seccomp is not None:
-        msg.seccomp.CopyFrom(_profile_to_proto(sc.seccomp))
+    _set_identity(msg, sc)
     if sc.apparmor is not None:
         msg.apparmor.CopyFrom(_profile_to_proto(sc.apparmor))
-    if sc.selinux_options is not None:
-        msg.selinux_options.CopyFrom(_selinux_to_proto(sc.selinux_options))
     return msg
 
 
