@@ -8,7 +8,7 @@ import base64
 import json
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -31,17 +31,7 @@ from runtime.kuberuntime.settings import NodeSettings
 from runtime.pod.defaults import apply_defaults
 from runtime.pod.model import Pod
 from tests.apiserver import EmulatedAPIServer
-
-
-def wait_for(check: Callable[[], Any], deadline: float = 10.0) -> Any:
-    end = time.monotonic() + deadline
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError("condition not met before the deadline")
-        time.sleep(0.02)
+from tests.helpers import wait_for
 
 
 def make_pod(spec: dict[str, Any], name: str = "p", uid: str = "uid-1") -> Pod:
@@ -71,9 +61,11 @@ def test_a_watch_per_referenced_object_sees_updates_and_stops_when_unreferenced_
     assert "not registered" in objects.get("secret", "default", "cm")["error"]
     cm = client.get(CONFIGMAPS, "cm", "default")
     client.update(CONFIGMAPS, {**cm, "data": {"k": "2"}}, "default")
-    wait_for(lambda: objects.get("configmap", "default", "cm")["object"]["data"] == {"k": "2"})
+    wait_for(lambda: objects.get("configmap", "default", "cm")["object"]["data"] == {"k": "2"},
+             10, "the update in the watched ConfigMap")
     client.create(CONFIGMAPS, {"metadata": {"name": "absent"}, "data": {}}, "default")
-    wait_for(lambda: "object" in objects.get("configmap", "default", "absent"))
+    wait_for(lambda: "object" in objects.get("configmap", "default", "absent"), 10,
+             "the created ConfigMap")
     objects.unregister_pod("a")
     assert objects.watched() == (("configmap", "default", "cm"),)
     objects.unregister_pod("b")
@@ -106,7 +98,8 @@ def test_configmap_and_secret_volumes_are_written_atomically_emulated_apiserver(
         set_up_api_volume(pod, req, settings, objects)
     cm = client.get(CONFIGMAPS, "cm", "default")
     client.update(CONFIGMAPS, {**cm, "data": {"a": "new"}}, "default")
-    wait_for(lambda: objects.get("configmap", "default", "cm")["object"]["data"]["a"] == "new")
+    wait_for(lambda: objects.get("configmap", "default", "cm")["object"]["data"]["a"] == "new",
+             10, "the new ConfigMap data")
     set_up_api_volume(pod, cfg, settings, objects)
     assert (path / "dir" / "a").read_text() == "new"
     assert os.readlink(path / DATA_DIR) != first  # a new version swapped in
@@ -129,8 +122,8 @@ def test_env_from_configmaps_secrets_and_service_links_emulated_apiserver(
                                         "name": "s", "key": "pw"}}},
                                             {"name": "X", "value": "$(MY_DB_SERVICE_HOST)"}]}]})
     objects.register_pod(pod.uid, "default", *referenced_objects(pod))
-    wait_for(lambda: "items" in objects.services())
-    wait_for(lambda: len(objects.services()["items"]) == 2)
+    wait_for(lambda: "items" in objects.services(), 10, "the Service informer's list")
+    wait_for(lambda: len(objects.services()["items"]) == 2, 10, "both Services")
     env = make_env(pod, pod.spec.containers[0], "10.0.0.2", "10.0.0.1", objects=objects)
     assert env["CM_A"] == "1" and env["CM_B"] == "2" and env["PW"] == "x"
     assert env["X"] == "10.96.0.9"
@@ -262,7 +255,7 @@ def test_an_immutable_configmap_is_read_once_and_no_longer_watched_emulated_apis
     objects.register_pod("a", "default", ("frozen",), ())
     assert objects.get("configmap", "default", "frozen")["object"]["data"] == {"k": "v"}
     (item,) = objects._watched.values()
-    wait_for(lambda: item.reflector.stopped)
+    wait_for(lambda: item.reflector.stopped, 10, "the reflector stopped")
     assert objects.get("configmap", "default", "frozen")["object"]["data"] == {"k": "v"}
 
 
