@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -41,3 +42,16 @@ def wait_for(
                 detail += f", last error {type(last_error).__name__}: {last_error}"
             raise AssertionError(f"timed out after {timeout:g}s waiting for {what} ({detail})")
         time.sleep(interval)
+
+
+def host_path_case(tmp_path: Path, prepare: str | None) -> Path:
+    """A hostPath for a type-check case: nothing there (None), a "dir", a "file", or a path
+    whose parent is missing ("no-parent")."""
+    path = tmp_path / "thing"
+    if prepare == "dir":
+        path.mkdir()
+    elif prepare == "file":
+        path.write_text("x")
+    elif prepare == "no-parent":
+        path = tmp_path / "missing" / "thing"
+    return path

@@ -42,6 +42,7 @@ from runtime.pod.model import (
     VolumeMount,
 )
 from runtime.pod.quantity import bytes_of, milli_cpu, parse_quantity
+from tests.helpers import host_path_case
 
 UID = "uid-123"
 
@@ -269,13 +270,7 @@ def test_host_path_ok(kind: str, prepare: str | None, made: str | None, tmp_path
 )
 def test_host_path_errors(kind: str, prepare: str | None, tmp_path: Path,
                           settings: NodeSettings) -> None:
-    path = tmp_path / "thing"
-    if prepare == "dir":
-        path.mkdir()
-    elif prepare == "file":
-        path.write_text("x")
-    elif prepare == "no-parent":
-        path = tmp_path / "missing" / "thing"
+    path = host_path_case(tmp_path, prepare)
     with pytest.raises(SyncError) as err:
         config_with(Volume(name="h", host_path=HostPathVolumeSource(path=str(path), type=kind)),
                     VolumeMount(name="h", mount_path="/h"), settings)

@@ -16,6 +16,7 @@ from runtime.kuberuntime.container_config import make_env
 from runtime.kuberuntime.settings import NodeSettings
 from runtime.kuberuntime.volumes import VolumeSetupError, set_up_volume, set_up_volumes
 from runtime.pod.model import Pod, Volume
+from tests.helpers import host_path_case
 
 
 @pytest.fixture
@@ -99,13 +100,7 @@ def test_empty_dir_is_world_writable(settings: NodeSettings) -> None:
 def test_host_path_type_checks_in_upstream_s_words(
         kind: str, prepare: str | None, message: str, tmp_path: Path,
         settings: NodeSettings) -> None:
-    path = tmp_path / "thing"
-    if prepare == "dir":
-        path.mkdir()
-    elif prepare == "file":
-        path.write_text("x")
-    elif prepare == "no-parent":
-        path = tmp_path / "missing" / "thing"
+    path = host_path_case(tmp_path, prepare)
     with pytest.raises(VolumeSetupError) as caught:
         set_up_volume(make_pod(), volume(hostPath={"path": str(path), "type": kind}), settings)
     assert str(caught.value) == message.format(path)
