@@ -3,7 +3,8 @@
 # machine that is already set up.
 #
 #   1. apt: containerd, runc, CNI plugins, docker-registry, umoci, skopeo, busybox-static,
-#      iptables, iproute2, gcc, libc6-dev, python3-venv, curl, ca-certificates (only those
+#      iptables, iproute2, gcc, libc6-dev, python3-venv, curl, ca-certificates, and
+#      kubernetes-client when there is no kubectl (only those
 #      missing; `apt-get update` only when something is). Services the packages would start
 #      (a system containerd, a system docker-registry on :5000) are kept from starting: the
 #      kubelet runs its own containerd and the tests their own registry.
@@ -23,6 +24,13 @@ APT_PACKAGES=(
     containerd runc containernetworking-plugins docker-registry umoci skopeo busybox-static
     iptables iproute2 gcc libc6-dev python3-venv curl ca-certificates
 )
+# kubectl is the upstream client that pins the emulated API server's semantics in the
+# cluster-mode tests: Debian's kubernetes-client when the machine has no kubectl of its own
+# (on PATH, or the Google Cloud SDK's versioned copies the tests also look for).
+if ! command -v kubectl >/dev/null \
+        && ! compgen -G "/usr/lib/google-cloud-sdk/bin/kubectl*" >/dev/null; then
+    APT_PACKAGES+=(kubernetes-client)
+fi
 
 do_images=1
 do_venv=1
