@@ -151,6 +151,9 @@ class NodeStatusActor(Actor):
                 self._retry_soon()
                 return False
             self._log.info("successfully registered node")
+            # Upstream's initialNode runs the status setters: the first condition events.
+            self._condition_events([], list((node.get("status") or {}).get("conditions")
+                                            or []))
         try:
             uid = str(self._cluster.heartbeat.get(NODES, name)["metadata"]["uid"])
         except (errors.APIError, KeyError, TypeError) as err:
