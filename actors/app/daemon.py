@@ -32,6 +32,7 @@ from actors.core.trace.recording import RecordingClock, RecordingInterceptor
 from actors.core.trace.writer import TraceWriter
 from actors.kubelet import names, tree
 from actors.kubelet.cluster.context import Cluster
+from actors.kubelet.events import DispatchRecorder
 from actors.kubelet.messages import GetPods, RuntimePod
 from actors.kubelet.metrics import KubeletMetrics
 from actors.kubelet.pod_worker import WorkerTiming
@@ -179,7 +180,7 @@ def start_kubelet(
         node=node_settings(flags),
         timing=WorkerTiming(resync_interval=flags.sync_frequency),
         supervisor=sync_settings, host_ip=node_ip, embedded=containerd is not None,
-        cluster=cluster is not None)
+        cluster=cluster is not None, events=True)
     writer: TraceWriter | None = None
     calls: tuple[Interceptor, ...] = (Timing(metrics.observe_runtime_call), *runtime_faults)
     clock = real_clock
@@ -208,7 +209,7 @@ def start_kubelet(
     cgroups = start_pod_cgroups(flags, runtime, embedded=containerd is not None)
     manager = KubeRuntimeManager(instrumented, config.node, clock, node_ip=node_ip,
                                  observe=dispatch.observe, cgroups=cgroups,
-                                 objects=objects)
+                                 objects=objects, events=DispatchRecorder(dispatch))
     timers = TimerService(dispatch, real_clock)
     parts = KubeletParts(dispatch, timers, clock, instrumented, manager, config, metrics,
                          containerd, sources, cluster=cluster)

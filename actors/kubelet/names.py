@@ -24,6 +24,10 @@ SOURCE_API = "source/api"
 NODE_STATUS = "api/node-status"
 NODE_LEASE = "api/lease"
 POD_WRITER = "api/pods"
+EVENTS = "events"
+"""The kubelet's events: logged, kept (the newest) and, in cluster mode, handed on."""
+EVENT_WRITER = "api/events"
+"""Events written to the API server (cluster mode)."""
 """Pod status, final deletions and mirror pods, written to the API server."""
 API_PREFIX = "api/"
 TIMERS = "timers"
@@ -65,6 +69,7 @@ TICK_PROBE = "probe"
 TICK_NODE_STATUS = "node-status"
 TICK_LEASE = "lease-renew"
 TICK_POD_STATUS_RESYNC = "pod-status-resync"
+TICK_EVENT_RETRY = "event-retry"
 
 # --- health checks (/healthz/<name>) -----------------------------------------------------
 

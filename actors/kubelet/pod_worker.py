@@ -27,6 +27,8 @@ from actors.kubelet.messages import PodObserved, PodWorkerDone, UpdateKind, Upda
 from actors.kubelet.metrics import KubeletMetrics
 from runtime.clock import Clock
 from runtime.errors import CRIError, CRIUnavailable
+from runtime.events import reasons
+from runtime.events.recorder import NULL_RECORDER, EventRecorder, pod_ref
 from runtime.ids import PodUID
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.podstatus import RuntimePodStatus
@@ -66,8 +68,10 @@ class PodWorker(Actor):
         cancel: threading.Event | None = None,
         rng: random.Random | None = None,
         incarnation: int = 0,
+        events: EventRecorder = NULL_RECORDER,
     ) -> None:
         super().__init__(names.worker_name(uid), dispatch, incarnation)
+        self._events = events
         self.uid = uid
         self._manager = manager
         self._clock = clock
@@ -218,6 +222,8 @@ class PodWorker(Actor):
         result = self._manager.kill_pod(pod, status, self._grace)
         if not result.ok:
             log.warning("stopping the pod failed, will retry: {}", result)
+            self._events.event(pod_ref(pod), reasons.WARNING, reasons.FAILED_TO_KILL_POD,
+                               f"error killing pod: {result}")
             self._done(TERMINATE_RETRY, str(result))
             return
         self.state = WorkerState.TERMINATED

@@ -38,6 +38,8 @@ from actors.kubelet import names
 from actors.kubelet.messages import PodForgotten, PodObserved, ProbeKind, ProbeVerdict, WorkerState
 from runtime.clock import Clock
 from runtime.cri.service import RuntimeService
+from runtime.events.probes import probe_event
+from runtime.events.recorder import NULL_RECORDER, EventRecorder, ObjectRef, container_ref
 from runtime.ids import ContainerID, PodUID
 from runtime.pod.model import Container, Pod, Probe
 from runtime.prober.handlers import run_probe
@@ -106,6 +108,7 @@ class _Probed:
     pod: str  # the pod name, for logs
     container: Container
     pod_ip: str
+    ref: ObjectRef  # the container, as its events name it
     scheduled: float | None = None  # due time of this worker's live heap entry
 
 
@@ -137,8 +140,10 @@ class ProbeManager(Actor):
         workers: int = 8,
         tick: float = DEFAULT_TICK,
         executor: Executor | None = None,
+        events: EventRecorder = NULL_RECORDER,
     ) -> None:
         super().__init__(names.PROBES, dispatch, incarnation)
+        self._events = events
         self._timers = timers
         self._runtime = runtime
         self._clock = clock
@@ -204,7 +209,8 @@ class ProbeManager(Actor):
                 not_before = mono + (started_at + probe.initial_delay_seconds - wall)
                 if entry is None or entry.worker.probe != probe:
                     worker = ProbeWorker(kind.value, probe, instance.id, not_before, running)
-                    entry = _Probed(worker, pod_name, container, pod_ip)
+                    entry = _Probed(worker, pod_name, container, pod_ip,
+                                    container_ref(pod, container))
                     self._workers[key] = entry
                     self._by_pod.setdefault(uid, set()).add(key)
                     self._log(key, entry).debug("{} probe worker created", kind.value)
@@ -213,6 +219,7 @@ class ProbeManager(Actor):
                         verdict = worker.result  # the initial Failure: not ready
                 else:
                     entry.container, entry.pod_ip, entry.pod = container, pod_ip, pod_name
+                    entry.ref = container_ref(pod, container)
                     verdict = entry.worker.observe(instance.id, running, not_before)
                 if verdict is not None:
                     self._publish(key, entry, verdict)
@@ -323,6 +330,9 @@ class ProbeManager(Actor):
                 "{} probe answer for a container no longer probed dropped", outcome.kind.value)
             return
         log = self._log(key, entry)
+        event = probe_event(outcome.kind.value, outcome.result, outcome.output)
+        if event is not None:  # upstream's prober records every attempt that fails
+            self._events.event(entry.ref, *event)
         if outcome.result != ProbeResult.SUCCESS:
             log.debug("{} probe {}: {}", outcome.kind.value, outcome.result.value,
                       outcome.output[:256])

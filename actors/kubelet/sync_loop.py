@@ -47,6 +47,8 @@ from actors.kubelet.metrics import KubeletMetrics
 from actors.kubelet.pod_config import PodConfig
 from actors.kubelet.pod_worker import RunPending
 from runtime.clock import Clock
+from runtime.events import reasons
+from runtime.events.recorder import NULL_RECORDER, EventRecorder, pod_ref
 from runtime.ids import ContainerID, PodUID
 from runtime.pod.admission import Node, admit
 from runtime.pod.model import Pod
@@ -162,8 +164,10 @@ class SyncLoop(SupervisorActor):
         settings: SyncLoopSettings | None = None,
         metrics: KubeletMetrics | None = None,
         rng: random.Random | None = None,
+        events: EventRecorder = NULL_RECORDER,
     ) -> None:
         self.settings = settings or SyncLoopSettings()
+        self._events = events
         super().__init__(names.SYNC_LOOP, dispatch, timers, clock, self.settings.supervision,
                          [kubelet_child(c) for c in children], rng or random.Random(0))
         self._timers = timers
@@ -315,6 +319,7 @@ class SyncLoop(SupervisorActor):
             self.send(names.STATUS, PodRejected(pod, reason, why))
             logger.bind(pod=pod.metadata.name, uid=uid, container="").warning(
                 "rejected: {}: {}", reason, why)
+            self._events.event(pod_ref(pod), reasons.WARNING, reason, why)  # rejectPod
             return
         self._desired[uid] = pod
         self._start_worker(uid, pod)

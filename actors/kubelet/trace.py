@@ -17,6 +17,7 @@ from actors.core.supervision import ChildSpec
 from actors.core.trace.names import MESSAGES
 from actors.core.trace.stubs import InertExecutor, Record, Stubs, Unreachable, recorded_error
 from actors.kubelet import names, tree
+from actors.kubelet.events import DispatchRecorder
 from actors.kubelet.sources.file import FilesChanged  # noqa: F401 - registers its message name
 from actors.kubelet.sync_loop import kubelet_child
 from actors.kubelet.tree import KubeletParts, ReplayConfig
@@ -24,6 +25,7 @@ from runtime import errors
 from runtime.containerd.managed import ManagedContainerd
 from runtime.cri.intercept import intercept, result_types
 from runtime.cri.service import CRIRuntime
+from runtime.events.recorder import NULL_RECORDER
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.object_source import ObjectSource
 
@@ -79,7 +81,9 @@ class KubeletWorld:
 
     def replayable(self, actor: str) -> bool:
         # Sources and the API writers do I/O: what they tell the others is the input.
-        return actor not in _NOT_ACTORS and not actor.startswith(("source", names.API_PREFIX))
+        # The events actor only logs and keeps what the others told it.
+        return (actor not in _NOT_ACTORS and actor != names.EVENTS
+                and not actor.startswith(("source", names.API_PREFIX)))
 
     def scratch_paths(self, config: Mapping[str, Any], scratch: str
                       ) -> tuple[tuple[str, str], ...]:
@@ -108,6 +112,8 @@ class KubeletWorld:
             if parts.config.cluster:  # the API writers, in the order tree.children has them
                 specs += [kubelet_child((name, _stub_ref)) for name in
                           (names.POD_WRITER, names.NODE_STATUS, names.NODE_LEASE)]
+                if parts.config.events:
+                    specs.append(kubelet_child((names.EVENT_WRITER, _stub_ref)))
             # The sources in tree.children's order: file, http, then the API server.
             specs += [kubelet_child((f"source/{kind}", _stub_ref))
                       for kind in sorted(parts.config.supervisor.expected_sources,
@@ -141,8 +147,10 @@ class KubeletWorld:
         objects = (cast(ObjectSource, intercept(Unreachable(), ObjectSource, stubs.answers,
                                                 target="kubeapi"))
                    if config.cluster else None)
+        events = (DispatchRecorder(stubs.dispatch) if config.events else NULL_RECORDER)
         manager = KubeRuntimeManager(runtime, node, clock, node_ip=config.host_ip,
-                                     observe=stubs.dispatch.observe, objects=objects)
+                                     observe=stubs.dispatch.observe, objects=objects,
+                                     events=events)
         return KubeletParts(stubs.dispatch, timers, clock, runtime, manager, config,
                             containerd=containerd, executor=InertExecutor)
 

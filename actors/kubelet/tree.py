@@ -22,10 +22,12 @@ from actors.core.supervision import ChildSpec
 from actors.core.timers import Timers
 from actors.kubelet import names
 from actors.kubelet.cluster.context import Cluster
+from actors.kubelet.cluster.event_writer import EventWriter
 from actors.kubelet.cluster.lease import LeaseActor
 from actors.kubelet.cluster.node_status import NodeStatusActor
 from actors.kubelet.cluster.pod_source import APISource
 from actors.kubelet.cluster.pod_writer import PodWriter
+from actors.kubelet.events import DispatchRecorder, EventsActor
 from actors.kubelet.metrics import KubeletMetrics
 from actors.kubelet.pleg import PLEG
 from actors.kubelet.pod_killer import PodKiller
@@ -44,6 +46,7 @@ from actors.kubelet.sync_loop import (
 from runtime.clock import Clock
 from runtime.containerd.managed import ManagedContainerd
 from runtime.cri.service import CRIRuntime
+from runtime.events.recorder import NULL_RECORDER, EventRecorder
 from runtime.ids import PodUID
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.settings import NodeSettings
@@ -62,6 +65,7 @@ class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
     host_ip: str = ""
     embedded: bool = False
     cluster: bool = False  # joined to an API server: status also goes to the pod writer
+    events: bool = False  # events recorded (traces from before events replay without)
 
     def to_header(self) -> dict[str, Any]:
         header: dict[str, Any] = msgspec.to_builtins(self)
@@ -139,9 +143,15 @@ Recipe = Callable[[int], Construct]
 """incarnation -> how to make that incarnation of an actor."""
 
 
+def recorder(parts: KubeletParts) -> EventRecorder:
+    """What the actors (and the runtime manager) record events through."""
+    return DispatchRecorder(parts.dispatch) if parts.config.events else NULL_RECORDER
+
+
 def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
     """The sync loop's static children, in start order (see KUBELET_SUPERVISION)."""
     p = parts
+    events = recorder(p)
 
     def pool() -> dict[str, Any]:
         # One pool per incarnation: a stopping actor shuts its pool down, which must not
@@ -153,7 +163,8 @@ def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
             StatusManager, (p.dispatch, p.clock, p.metrics, p.config.host_ip, n),
             {"api": p.config.cluster} if p.config.cluster else {})),
         (names.PROBES, lambda n: Construct(
-            ProbeManager, (p.dispatch, p.timers, p.runtime, p.clock, n), pool())),
+            ProbeManager, (p.dispatch, p.timers, p.runtime, p.clock, n),
+            {**pool(), **({"events": events} if p.config.events else {})})),
         (names.KILLER, lambda n: Construct(
             PodKiller, (p.dispatch, p.manager), {"incarnation": n, **pool()})),
         (names.PLEG, lambda n: Construct(PLEG, (p.dispatch, p.runtime, p.clock, n))),
@@ -161,6 +172,10 @@ def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
             RuntimeMonitor, (p.dispatch, p.timers, p.runtime, p.clock, p.containerd,
                              p.metrics, n))),
     ]
+    if p.config.events:
+        tree.append((names.EVENTS, lambda n: Construct(
+            EventsActor, (p.dispatch, p.clock, p.config.node.node_name, n),
+            {"cluster": p.cluster is not None})))
     cluster = p.cluster
     if cluster is not None:
         # Writers before the pod source: a new writer is told every API pod again by
@@ -169,10 +184,14 @@ def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
             (names.POD_WRITER, lambda n: Construct(
                 PodWriter, (p.dispatch, p.timers, p.clock, cluster, n))),
             (names.NODE_STATUS, lambda n: Construct(
-                NodeStatusActor, (p.dispatch, p.timers, p.clock, cluster, p.runtime, n))),
+                NodeStatusActor, (p.dispatch, p.timers, p.clock, cluster, p.runtime, n),
+                {"events": events})),
             (names.NODE_LEASE, lambda n: Construct(
                 LeaseActor, (p.dispatch, p.timers, p.clock, cluster, n))),
         ]
+        if p.config.events:
+            tree.append((names.EVENT_WRITER, lambda n: Construct(
+                EventWriter, (p.dispatch, p.timers, p.clock, cluster, n))))
     sources = p.sources
     if sources is not None and sources.manifest_path:
         tree.append((names.SOURCE_FILE, lambda n: Construct(
@@ -190,15 +209,17 @@ def worker(parts: KubeletParts, uid: PodUID, incarnation: int,
            cancel: threading.Event) -> Construct:
     """How to make incarnation ``incarnation`` of the pod worker for ``uid``."""
     p = parts
+    extra: dict[str, Any] = {"events": recorder(p)} if p.config.events else {}
     return Construct(PodWorker, (uid, p.dispatch, p.manager, p.clock, p.metrics,
-                                 p.config.timing, cancel), {"incarnation": incarnation})
+                                 p.config.timing, cancel), {"incarnation": incarnation, **extra})
 
 
 def sync_loop(parts: KubeletParts, child_specs: list[ChildSpec],
               workers: WorkerFactory) -> Construct:
     p = parts
+    extra: dict[str, Any] = {"events": recorder(p)} if p.config.events else {}
     return Construct(SyncLoop, (p.dispatch, p.timers, p.clock, child_specs, workers,
-                                p.config.supervisor, p.metrics))
+                                p.config.supervisor, p.metrics), extra)
 
 
 def _starter(recipe: Recipe) -> Callable[[int], ActorRef]:

@@ -81,6 +81,9 @@ class NodeStatusReporter:
         self.registered = False
         self.last_report: float | None = None
         self.patches = 0
+        # Told (old conditions, new conditions) each time a status is computed: the
+        # node-status actor records the Node's events from them.
+        self.on_conditions: Callable[[list[Any], list[Any]], None] | None = None
         self._log = logger.bind(node=config.node_name)
 
     def stop(self) -> None:
@@ -172,6 +175,9 @@ class NodeStatusReporter:
         now = self._clock.now()
         updated = nodestatus.set_node_status(node, self.config, self._facts(), self._health(),
                                              now)
+        if self.on_conditions is not None:
+            self.on_conditions(list((node.get("status") or {}).get("conditions") or []),
+                               list((updated.get("status") or {}).get("conditions") or []))
         due = self.last_report is None or \
             self._clock.monotonic() >= self.last_report + self.report_frequency
         if not due and not nodestatus.node_status_has_changed(node.get("status"),

@@ -13,6 +13,8 @@ from runtime.clock import Clock
 from runtime.cri.service import CRIRuntime
 from runtime.cri.types import ContainerState, ImageSpec, PodSandboxConfig
 from runtime.errors import CRIError, CRINotFound, SyncError
+from runtime.events import reasons
+from runtime.events.recorder import NULL_RECORDER, EventRecorder, container_ref
 from runtime.ids import ContainerID, SandboxID
 from runtime.kuberuntime.actions import KillReason
 from runtime.kuberuntime.backoff import Backoff, Observe, unobserved
@@ -29,6 +31,12 @@ from runtime.pod.model import Container, LifecycleHandler, Pod
 
 MIN_GRACE_SECONDS = 2
 _LOG_NAME = re.compile(r"^(\d+)\.log")
+_IMAGE_ERRORS = frozenset({"InvalidImageName", "ErrImageNeverPull", "ImagePullBackOff",
+                           "ErrImagePull"})
+"""Image errors whose Failed event says only the reason ("Error: ErrImagePull"): upstream's
+message is the image error's own text, the reason."""
+STOPPING = "Stopping container"
+"""The kill message of a pod's containers (upstream passes none and writes this one)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +86,7 @@ class ContainerLifecycle:
         self._hooks = HandlerRunner(runtime, clock)
         # The API server's objects (cluster mode; set by KubeRuntimeManager), else None.
         self.objects: ObjectSource | None = None
+        self.events: EventRecorder = NULL_RECORDER  # set by KubeRuntimeManager
         self.crash_backoff: Backoff[CrashKey] = Backoff(
             clock, initial=10.0, maximum=300.0, name="crash-backoff", observe=observe)
 
@@ -96,6 +105,10 @@ class ContainerLifecycle:
         key = backoff_key(pod, container)
         if self.crash_backoff.in_backoff_since(key, last.finished_at) > 0:
             delay = self.crash_backoff.get(key)
+            self.events.event(
+                container_ref(pod, container), reasons.WARNING, reasons.BACK_OFF_START_CONTAINER,
+                f"Back-off restarting failed container {container.name} in pod "
+                f"{pod.metadata.name}_{pod.metadata.namespace}({pod.uid})")
             raise SyncError(
                 "CrashLoopBackOff",
                 f"back-off {delay:g}s restarting failed container={container.name} "
@@ -116,8 +129,29 @@ class ContainerLifecycle:
     ) -> ContainerID:
         """Pull, create, start and run the postStart hook; SyncError with the reason.
         ``pid_target``: the container whose PID namespace this one joins (ephemeral)."""
-        log = logger.bind(pod=pod.metadata.name, uid=pod.uid, container=container.name)
         self.check_crash_backoff(pod, container, status)
+        try:
+            return self._start(pod, container, sandbox_id, sandbox_config, status, pod_ip,
+                               pid_target)
+        except SyncError as err:
+            if err.reason != "PostStartHookError":  # that one has its own event
+                text = err.reason if err.reason in _IMAGE_ERRORS else err.message
+                self.events.event(container_ref(pod, container), reasons.WARNING,
+                                  reasons.FAILED_TO_CREATE_CONTAINER, f"Error: {text}")
+            raise
+
+    def _start(
+        self,
+        pod: Pod,
+        container: Container,
+        sandbox_id: SandboxID,
+        sandbox_config: PodSandboxConfig,
+        status: RuntimePodStatus,
+        pod_ip: str,
+        pid_target: str,
+    ) -> ContainerID:
+        log = logger.bind(pod=pod.metadata.name, uid=pod.uid, container=container.name)
+        ref = container_ref(pod, container)
         image_ref = self._images.ensure_image(pod, container, sandbox_config)
         log_dir = os.path.join(sandbox_config.log_directory, container.name)
         previous = status.find_container(container.name)
@@ -145,10 +179,14 @@ class ContainerLifecycle:
             container_id = self._runtime.create_container(sandbox_id, config, sandbox_config)
         except CRIError as err:
             raise SyncError("CreateContainerError", err.detail) from err
+        self.events.event(ref, reasons.NORMAL, reasons.CREATED_CONTAINER,
+                          f"Created container: {container.name}")
         try:
             self._runtime.start_container(container_id)
         except CRIError as err:
             raise SyncError("RunContainerError", err.detail) from err
+        self.events.event(ref, reasons.NORMAL, reasons.STARTED_CONTAINER,
+                          f"Started container {container.name}")
         log.info("started container {} (restart {})", container_id[:13], restart_count)
         hook = container.lifecycle.post_start if container.lifecycle else None
         if hook is not None:
@@ -156,9 +194,12 @@ class ContainerLifecycle:
             error = self._hooks.run(hook, container, container_id, pod_ip, timeout)
             if error is not None:
                 log.warning("postStart hook failed: {}", error)
+                # Without the hook's output: it may hold secrets (as upstream).
+                self.events.event(ref, reasons.WARNING, reasons.FAILED_POST_START_HOOK,
+                                  "PostStartHook failed")
                 self.kill_container(
                     pod, container, container_id, container.name,
-                    f"FailedPostStartHook: {error}", KillReason.NONE, None,
+                    "FailedPostStartHook", KillReason.NONE, None,
                 )
                 raise SyncError("PostStartHookError", error)
         return container_id
@@ -204,8 +245,12 @@ class ContainerLifecycle:
         grace_override: int | None,
         pod_ip: str = "",
         ordering: TerminationOrdering | None = None,
+        announce: bool = True,
     ) -> None:
         """preStop (if there is time), then StopContainer; NotFound counts as stopped.
+
+        ``announce``: record the Killing event here (a caller that kills several
+        containers on threads records them itself first, in one order).
 
         As upstream's killContainer: an override replaces the grace period first; the
         preStop hook's time, then the wait for this container's turn (``ordering``, for
@@ -233,6 +278,8 @@ class ContainerLifecycle:
             if container is None:
                 pre_stop = info.pre_stop
         grace = self.grace_period(pod, container, reason, labels_grace)
+        if announce:
+            self.announce_kill(pod, name, message)
         if grace_override is not None:
             grace = grace_override
         if pre_stop is not None and grace > 0:
@@ -241,6 +288,9 @@ class ContainerLifecycle:
             error = self._hooks.run(pre_stop, spec, container_id, pod_ip, float(grace))
             if error is not None:
                 log.warning("preStop hook failed: {}", error)
+                if pod is not None:
+                    self.events.event(container_ref(pod, name), reasons.WARNING,
+                                      reasons.FAILED_PRE_STOP_HOOK, "PreStopHook failed")
             grace -= int(self._clock.monotonic() - started)
         if ordering is not None and grace > 0:
             # Seconds only, so the time waited is truncated downward, as upstream's.
@@ -255,3 +305,11 @@ class ContainerLifecycle:
             raise SyncError("KillContainerError", err.detail) from err
         if ordering is not None:
             ordering.container_terminated(name)
+
+    def announce_kill(self, pod: Pod | None, name: str, message: str) -> None:
+        """The Killing event of one container (upstream killContainer's first record)."""
+        if pod is None:
+            return  # an orphan: no pod to name (its labels' pod may be long gone)
+        text = message if message and message != STOPPING else f"{STOPPING} {name}"
+        self.events.event(container_ref(pod, name), reasons.NORMAL,
+                          reasons.KILLING_CONTAINER, text)

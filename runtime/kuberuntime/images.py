@@ -11,6 +11,9 @@ from runtime.clock import Clock
 from runtime.cri.service import ImageService
 from runtime.cri.types import AuthConfig, ImageSpec, PodSandboxConfig
 from runtime.errors import CRIError, SyncError
+from runtime.events import reasons
+from runtime.events.recorder import NULL_RECORDER, EventRecorder, ObjectRef, container_ref
+from runtime.events.v1 import go_duration, truncate_ms
 from runtime.kuberuntime.backoff import Backoff, Observe, unobserved
 from runtime.kuberuntime.object_source import ObjectSource
 from runtime.kuberuntime.pull_secrets import pull_credentials
@@ -49,6 +52,7 @@ class ImageManager:
                                                  name="pull-backoff", observe=observe)
         # The API server's objects (cluster mode): imagePullSecrets' credentials.
         self.objects: ObjectSource | None = None
+        self.events: EventRecorder = NULL_RECORDER  # set by KubeRuntimeManager
 
     def ensure_image(
         self, pod: Pod, container: Container, sandbox_config: PodSandboxConfig | None
@@ -60,36 +64,62 @@ class ImageManager:
         """
         image = container.image
         log = logger.bind(pod=pod.metadata.name, uid=pod.uid, container=container.name)
+        ref = container_ref(pod, container)
+
+        def event(type: str, reason: str, message: str) -> None:
+            self.events.event(ref, type, reason, message)
+
         if not is_valid_image_name(image):
-            raise SyncError("InvalidImageName", f'Failed to apply default image tag "{image}"')
+            message = f'Failed to apply default image tag "{image}"'
+            event(reasons.WARNING, reasons.FAILED_TO_INSPECT_IMAGE, message)
+            raise SyncError("InvalidImageName", message)
         policy = container.image_pull_policy or default_pull_policy(image)
         spec = ImageSpec(image=image)
         present = self._images.image_status(spec)
         if present is not None and policy != "Always":
+            event(reasons.NORMAL, reasons.PULLED_IMAGE,
+                  f'Container image "{image}" already present on machine')
             return present.id
         if policy == "Never":
-            raise SyncError(
-                "ErrImageNeverPull",
-                f'Container image "{image}" is not present with pull policy of Never',
-            )
+            message = f'Container image "{image}" is not present with pull policy of Never'
+            event(reasons.WARNING, reasons.ERR_IMAGE_NEVER_PULL_POLICY, message)
+            raise SyncError("ErrImageNeverPull", message)
         key = PullKey(pod.uid, image)
         now = self._clock.now()
         if self.backoff.in_backoff_since_update(key) > 0:
-            raise SyncError("ImagePullBackOff", f'Back-off pulling image "{image}"',
-                            backoff=self.backoff.get(key))
+            message = f'Back-off pulling image "{image}"'
+            event(reasons.NORMAL, reasons.BACK_OFF_PULL_IMAGE, message)
+            raise SyncError("ImagePullBackOff", message, backoff=self.backoff.get(key))
+        event(reasons.NORMAL, reasons.PULLING_IMAGE, f'Pulling image "{image}"')
         started = self._clock.monotonic()
         try:
-            ref = self._pull(pod, spec, sandbox_config)
+            ref_id = self._pull(pod, spec, sandbox_config)
         except CRIError as err:
             self.backoff.next(key, now)
             log.warning("pulling image {} failed: {}", image, err.detail)
-            raise SyncError(
-                "ErrImagePull", f'Failed to pull image "{image}": {err.detail}'
-            ) from err
+            message = f'Failed to pull image "{image}": {err.detail}'
+            event(reasons.WARNING, reasons.FAILED_TO_PULL_IMAGE, message)
+            raise SyncError("ErrImagePull", message) from err
+        took = self._clock.monotonic() - started
         self.backoff.reset(key)
         self.backoff.gc()  # as upstream after a pull: drop the keys idle for 2x the maximum
-        log.info("pulled image {} in {:.3f}s", image, self._clock.monotonic() - started)
-        return ref
+        log.info("pulled image {} in {:.3f}s", image, took)
+        self._pulled_event(ref, image, ref_id, took)
+        return ref_id
+
+    def _pulled_event(self, ref: ObjectRef, image: str, image_ref: str, took: float) -> None:
+        """Pulled, with the image's size: upstream's puller asks the runtime for it
+        (GetImageSize). Only when events are recorded: the call is for the message, and
+        traces recorded before events have no such call. Pulls are not queued here, so
+        the time waiting is the time pulling."""
+        if self.events is NULL_RECORDER:
+            return
+        pulled = self._images.image_status(ImageSpec(image_ref))
+        size = pulled.size if pulled is not None else 0
+        duration = go_duration(truncate_ms(took))
+        self.events.event(ref, reasons.NORMAL, reasons.PULLED_IMAGE,
+                          f'Successfully pulled image "{image}" in {duration} ({duration} '
+                          f"including waiting). Image size: {size} bytes.")
 
     def _pull(self, pod: Pod, spec: ImageSpec, sandbox_config: PodSandboxConfig | None
               ) -> str:

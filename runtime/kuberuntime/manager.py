@@ -23,6 +23,8 @@ from runtime.cm.pod_cgroups import PodCgroups
 from runtime.cri.service import CRIRuntime
 from runtime.cri.types import ContainerState, ContainerStatus, PodSandboxConfig
 from runtime.errors import CRIError, CRINotFound, SyncError
+from runtime.events import reasons
+from runtime.events.recorder import NULL_RECORDER, EventRecorder, pod_ref
 from runtime.ids import ContainerID, PodUID, SandboxID
 from runtime.kuberuntime.actions import (
     KillReason,
@@ -32,7 +34,7 @@ from runtime.kuberuntime.actions import (
 )
 from runtime.kuberuntime.api_volumes import referenced_objects
 from runtime.kuberuntime.backoff import Observe, unobserved
-from runtime.kuberuntime.container import ContainerLifecycle
+from runtime.kuberuntime.container import STOPPING, ContainerLifecycle
 from runtime.kuberuntime.dns import ResolvConfError
 from runtime.kuberuntime.ephemeral import as_container, ephemeral_containers, target_id
 from runtime.kuberuntime.hostname import HostnameError
@@ -61,13 +63,15 @@ class KubeRuntimeManager:
         observe: Observe = unobserved,
         cgroups: PodCgroups | None = None,
         objects: ObjectSource | None = None,
+        events: EventRecorder = NULL_RECORDER,
     ) -> None:
         """``observe``: what reads of the back-off tables go through (see
         runtime.kuberuntime.backoff; a kubelet passes its Dispatch's ``observe``).
         ``cgroups``: the pod cgroups to create and remove (with cgroupsPerQOS); without
         it the sandboxes still name their pod cgroup, which nothing creates.
         ``objects``: the API server's ConfigMaps, Secrets, Services and tokens (cluster
-        mode); None standalone, where those are missing."""
+        mode); None standalone, where those are missing. ``events``: where the events
+        of what it does go (upstream's recorder; actors.kubelet.events sends them on)."""
         self.runtime = runtime
         self.cgroups = cgroups
         self.settings = settings
@@ -80,6 +84,8 @@ class KubeRuntimeManager:
         self._observe_input: Callable[[str, Any], Any] = observe
         self.objects = objects
         self.images.objects = self.containers.objects = objects
+        self.events = events
+        self.images.events = self.containers.events = events
 
     def get_pod_status(self, uid: PodUID, name: str, namespace: str) -> RuntimePodStatus:
         return get_pod_status(self.runtime, uid, name, namespace, self._termination_message)
@@ -128,6 +134,8 @@ class KubeRuntimeManager:
             message = f"unable to ensure pod container exists: {err}"
             logger.bind(pod=pod.metadata.name, uid=pod.uid, container="").warning(
                 "FailedCreatePodContainer: {}", message)
+            self.events.event(pod_ref(pod), reasons.WARNING,
+                              reasons.FAILED_TO_CREATE_POD_CONTAINER, message)
             return PodSyncResult((StepResult("CreatePodCgroup", pod.metadata.name,
                                              "FailedCreatePodContainer", message),))
         return PodSyncResult()
@@ -162,11 +170,15 @@ class KubeRuntimeManager:
         if not failures:
             return PodSyncResult()
         log = logger.bind(pod=pod.metadata.name, uid=pod.uid, container="")
+        ref = pod_ref(pod)
         for volume, error in failures:
             log.warning('FailedMount: MountVolume.SetUp failed for volume "{}" : {}', volume, error)
+            self.events.event(ref, reasons.WARNING, reasons.FAILED_MOUNT_VOLUME,
+                              f'MountVolume.SetUp failed for volume "{volume}" : {error}')
         unmounted = " ".join(name for name, _ in failures)
         message = (f"Unable to attach or mount volumes: unmounted volumes=[{unmounted}]: "
                    + "; ".join(error for _, error in failures))
+        self.events.event(ref, reasons.WARNING, reasons.FAILED_MOUNT_VOLUME, message)
         return PodSyncResult((StepResult("MountVolumes", pod.metadata.name, "FailedMount",
                                          message),))
 
@@ -179,6 +191,9 @@ class KubeRuntimeManager:
     ) -> PodSyncResult:
         steps: list[StepResult] = []
         log = logger.bind(pod=pod.metadata.name, uid=pod.uid, container="")
+        if plan.create_sandbox and plan.sandbox_id:
+            self.events.event(pod_ref(pod), reasons.NORMAL, reasons.SANDBOX_CHANGED,
+                              "Pod sandbox changed, it will be killed and re-created.")
         if plan.kill_pod:
             killed = self.kill_pod(pod, status, None)
             steps.extend(killed.steps)
@@ -214,6 +229,9 @@ class KubeRuntimeManager:
             except (CRIError, OSError, HostnameError, ResolvConfError) as err:
                 detail = err.detail if isinstance(err, CRIError) else str(err)
                 log.warning("creating the pod sandbox failed: {}", detail)
+                self.events.event(pod_ref(pod), reasons.WARNING,
+                                  reasons.FAILED_CREATE_POD_SANDBOX,
+                                  f"Failed to create pod sandbox: {detail}")
                 steps.append(
                     StepResult("CreatePodSandbox", pod.metadata.name, "CreatePodSandboxError",
                                detail)
@@ -309,14 +327,18 @@ class KubeRuntimeManager:
         def kill(entry_id: ContainerID, name: str) -> StepResult:
             try:
                 self.containers.kill_container(
-                    pod, specs.get(name), entry_id, name, "Stopping container",
-                    KillReason.NONE, grace_override, pod_ip, ordering,
+                    pod, specs.get(name), entry_id, name, STOPPING,
+                    KillReason.NONE, grace_override, pod_ip, ordering, announce=False,
                 )
                 return StepResult("KillContainer", name)
             except SyncError as err:
                 return StepResult.failed("KillContainer", name, err)
 
         steps: list[StepResult] = []
+        for entry in running:
+            # Killing events here, in the pod's order, not from the kill threads: what a
+            # handler sends must come in one order for a replay to compare.
+            self.containers.announce_kill(pod, entry.name, STOPPING)
         if running:
             # A sidecar's kill waits for others: each needs a thread of its own, or the
             # ones it waits on could queue behind it.

@@ -76,6 +76,15 @@ _EVENT_FIELDS = _fields("involvedObject.kind", "involvedObject.namespace",
                         "involvedObject.apiVersion", "involvedObject.resourceVersion",
                         "involvedObject.fieldPath", "reason", "reportingComponent", "source",
                         "type")
+
+
+def _event_fields(obj: dict[str, Any]) -> dict[str, str]:
+    """Upstream's event field set: ``source`` is source.component (not the whole object)."""
+    fields = _EVENT_FIELDS[1](obj)
+    fields["source"] = _dig(obj, "source.component")
+    return fields
+
+
 _SECRET_FIELDS = _fields("type")
 _NAMESPACE_FIELDS = _fields("status.phase")
 
@@ -91,7 +100,7 @@ RESOURCES: tuple[ResourceType, ...] = (
                  subresources={"status": ("Node", _RW)},
                  field_labels=_NODE_FIELDS[0], get_fields=_NODE_FIELDS[1]),
     ResourceType("", "v1", "events", "event", "Event", True, short_names=("ev",),
-                 field_labels=_EVENT_FIELDS[0], get_fields=_EVENT_FIELDS[1]),
+                 field_labels=_EVENT_FIELDS[0], get_fields=_event_fields),
     ResourceType("", "v1", "configmaps", "configmap", "ConfigMap", True, short_names=("cm",)),
     ResourceType("", "v1", "secrets", "secret", "Secret", True,
                  field_labels=_SECRET_FIELDS[0], get_fields=_SECRET_FIELDS[1]),

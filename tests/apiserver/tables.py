@@ -54,6 +54,30 @@ def _age(obj: dict[str, Any], now: float) -> str:
     return human_duration(now - at)
 
 
+def _since(stamp: Any, now: float) -> str:
+    if not stamp:
+        return "<unknown>"
+    at = datetime.strptime(str(stamp)[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC).timestamp()
+    return human_duration(now - at)
+
+
+def _event_cells(event: dict[str, Any], now: float) -> list[Any]:
+    """Upstream's printEvent: Last Seen ("(xN over D)" when counted), Type, Reason, Object,
+    Subobject, Source, Message, First Seen, Count, Name."""
+    inv = event.get("involvedObject", {})
+    count = int(event.get("count") or 0)
+    first = _since(event.get("firstTimestamp"), now)
+    last = _since(event.get("lastTimestamp") or event.get("eventTime"), now)
+    if count > 1:
+        last = f"{last} (x{count} over {first})"
+    source = event.get("source") or {}
+    origin = ", ".join(v for v in (source.get("component"), source.get("host")) if v)
+    return [last, event.get("type", ""), event.get("reason", ""),
+            f"{str(inv.get('kind', '')).lower()}/{inv.get('name', '')}",
+            inv.get("fieldPath", ""), origin, str(event.get("message", "")).strip(), first,
+            count, event["metadata"]["name"]]
+
+
 def _pod_cells(pod: dict[str, Any], now: float) -> list[Any]:
     spec = pod.get("spec", {})
     status = pod.get("status", {})
@@ -125,6 +149,10 @@ TABLES: dict[str, tuple[list[Column], Cells]] = {
     "Service": ([("Name", "string", 0), ("Type", "string", 0), ("Cluster-IP", "string", 0),
                  ("External-IP", "string", 0), ("Port(s)", "string", 0), ("Age", "string", 0)],
                 _service_cells),
+    "Event": ([("Last Seen", "string", 0), ("Type", "string", 0), ("Reason", "string", 0),
+               ("Object", "string", 0), ("Subobject", "string", 1), ("Source", "string", 1),
+               ("Message", "string", 0), ("First Seen", "string", 1), ("Count", "string", 1),
+               ("Name", "string", 1)], _event_cells),
     "Lease": ([("Name", "string", 0), ("Holder", "string", 0), ("Age", "string", 0)],
               lambda o, now: [o["metadata"]["name"],
                               o.get("spec", {}).get("holderIdentity", ""), _age(o, now)]),

@@ -25,6 +25,9 @@ from actors.kubelet.cluster.messages import HealthReport, ReportHealth
 from runtime import errors
 from runtime.clock import Clock
 from runtime.cri.service import RuntimeService
+from runtime.events import reasons
+from runtime.events.node import condition_events, node_event_message
+from runtime.events.recorder import NULL_RECORDER, EventRecorder, node_ref
 from runtime.kubeapi.client import NODES
 from runtime.kubeapi.node import (
     REGISTER_FIRST_STEP,
@@ -52,8 +55,10 @@ class NodeStatusActor(Actor):
     """Registration and the status loop of this kubelet's Node."""
 
     def __init__(self, dispatch: Dispatch, timers: Timers, clock: Clock, cluster: Cluster,
-                 runtime: RuntimeService, incarnation: int = 0) -> None:
+                 runtime: RuntimeService, incarnation: int = 0,
+                 events: EventRecorder = NULL_RECORDER) -> None:
         super().__init__(names.NODE_STATUS, dispatch, incarnation)
+        self._events = events
         self._timers = timers
         self._clock = clock
         self._cluster = cluster
@@ -72,6 +77,15 @@ class NodeStatusActor(Actor):
             report_frequency=settings.node_status_report_frequency,
             on_repeated_heartbeat_failure=transport.close)
         self._log = logger.bind(pod="", uid="", container="", node=cluster.node.node_name)
+        self.reporter.on_conditions = self._condition_events
+
+    def _condition_events(self, old: list[Any], new: list[Any]) -> None:
+        """NodeReady, NodeNotReady, NodeHasSufficientMemory...: upstream's setters record
+        a condition whose status changes."""
+        name = self._cluster.node.node_name
+        for reason in condition_events(old, new):
+            self._events.event(node_ref(name), reasons.NORMAL, reason,
+                               node_event_message(name, reason))
 
     def on_start(self) -> None:
         period = self._cluster.settings.node_status_update_frequency
@@ -137,6 +151,9 @@ class NodeStatusActor(Actor):
                 self._retry_soon()
                 return False
             self._log.info("successfully registered node")
+            # Upstream's initialNode runs the status setters: the first condition events.
+            self._condition_events([], list((node.get("status") or {}).get("conditions")
+                                            or []))
         try:
             uid = str(self._cluster.heartbeat.get(NODES, name)["metadata"]["uid"])
         except (errors.APIError, KeyError, TypeError) as err:
