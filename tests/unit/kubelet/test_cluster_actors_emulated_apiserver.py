@@ -43,6 +43,7 @@ from runtime.ids import PodUID
 from runtime.kubeapi.client import LEASES, NODES, PODS, KubeClient
 from runtime.kubeapi.kubeconfig import load_kubeconfig
 from runtime.kubeapi.nodestatus import NodeConfig
+from runtime.kubeapi.reflector import Snapshot
 from runtime.kubeapi.transport import Transport
 from runtime.pod.manifest import parse_manifest
 from runtime.pod.model import Pod
@@ -214,6 +215,36 @@ def test_the_api_source_sends_pods_to_run_and_leaves_mirror_pods_out_emulated_ap
         wait_for(lambda: len(inbox.all(APIPods)) == 2, 5, "the writer told twice")
         assert len(inbox.all(SourceSnapshot)) == 1
         assert {p.name for p in inbox.all(APIPods)[-1].pods} == {"web", f"s-{NODE}"}
+    finally:
+        inbox.ref.stop()
+
+
+def test_the_api_source_takes_the_newest_set_and_decodes_a_pod_once_per_version(
+        cluster: Cluster, admin: KubeClient) -> None:
+    dispatch = Dispatch()
+    inbox = Inbox(dispatch, names.SYNC_LOOP, names.POD_WRITER)
+    told: list[Any] = []
+    try:
+        source = APISource(dispatch, FakeClock(), cluster)
+        source._actor_ref = cast(Any, type("Ref", (), {"tell": staticmethod(told.append)})())
+        bound_pod(admin, "web")
+        first = tuple(admin.list(PODS, "default").items)
+        admin.patch(PODS, "web", {"metadata": {"annotations": {"a": "1"}}},
+                    namespace="default", patch_type="merge")
+        second = tuple(admin.list(PODS, "default").items)
+        # Two sets before the actor gets to the first: it is told once, takes the newest.
+        source._on_snapshot(Snapshot("1", first, True))
+        source._on_snapshot(Snapshot("2", second, False))
+        assert len(told) == 1
+        source.handle(told[0])
+        wait_for(lambda: inbox.all(SourceSnapshot), 5, "a snapshot")
+        (snapshot,) = inbox.all(SourceSnapshot)
+        assert snapshot.pods[0].metadata.annotations == {"a": "1"}
+        # The same version again: the very same decoded pod, no decoding.
+        source.handle(APIPodList("2", second))
+        wait_for(lambda: len(inbox.all(APIPods)) == 2, 5, "the writer told twice")
+        assert source._decoded[snapshot.pods[0].metadata.uid][2] is snapshot.pods[0]
+        assert len(inbox.all(SourceSnapshot)) == 1
     finally:
         inbox.ref.stop()
 
