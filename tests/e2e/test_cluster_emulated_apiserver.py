@@ -158,7 +158,7 @@ def test_the_node_lists_its_images_with_sizes_and_is_ready_emulated_apiserver(
         return sizes if {BUSYBOX_IMAGE, PAUSE_IMAGE} <= set(sizes) else None
 
     sizes = wait_for(images, 30, "busybox and pause in status.images", interval=0.5)
-    assert sizes[BUSYBOX_IMAGE] > 0 and sizes[PAUSE_IMAGE] > 0
+    assert sizes is not None and sizes[BUSYBOX_IMAGE] > 0 and sizes[PAUSE_IMAGE] > 0
     listed = cluster.get("node", NODE)["status"]["images"]
     assert [i["sizeBytes"] for i in listed] == sorted((i["sizeBytes"] for i in listed),
                                                       reverse=True)
