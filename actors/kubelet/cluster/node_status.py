@@ -131,9 +131,13 @@ class NodeStatusActor(Actor):
             self._asked_sync = True
             self.send(names.SYNC_LOOP, ReportHealth(self.name))
         elif isinstance(message, Tick) and message.kind == TICK_FAST_STATUS:
-            if ready_status(self.reporter.last_node) == "True":
-                self._stop_fast()  # Ready already: nothing left to hurry
-            elif self._fast is not None and not self._asked_fast:
+            late = self._clock.monotonic() - self._started >= NODE_READY_GRACE_PERIOD
+            if ready_status(self.reporter.last_node) == "True" or late:
+                if late:
+                    self._log.error("node not becoming ready in time after startup")
+                self._stop_fast()  # Ready already, or too late to hurry
+            elif self.reporter.registered and self._fast is not None \
+                    and not self._asked_fast:  # no Node yet: nothing to post
                 self._asked_fast = True
                 self.send(names.SYNC_LOOP, ReportHealth(self.name))
         elif isinstance(message, HealthReport):
