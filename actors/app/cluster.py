@@ -28,7 +28,8 @@ def cluster_from_flags(flags: KubeletFlags, clock: Clock, node_ip: str) -> Clust
     node = NodeConfig(
         node_name=flags.node_name, hostname=flags.node_name, node_ip=node_ip,
         architecture=machine_arch(), node_labels=flags.node_labels,
-        register_with_taints=flags.register_with_taints, kubelet_port=flags.port)
+        register_with_taints=flags.register_with_taints, kubelet_port=flags.port,
+        max_images=flags.node_status_max_images)
     settings = ClusterSettings(
         register_node=flags.register_node,
         node_status_update_frequency=flags.node_status_update_frequency,

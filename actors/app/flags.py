@@ -69,6 +69,7 @@ class KubeletFlags:
     node_status_update_frequency: float = 10.0
     node_status_report_frequency: float = 300.0
     node_lease_duration_seconds: int = 40
+    node_status_max_images: int = 50
     # the main port's TLS, authentication and authorization (see flags_security_defaults)
     tls_cert_file: str = ""
     tls_private_key_file: str = ""
@@ -248,6 +249,8 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
         help="how often the node's status is computed and posted if changed (default 10s)")
     add("--node-status-report-frequency", type=parse_duration, default=300.0,
         help="how often the node's status is posted even if unchanged (default 5m)")
+    add("--node-status-max-images", type=int, default=50,
+        help="the most images listed in the node's status.images, -1 for no cap (default 50)")
     add("--tls-cert-file", default="",
         help="the main port's serving certificate (default: a self-signed one in --cert-dir)")
     add("--tls-private-key-file", default="", help="the key of --tls-cert-file")
@@ -312,6 +315,10 @@ def parse_flags(argv: list[str]) -> KubeletFlags:
         if seconds <= 0:
             raise ConfigError(f"{flag} {seconds}: must be more than 0")
     lease_seconds = getattr(ns, "node_lease_duration_seconds", 40)
+    if ns.node_status_max_images < -1:
+        raise ConfigError("invalid configuration: nodeStatusMaxImages "
+                          f"(--node-status-max-images) {ns.node_status_max_images} must be -1 "
+                          "or greater")
     if lease_seconds < 1:
         raise ConfigError(f"nodeLeaseDurationSeconds {lease_seconds}: must be at least 1")
     if ns.manifest_url and not ns.manifest_url.startswith(("http://", "https://")):
@@ -398,6 +405,7 @@ def parse_flags(argv: list[str]) -> KubeletFlags:
         node_status_update_frequency=ns.node_status_update_frequency,
         node_status_report_frequency=ns.node_status_report_frequency,
         node_lease_duration_seconds=lease_seconds,
+        node_status_max_images=ns.node_status_max_images,
         tls_cert_file=_abspath(ns.tls_cert_file),
         tls_private_key_file=_abspath(ns.tls_private_key_file),
         cert_dir=_abspath(ns.cert_dir) or os.path.join(os.path.abspath(ns.root_dir), "pki"),

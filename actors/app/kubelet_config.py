@@ -37,6 +37,12 @@ def _port(value: Any) -> int:
     return value
 
 
+def _integer(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"expected an integer, got {type(value).__name__}")
+    return value
+
+
 def _positive(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"expected an integer, got {type(value).__name__}")
@@ -166,6 +172,7 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "nodeStatusUpdateFrequency": ("node_status_update_frequency", _duration),
     "nodeStatusReportFrequency": ("node_status_report_frequency", _duration),
     "nodeLeaseDurationSeconds": ("node_lease_duration_seconds", _positive),
+    "nodeStatusMaxImages": ("node_status_max_images", _integer),
     "tlsCertFile": ("tls_cert_file", _string),
     "tlsPrivateKeyFile": ("tls_private_key_file", _string),
     "tlsMinVersion": ("tls_min_version", _string),

@@ -25,6 +25,7 @@ from runtime.clock import Clock
 from runtime.kubeapi import nodestatus
 from runtime.kubeapi.client import NODES, KubeClient
 from runtime.kubeapi.nodestatus import MachineFacts, NodeConfig, NodeHealth
+from runtime.kubeapi.runtimestate import FastStep, fast_status_step
 from runtime.kubeapi.strategicpatch import node_status_patch
 from runtime.machine import machine_identity, node_resources
 
@@ -80,6 +81,9 @@ class NodeStatusReporter:
         self.report_frequency = report_frequency
         self.registered = False
         self.last_report: float | None = None
+        # The Node as last read or written: upstream's node lister, which the fast
+        # status updates at startup read instead of the API server.
+        self.last_node: dict[str, Any] | None = None
         self.patches = 0
         # Told (old conditions, new conditions) each time a status is computed: the
         # node-status actor records the Node's events from them.
@@ -117,7 +121,7 @@ class NodeStatusReporter:
     def try_register(self, node: dict[str, Any]) -> bool:
         """tryRegisterWithAPIServer: one attempt."""
         try:
-            self._client.create(NODES, node)
+            self.last_node = self._client.create(NODES, node)
             return True
         except errors.APIAlreadyExists:
             pass
@@ -133,11 +137,12 @@ class NodeStatusReporter:
             return False
         self._log.info("node was previously registered")
         reconciled, requires_update = nodestatus.reconcile_existing_node(node, existing)
+        self.last_node = existing
         if requires_update:
             try:
-                self._client.patch(NODES, self.config.node_name,
-                                   node_status_patch(existing, reconciled),
-                                   subresource="status")
+                self.last_node = self._client.patch(NODES, self.config.node_name,
+                                                    node_status_patch(existing, reconciled),
+                                                    subresource="status")
             except errors.APIError as err:
                 self._log.error("unable to reconcile node with API server: error updating "
                                 "node: {}", err)
@@ -172,6 +177,7 @@ class NodeStatusReporter:
         # The first try reads from the server's cache (resourceVersion "0"), as upstream.
         node = self._client.get(NODES, self.config.node_name,
                                 resource_version="0" if attempt == 0 else "")
+        self.last_node = node
         now = self._clock.now()
         updated = nodestatus.set_node_status(node, self.config, self._facts(), self._health(),
                                              now)
@@ -183,11 +189,41 @@ class NodeStatusReporter:
         if not due and not nodestatus.node_status_has_changed(node.get("status"),
                                                               updated.get("status")):
             return False
-        self._client.patch(NODES, self.config.node_name, node_status_patch(node, updated),
-                           subresource="status")
+        self.last_node = self._client.patch(NODES, self.config.node_name,
+                                            node_status_patch(node, updated),
+                                            subresource="status")
         self.last_report = self._clock.monotonic()
         self.patches += 1
         return True
+
+    def fast_update_node_status(self, timed_out: bool) -> FastStep:
+        """fastNodeStatusUpdate: the status recomputed from the Node last seen (no API
+        read), posted only when it turns the Node Ready; a failed post is made again by
+        the regular path (updateNodeStatus, which reads the Node afresh)."""
+        seen = self.last_node
+        updated = changed = None
+        if seen is not None and not timed_out:
+            updated = nodestatus.set_node_status(seen, self.config, self._facts(),
+                                                 self._health(), self._clock.now())
+            changed = nodestatus.node_status_has_changed(seen.get("status"),
+                                                         updated.get("status"))
+        step = fast_status_step(seen, updated, bool(changed), timed_out)
+        if timed_out:
+            self._log.error("node not becoming ready in time after startup")
+        if step is not FastStep.PATCH or seen is None or updated is None:
+            return step
+        self._log.info("fast updating node status as it just became ready")
+        try:
+            self.last_node = self._client.patch(NODES, self.config.node_name,
+                                                node_status_patch(seen, updated),
+                                                subresource="status")
+            self.last_report = self._clock.monotonic()
+            self.patches += 1
+        except errors.APIError as err:
+            self._log.error("error updating node status, will retry with syncNodeStatus: {}",
+                            err)
+            self.update_node_status()
+        return step
 
     def sync_node_status(self) -> None:
         """syncNodeStatus: register if needed, then update the status."""

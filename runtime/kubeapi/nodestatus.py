@@ -39,7 +39,7 @@ DEFAULT_LABELS = (
 TAINT_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 MAX_NAMES_PER_IMAGE = 5
-"""MaxNamesPerImageInNodeStatus."""
+"""MaxNamesPerImageInNodeStatus (nodestatus/setters.go)."""
 NODE_STATUS_MAX_IMAGES = 50
 """KubeletConfiguration nodeStatusMaxImages' default."""
 REQUIRED_CAPACITY = ("cpu", "memory", "pods", "ephemeral-storage")
@@ -111,8 +111,12 @@ class NodeConfig:
 
 @dataclass(frozen=True)
 class NodeImage:
+    """One image of the runtime's list: its names (repo digests, then repo tags), its size
+    and its ID (the sort's tie-break)."""
+
     names: tuple[str, ...]
     size_bytes: int
+    id: str = ""
 
 
 @dataclass(frozen=True)
@@ -264,7 +268,8 @@ def set_node_status(node: Mapping[str, Any], cfg: NodeConfig, facts: MachineFact
                  "operatingSystem": cfg.operating_system, "architecture": cfg.architecture})
     status["nodeInfo"] = info
     status["daemonEndpoints"] = {"kubeletEndpoint": {"Port": cfg.kubelet_port}}
-    images = sorted(facts.images, key=lambda i: -i.size_bytes)
+    # Images: the list comes sorted (ByImageSize); sorted again so any input is right.
+    images = sorted(facts.images, key=lambda i: (i.size_bytes, i.id), reverse=True)
     if cfg.max_images > -1:
         images = images[:cfg.max_images]
     status["images"] = [{"names": list(i.names[:MAX_NAMES_PER_IMAGE]),
@@ -305,7 +310,7 @@ def _ready_condition(conditions: list[dict[str, Any]], capacity: Mapping[str, An
     errs = [*health.runtime_errors, *health.network_errors, *health.storage_errors]
     missing = [r for r in REQUIRED_CAPACITY if r not in capacity]
     if missing:
-        errs.append(f"Missing node capacity for resources: {', '.join(missing)}")
+        errs.append(f"missing node capacity for resources: {', '.join(missing)}")
     new: dict[str, Any] = {"type": "Ready", "status": "True", "reason": "KubeletReady",
                            "message": "kubelet is posting ready status",
                            "lastHeartbeatTime": stamp}

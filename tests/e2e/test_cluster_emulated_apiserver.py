@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from actors.app.testbed import BUSYBOX_IMAGE
+from actors.app.testbed import BUSYBOX_IMAGE, PAUSE_IMAGE
 from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
-from runtime.cri.types import ContainerFilter, ContainerState
+from runtime.cri.types import ContainerFilter, ContainerState, ImageSpec
 from runtime.kuberuntime import labels as L
 from tests.apiserver import EmulatedAPIServer
 from tests.apiserver.kubectl import Kubectl
@@ -140,6 +140,28 @@ def test_node_registers_turns_ready_and_its_lease_renews_emulated_apiserver(
     assert lease["metadata"]["ownerReferences"][0]["uid"] == node["metadata"]["uid"]
     assert lease["spec"]["leaseDurationSeconds"] == 4
     wait_for(lambda: cluster.renew_time() != first, 20, "the lease renewed", interval=0.5)
+
+
+def test_the_node_lists_its_images_with_sizes_and_is_ready_emulated_apiserver(
+        cluster: Cluster, cri: CRIClient) -> None:
+    for image in (BUSYBOX_IMAGE, PAUSE_IMAGE):  # on the node before the kubelet starts
+        cri.pull_image(ImageSpec(image))
+    cluster.daemon.start()
+    wait_for(lambda: cluster.node_ready() == "True", 30, "the Node Ready", ignore=(
+        AssertionError,), interval=0.5)
+    table = cluster.kubectl.run("get", "node", NODE).stdout
+    assert " Ready " in table.splitlines()[1], table
+
+    def images() -> dict[str, int] | None:
+        listed = cluster.get("node", NODE)["status"].get("images") or []
+        sizes = {name: int(i["sizeBytes"]) for i in listed for name in i["names"]}
+        return sizes if {BUSYBOX_IMAGE, PAUSE_IMAGE} <= set(sizes) else None
+
+    sizes = wait_for(images, 30, "busybox and pause in status.images", interval=0.5)
+    assert sizes is not None and sizes[BUSYBOX_IMAGE] > 0 and sizes[PAUSE_IMAGE] > 0
+    listed = cluster.get("node", NODE)["status"]["images"]
+    assert [i["sizeBytes"] for i in listed] == sorted((i["sizeBytes"] for i in listed),
+                                                      reverse=True)
 
 
 def test_a_pod_bound_to_the_node_runs_reports_and_is_deleted_emulated_apiserver(

@@ -7,10 +7,17 @@ condition is computed from the runtime's state and the PLEG's health: each round
 asks the sync loop for its health checks (a ReportHealth tell answered by a HealthReport,
 both recorded in a trace) and runs the round when the answer comes. The API calls are
 runtime.kubeapi.node's, made in this actor's handlers.
+
+What the runtime says comes through its recorded CRI calls here: Status each round
+(NetworkReady and RuntimeReady, as updateRuntimeUp reads them) and ListImages at most
+every 30 s (the image cache behind the Node's ``status.images``). Until the Node is Ready,
+a round every 100 ms (for at most 2 minutes) posts the status the moment it turns Ready,
+as upstream's fastStatusUpdateOnce does, so a new node is Ready without waiting 10 s.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from loguru import logger
@@ -24,7 +31,7 @@ from actors.kubelet.cluster.context import Cluster
 from actors.kubelet.cluster.messages import HealthReport, ReportHealth
 from runtime import errors
 from runtime.clock import Clock
-from runtime.cri.service import RuntimeService
+from runtime.cri.service import CRIRuntime
 from runtime.events import reasons
 from runtime.events.node import condition_events, node_event_message
 from runtime.events.recorder import NULL_RECORDER, EventRecorder, node_ref
@@ -35,27 +42,52 @@ from runtime.kubeapi.node import (
     NodeStatusReporter,
     machine_facts,
 )
-from runtime.kubeapi.nodestatus import MachineFacts, NodeHealth
+from runtime.kubeapi.nodestatus import MachineFacts, NodeHealth, NodeImage
+from runtime.kubeapi.runtimestate import (
+    FAST_STATUS_PERIOD,
+    IMAGE_CACHE_PERIOD,
+    NODE_READY_GRACE_PERIOD,
+    FastStep,
+    condition_errors,
+    node_images,
+    ready_status,
+)
 
 TICK_REGISTER = "node-register"
+TICK_FAST_STATUS = "node-status-fast"
 
 
-def node_health(checks: dict[str, str | None]) -> NodeHealth:
-    """The sync loop's checks as the Ready condition's inputs (upstream's runtimeState
-    errors: the runtime down, the PLEG not healthy)."""
+@dataclasses.dataclass(frozen=True)
+class RuntimeConditions:
+    """The last CRI Status answer's verdicts (updateRuntimeUp): ``answered`` is False
+    until a Status call succeeds."""
+
+    answered: bool = False
+    runtime_error: str | None = None
+    network_error: str | None = None
+
+
+def node_health(checks: dict[str, str | None],
+                conditions: RuntimeConditions = RuntimeConditions()) -> NodeHealth:
+    """The Ready condition's inputs (upstream's runtimeState errors): the runtime down
+    (the sync loop's check, unless this round's Status call answered: that is newer), the
+    PLEG not healthy, RuntimeReady false; NetworkReady false as the network error."""
     runtime: list[str] = []
-    if reason := checks.get(names.HEALTH_RUNTIME):
+    if not conditions.answered and (reason := checks.get(names.HEALTH_RUNTIME)):
         runtime.append(f"container runtime is down: {reason}")
     if reason := checks.get(names.HEALTH_PLEG):
         runtime.append(f"PLEG is not healthy: {reason}")
-    return NodeHealth(runtime_errors=tuple(runtime))
+    if conditions.runtime_error:
+        runtime.append(conditions.runtime_error)
+    network = (conditions.network_error,) if conditions.network_error else ()
+    return NodeHealth(runtime_errors=tuple(runtime), network_errors=network)
 
 
 class NodeStatusActor(Actor):
     """Registration and the status loop of this kubelet's Node."""
 
     def __init__(self, dispatch: Dispatch, timers: Timers, clock: Clock, cluster: Cluster,
-                 runtime: RuntimeService, incarnation: int = 0,
+                 runtime: CRIRuntime, incarnation: int = 0,
                  events: EventRecorder = NULL_RECORDER) -> None:
         super().__init__(names.NODE_STATUS, dispatch, incarnation)
         self._events = events
@@ -65,6 +97,12 @@ class NodeStatusActor(Actor):
         self._runtime = runtime
         self._health = NodeHealth()
         self._facts: MachineFacts | None = None
+        self._conditions = RuntimeConditions()
+        self._images: tuple[NodeImage, ...] = ()
+        self._images_at: float | None = None
+        self._started = clock.monotonic()
+        self._fast: Cancellable | None = None
+        self._asked_sync = self._asked_fast = False
         self._step = REGISTER_FIRST_STEP
         self._retry: Cancellable | None = None
         self._handles: list[Cancellable] = []
@@ -91,23 +129,67 @@ class NodeStatusActor(Actor):
         period = self._cluster.settings.node_status_update_frequency
         self._handles.append(self._timers.every(names.TICK_NODE_STATUS, self.name, period,
                                                 first=0.0))
+        self._fast = self._timers.every(TICK_FAST_STATUS, self.name, FAST_STATUS_PERIOD,
+                                        first=FAST_STATUS_PERIOD)
 
     def on_stop(self) -> None:
         for handle in self._handles:
             handle.cancel()
+        self._stop_fast()
         if self._retry is not None:
             self._retry.cancel()
 
     def handle(self, message: Any) -> Any:
         if isinstance(message, Tick) and message.kind in (names.TICK_NODE_STATUS,
                                                           TICK_REGISTER):
+            self._asked_sync = True
             self.send(names.SYNC_LOOP, ReportHealth(self.name))
+        elif isinstance(message, Tick) and message.kind == TICK_FAST_STATUS:
+            late = self._clock.monotonic() - self._started >= NODE_READY_GRACE_PERIOD
+            if ready_status(self.reporter.last_node) == "True" or late:
+                if late:
+                    self._log.error("node not becoming ready in time after startup")
+                self._stop_fast()  # Ready already, or too late to hurry
+            elif self.reporter.registered and self._fast is not None \
+                    and not self._asked_fast:  # no Node yet: nothing to post
+                self._asked_fast = True
+                self.send(names.SYNC_LOOP, ReportHealth(self.name))
         elif isinstance(message, HealthReport):
-            self._health = node_health(dict(message.checks))
-            self._round()
+            self._conditions = self._runtime_conditions()
+            self._health = node_health(dict(message.checks), self._conditions)
+            # One answer per ask; an answer nobody asked for (tests) is a regular round.
+            if self._asked_fast and not self._asked_sync:
+                self._asked_fast = False
+                self._fast_round()
+            else:
+                self._asked_sync = False
+                self._round()
         else:
             return super().handle(message)
         return None
+
+    def _runtime_conditions(self) -> RuntimeConditions:
+        """updateRuntimeUp: the runtime's conditions now; when Status fails ("Container
+        runtime sanity check failed") what was known stays, marked unanswered."""
+        try:
+            runtime_error, network_error = condition_errors(self._runtime.status())
+        except errors.KubeletError as err:
+            self._log.error("container runtime sanity check failed: {}", err)
+            return dataclasses.replace(self._conditions, answered=False)
+        if network_error and not self._conditions.network_error:
+            self._log.error("{}", network_error)
+        return RuntimeConditions(True, runtime_error, network_error)
+
+    def _node_images(self) -> tuple[NodeImage, ...]:
+        """The image cache: ListImages again when 30 s old; kept when it fails."""
+        now = self._clock.monotonic()
+        if self._images_at is None or now - self._images_at >= IMAGE_CACHE_PERIOD:
+            try:
+                self._images = node_images(self._runtime.list_images())
+                self._images_at = now
+            except errors.KubeletError as err:
+                self._log.warning("failed to update image list: {}", err)
+        return self._images
 
     def _machine_facts(self) -> MachineFacts:
         """This machine's facts, read once (the runtime's version when it answers)."""
@@ -120,7 +202,26 @@ class NodeStatusActor(Actor):
                 self._log.warning("runtime version unknown for the Node: {}", err)
             settings = self._cluster.settings
             self._facts = machine_facts(settings.root_dir, settings.max_pods, name, version)
-        return self._facts
+        return dataclasses.replace(self._facts, images=self._node_images())
+
+    def _stop_fast(self) -> None:
+        if self._fast is not None:
+            self._fast.cancel()
+            self._fast = None
+
+    def _fast_round(self) -> None:
+        """fastNodeStatusUpdate: nothing before the Node is registered (upstream's lister
+        has no Node yet); done once it is Ready or after nodeReadyGracePeriod."""
+        if self._fast is None or not self.reporter.registered:
+            return
+        timed_out = self._clock.monotonic() - self._started >= NODE_READY_GRACE_PERIOD
+        try:
+            step = self.reporter.fast_update_node_status(timed_out)
+        except errors.APIError as err:
+            self._log.error("unable to update node status: {}", err)
+            step = FastStep.DONE
+        if step is not FastStep.AGAIN:
+            self._stop_fast()
 
     # --- one round ------------------------------------------------------------------------
 

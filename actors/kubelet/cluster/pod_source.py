@@ -11,6 +11,11 @@ own reflection of its static pods, never pods to run (upstream's podManager keep
 apart): they go, with every API pod's status, to the pod writer only.
 
 A pod the kubelet cannot decode is reported as a problem of the source and left out.
+
+Each watch event makes a whole new set, so two things keep a busy watch cheap: a set the
+actor has not taken yet is replaced by the newer one (the reflector's thread keeps only the
+newest; the actor is told once and takes the newest when it gets to it), and a pod is
+decoded again only when its resourceVersion moved (the decoded pods are kept by UID).
 """
 
 from __future__ import annotations
@@ -76,6 +81,13 @@ class APISource(Actor):
         self._thread: threading.Thread | None = None
         self._last: tuple[tuple[Pod, ...], tuple[ManifestProblem, ...]] | None = None
         self.sent = 0
+        # The newest set the reflector made that the actor has not taken, and whether an
+        # APIPodList is on its way to the mailbox for it.
+        self._newest: APIPodList | None = None
+        self._told = False
+        self._slot = threading.Lock()
+        # Per UID: (resourceVersion, its summary, its decoded Pod or the decoding error).
+        self._decoded: dict[str, tuple[str, APIPod, Pod | str]] = {}
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -104,8 +116,21 @@ class APISource(Actor):
         # Straight to this incarnation's mailbox, not through the dispatch: the raw list
         # (managedFields and all, on every watch event) is not worth a trace's space.
         # What it becomes, the SourceSnapshot and APIPods this actor sends, is recorded.
-        if not self._stopping.is_set():
-            self.actor_ref.tell(APIPodList(snapshot.resource_version, snapshot.items))
+        if self._stopping.is_set():
+            return
+        listed = APIPodList(snapshot.resource_version, snapshot.items)
+        with self._slot:
+            self._newest = listed
+            if self._told:
+                return  # the APIPodList on its way takes this newer set
+            self._told = True
+        self.actor_ref.tell(listed)
+
+    def _take_newest(self, listed: APIPodList) -> APIPodList:
+        """The newest set the reflector made (``listed`` when none is waiting)."""
+        with self._slot:
+            newest, self._newest, self._told = self._newest, None, False
+        return newest or listed
 
     def on_stop(self) -> None:
         self._shutdown()
@@ -123,27 +148,47 @@ class APISource(Actor):
 
     # --- messages -------------------------------------------------------------------------
 
+    def _decode(self, raw: Mapping[str, Any]) -> tuple[str, APIPod, Pod | str]:
+        """The pod's summary and decoding (or why it cannot be run), kept while its
+        resourceVersion stays."""
+        meta = raw.get("metadata") or {}
+        uid, version = str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "")
+        kept = self._decoded.get(uid)
+        if kept is not None and version and kept[0] == version:
+            return kept
+        summary = api_pod(raw)
+        pod: Pod | str
+        if summary.mirror_of:
+            pod = ""
+        else:
+            try:
+                pod = decode_api_pod(raw)
+            except (msgspec.ValidationError, ValueError, TypeError) as err:
+                pod = str(err)
+                _log.bind(pod=summary.name, uid=summary.uid).error(
+                    "pod from the API server cannot be run: {}", err)
+        return version, summary, pod
+
     def handle(self, message: Any) -> Any:
         if isinstance(message, APIPodList):
-            self._listed(message)
+            self._listed(self._take_newest(message))
             return None
         return super().handle(message)
 
     def _listed(self, listed: APIPodList) -> None:
-        seen = tuple(api_pod(raw) for raw in listed.items)
+        decoded = [self._decode(raw) for raw in listed.items]
+        self._decoded = {d[1].uid: d for d in decoded if d[1].uid}
+        seen = tuple(summary for _, summary, _ in decoded)
         self.send(names.POD_WRITER, APIPods(seen))
         pods: list[Pod] = []
         problems: list[ManifestProblem] = []
-        for summary, raw in zip(seen, listed.items, strict=True):
+        for _, summary, pod in decoded:
             if summary.mirror_of:
                 continue
-            try:
-                pods.append(decode_api_pod(raw))
-            except (msgspec.ValidationError, ValueError, TypeError) as err:
-                where = f"{summary.namespace}/{summary.name}"
-                problems.append(ManifestProblem(SOURCE, where, str(err)))
-                _log.bind(pod=summary.name, uid=summary.uid).error(
-                    "pod from the API server cannot be run: {}", err)
+            if isinstance(pod, Pod):
+                pods.append(pod)
+                continue
+            problems.append(ManifestProblem(SOURCE, f"{summary.namespace}/{summary.name}", pod))
         snapshot = (tuple(pods), tuple(problems))
         if snapshot == self._last:
             return  # only statuses or mirror pods changed: nothing for the sync loop

@@ -197,7 +197,7 @@ _READY_CASES: list[tuple[str, NodeHealth, tuple[tuple[str, str], ...], str | Non
      ("False", "KubeletNotReady", "[runtime, network]")),
     ("new, not ready: missing capacities", NodeHealth(), (), None,
      ("False", "KubeletNotReady",
-      "Missing node capacity for resources: cpu, memory, pods, ephemeral-storage")),
+      "missing node capacity for resources: cpu, memory, pods, ephemeral-storage")),
     ("transition to ready", NodeHealth(), CAPACITY, "False",
      ("True", "KubeletReady", "kubelet is posting ready status")),
     ("transition to not ready", NodeHealth(runtime_errors=("foo",)), CAPACITY, "True",

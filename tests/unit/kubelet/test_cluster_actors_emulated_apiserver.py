@@ -26,18 +26,24 @@ from actors.kubelet.cluster.messages import (
     ReportHealth,
     StaticPodsWanted,
 )
-from actors.kubelet.cluster.node_status import NodeStatusActor, node_health
+from actors.kubelet.cluster.node_status import (
+    TICK_FAST_STATUS,
+    NodeStatusActor,
+    node_health,
+)
 from actors.kubelet.cluster.pod_source import APISource, api_pod, decode_api_pod
 from actors.kubelet.cluster.pod_writer import PodWriter
 from actors.kubelet.messages import PodForgotten, SourceSnapshot
 from actors.kubelet.sync_loop import SyncLoop
 from runtime.clock import FakeClock
-from runtime.cri.service import RuntimeService
-from runtime.cri.types import VersionInfo
+from runtime.cri.service import CRIRuntime
+from runtime.cri.types import Image, RuntimeCondition, RuntimeStatus, VersionInfo
+from runtime.errors import CRIUnavailable
 from runtime.ids import PodUID
 from runtime.kubeapi.client import LEASES, NODES, PODS, KubeClient
 from runtime.kubeapi.kubeconfig import load_kubeconfig
 from runtime.kubeapi.nodestatus import NodeConfig
+from runtime.kubeapi.reflector import Snapshot
 from runtime.kubeapi.transport import Transport
 from runtime.pod.manifest import parse_manifest
 from runtime.pod.model import Pod
@@ -213,6 +219,36 @@ def test_the_api_source_sends_pods_to_run_and_leaves_mirror_pods_out_emulated_ap
         inbox.ref.stop()
 
 
+def test_the_api_source_takes_the_newest_set_and_decodes_a_pod_once_per_version(
+        cluster: Cluster, admin: KubeClient) -> None:
+    dispatch = Dispatch()
+    inbox = Inbox(dispatch, names.SYNC_LOOP, names.POD_WRITER)
+    told: list[Any] = []
+    try:
+        source = APISource(dispatch, FakeClock(), cluster)
+        source._actor_ref = cast(Any, type("Ref", (), {"tell": staticmethod(told.append)})())
+        bound_pod(admin, "web")
+        first = tuple(admin.list(PODS, "default").items)
+        admin.patch(PODS, "web", {"metadata": {"annotations": {"a": "1"}}},
+                    namespace="default", patch_type="merge")
+        second = tuple(admin.list(PODS, "default").items)
+        # Two sets before the actor gets to the first: it is told once, takes the newest.
+        source._on_snapshot(Snapshot("1", first, True))
+        source._on_snapshot(Snapshot("2", second, False))
+        assert len(told) == 1
+        source.handle(told[0])
+        wait_for(lambda: inbox.all(SourceSnapshot), 5, "a snapshot")
+        (snapshot,) = inbox.all(SourceSnapshot)
+        assert snapshot.pods[0].metadata.annotations == {"a": "1"}
+        # The same version again: the very same decoded pod, no decoding.
+        source.handle(APIPodList("2", second))
+        wait_for(lambda: len(inbox.all(APIPods)) == 2, 5, "the writer told twice")
+        assert source._decoded[snapshot.pods[0].metadata.uid][2] is snapshot.pods[0]
+        assert len(inbox.all(SourceSnapshot)) == 1
+    finally:
+        inbox.ref.stop()
+
+
 def test_node_health_from_the_sync_loops_checks() -> None:
     assert node_health({names.HEALTH_RUNTIME: None, names.HEALTH_PLEG: None}
                        ).runtime_errors == ()
@@ -238,19 +274,38 @@ def test_the_sync_loop_answers_report_health_with_a_message() -> None:
 
 
 class _Runtime:
-    """The runtime as the node-status actor asks it: its name and version."""
+    """The runtime as the node-status actor asks it: its name and version, its
+    conditions (Status) and its images; ``down`` makes Status fail."""
+
+    def __init__(self) -> None:
+        self.down = False
+        self.network_ready = True
+        self.images = (Image(id="sha256:p", repo_tags=("pause:3.9",), size=300_000),
+                       Image(id="sha256:b", repo_tags=("busybox:1.35",),
+                             repo_digests=("busybox@sha256:b",), size=2_000_000))
 
     def version(self) -> VersionInfo:
         return VersionInfo(version="0.1.0", runtime_name="containerd",
                            runtime_version="1.6.20", runtime_api_version="v1")
 
+    def status(self) -> RuntimeStatus:
+        if self.down:
+            raise CRIUnavailable("Status", "connection refused")
+        reason = "" if self.network_ready else "NetworkPluginNotReady"
+        return RuntimeStatus((RuntimeCondition("RuntimeReady", True),
+                              RuntimeCondition("NetworkReady", self.network_ready, reason)))
 
-def node_status_actor(cluster: Cluster, tmp_path: Path) -> NodeStatusActor:
+    def list_images(self) -> tuple[Image, ...]:
+        return self.images
+
+
+def node_status_actor(cluster: Cluster, tmp_path: Path,
+                      runtime: _Runtime | None = None) -> NodeStatusActor:
     clock = FakeClock()
     dispatch = Dispatch()
     cluster = dataclasses.replace(cluster, settings=ClusterSettings(root_dir=str(tmp_path)))
     return NodeStatusActor(dispatch, ManualTimers(dispatch, clock), clock, cluster,
-                           cast(RuntimeService, _Runtime()))
+                           cast(CRIRuntime, runtime or _Runtime()))
 
 
 HEALTHY = HealthReport(((names.HEALTH_RUNTIME, None), (names.HEALTH_PLEG, None)))
@@ -258,7 +313,8 @@ HEALTHY = HealthReport(((names.HEALTH_RUNTIME, None), (names.HEALTH_PLEG, None))
 
 def test_the_node_registers_reports_and_registers_again_when_deleted_emulated_apiserver(
         cluster: Cluster, admin: KubeClient, tmp_path: Path) -> None:
-    actor = node_status_actor(cluster, tmp_path)
+    runtime = _Runtime()
+    actor = node_status_actor(cluster, tmp_path, runtime)
     registration = cluster.registration  # shared with the actor (a shallow copy)
     actor.handle(HEALTHY)
     node = admin.get(NODES, NODE)
@@ -267,12 +323,14 @@ def test_the_node_registers_reports_and_registers_again_when_deleted_emulated_ap
     assert (ready["status"], ready["reason"]) == ("True", "KubeletReady")
     assert node["status"]["nodeInfo"]["containerRuntimeVersion"] == "containerd://1.6.20"
 
+    runtime.down = True
     actor.handle(HealthReport(((names.HEALTH_RUNTIME, "connection refused"),
                                (names.HEALTH_PLEG, None))))
     ready = {c["type"]: c for c in admin.get(NODES, NODE)["status"]["conditions"]}["Ready"]
     assert (ready["status"], ready["reason"]) == ("False", "KubeletNotReady")
     assert "container runtime is down: connection refused" in ready["message"]
 
+    runtime.down = False
     admin.delete(NODES, NODE)
     actor.handle(HEALTHY)  # the status update finds no Node
     assert not registration.is_set()
@@ -280,6 +338,51 @@ def test_the_node_registers_reports_and_registers_again_when_deleted_emulated_ap
     again = admin.get(NODES, NODE)
     assert registration.is_set() and registration.uid == again["metadata"]["uid"] != \
         node["metadata"]["uid"]
+
+
+def _ready(admin: KubeClient) -> dict[str, Any]:
+    node = admin.get(NODES, NODE)
+    ready: dict[str, Any] = {c["type"]: c for c in node["status"]["conditions"]}["Ready"]
+    return ready
+
+
+def test_images_and_network_readiness_reach_the_node_emulated_apiserver(
+        cluster: Cluster, admin: KubeClient, tmp_path: Path) -> None:
+    runtime = _Runtime()
+    runtime.network_ready = False
+    actor = node_status_actor(cluster, tmp_path, runtime)
+    actor.handle(HEALTHY)
+    node = admin.get(NODES, NODE)
+    assert node["status"]["images"] == [
+        {"names": ["busybox@sha256:b", "busybox:1.35"], "sizeBytes": 2_000_000},
+        {"names": ["pause:3.9"], "sizeBytes": 300_000}]
+    ready = _ready(admin)
+    assert (ready["status"], ready["message"]) == (
+        "False", "container runtime network not ready: NetworkReady=false "
+                 "reason:NetworkPluginNotReady message:")
+
+
+def test_fast_status_updates_post_ready_at_once_then_stop_emulated_apiserver(
+        cluster: Cluster, admin: KubeClient, tmp_path: Path) -> None:
+    runtime = _Runtime()
+    runtime.network_ready = False
+    actor = node_status_actor(cluster, tmp_path, runtime)
+    actor.on_start()
+    actor.handle(HEALTHY)  # registered, not Ready (no network)
+    assert _ready(admin)["status"] == "False"
+    patches = actor.reporter.patches
+    actor.handle(Tick(TICK_FAST_STATUS, 0.1))
+    actor.handle(HEALTHY)  # a fast round: unchanged, nothing posted
+    assert actor.reporter.patches == patches
+    runtime.network_ready = True
+    actor.handle(Tick(TICK_FAST_STATUS, 0.2))
+    actor.handle(HEALTHY)  # the fast round that finds it Ready posts at once
+    assert _ready(admin)["status"] == "True"
+    assert actor.reporter.patches == patches + 1
+    actor.handle(Tick(TICK_FAST_STATUS, 0.3))  # and the fast updates are over
+    actor.handle(HEALTHY)
+    assert actor.reporter.patches == patches + 1
+    actor.on_stop()
 
 
 def test_the_lease_waits_for_the_node_then_is_created_and_renewed_emulated_apiserver(
