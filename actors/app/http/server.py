@@ -253,7 +253,9 @@ class KubeletHTTPServer:
             return
         listener.server = create_server(
             listener.app, map={}, sockets=[listener.sock], threads=_THREADS[listener.name],
-            ident="kubelet-actors")
+            ident="kubelet-actors",
+            # Lets a followed log learn that its client went away while the log is quiet.
+            channel_request_lookahead=1)
         listener.thread = threading.Thread(
             target=_serve, args=(listener,), name=f"http-{listener.name}", daemon=True)
         self._listeners.append(listener)
@@ -270,7 +272,10 @@ class KubeletHTTPServer:
             if isinstance(listener.server, _BoundTLSServer):
                 listener.server.stop()
             else:
-                listener.server.pull_trigger()
+                try:
+                    listener.server.pull_trigger()
+                except OSError:  # its loop saw `stopping` first and closed the trigger
+                    pass
         for listener in listeners:
             if listener.thread is not None:
                 listener.thread.join(_JOIN_TIMEOUT)
