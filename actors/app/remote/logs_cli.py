@@ -171,7 +171,8 @@ def main(argv: Sequence[str], out: BinaryIO | None = None) -> int:
         return EXIT_USAGE
     sink = out if out is not None else sys.stdout.buffer
     try:
-        container = ns.container or pick_container(find_pod(server, ns.namespace, ns.pod), "")
+        # As kubectl: the pod first, so a wrong -c is named before any log is asked.
+        container = pick_container(find_pod(server, ns.namespace, ns.pod), ns.container)
         path = "/containerLogs/" + "/".join(
             urllib.parse.quote(p, safe="") for p in (ns.namespace, ns.pod, container))
         if query:
