@@ -5,7 +5,8 @@ start (upstream reads only the current file too), then, with ``follow``, what th
 container appends, until the container stops running (asked of the runtime, as
 upstream's waitLogs asks ContainerStatus), the caller's ``stop`` says so, or the
 byte limit is reached. Waiting is on inotify (a directory watch: writes to the file,
-and a rotation's rename and new file), never a sleep; the running check is made at
+and a rotation's rename and new file), never a poll of the file (a change is followed by
+a pause of ``COALESCE``, 10 ms, so a busy log is read in batches); the running check is made at
 most every ``RUNNING_CHECK`` seconds and at least as often, so a follow of a container
 that exits ends within about that time.
 
@@ -30,6 +31,11 @@ from runtime.kuberuntime.logs import LogOptions, LogRenderer, tail_start
 RUNNING_CHECK = 0.5
 """Seconds between two asks of the runtime whether the followed container still runs
 (upstream: before each wait, waits of at most 1 s)."""
+
+COALESCE = 0.01
+"""Seconds a follow lets a writer go on after a change before it reads: a runtime writes
+one record at a time, and a wake per record would cost a busy log's follower more than
+reading it (at most this much latency for a line)."""
 
 CHUNK = 1 << 20
 """Bytes read at a time: big reads keep a fast writer's follow cheap."""
@@ -83,6 +89,7 @@ def read_log(
     running: Callable[[], bool] = lambda: False,
     stop: Callable[[], bool] = lambda: False,
     clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> Iterator[bytes]:
     """The output for ``options`` of the log at ``path``, in chunks (see the module).
 
@@ -90,7 +97,7 @@ def read_log(
     still writes; ``stop`` whether the caller is gone (the server stopping, the client
     disconnected). Raises OSError, before any output, if the file cannot be opened.
     """
-    return _read(open(path, "rb"), path, options, running, stop, clock)
+    return _read(open(path, "rb"), path, options, running, stop, clock, sleep)
 
 
 def _read(
@@ -100,6 +107,7 @@ def _read(
     running: Callable[[], bool],
     stop: Callable[[], bool],
     clock: Callable[[], float],
+    sleep: Callable[[float], None],
 ) -> Iterator[bytes]:
     renderer = LogRenderer(options)
     watch: DirectoryWatch | None = None
@@ -145,7 +153,8 @@ def _read(
                     # Read to the end once more: what it wrote before it stopped.
                     alive = False
                     continue
-            watch.wait(max(0.0, RUNNING_CHECK - (clock() - last_check)))
+            if watch.wait(max(0.0, RUNNING_CHECK - (clock() - last_check))):
+                sleep(COALESCE)
     finally:
         f.close()
         if watch is not None:

@@ -20,8 +20,8 @@ stream's records are neither written nor counted against ``limitBytes``.
 Unlike upstream, ``tailLines`` counts lines as the container wrote them (a line split
 in ``P`` records counts once) rather than records in the file.
 
-The renderer works on chunks of whole records, so a follow at 10 MB/s costs a few
-regular-expression passes per chunk rather than Python work per record when no option
+The renderer works on chunks of whole records, so a follow at 10 MB/s costs one
+regular-expression pass per chunk rather than Python work per record when no option
 needs to look at each record (see ``_fast_render``).
 """
 
@@ -40,11 +40,11 @@ STREAM_ALL = "All"
 _TIMESTAMP = re.compile(
     rb"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d)\Z"
 )
-# A well-formed record's prefix after the newline that ends the record before it (the
-# fast path puts one in front of the first). A pattern that starts with a literal lets
-# the regular-expression engine skip from newline to newline in C.
-_F_PREFIX = re.compile(rb"\n[^ \n]+ std(?:out|err) F[^ \n]* ")
-_P_PREFIX = re.compile(rb"\n[^ \n]+ std(?:out|err) P")
+# A well-formed F record's prefix after the newline that ends the record before it (the
+# fast path puts one in front of the first). A match can only start at a record's start
+# (content holds no newline), and a pattern that starts with a literal lets the
+# regular-expression engine skip from newline to newline in C.
+_F_PREFIX = re.compile(rb"\n\d{4}-\d\d-\d\dT[^ \n]* std(?:out|err) F[^ \n]* ")
 
 
 def parse_timestamp(raw: bytes) -> int | None:
@@ -166,16 +166,12 @@ class LogRenderer:
         return out
 
     def _fast_render(self, chunk: bytes) -> bytes | None:
-        """Every record kept as is and each a whole line (F): strip the prefixes in C.
-        None when a chunk holds a P record or a malformed one (then the per-record path
-        decides)."""
+        """Every record kept as is: strip the prefixes in C, one pass. None unless every
+        record is a well-formed F record (a P record, or one upstream would skip: then
+        the per-record path decides)."""
         if not chunk.endswith(b"\n"):
             return None
-        framed = b"\n" + chunk
-        if _P_PREFIX.search(framed) is not None:
-            return None
-        out, fulls = _F_PREFIX.subn(b"\n", framed)
-        # Content that looks like a record would be stripped too: the count catches it.
+        out, fulls = _F_PREFIX.subn(b"\n", b"\n" + chunk)
         if fulls != chunk.count(b"\n"):
             return None
         return out[1:]

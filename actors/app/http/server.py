@@ -20,10 +20,12 @@ port; it exists for tests, which read the ports actually bound from ``bound_port
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import socket
 import ssl
 import threading
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -251,11 +253,18 @@ class KubeletHTTPServer:
             logger.info("Serving HTTPS ({}) on {}:{}", listener.name, listener.address,
                         listener.port)
             return
-        listener.server = create_server(
-            listener.app, map={}, sockets=[listener.sock], threads=_THREADS[listener.name],
-            ident="kubelet-actors",
-            # Lets a followed log learn that its client went away while the log is quiet.
-            channel_request_lookahead=1)
+        with warnings.catch_warnings():
+            # send_bytes is deprecated in waitress 3 but still the only way to have a
+            # task thread send what it wrote at once.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            listener.server = create_server(
+                listener.app, map={}, sockets=[listener.sock],
+                threads=_THREADS[listener.name], ident="kubelet-actors",
+                # A followed log learns that its client went away while the log is quiet.
+                channel_request_lookahead=1,
+                # Each chunk a streamed response yields goes out at once (a followed
+                # log's line), not at the event loop's next turn (up to 1 s later).
+                send_bytes=1)
         listener.thread = threading.Thread(
             target=_serve, args=(listener,), name=f"http-{listener.name}", daemon=True)
         self._listeners.append(listener)
@@ -272,10 +281,9 @@ class KubeletHTTPServer:
             if isinstance(listener.server, _BoundTLSServer):
                 listener.server.stop()
             else:
-                try:
+                # OSError: its loop saw `stopping` first and closed the trigger.
+                with contextlib.suppress(OSError):
                     listener.server.pull_trigger()
-                except OSError:  # its loop saw `stopping` first and closed the trigger
-                    pass
         for listener in listeners:
             if listener.thread is not None:
                 listener.thread.join(_JOIN_TIMEOUT)
