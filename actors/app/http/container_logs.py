@@ -9,7 +9,7 @@ streams). A value that does not decode is 400, one that breaks PodLogOptions' ru
 with no log to show (never started, no previous instance) is 400 with upstream's reason.
 The instance comes from the pod's v1 status, its log path from the runtime
 (ContainerStatus), as upstream; a follow ends when that instance stops running, when
-the client goes away (waitress tells) or when the server stops.
+the client goes away (actors.app.http.disconnect) or when the server stops.
 """
 
 from __future__ import annotations
@@ -17,11 +17,12 @@ from __future__ import annotations
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import falcon
 from loguru import logger
 
+from actors.app.http.disconnect import client_gone
 from actors.app.http.log_request import (
     NOT_FOUND,
     LogRequestError,
@@ -71,8 +72,7 @@ class ContainerLogsResource:
             current = self._view.container_status(cid)
             return current is not None and current.state == ContainerState.RUNNING
 
-        disconnected: Callable[[], bool] = req.env.get(
-            "waitress.client_disconnected", lambda: False)
+        disconnected = client_gone(req.env)
         try:
             chunks = read_log(status.log_path, request.options, running,
                               lambda: self._stopping.is_set() or disconnected())

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import socket
 import ssl
 import threading
@@ -37,6 +38,7 @@ from waitress import create_server, wasyncore
 from waitress.channel import HTTPChannel
 
 from actors.app.http.auth import PEER_SUBJECT, KubeletAuth
+from actors.app.http.disconnect import CLIENT_GONE, socket_closed
 from actors.app.http.routes import WSGIApp, build_app, build_healthz_app
 from actors.app.http.view import KubeletView
 from runtime.errors import ConfigError
@@ -107,6 +109,7 @@ class _PeerSubjectAdapter(BuiltinSSLAdapter):
 
     def get_environ(self, sock: ssl.SSLSocket) -> dict[str, Any]:  # type: ignore[override]
         env: dict[str, Any] = super().get_environ(sock)  # type: ignore[no-untyped-call]
+        env[CLIENT_GONE] = functools.partial(socket_closed, sock)  # for a followed log
         peer = sock.getpeercert()
         if peer:
             env[PEER_SUBJECT] = peer.get("subject")

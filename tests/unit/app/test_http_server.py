@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import socket
+import ssl
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
@@ -14,7 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from actors.app.http.server import ANY_PORT, HEALTHZ, MAIN, READ_ONLY, KubeletHTTPServer
+from actors.app.http.server import (
+    ANY_PORT,
+    DISABLED,
+    HEALTHZ,
+    MAIN,
+    READ_ONLY,
+    KubeletHTTPServer,
+)
+from actors.app.http.tls import TLSSettings, server_context, serving_pair
 from actors.kubelet.messages import RuntimeContainer, RuntimePod
 from actors.kubelet.metrics import KubeletMetrics
 from runtime.cri import types as cri
@@ -417,6 +426,36 @@ def test_container_logs_follow_ends_when_the_client_goes(view: FakeView,
             received += chunk
         assert _open_log_files(log) == 1
     wait_for(lambda: _open_log_files(log) == 0, 10, "the follow to end")
+
+
+def test_container_logs_follow_over_tls_ends_when_the_client_goes(
+        view: FakeView, tmp_path: Path) -> None:
+    """The same on the main port's TLS server (cheroot), which has no disconnect check of
+    its own: the connection's socket is asked."""
+    view.running = True
+    tls = TLSSettings(cert_dir=str(tmp_path / "pki"), node_name="node")
+    cert, key = serving_pair(tls)
+    server = KubeletHTTPServer(view, port=ANY_PORT, read_only_port=DISABLED,
+                               healthz_port=DISABLED,
+                               tls=(server_context(tls, cert, key), cert, key))
+    server.start()
+    try:
+        context = ssl.create_default_context(cafile=cert)
+        context.check_hostname = False
+        log = view.log_dir / "1.log"
+        raw = socket.create_connection(("127.0.0.1", server.bound_ports[MAIN]), timeout=5)
+        with context.wrap_socket(raw) as conn:
+            conn.sendall(b"GET /containerLogs/default/web/nginx?follow=true HTTP/1.1\r\n"
+                         b"Host: test\r\n\r\n")
+            received = b""
+            while b"last line" not in received:
+                chunk = conn.recv(65536)
+                assert chunk, f"the stream ended early: {received!r}"
+                received += chunk
+            assert _open_log_files(log) == 1
+        wait_for(lambda: _open_log_files(log) == 0, 10, "the follow to end")
+    finally:
+        server.stop()
 
 
 def test_render_edge_cases() -> None:
