@@ -1,6 +1,7 @@
 """Console-script entry point: ``kubelet-actors`` runs actors.app.main;
 ``kubelet-actors trace ...`` runs actors.app.trace_cli.main (the trace tools);
-``kubelet-actors drill ...`` runs actors.app.drills.cli.main (the restart drills)."""
+``kubelet-actors drill ...`` runs actors.app.drills.cli.main (the restart drills);
+``kubelet-actors logs ...`` runs actors.app.remote.logs_cli.main (a running daemon's logs)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,10 @@ def main(argv: list[str] | None = None) -> None:
         from actors.app.drills.cli import main as drill_main
 
         sys.exit(drill_main(args[1:]))
+    if args[:1] == ["logs"]:
+        from actors.app.remote.logs_cli import main as logs_main
+
+        sys.exit(logs_main(args[1:]))
     sys.exit(app_main(args))
 
 

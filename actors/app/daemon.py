@@ -43,7 +43,9 @@ from runtime.containerd.managed import ManagedContainerd
 from runtime.cri.instrumented import Timing
 from runtime.cri.intercept import Interceptor, intercept
 from runtime.cri.service import CRIRuntime
-from runtime.ids import PodUID
+from runtime.cri.types import ContainerStatus
+from runtime.errors import CRINotFound
+from runtime.ids import ContainerID
 from runtime.kubeapi.objects import WatchingObjects
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.object_source import ObjectSource
@@ -103,16 +105,11 @@ class DaemonView:
                     metric.labels(kind).inc(count - seen.get(kind, 0))
                     seen[kind] = count
 
-    def container_log_path(self, namespace: str, pod: str, container: str,
-                           previous: bool) -> str | None:
-        match = next((p for p, _ in self.pods()
-                      if p.metadata.namespace == namespace and p.metadata.name == pod), None)
-        if match is None:
+    def container_status(self, container_id: ContainerID) -> ContainerStatus | None:
+        try:
+            return self._manager.runtime.container_status(container_id)
+        except CRINotFound:
             return None
-        status = self._manager.get_pod_status(PodUID(match.uid), pod, namespace)
-        instances = status.instances(container)
-        index = 1 if previous else 0
-        return instances[index].log_path or None if len(instances) > index else None
 
 
 @dataclass

@@ -20,6 +20,9 @@ from runtime.pod.admission import sysctl_allowlist_error
 from runtime.pod.validation import validate_labels
 
 DEFAULT_ROOT_DIR = "/var/lib/kubelet-actors"
+DEFAULT_ADDRESS = "127.0.0.1"
+DEFAULT_PORT = 10250
+"""The main (HTTPS) port's defaults, as upstream's: where local clients find the daemon."""
 DEFAULT_POD_LOGS_DIR = "/var/log/pods"
 DEFAULT_PAUSE_IMAGE = "localhost:5000/kubelet-actors/pause:3.9"
 
@@ -186,9 +189,9 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
     add("--cni-bridge-name", default="kacni0",
         help="embedded containerd: the Linux bridge its pods attach to (default kacni0)")
     add("--manifest-url", default="", help="URL of a pod manifest (one pod or a PodList)")
-    add("--address", default="127.0.0.1",
+    add("--address", default=DEFAULT_ADDRESS,
         help="address of the main and read-only HTTP ports (default 127.0.0.1)")
-    add("--port", type=int, default=10250, help="main HTTP port (0 disables it)")
+    add("--port", type=int, default=DEFAULT_PORT, help="main HTTP port (0 disables it)")
     add("--read-only-port", type=int, default=None,
         help="read-only HTTP port, no authentication (0 disables; default 10255 standalone, "
              "0 with --kubeconfig)")

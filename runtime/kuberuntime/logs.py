@@ -1,6 +1,7 @@
-"""Reading container logs in the CRI log format, for the ``/containerLogs`` endpoint.
+"""Reading container logs in the CRI log format, as upstream's kubelet does for
+``/containerLogs`` (pkg/kubelet/kuberuntime/logs).
 
-containerd writes one file per container instance, one line per write::
+containerd writes one file per container instance, one record per write::
 
     2024-05-01T10:00:00.123456789Z stdout F hello world
     2024-05-01T10:00:00.2Z stderr P a long line split in
@@ -8,150 +9,227 @@ containerd writes one file per container instance, one line per write::
 
 ``<RFC3339Nano timestamp> <stream> <tag> <content>``, where the tag is ``F`` (full: the
 content ends a line) or ``P`` (partial: the line goes on in the next record of the same
-stream). Upstream's kubelet (pkg/kubelet/kuberuntime/logs) reads these files back for
-``kubectl logs``; this module does the same for the options the endpoint supports.
+stream); tags may carry more flags after ``:``. As upstream, a ``P`` record's content is
+written without a newline, so the records of a line come out joined; with
+``timestamps`` only a line's first record gets the time in front (upstream since 1.26);
+``sinceTime``/``sinceSeconds`` drop records older than the time; ``limitBytes`` cuts the
+output after that many bytes, mid-line if need be; a record that cannot be parsed is
+skipped. ``stream`` (the newer API's Stdout, Stderr or All) keeps one stream: the other
+stream's records are neither written nor counted against ``limitBytes``.
+
+Unlike upstream, ``tailLines`` counts lines as the container wrote them (a line split
+in ``P`` records counts once) rather than records in the file.
+
+The renderer works on chunks of whole records, so a follow at 10 MB/s costs one
+regular-expression pass per chunk rather than Python work per record when no option
+needs to look at each record (see ``_fast_render``).
 """
 
 from __future__ import annotations
 
+import calendar
 import re
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 
+STDOUT, STDERR = b"stdout", b"stderr"
+STREAMS = {"Stdout": STDOUT, "Stderr": STDERR}
+"""The API's stream names (PodLogOptions.stream) and the CRI stream each keeps."""
+STREAM_ALL = "All"
+
 _TIMESTAMP = re.compile(
-    r"^(?P<base>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,9}))?(?P<zone>Z|[+-]\d\d:\d\d)$"
+    rb"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d)\Z"
 )
+# A well-formed F record's prefix after the newline that ends the record before it (the
+# fast path puts one in front of the first). A match can only start at a record's start
+# (content holds no newline), and a pattern that starts with a literal lets the
+# regular-expression engine skip from newline to newline in C.
+_F_PREFIX = re.compile(rb"\n\d{4}-\d\d-\d\dT[^ \n]* std(?:out|err) F[^ \n]* ")
+
+
+def parse_timestamp(raw: bytes) -> int | None:
+    """Nanoseconds since the epoch of an RFC3339 time with up to nine fraction digits
+    (upstream's RFC3339NanoLenient), or None when ``raw`` is not one."""
+    match = _TIMESTAMP.match(raw)
+    if match is None:
+        return None
+    year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
+    frac, zone = match.group(7), match.group(8)
+    try:
+        seconds = calendar.timegm((year, month, day, hour, minute, second, 0, 0, 0))
+    except (ValueError, OverflowError):
+        return None
+    if not (1 <= month <= 12 and 1 <= day <= 31 and hour < 24 and minute < 60 and second < 61):
+        return None
+    if zone != b"Z":
+        sign = -1 if zone[:1] == b"-" else 1
+        seconds -= sign * (int(zone[1:3]) * 3600 + int(zone[4:6]) * 60)
+    return seconds * 1_000_000_000 + int((frac or b"").ljust(9, b"0"))
+
+
+def format_timestamp(raw: bytes) -> bytes:
+    """``raw`` as upstream writes it (RFC3339NanoFixed: nine fraction digits, the
+    record's own zone, ``Z`` for UTC)."""
+    match = _TIMESTAMP.match(raw)
+    if match is None:
+        return raw
+    frac = (match.group(7) or b"").ljust(9, b"0")
+    zone = match.group(8)
+    if zone in (b"+00:00", b"-00:00"):
+        zone = b"Z"
+    return raw[:19] + b"." + frac + zone
+
+
+def fixed_timestamp(raw: str) -> str:
+    """``format_timestamp`` for text (tests, callers holding a str)."""
+    return format_timestamp(raw.encode("ascii", "replace")).decode("ascii", "replace")
 
 
 @dataclass(frozen=True, slots=True)
 class LogOptions:
-    """What the caller asked for: the query parameters of ``/containerLogs``.
+    """What a reader of a log asked for (upstream's kuberuntime LogOptions).
 
-    ``tail_lines`` keeps only the last N lines (None: all), counting lines as the
-    container wrote them (partial records joined), not records in the file.
-    ``limit_bytes`` cuts the output after that many bytes, mid-line if need be (None: no
-    limit). ``timestamps`` puts the time of a line's first record before it.
+    ``tail_lines``: only the last N lines (None: all). ``limit_bytes``: stop after that
+    many bytes (None: no limit). ``since_ns``: drop records older than this time
+    (nanoseconds since the epoch; None: keep all). ``timestamps``: the time of each
+    line's first record in front of it. ``follow``: go on as the container writes.
+    ``stream``: ``Stdout``, ``Stderr`` or ``All``.
     """
 
     tail_lines: int | None = None
     limit_bytes: int | None = None
+    since_ns: int | None = None
     timestamps: bool = False
+    follow: bool = False
+    stream: str = STREAM_ALL
 
 
 @dataclass(frozen=True, slots=True)
-class LogLine:
-    """One line as the container wrote it: partial records joined, newline included
-    unless the file ends inside a partial line."""
+class Record:
+    """One parsed record: its time as written, stream, whether it ends a line, content
+    (without the record's newline)."""
 
-    timestamp: str
-    stream: str
+    timestamp: bytes
+    stream: bytes
+    full: bool
     content: bytes
 
 
-def fixed_timestamp(raw: str) -> str:
-    """``raw`` in upstream's output format (RFC3339 with exactly nine fraction digits),
-    as ``kubectl logs --timestamps`` shows it; an unparseable value is returned as is."""
-    match = _TIMESTAMP.match(raw)
-    if match is None:
-        return raw
-    frac = (match.group("frac") or "").ljust(9, "0")
-    return f"{match.group('base')}.{frac}{match.group('zone')}"
+def parse_record(line: bytes) -> Record | None:
+    """One CRI record (without its newline), or None when it is malformed as upstream's
+    parseCRILog sees it (no timestamp, stream other than stdout/stderr, no tag)."""
+    fields = line.split(b" ", 3)
+    # Upstream needs the delimiter after the tag: an empty line is "<ts> stdout F ".
+    if len(fields) < 4 or fields[1] not in (STDOUT, STDERR):
+        return None
+    if parse_timestamp(fields[0]) is None:
+        return None
+    return Record(fields[0], fields[1], fields[2].split(b":")[0] != b"P", fields[3])
 
 
-def parse_cri_log(data: bytes) -> list[LogLine]:
-    """Every line of a CRI log file, partial records joined per stream.
+class LogRenderer:
+    """Turns chunks of whole records into the bytes a client gets, keeping what spans
+    chunks: the bytes left under ``limit_bytes``, the lines left under ``tail_lines``
+    (without follow, as upstream's limitedMode), and per stream whether the next record
+    starts a line (for the timestamp prefix). ``done`` once nothing more may be sent."""
 
-    Malformed records (fewer than four fields, unknown tag) are skipped, as upstream
-    skips lines it cannot parse. A partial line still open at the end of the file (the
-    container is mid-write) is returned without a trailing newline.
-    """
-    # A line's slot is taken when its first record is read, so lines keep the order in
-    # which they were started even when the partial records of one stream interleave
-    # with records of the other.
-    slots: list[LogLine | None] = []
-    pending: dict[str, tuple[int, str, list[bytes]]] = {}
-    for record in data.split(b"\n"):
+    def __init__(self, options: LogOptions) -> None:
+        self._options = options
+        self._remaining = options.limit_bytes
+        # Without follow, tail also caps what is read after the tail's start (the file
+        # may grow while it is read): upstream's limitedMode.
+        self._lines = (options.tail_lines
+                       if options.tail_lines is not None and not options.follow else None)
+        self._keep = STREAMS.get(options.stream)
+        # Whether the next record written starts a line (upstream's isNewLine: one for
+        # both streams, as they come out on one connection).
+        self._line_start = True
+        self._fast = (options.since_ns is None and not options.timestamps
+                      and self._keep is None and self._lines is None)
+
+    @property
+    def done(self) -> bool:
+        return (self._remaining is not None and self._remaining <= 0) or (
+            self._lines is not None and self._lines <= 0)
+
+    def feed(self, chunk: bytes) -> bytes:
+        """The output for ``chunk``: whole records, each ending in a newline (the last
+        one may lack it at the end of a file that is not followed)."""
+        if self.done or not chunk:
+            return b""
+        out = self._fast_render(chunk) if self._fast else None
+        if out is None:
+            out = self._slow_render(chunk)
+        if self._remaining is not None:
+            out = out[:self._remaining]
+            self._remaining -= len(out)
+        return out
+
+    def _fast_render(self, chunk: bytes) -> bytes | None:
+        """Every record kept as is: strip the prefixes in C, one pass. None unless every
+        record is a well-formed F record (a P record, or one upstream would skip: then
+        the per-record path decides)."""
+        if not chunk.endswith(b"\n"):
+            return None
+        out, fulls = _F_PREFIX.subn(b"\n", b"\n" + chunk)
+        if fulls != chunk.count(b"\n"):
+            return None
+        return out[1:]
+
+    def _slow_render(self, chunk: bytes) -> bytes:
+        parts: list[bytes] = []
+        options = self._options
+        lines = chunk.split(b"\n")
+        if chunk.endswith(b"\n"):
+            lines.pop()
+        for line in lines:
+            record = parse_record(line)
+            if record is None:
+                continue
+            if self._lines is not None:
+                if self._lines <= 0:
+                    break
+                if record.full:
+                    self._lines -= 1
+            if self._keep is not None and record.stream != self._keep:
+                continue
+            if options.since_ns is not None:
+                when = parse_timestamp(record.timestamp)
+                if when is None or when < options.since_ns:
+                    continue
+            starts, self._line_start = self._line_start, record.full
+            if options.timestamps and starts:
+                parts.append(format_timestamp(record.timestamp) + b" ")
+            parts.append(record.content + b"\n" if record.full else record.content)
+        return b"".join(parts)
+
+
+def _line_ends_backwards(data: bytes) -> Iterable[int]:
+    """Offsets just past each record of ``data`` (whole records) that ends a line, from
+    the last one back: F records, and the last record whatever its tag."""
+    end = len(data)
+    first = True
+    while end > 0:
+        start = data.rfind(b"\n", 0, end - 1) + 1
+        record = data[start:end]
         fields = record.split(b" ", 3)
-        if len(fields) < 3:
-            continue
-        timestamp = fields[0].decode("ascii", "replace")
-        stream = fields[1].decode("ascii", "replace")
-        # Tags may carry several flags separated by ':' (only P and F are defined).
-        flags = fields[2].split(b":")
-        content = fields[3] if len(fields) == 4 else b""
-        partial = b"P" in flags
-        if not partial and b"F" not in flags:
-            continue
-        if stream not in pending:
-            pending[stream] = (len(slots), timestamp, [])
-            slots.append(None)
-        index, started, parts = pending[stream]
-        parts.append(content)
-        if not partial:
-            del pending[stream]
-            slots[index] = LogLine(started, stream, b"".join(parts) + b"\n")
-    for stream, (index, started, parts) in pending.items():
-        slots[index] = LogLine(started, stream, b"".join(parts))
-    lines = [line for line in slots if line is not None]
-    return lines
+        if first or (len(fields) >= 3 and fields[2].split(b":")[0] != b"P"):
+            yield end
+        first = False
+        end = start
+
+
+def tail_start(data: bytes, lines: int) -> int:
+    """The offset in ``data`` (whole records) where its last ``lines`` lines begin."""
+    if lines <= 0:
+        return len(data)
+    for count, end in enumerate(_line_ends_backwards(data), start=1):
+        if count == lines + 1:
+            return end
+    return 0
 
 
 def render_logs(data: bytes, options: LogOptions) -> bytes:
-    """The body of a ``/containerLogs`` response for a CRI log file's contents."""
-    lines = parse_cri_log(data)
-    if options.tail_lines is not None:
-        lines = lines[-options.tail_lines:] if options.tail_lines > 0 else []
-    out = bytearray()
-    for line in lines:
-        if options.timestamps:
-            out += fixed_timestamp(line.timestamp).encode("ascii") + b" "
-        out += line.content
-        if options.limit_bytes is not None and len(out) >= options.limit_bytes:
-            break
-    if options.limit_bytes is not None:
-        del out[options.limit_bytes:]
-    return bytes(out)
-
-
-FOLLOW_POLL = 0.2
-"""How often a followed log is checked for new records and the container for life."""
-
-
-def follow_log(
-    path: str,
-    initial: bytes,
-    options: LogOptions,
-    running: Callable[[], bool],
-    poll: float = FOLLOW_POLL,
-    sleep: Callable[[float], None] = time.sleep,
-) -> Iterator[bytes]:
-    """``follow=true``: the log so far (as rendered without follow), then each new whole
-    record as the container writes it, until the container stops running. ``limitBytes``
-    counts across the whole stream. The caller (the HTTP server) stops iterating when the
-    client goes away."""
-    consumed = initial.rfind(b"\n") + 1  # a torn last record is sent once it is whole
-    first = render_logs(initial[:consumed], options)
-    budget = None if options.limit_bytes is None else options.limit_bytes - len(first)
-    yield first
-    after = LogOptions(timestamps=options.timestamps)
-    with open(path, "rb") as f:
-        f.seek(consumed)
-        pending = b""
-        while budget is None or budget > 0:
-            chunk = f.read()
-            if chunk:
-                pending += chunk
-                whole = pending.rfind(b"\n") + 1
-                if whole:
-                    out = render_logs(pending[:whole], after)
-                    pending = pending[whole:]
-                    if budget is not None:
-                        out = out[:budget]
-                        budget -= len(out)
-                    if out:
-                        yield out
-                continue
-            if not running():
-                return
-            sleep(poll)
+    """The whole output for a log's contents read at once (no follow)."""
+    start = tail_start(data, options.tail_lines) if options.tail_lines is not None else 0
+    return LogRenderer(options).feed(data[start:])

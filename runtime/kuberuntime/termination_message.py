@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 from runtime.cri.types import ContainerState, ContainerStatus
 from runtime.kuberuntime.labels import parse_container_labels
-from runtime.kuberuntime.logs import parse_cri_log
+from runtime.kuberuntime.logs import LogOptions, render_logs
 
 MAX_CONTAINER_MESSAGE = 4 * 1024
 """Bytes of the message file read per container (MaxContainerTerminationMessageLength)."""
@@ -46,8 +46,7 @@ def read_at_most(path: str, limit: int) -> bytes:
 def log_tail_message(log: bytes) -> str:
     """The last 80 lines of a CRI log file's contents, cut to their last 2048 bytes, as
     upstream's circular buffer keeps them."""
-    lines = parse_cri_log(log)[-MAX_LOG_LINES:]
-    text = b"".join(line.content for line in lines)
+    text = render_logs(log, LogOptions(tail_lines=MAX_LOG_LINES))
     return text[-MAX_LOG_BYTES:].decode("utf-8", "replace")
 
 

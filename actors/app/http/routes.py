@@ -17,8 +17,8 @@ import msgspec
 from loguru import logger
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from actors.app.http.container_logs import ContainerLogsResource
 from actors.app.http.view import KubeletView
-from runtime.kuberuntime.logs import LogOptions, follow_log, render_logs
 from runtime.pod.defaults import api_defaults, to_api_object
 from runtime.status.types import PodStatus
 
@@ -26,6 +26,7 @@ _REASONS = {
     400: "BadRequest",
     404: "NotFound",
     405: "MethodNotAllowed",
+    422: "Invalid",
     500: "InternalError",
     503: "ServiceUnavailable",
 }
@@ -245,82 +246,6 @@ class MetricsResource:
         resp.data = generate_latest(self._view.metrics().registry)
 
     on_head = on_get
-
-
-class ContainerLogsResource:
-    """``/containerLogs/{namespace}/{pod}/{container}``: a container's log, as text.
-
-    Query parameters as upstream: ``tailLines``, ``limitBytes``, ``timestamps``,
-    ``previous`` (the instance before the current one), ``follow`` (keep streaming what
-    the container writes until it stops running or the client goes away). 404 names what
-    is missing: the pod, the container in its spec, or the (previous) instance's log.
-    """
-
-    def __init__(self, view: KubeletView, stopping: threading.Event | None = None) -> None:
-        self._view = view
-        # Set when the server stops: a followed log ends then, not only when its
-        # container stops (a stream has no other way to learn that its server is going).
-        self._stopping = stopping or threading.Event()
-
-    def on_get(
-        self, req: falcon.Request, resp: falcon.Response, namespace: str, pod: str,
-        container: str,
-    ) -> None:
-        follow = bool(req.get_param_as_bool("follow", default=False))
-        options = LogOptions(
-            tail_lines=req.get_param_as_int("tailLines", min_value=0),
-            limit_bytes=req.get_param_as_int("limitBytes", min_value=1),
-            timestamps=bool(req.get_param_as_bool("timestamps", default=False)),
-        )
-        previous = bool(req.get_param_as_bool("previous", default=False))
-        self._check_known(namespace, pod, container)
-        path = self._view.container_log_path(namespace, pod, container, previous)
-        if path is None:
-            if previous:
-                raise falcon.HTTPNotFound(description=(
-                    f'previous terminated container "{container}" in pod "{pod}" not found'))
-            raise falcon.HTTPNotFound(description=(
-                f'container "{container}" in pod "{pod}" has not started yet: no log'))
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except FileNotFoundError:
-            raise falcon.HTTPNotFound(description=(
-                f'the log of container "{container}" in pod "{pod}" is gone ({path})'
-            )) from None
-        resp.content_type = _TEXT
-        if not follow or previous:
-            resp.data = render_logs(data, options)
-            return
-        resp.stream = follow_log(
-            path, data, options,
-            lambda: not self._stopping.is_set() and self._running(namespace, pod, container))
-
-    def _running(self, namespace: str, pod: str, container: str) -> bool:
-        for candidate, status in self._view.pods():
-            meta = candidate.metadata
-            if meta.namespace == namespace and meta.name == pod:
-                statuses = (*status.init_container_statuses, *status.container_statuses)
-                return any(s.name == container and s.state.running is not None
-                           for s in statuses)
-        return False
-
-    on_head = on_get
-
-    def _check_known(self, namespace: str, pod: str, container: str) -> None:
-        """404, with upstream's wording, for a pod the kubelet does not run or a container
-        not in its spec."""
-        for candidate, _status in self._view.pods():
-            meta = candidate.metadata
-            if meta.namespace == namespace and meta.name == pod:
-                spec = candidate.spec
-                names = {c.name for c in (*spec.init_containers, *spec.containers)}
-                if container not in names:
-                    raise falcon.HTTPNotFound(
-                        description=f'container "{container}" not found in pod "{pod}"')
-                return
-        raise falcon.HTTPNotFound(
-            description=f'pod "{pod}" does not exist in namespace "{namespace}"')
 
 
 def _new_app(middleware: Sequence[Any] = ()) -> WSGIApp:

@@ -20,10 +20,13 @@ port; it exists for tests, which read the ports actually bound from ``bound_port
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import functools
 import socket
 import ssl
 import threading
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +38,7 @@ from waitress import create_server, wasyncore
 from waitress.channel import HTTPChannel
 
 from actors.app.http.auth import PEER_SUBJECT, KubeletAuth
+from actors.app.http.disconnect import CLIENT_GONE, socket_closed
 from actors.app.http.routes import WSGIApp, build_app, build_healthz_app
 from actors.app.http.view import KubeletView
 from runtime.errors import ConfigError
@@ -105,6 +109,7 @@ class _PeerSubjectAdapter(BuiltinSSLAdapter):
 
     def get_environ(self, sock: ssl.SSLSocket) -> dict[str, Any]:  # type: ignore[override]
         env: dict[str, Any] = super().get_environ(sock)  # type: ignore[no-untyped-call]
+        env[CLIENT_GONE] = functools.partial(socket_closed, sock)  # for a followed log
         peer = sock.getpeercert()
         if peer:
             env[PEER_SUBJECT] = peer.get("subject")
@@ -251,9 +256,18 @@ class KubeletHTTPServer:
             logger.info("Serving HTTPS ({}) on {}:{}", listener.name, listener.address,
                         listener.port)
             return
-        listener.server = create_server(
-            listener.app, map={}, sockets=[listener.sock], threads=_THREADS[listener.name],
-            ident="kubelet-actors")
+        with warnings.catch_warnings():
+            # send_bytes is deprecated in waitress 3 but still the only way to have a
+            # task thread send what it wrote at once.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            listener.server = create_server(
+                listener.app, map={}, sockets=[listener.sock],
+                threads=_THREADS[listener.name], ident="kubelet-actors",
+                # A followed log learns that its client went away while the log is quiet.
+                channel_request_lookahead=1,
+                # Each chunk a streamed response yields goes out at once (a followed
+                # log's line), not at the event loop's next turn (up to 1 s later).
+                send_bytes=1)
         listener.thread = threading.Thread(
             target=_serve, args=(listener,), name=f"http-{listener.name}", daemon=True)
         self._listeners.append(listener)
@@ -270,7 +284,9 @@ class KubeletHTTPServer:
             if isinstance(listener.server, _BoundTLSServer):
                 listener.server.stop()
             else:
-                listener.server.pull_trigger()
+                # OSError: its loop saw `stopping` first and closed the trigger.
+                with contextlib.suppress(OSError):
+                    listener.server.pull_trigger()
         for listener in listeners:
             if listener.thread is not None:
                 listener.thread.join(_JOIN_TIMEOUT)

@@ -10,6 +10,8 @@ from typing import Protocol
 
 from actors.kubelet.messages import RuntimePod
 from actors.kubelet.metrics import KubeletMetrics
+from runtime.cri.types import ContainerStatus
+from runtime.ids import ContainerID
 from runtime.pod.model import Pod
 from runtime.status.types import PodStatus
 
@@ -36,8 +38,7 @@ class KubeletView(Protocol):
         """Bring point-in-time gauges (mailbox depths, ...) up to date."""
         ...
 
-    def container_log_path(
-        self, namespace: str, pod: str, container: str, previous: bool
-    ) -> str | None:
-        """The log file of the newest (or previous) instance of a container, or None."""
+    def container_status(self, container_id: ContainerID) -> ContainerStatus | None:
+        """A container instance as the runtime reports it now (CRI ContainerStatus: its
+        state and log path), or None when the runtime does not know it."""
         ...

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import socket
+import ssl
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
@@ -12,19 +15,30 @@ from pathlib import Path
 
 import pytest
 
-from actors.app.http.server import ANY_PORT, HEALTHZ, MAIN, READ_ONLY, KubeletHTTPServer
+from actors.app.http.server import (
+    ANY_PORT,
+    DISABLED,
+    HEALTHZ,
+    MAIN,
+    READ_ONLY,
+    KubeletHTTPServer,
+)
+from actors.app.http.tls import TLSSettings, server_context, serving_pair
 from actors.kubelet.messages import RuntimeContainer, RuntimePod
 from actors.kubelet.metrics import KubeletMetrics
+from runtime.cri import types as cri
 from runtime.errors import ConfigError
 from runtime.ids import ContainerID, PodUID
-from runtime.kuberuntime.logs import LogOptions, fixed_timestamp, parse_cri_log, render_logs
+from runtime.kuberuntime.logs import LogOptions, fixed_timestamp, render_logs
 from runtime.pod.model import Container, ObjectMeta, Pod, PodSpec
 from runtime.status.types import (
     ContainerState,
     ContainerStateRunning,
+    ContainerStateTerminated,
     ContainerStatus,
     PodStatus,
 )
+from tests.helpers import wait_for
 
 LOG = (
     b"2024-05-01T10:00:00.123456789Z stdout F first line\n"
@@ -43,14 +57,17 @@ def _pod(name: str, uid: str, *containers: str) -> Pod:
     )
 
 
-def _status(*containers: str) -> PodStatus:
+def _status(*containers: str, previous: bool = False) -> PodStatus:
+    last = ContainerState(terminated=ContainerStateTerminated(
+        exit_code=1, container_id="containerd://nginx-old")) if previous else ContainerState()
     return PodStatus(
         phase="Running",
         pod_ip="10.0.0.5",
         container_statuses=tuple(
             ContainerStatus(
                 name=c, image=f"{c}:1", ready=True, restart_count=0, image_id="",
-                last_state=ContainerState(), container_id=f"containerd://{c}-id",
+                last_state=last if c == "nginx" else ContainerState(),
+                container_id=f"containerd://{c}-id",
                 state=ContainerState(running=ContainerStateRunning(started_at="2024-05-01T10:00:00Z")),
             ) for c in containers),
     )
@@ -64,6 +81,8 @@ class FakeView:
     checks: dict[str, str | None] = field(default_factory=lambda: {
         "ping": None, "syncloop": None, "pleg": None, "runtime": None})
     broken: bool = False
+    previous: bool = False
+    running: bool = False
     refreshed: int = 0
     kubelet_metrics: KubeletMetrics = field(default_factory=KubeletMetrics)
 
@@ -71,7 +90,8 @@ class FakeView:
         if self.broken:
             raise RuntimeError("the pod manager is gone")
         return (
-            (_pod("web", "uid-web", "nginx", "sidecar"), _status("nginx", "sidecar")),
+            (_pod("web", "uid-web", "nginx", "sidecar"),
+             _status("nginx", "sidecar", previous=self.previous)),
             (_pod("db", "uid-db", "postgres"), PodStatus(phase="Pending")),
         )
 
@@ -96,13 +116,15 @@ class FakeView:
         self.refreshed += 1
         self.kubelet_metrics.running_pods.set(1)
 
-    def container_log_path(
-        self, namespace: str, pod: str, container: str, previous: bool
-    ) -> str | None:
-        if (namespace, pod, container) != ("default", "web", "nginx"):
+    def container_status(self, container_id: ContainerID) -> cri.ContainerStatus | None:
+        logs = {"nginx-id": "1.log", "nginx-old": "0.log"}
+        if container_id not in logs:
             return None
-        path = self.log_dir / ("0.log" if previous else "1.log")
-        return str(path) if path.exists() else None
+        return cri.ContainerStatus(
+            id=container_id, metadata=cri.ContainerMetadata(name="nginx"),
+            state=cri.ContainerState.RUNNING if self.running else cri.ContainerState.EXITED,
+            created_at=0.0,
+            log_path=str(self.log_dir / logs[container_id]))
 
 
 @dataclass(frozen=True)
@@ -292,33 +314,69 @@ def test_container_logs_joins_partial_lines(main_port: int) -> None:
     resp = request(main_port, "/containerLogs/default/web/nginx")
     assert resp.status == 200
     assert resp.headers["Content-Type"] == "text/plain; charset=utf-8"
-    assert resp.text == "first line\na long line split in two\nan error\nlast line\n"
+    # Records in the file's order, as upstream: the stderr line lands inside the stdout
+    # line that was split around it.
+    assert resp.text == "first line\na long line an error\nsplit in two\nlast line\n"
 
 
 def test_container_logs_tail_lines_and_limit_bytes(main_port: int) -> None:
     base = "/containerLogs/default/web/nginx"
-    assert request(main_port, f"{base}?tailLines=2").text == "an error\nlast line\n"
+    assert request(main_port, f"{base}?tailLines=2").text == "split in two\nlast line\n"
+    assert request(main_port, f"{base}?tail=1").text == "last line\n"
+    assert request(main_port, f"{base}?tail=all&tailLines=1").text.startswith("first")
     assert request(main_port, f"{base}?tailLines=0").text == ""
     assert request(main_port, f"{base}?limitBytes=15").text == "first line\na lo"
     assert request(main_port, f"{base}?tailLines=1&limitBytes=4").text == "last"
-    assert request(main_port, f"{base}?tailLines=-1").status == 400
-    assert request(main_port, f"{base}?limitBytes=0").status == 400
+
+
+@pytest.mark.parametrize(("query", "code", "message"), [
+    ("tailLines=-1", 422, 'PodLogOptions "web" is invalid: tailLines: Invalid value: -1: '
+                          "must be greater than or equal to 0"),
+    ("limitBytes=0", 422, 'PodLogOptions "web" is invalid: limitBytes: Invalid value: 0: '
+                          "must be greater than 0"),
+    ("sinceSeconds=0", 422, 'PodLogOptions "web" is invalid: sinceSeconds: Invalid value: '
+                            "0: must be greater than 0"),
+    ("sinceSeconds=5&sinceTime=2024-05-01T10:00:00Z", 422,
+     'PodLogOptions "web" is invalid: : Forbidden: at most one of `sinceTime` or '
+     "`sinceSeconds` may be specified"),
+    ("stream=Stdout&tailLines=1", 422, 'PodLogOptions "web" is invalid: : Forbidden: '
+     "`tailLines` and specific `stream` are mutually exclusive for now"),
+    ("stream=both", 422, 'PodLogOptions "web" is invalid: stream: Unsupported value: '
+     '"both": supported values: "All", "Stderr", "Stdout"'),
+    ("tailLines=x", 400, 'Unable to decode query: tailLines: strconv.ParseInt: parsing "x": '
+                         "invalid syntax"),
+    ("sinceTime=yesterday", 400, 'Unable to decode query: sinceTime: parsing time '
+     '"yesterday" as RFC3339 ("2006-01-02T15:04:05Z07:00")'),
+])
+def test_container_logs_bad_options(main_port: int, query: str, code: int,
+                                    message: str) -> None:
+    resp = request(main_port, f"/containerLogs/default/web/nginx?{query}")
+    assert (resp.status, resp.json()["message"]) == (code, message)
+
+
+def test_container_logs_since_and_stream(main_port: int) -> None:
+    base = "/containerLogs/default/web/nginx"
+    assert request(main_port, f"{base}?sinceTime=2024-05-01T10:00:02Z").text == "last line\n"
+    assert request(main_port, f"{base}?stream=Stderr").text == "an error\n"
+    assert request(main_port, f"{base}?stream=Stdout").text == (
+        "first line\na long line split in two\nlast line\n")
 
 
 def test_container_logs_timestamps(main_port: int) -> None:
     resp = request(main_port, "/containerLogs/default/web/nginx?timestamps=true&tailLines=3")
     assert resp.text == (
-        "2024-05-01T10:00:01.500000000Z a long line split in two\n"
-        "2024-05-01T10:00:01.600000000Z an error\n"
+        "2024-05-01T10:00:01.500000000Z a long line an error\n"
+        "2024-05-01T10:00:01.700000000Z split in two\n"
         "2024-05-01T10:00:02.000000000Z last line\n")
 
 
 def test_container_logs_previous(view: FakeView, main_port: int) -> None:
     base = "/containerLogs/default/web/nginx?previous=true"
     resp = request(main_port, base)
-    assert resp.status == 404
+    assert resp.status == 400
     assert resp.json()["message"] == (
         'previous terminated container "nginx" in pod "web" not found')
+    view.previous = True
     (view.log_dir / "0.log").write_bytes(PREVIOUS_LOG)
     resp = request(main_port, base)
     assert (resp.status, resp.text) == (200, "from the previous instance\n")
@@ -329,49 +387,93 @@ def test_container_logs_unknown_pod_or_container(main_port: int) -> None:
     assert resp.status == 404
     body = resp.json()
     assert body["kind"] == "Status"
-    assert body["message"] == 'pod "nosuch" does not exist in namespace "default"'
+    assert body["message"] == 'pod "nosuch" does not exist'
     resp = request(main_port, "/containerLogs/default/web/nosuch")
     assert resp.status == 404
     assert resp.json()["message"] == 'container "nosuch" not found in pod "web"'
     resp = request(main_port, "/containerLogs/default/web/sidecar")
-    assert resp.status == 404
-    assert "has not started yet" in str(resp.json()["message"])
+    assert resp.status == 400
+    assert resp.json()["message"] == "unable to retrieve container logs for containerd://sidecar-id"
 
 
-def test_container_logs_follow_streams_the_log_so_far(main_port: int) -> None:
-    plain = request(main_port, "/containerLogs/default/web/nginx?follow=false")
-    assert plain.status == 200
+def test_container_logs_follow_of_an_exited_container_ends(main_port: int) -> None:
+    plain = request(main_port, "/containerLogs/default/web/nginx")
+    followed = request(main_port, "/containerLogs/default/web/nginx?follow=true")
+    assert (followed.status, followed.body) == (200, plain.body)
+
+
+def _open_log_files(path: Path) -> int:
+    count = 0
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):  # an fd closed while listing
+            count += os.readlink(f"/proc/self/fd/{fd}") == str(path)
+    return count
+
+
+def test_container_logs_follow_ends_when_the_client_goes(view: FakeView,
+                                                          main_port: int) -> None:
+    """A quiet followed log whose client hangs up: the reader closes its file and
+    frees its thread, though the container still runs and writes nothing."""
+    view.running = True
+    log = view.log_dir / "1.log"
     with socket.create_connection(("127.0.0.1", main_port), timeout=5) as conn:
         conn.sendall(b"GET /containerLogs/default/web/nginx?follow=true HTTP/1.1\r\n"
                      b"Host: test\r\n\r\n")
         received = b""
-        while plain.body not in received:  # the log so far arrives, then the stream stays
+        while b"last line" not in received:
             chunk = conn.recv(65536)
             assert chunk, f"the stream ended early: {received!r}"
             received += chunk
-    assert received.startswith(b"HTTP/1.1 200")
+        assert _open_log_files(log) == 1
+    wait_for(lambda: _open_log_files(log) == 0, 10, "the follow to end")
 
 
-def test_parse_cri_log_edge_cases() -> None:
+def test_container_logs_follow_over_tls_ends_when_the_client_goes(
+        view: FakeView, tmp_path: Path) -> None:
+    """The same on the main port's TLS server (cheroot), which has no disconnect check of
+    its own: the connection's socket is asked."""
+    view.running = True
+    tls = TLSSettings(cert_dir=str(tmp_path / "pki"), node_name="node")
+    cert, key = serving_pair(tls)
+    server = KubeletHTTPServer(view, port=ANY_PORT, read_only_port=DISABLED,
+                               healthz_port=DISABLED,
+                               tls=(server_context(tls, cert, key), cert, key))
+    server.start()
+    try:
+        context = ssl.create_default_context(cafile=cert)
+        context.check_hostname = False
+        log = view.log_dir / "1.log"
+        raw = socket.create_connection(("127.0.0.1", server.bound_ports[MAIN]), timeout=5)
+        with context.wrap_socket(raw) as conn:
+            conn.sendall(b"GET /containerLogs/default/web/nginx?follow=true HTTP/1.1\r\n"
+                         b"Host: test\r\n\r\n")
+            received = b""
+            while b"last line" not in received:
+                chunk = conn.recv(65536)
+                assert chunk, f"the stream ended early: {received!r}"
+                received += chunk
+            assert _open_log_files(log) == 1
+        wait_for(lambda: _open_log_files(log) == 0, 10, "the follow to end")
+    finally:
+        server.stop()
+
+
+def test_render_edge_cases() -> None:
     data = (
         b"garbage\n"
         b"2024-05-01T10:00:00Z stdout P out-1 \n"
         b"2024-05-01T10:00:01Z stderr P err-1 \n"
         b"2024-05-01T10:00:02Z stdout F out-2\n"
         b"2024-05-01T10:00:03Z stdout X unknown tag\n"
-        b"2024-05-01T10:00:04Z stdout F\n"
+        b"2024-05-01T10:00:04Z stdout F \n"
         b"2024-05-01T10:00:05Z stderr P err-2"
     )
-    lines = parse_cri_log(data)
-    assert [(ln.timestamp, ln.stream, ln.content) for ln in lines] == [
-        ("2024-05-01T10:00:00Z", "stdout", b"out-1 out-2\n"),
-        ("2024-05-01T10:00:01Z", "stderr", b"err-1 err-2"),
-        ("2024-05-01T10:00:04Z", "stdout", b"\n"),
-    ]
+    # Records in the file's order, a P record without its newline, as upstream.
+    assert render_logs(data, LogOptions()) == b"out-1 err-1 out-2\nunknown tag\n\nerr-2"
     assert fixed_timestamp("2024-05-01T10:00:00.12+02:00") == "2024-05-01T10:00:00.120000000+02:00"
     assert fixed_timestamp("not a time") == "not a time"
     assert render_logs(data, LogOptions(tail_lines=1, timestamps=True)) == (
-        b"2024-05-01T10:00:04.000000000Z \n")
+        b"2024-05-01T10:00:05.000000000Z err-2")
 
 
 # --- errors and methods ---------------------------------------------------------------
