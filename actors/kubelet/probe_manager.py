@@ -36,6 +36,7 @@ from actors.core.timers import Cancellable, Timers
 from actors.core.trace.names import message
 from actors.kubelet import names
 from actors.kubelet.messages import PodForgotten, PodObserved, ProbeKind, ProbeVerdict, WorkerState
+from actors.kubelet.probe_metrics import ProbeMetrics
 from runtime.clock import Clock
 from runtime.cri.service import RuntimeService
 from runtime.ids import ContainerID, PodUID
@@ -107,6 +108,7 @@ class _Probed:
     container: Container
     pod_ip: str
     scheduled: float | None = None  # due time of this worker's live heap entry
+    namespace: str = ""  # for /metrics/probes
 
 
 def _probes(container: Container) -> tuple[tuple[ProbeKind, Probe], ...]:
@@ -137,8 +139,10 @@ class ProbeManager(Actor):
         workers: int = 8,
         tick: float = DEFAULT_TICK,
         executor: Executor | None = None,
+        probe_metrics: ProbeMetrics | None = None,
     ) -> None:
         super().__init__(names.PROBES, dispatch, incarnation)
+        self._probe_metrics = probe_metrics
         self._timers = timers
         self._runtime = runtime
         self._clock = clock
@@ -204,7 +208,8 @@ class ProbeManager(Actor):
                 not_before = mono + (started_at + probe.initial_delay_seconds - wall)
                 if entry is None or entry.worker.probe != probe:
                     worker = ProbeWorker(kind.value, probe, instance.id, not_before, running)
-                    entry = _Probed(worker, pod_name, container, pod_ip)
+                    entry = _Probed(worker, pod_name, container, pod_ip,
+                                    namespace=pod.metadata.namespace)
                     self._workers[key] = entry
                     self._by_pod.setdefault(uid, set()).add(key)
                     self._log(key, entry).debug("{} probe worker created", kind.value)
@@ -242,6 +247,8 @@ class ProbeManager(Actor):
                 del self._by_pod[key[0]]
         if entry is not None:
             self._log(key, entry).debug("{} probe worker dropped", key[2].value)
+            if self._probe_metrics is not None:
+                self._probe_metrics.forget(key[2], key[1], entry.pod, entry.namespace, key[0])
 
     def _drop_pod(self, uid: PodUID) -> None:
         for key in list(self._by_pod.get(uid, ())):
@@ -323,6 +330,9 @@ class ProbeManager(Actor):
                 "{} probe answer for a container no longer probed dropped", outcome.kind.value)
             return
         log = self._log(key, entry)
+        if self._probe_metrics is not None:
+            self._probe_metrics.observe(outcome.kind, outcome.result, outcome.container_name,
+                                        entry.pod, entry.namespace, outcome.uid)
         if outcome.result != ProbeResult.SUCCESS:
             log.debug("{} probe {}: {}", outcome.kind.value, outcome.result.value,
                       outcome.output[:256])
