@@ -36,17 +36,22 @@ class StatsEndpoints:
 
 
 class SummaryResource:
-    """``/stats/summary``: the cached Summary, as JSON."""
+    """``/stats/summary``: the cached Summary, as JSON (500 ``Internal Error: ...`` before
+    the first collection, as upstream answers when it has no stats)."""
 
     def __init__(self, stats: StatsEndpoints) -> None:
         self._stats = stats
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         snap = self._stats.snapshot()
-        if snap is None:
-            raise falcon.HTTPServiceUnavailable(description=NOT_YET)
+        if snap is None:  # upstream's handleError: 500, "Internal Error: ..." as text
+            resp.status = falcon.HTTP_500
+            resp.content_type = "text/plain; charset=utf-8"
+            resp.text = f"Internal Error: {NOT_YET}"
+            return
         summary = snap.summary
-        if req.get_param_as_bool("only_cpu_and_memory", default=False):
+        # Exactly one value, exactly "true", as upstream's handleSummary checks it.
+        if req.get_param_as_list("only_cpu_and_memory") == ["true"]:
             summary = s.cpu_and_memory_only(summary)
         resp.content_type = falcon.MEDIA_JSON
         resp.data = s.encode(summary)

@@ -83,10 +83,19 @@ def test_summary_decodes_strictly_as_upstreams_types(tmp_path: Path,
     assert only.pods and only.pods[0].ephemeral_storage is UNSET
 
 
-def test_summary_before_the_first_collection_is_503(tmp_path: Path) -> None:
+def test_summary_before_the_first_collection_is_upstreams_internal_error(
+        tmp_path: Path) -> None:
     resp = client(tmp_path, StatsEndpoints(StatsCache())).simulate_get("/stats/summary")
-    assert resp.status_code == 503
-    assert "not collected stats yet" in resp.json["message"]
+    assert resp.status_code == 500
+    assert resp.text.startswith("Internal Error: the kubelet has not collected stats yet")
+
+
+def test_only_cpu_and_memory_needs_exactly_true(tmp_path: Path,
+                                                endpoints: StatsEndpoints) -> None:
+    for value in ("1", "True", "yes"):
+        full = decode(client(tmp_path, endpoints).simulate_get(
+            "/stats/summary", params={"only_cpu_and_memory": value}).content)
+        assert full.node.fs is not UNSET, value
 
 
 def test_resource_metrics_as_upstreams_collector(tmp_path: Path,
