@@ -39,6 +39,7 @@ from runtime.stats.host import (
     FsSample,
     HostPaths,
     boot_time,
+    cgroup_created,
     cgroup_pids,
     disk_usage,
     find_pod_cgroups,
@@ -48,6 +49,9 @@ from runtime.stats.host import (
     rlimit,
     statfs,
 )
+
+KUBEPODS = "kubepods"
+"""The pods' cgroup root under the cgroup root (runtime.cm, cgroupfs driver)."""
 
 FS_PERIOD_S = 60.0
 """upstream's --volume-stats-agg-period default: how often volumes are walked (du)."""
@@ -124,7 +128,7 @@ class StatsCollector:
         pod_cgroups = find_pod_cgroups(paths)
         pods: list[s.PodStats] = []
         infos: list[ContainerInfo] = []
-        live: set[str] = {""}
+        live: set[str] = {"", KUBEPODS}
         for sandbox in sandboxes:
             uid = sandbox.metadata.uid
             mine = [c for c in containers if c.pod_sandbox_id == sandbox.id]
@@ -280,10 +284,17 @@ class StatsCollector:
             cpu = build.cgroup_cpu(root, at, self._rate("", at, root.cpu_usage_ns))
             memory = build.cgroup_memory(root, at, memory_total(paths))
         max_pid, procs = rlimit(paths)
+        system: tuple[s.ContainerStats, ...] | None = None
+        pods = read_cgroup(paths, KUBEPODS)
+        if pods is not None:  # upstream's "pods" system container: the pods' cgroup root
+            system = (s.ContainerStats(
+                s.SYSTEM_CONTAINER_PODS, s.go_time(cgroup_created(paths, KUBEPODS) or at),
+                build.cgroup_cpu(pods, at, self._rate(KUBEPODS, at, pods.cpu_usage_ns)),
+                build.cgroup_memory(pods, at, memory_total(paths))),)
         started = boot_time(paths) or at
         image_stats = build.image_fs(image, image_fs, at)
         return s.NodeStats(
-            self._settings.node_name, s.go_time(started), None, cpu, memory,
+            self._settings.node_name, s.go_time(started), system, cpu, memory,
             build.network_stats(network_interfaces(paths), at),
             build.fs_stats(at, node_fs) if node_fs is not None else None,
             s.RuntimeStats(image_stats, image_stats),

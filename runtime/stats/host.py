@@ -141,6 +141,15 @@ def _read_v2(directory: str) -> CgroupSample | None:
         pids=_int(os.path.join(directory, "pids.current")))
 
 
+def cgroup_created(paths: HostPaths, rel: str) -> float | None:
+    """When a cgroup was made (its directory's change time, as cAdvisor's spec reads it)."""
+    base = paths.cgroup if paths.unified() else os.path.join(paths.cgroup, "memory")
+    try:
+        return os.stat(os.path.join(base, rel.strip("/"))).st_ctime
+    except OSError:
+        return None
+
+
 def find_pod_cgroups(paths: HostPaths, kubepods: str = "kubepods") -> dict[str, str]:
     """Pod UID -> cgroup path (relative to the hierarchy) of each ``pod<uid>`` directory
     under ``kubepods`` and its QoS children, as runtime.cm names them (cgroupfs driver)."""

@@ -13,6 +13,9 @@ import time
 
 import msgspec
 
+SYSTEM_CONTAINER_PODS = "pods"
+"""upstream's SystemContainerPods: the system container of the pods' cgroup root."""
+
 
 def go_time(seconds: float) -> str:
     """A metav1.Time as JSON: RFC 3339, UTC, whole seconds."""

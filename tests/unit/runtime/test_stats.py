@@ -48,6 +48,7 @@ def fake_v1_tree(root: Path, pod_uid: str = "u1") -> host.HostPaths:
     """A cgroup v1 hierarchy (root, one burstable pod with its sandbox) and a /proc."""
     cg, proc = root / "cgroup", root / "proc"
     for rel, usage, inactive, cpu in (("", 4_000_000, 1_000_000, 9_000_000_000),
+                                      ("kubepods", 400_000, 100_000, 3_000_000_000),
                                       (f"kubepods/burstable/pod{pod_uid}", 300_000, 100_000,
                                        2_000_000_000)):
         write(cg / "cpuacct" / rel / "cpuacct.usage", f"{cpu}\n")
@@ -204,6 +205,8 @@ def test_a_collection_on_the_fake_runtime_decodes_as_upstreams_summary(tmp_path:
     summary = decode(s.encode(snap.summary))  # strict: upstream's names and nesting
     assert summary.node.nodeName == "node-1"
     assert summary.node.rlimit and summary.node.rlimit.maxpid == 12000
+    (pods,) = summary.node.systemContainers or []  # upstream's "pods" system container
+    assert pods.name == "pods" and pods.memory and pods.memory.workingSetBytes == 300_000
     (pod,) = summary.pods or []
     assert (pod.podRef.name, pod.podRef.uid) == ("web", "u1")
     (main,) = pod.containers or []
