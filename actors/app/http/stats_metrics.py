@@ -103,8 +103,10 @@ class _Families:
 
     def __init__(self) -> None:
         L = _CADVISOR_LABELS
+        # cAdvisor's extra "cpu" label: "total" (the kubelet turns per-CPU usage off).
         self.cpu = CounterMetricFamily(
-            "container_cpu_usage_seconds", "Cumulative cpu time consumed in seconds.", labels=L)
+            "container_cpu_usage_seconds", "Cumulative cpu time consumed in seconds.",
+            labels=[*L, "cpu"])
         self.ws = GaugeMetricFamily(
             "container_memory_working_set_bytes", "Current working set in bytes.", labels=L)
         self.usage = GaugeMetricFamily(
@@ -145,7 +147,7 @@ class _Families:
     def cpu_memory(self, labels: list[str], cpu: s.CPUStats | None,
                    memory: s.MemoryStats | None) -> None:
         if cpu is not None and cpu.usage_core_nano_seconds is not None:
-            self.cpu.add_metric(labels, cpu.usage_core_nano_seconds / _NS,
+            self.cpu.add_metric([*labels, "total"], cpu.usage_core_nano_seconds / _NS,
                                 timestamp=_stamp(cpu.time))
         if memory is None:
             return

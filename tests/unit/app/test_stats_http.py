@@ -138,7 +138,7 @@ def test_cadvisor_metrics_label_series_as_cadvisor(tmp_path: Path,
         assert series[0]["image"] == IMAGE and series[0]["pod"] == "web"
     roots = [labels for labels, _, _ in got["container_cpu_usage_seconds_total"]
              if labels["id"] == "/"]
-    assert roots, "the node's root cgroup series"
+    assert roots and roots[0]["cpu"] == "total", "the node's root cgroup series"
     pod_level = [labels for labels, _, _ in got["container_memory_working_set_bytes"]
                  if labels["pod"] == "web" and labels["container"] == ""]
     assert pod_level and pod_level[0]["id"] == "/kubepods/burstable/podu1"
