@@ -126,6 +126,7 @@ class StatsCollector:
         refresh_disk = started - self._disk_at >= self._settings.fs_period
         disk: dict[str, DiskUsage | None] = {}
         pod_cgroups = find_pod_cgroups(paths)
+        images = self._image_names(containers, errors)
         pods: list[s.PodStats] = []
         infos: list[ContainerInfo] = []
         live: set[str] = {"", KUBEPODS}
@@ -145,7 +146,8 @@ class StatsCollector:
                 infos.append(ContainerInfo(
                     sandbox.metadata.namespace, sandbox.metadata.name,
                     c.labels.get(CONTAINER_NAME, c.metadata.name), c.id,
-                    c.image.image, f"/{cgroup}/{c.id}" if cgroup else f"/{c.id}"))
+                    images.get(c.image.image, c.image.image),
+                    f"/{cgroup}/{c.id}" if cgroup else f"/{c.id}"))
             live.add(sandbox.id)
             volumes = self._volumes(uid, refresh_disk, disk, node_fs, started)
             pods.append(self._pod(sandbox, pstats.get(sandbox.id), pod_cgroups.get(uid),
@@ -172,6 +174,17 @@ class StatsCollector:
             if uid not in newest or sb.created_at > newest[uid].created_at:
                 newest[uid] = sb
         return sorted(newest.values(), key=lambda sb: (sb.metadata.namespace, sb.metadata.name))
+
+    def _image_names(self, containers: list[Container], errors: list[str]) -> dict[str, str]:
+        """Image ID -> its first tag: containerd lists a container's image by ID, cAdvisor
+        labels series with the name it was run from."""
+        if not any(c.image.image.startswith("sha256:") for c in containers):
+            return {}
+        try:
+            return {i.id: i.repo_tags[0] for i in self._runtime.list_images() if i.repo_tags}
+        except CRIError as err:
+            errors.append(f"ListImages: {err}")
+            return {}
 
     def _sandbox_stats(self, errors: list[str]) -> dict[str, SandboxStats]:
         if not self._sandbox_stats_supported:
