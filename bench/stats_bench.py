@@ -94,9 +94,17 @@ def wait_summary(daemon: DaemonProc, n: int, timeout: float = 60.0) -> None:
     raise RuntimeError(f"/stats/summary did not list {n} pods in {timeout:g} s")
 
 
-def remove_empty_pod_cgroups() -> None:
+def pod_cgroups() -> set[tuple[str, ...]]:
+    """The pod cgroups under the default kubepods (cgroupfs driver), as names."""
+    cgroups = PodCgroups(CgroupFS("cgroupfs"), (), "cgroupfs", 1000, 0)
+    return set(cgroups.pod_cgroups().values())
+
+
+def remove_new_pod_cgroups(before: set[tuple[str, ...]]) -> None:
+    """The daemon's pod cgroups that outlived their pods (SIGTERM leaves pods running;
+    the containerd's cleanup removes them behind its back)."""
     manager = CgroupFS("cgroupfs")
-    for name in PodCgroups(manager, (), "cgroupfs", 1000, 0).pod_cgroups().values():
+    for name in pod_cgroups() - before:
         if not manager.pids(name):
             manager.destroy(name)
 
@@ -115,19 +123,23 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     logger.remove()
     logger.add(sys.stderr, level="WARNING")
-    with machine_lock(BENCH), serve_images(), private_containerd(BENCH) as emb:
-        work = emb.base_dir / "stats-bench"
-        daemon = DaemonProc(work, emb.endpoint)
-        client = CRIClient(emb.endpoint, timeout=60.0)
+    with machine_lock(BENCH):
+        before = pod_cgroups()
         try:
-            return run(console, daemon, client, emb.endpoint, work, args)
-        finally:
-            daemon.stop()
-            client.close()
-            remove_empty_pod_cgroups()
+            with serve_images(), private_containerd(BENCH) as emb:
+                work = emb.base_dir / "stats-bench"
+                daemon = DaemonProc(work, emb.endpoint)
+                client = CRIClient(emb.endpoint, timeout=60.0)
+                try:
+                    return run(console, daemon, client, work, args)
+                finally:
+                    daemon.stop()
+                    client.close()
+        finally:  # the pods are gone with their containerd: their cgroups go too
+            remove_new_pod_cgroups(before)
 
 
-def run(console: Console, daemon: DaemonProc, client: CRIClient, endpoint: str, work: Path,
+def run(console: Console, daemon: DaemonProc, client: CRIClient, work: Path,
         args: argparse.Namespace) -> int:
     daemon.start()
     started = time.monotonic()
