@@ -280,7 +280,8 @@ class StatsCollector:
             pids = cgroup_pids(paths, os.path.join(cgroup or "", sandbox.id))
             if pids:
                 network = build.network_stats(network_interfaces(paths, pids[0]), at)
-        # containerd 1.6 reports 0 processes on cgroup v1 hosts: the cgroup knows better.
+        # A count of 0 cannot be a running pod (its pause process at least): containerd
+        # 1.6 answers 0 for a sandbox whose cgroup it cannot read. Ask the cgroup then.
         if not processes and sample is not None and sample.pids is not None:
             processes = sample.pids
         return s.PodStats(

@@ -144,6 +144,7 @@ def test_stats_of_busy_pods_on_containerd(daemon: Daemon) -> None:
     assert n.memory.workingSetBytes and n.cpu.usageCoreNanoSeconds
     assert n.runtime and n.runtime.imageFs and n.runtime.imageFs.usedBytes is not UNSET
     assert burn.network and burn.network.name == "eth0"
+    assert burn.process_stats and burn.process_stats.process_count  # pause and sh at least
 
     resource = metrics(daemon, "/metrics/resource")
     burners = [v for labels, v in resource["container_cpu_usage_seconds_total"]
