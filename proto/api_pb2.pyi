@@ -3293,6 +3293,307 @@ class ListContainerStatsResponse(_message.Message):
 Global___ListContainerStatsResponse: _TypeAlias = ListContainerStatsResponse  # noqa: Y015
 
 @_typing.final
+class PodSandboxAttributes(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class LabelsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    @_typing.final
+    class AnnotationsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    ID_FIELD_NUMBER: _builtins.int
+    METADATA_FIELD_NUMBER: _builtins.int
+    LABELS_FIELD_NUMBER: _builtins.int
+    ANNOTATIONS_FIELD_NUMBER: _builtins.int
+    id: _builtins.str
+    @_builtins.property
+    def metadata(self) -> Global___PodSandboxMetadata: ...
+    @_builtins.property
+    def labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    @_builtins.property
+    def annotations(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        id: _builtins.str = ...,
+        metadata: Global___PodSandboxMetadata | None = ...,
+        labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        annotations: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["metadata", b"metadata"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations", "id", b"id", "labels", b"labels", "metadata", b"metadata"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PodSandboxAttributes: _TypeAlias = PodSandboxAttributes  # noqa: Y015
+
+@_typing.final
+class NetworkInterfaceUsage(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    RX_BYTES_FIELD_NUMBER: _builtins.int
+    RX_ERRORS_FIELD_NUMBER: _builtins.int
+    TX_BYTES_FIELD_NUMBER: _builtins.int
+    TX_ERRORS_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    @_builtins.property
+    def rx_bytes(self) -> Global___UInt64Value: ...
+    @_builtins.property
+    def rx_errors(self) -> Global___UInt64Value: ...
+    @_builtins.property
+    def tx_bytes(self) -> Global___UInt64Value: ...
+    @_builtins.property
+    def tx_errors(self) -> Global___UInt64Value: ...
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        rx_bytes: Global___UInt64Value | None = ...,
+        rx_errors: Global___UInt64Value | None = ...,
+        tx_bytes: Global___UInt64Value | None = ...,
+        tx_errors: Global___UInt64Value | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["rx_bytes", b"rx_bytes", "rx_errors", b"rx_errors", "tx_bytes", b"tx_bytes", "tx_errors", b"tx_errors"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "rx_bytes", b"rx_bytes", "rx_errors", b"rx_errors", "tx_bytes", b"tx_bytes", "tx_errors", b"tx_errors"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___NetworkInterfaceUsage: _TypeAlias = NetworkInterfaceUsage  # noqa: Y015
+
+@_typing.final
+class NetworkUsage(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TIMESTAMP_FIELD_NUMBER: _builtins.int
+    DEFAULT_INTERFACE_FIELD_NUMBER: _builtins.int
+    INTERFACES_FIELD_NUMBER: _builtins.int
+    timestamp: _builtins.int
+    @_builtins.property
+    def default_interface(self) -> Global___NetworkInterfaceUsage: ...
+    @_builtins.property
+    def interfaces(self) -> _containers.RepeatedCompositeFieldContainer[Global___NetworkInterfaceUsage]: ...
+    def __init__(
+        self,
+        *,
+        timestamp: _builtins.int = ...,
+        default_interface: Global___NetworkInterfaceUsage | None = ...,
+        interfaces: _abc.Iterable[Global___NetworkInterfaceUsage] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["default_interface", b"default_interface"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["default_interface", b"default_interface", "interfaces", b"interfaces", "timestamp", b"timestamp"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___NetworkUsage: _TypeAlias = NetworkUsage  # noqa: Y015
+
+@_typing.final
+class ProcessUsage(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TIMESTAMP_FIELD_NUMBER: _builtins.int
+    PROCESS_COUNT_FIELD_NUMBER: _builtins.int
+    timestamp: _builtins.int
+    @_builtins.property
+    def process_count(self) -> Global___UInt64Value: ...
+    def __init__(
+        self,
+        *,
+        timestamp: _builtins.int = ...,
+        process_count: Global___UInt64Value | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["process_count", b"process_count"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["process_count", b"process_count", "timestamp", b"timestamp"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ProcessUsage: _TypeAlias = ProcessUsage  # noqa: Y015
+
+@_typing.final
+class LinuxPodSandboxStats(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CPU_FIELD_NUMBER: _builtins.int
+    MEMORY_FIELD_NUMBER: _builtins.int
+    NETWORK_FIELD_NUMBER: _builtins.int
+    PROCESS_FIELD_NUMBER: _builtins.int
+    CONTAINERS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def cpu(self) -> Global___CpuUsage: ...
+    @_builtins.property
+    def memory(self) -> Global___MemoryUsage: ...
+    @_builtins.property
+    def network(self) -> Global___NetworkUsage: ...
+    @_builtins.property
+    def process(self) -> Global___ProcessUsage: ...
+    @_builtins.property
+    def containers(self) -> _containers.RepeatedCompositeFieldContainer[Global___ContainerStats]: ...
+    def __init__(
+        self,
+        *,
+        cpu: Global___CpuUsage | None = ...,
+        memory: Global___MemoryUsage | None = ...,
+        network: Global___NetworkUsage | None = ...,
+        process: Global___ProcessUsage | None = ...,
+        containers: _abc.Iterable[Global___ContainerStats] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["cpu", b"cpu", "memory", b"memory", "network", b"network", "process", b"process"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["containers", b"containers", "cpu", b"cpu", "memory", b"memory", "network", b"network", "process", b"process"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LinuxPodSandboxStats: _TypeAlias = LinuxPodSandboxStats  # noqa: Y015
+
+@_typing.final
+class PodSandboxStats(_message.Message):
+    """windows = 3 (WindowsPodSandboxStats) is left out: the kubelet runs on Linux."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ATTRIBUTES_FIELD_NUMBER: _builtins.int
+    LINUX_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def attributes(self) -> Global___PodSandboxAttributes: ...
+    @_builtins.property
+    def linux(self) -> Global___LinuxPodSandboxStats: ...
+    def __init__(
+        self,
+        *,
+        attributes: Global___PodSandboxAttributes | None = ...,
+        linux: Global___LinuxPodSandboxStats | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["attributes", b"attributes", "linux", b"linux"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attributes", b"attributes", "linux", b"linux"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PodSandboxStats: _TypeAlias = PodSandboxStats  # noqa: Y015
+
+@_typing.final
+class PodSandboxStatsFilter(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class LabelSelectorEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    ID_FIELD_NUMBER: _builtins.int
+    LABEL_SELECTOR_FIELD_NUMBER: _builtins.int
+    id: _builtins.str
+    @_builtins.property
+    def label_selector(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        id: _builtins.str = ...,
+        label_selector: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["id", b"id", "label_selector", b"label_selector"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PodSandboxStatsFilter: _TypeAlias = PodSandboxStatsFilter  # noqa: Y015
+
+@_typing.final
+class ListPodSandboxStatsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FILTER_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def filter(self) -> Global___PodSandboxStatsFilter: ...
+    def __init__(
+        self,
+        *,
+        filter: Global___PodSandboxStatsFilter | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListPodSandboxStatsRequest: _TypeAlias = ListPodSandboxStatsRequest  # noqa: Y015
+
+@_typing.final
+class ListPodSandboxStatsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STATS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def stats(self) -> _containers.RepeatedCompositeFieldContainer[Global___PodSandboxStats]: ...
+    def __init__(
+        self,
+        *,
+        stats: _abc.Iterable[Global___PodSandboxStats] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["stats", b"stats"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListPodSandboxStatsResponse: _TypeAlias = ListPodSandboxStatsResponse  # noqa: Y015
+
+@_typing.final
 class ImageFilter(_message.Message):
     """---------------------------------------------------------------------------------------
     Images

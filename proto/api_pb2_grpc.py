@@ -135,6 +135,11 @@ class RuntimeServiceStub:
                 request_serializer=proto_dot_api__pb2.ListContainerStatsRequest.SerializeToString,
                 response_deserializer=proto_dot_api__pb2.ListContainerStatsResponse.FromString,
                 _registered_method=True)
+        self.ListPodSandboxStats = channel.unary_unary(
+                '/runtime.v1.RuntimeService/ListPodSandboxStats',
+                request_serializer=proto_dot_api__pb2.ListPodSandboxStatsRequest.SerializeToString,
+                response_deserializer=proto_dot_api__pb2.ListPodSandboxStatsResponse.FromString,
+                _registered_method=True)
         self.UpdateRuntimeConfig = channel.unary_unary(
                 '/runtime.v1.RuntimeService/UpdateRuntimeConfig',
                 request_serializer=proto_dot_api__pb2.UpdateRuntimeConfigRequest.SerializeToString,
@@ -276,6 +281,12 @@ class RuntimeServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListPodSandboxStats(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def UpdateRuntimeConfig(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -397,6 +408,11 @@ def add_RuntimeServiceServicer_to_server(servicer, server):
                     servicer.ListContainerStats,
                     request_deserializer=proto_dot_api__pb2.ListContainerStatsRequest.FromString,
                     response_serializer=proto_dot_api__pb2.ListContainerStatsResponse.SerializeToString,
+            ),
+            'ListPodSandboxStats': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListPodSandboxStats,
+                    request_deserializer=proto_dot_api__pb2.ListPodSandboxStatsRequest.FromString,
+                    response_serializer=proto_dot_api__pb2.ListPodSandboxStatsResponse.SerializeToString,
             ),
             'UpdateRuntimeConfig': grpc.unary_unary_rpc_method_handler(
                     servicer.UpdateRuntimeConfig,
@@ -955,6 +971,33 @@ class RuntimeService:
             '/runtime.v1.RuntimeService/ListContainerStats',
             proto_dot_api__pb2.ListContainerStatsRequest.SerializeToString,
             proto_dot_api__pb2.ListContainerStatsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListPodSandboxStats(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/runtime.v1.RuntimeService/ListPodSandboxStats',
+            proto_dot_api__pb2.ListPodSandboxStatsRequest.SerializeToString,
+            proto_dot_api__pb2.ListPodSandboxStatsResponse.FromString,
             options,
             channel_credentials,
             insecure,

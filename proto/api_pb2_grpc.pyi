@@ -60,6 +60,7 @@ class RuntimeServiceStub:
     PortForward: _grpc.UnaryUnaryMultiCallable[_api_pb2.PortForwardRequest, _api_pb2.PortForwardResponse]
     ContainerStats: _grpc.UnaryUnaryMultiCallable[_api_pb2.ContainerStatsRequest, _api_pb2.ContainerStatsResponse]
     ListContainerStats: _grpc.UnaryUnaryMultiCallable[_api_pb2.ListContainerStatsRequest, _api_pb2.ListContainerStatsResponse]
+    ListPodSandboxStats: _grpc.UnaryUnaryMultiCallable[_api_pb2.ListPodSandboxStatsRequest, _api_pb2.ListPodSandboxStatsResponse]
     UpdateRuntimeConfig: _grpc.UnaryUnaryMultiCallable[_api_pb2.UpdateRuntimeConfigRequest, _api_pb2.UpdateRuntimeConfigResponse]
     Status: _grpc.UnaryUnaryMultiCallable[_api_pb2.StatusRequest, _api_pb2.StatusResponse]
     GetContainerEvents: _grpc.UnaryStreamMultiCallable[_api_pb2.GetEventsRequest, _api_pb2.ContainerEventResponse]
@@ -90,6 +91,7 @@ class RuntimeServiceAsyncStub(RuntimeServiceStub):
     PortForward: _aio.UnaryUnaryMultiCallable[_api_pb2.PortForwardRequest, _api_pb2.PortForwardResponse]  # type: ignore[assignment]
     ContainerStats: _aio.UnaryUnaryMultiCallable[_api_pb2.ContainerStatsRequest, _api_pb2.ContainerStatsResponse]  # type: ignore[assignment]
     ListContainerStats: _aio.UnaryUnaryMultiCallable[_api_pb2.ListContainerStatsRequest, _api_pb2.ListContainerStatsResponse]  # type: ignore[assignment]
+    ListPodSandboxStats: _aio.UnaryUnaryMultiCallable[_api_pb2.ListPodSandboxStatsRequest, _api_pb2.ListPodSandboxStatsResponse]  # type: ignore[assignment]
     UpdateRuntimeConfig: _aio.UnaryUnaryMultiCallable[_api_pb2.UpdateRuntimeConfigRequest, _api_pb2.UpdateRuntimeConfigResponse]  # type: ignore[assignment]
     Status: _aio.UnaryUnaryMultiCallable[_api_pb2.StatusRequest, _api_pb2.StatusResponse]  # type: ignore[assignment]
     GetContainerEvents: _aio.UnaryStreamMultiCallable[_api_pb2.GetEventsRequest, _api_pb2.ContainerEventResponse]  # type: ignore[assignment]
@@ -237,6 +239,13 @@ class RuntimeServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _api_pb2.ListContainerStatsRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_api_pb2.ListContainerStatsResponse, _abc.Awaitable[_api_pb2.ListContainerStatsResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def ListPodSandboxStats(
+        self,
+        request: _api_pb2.ListPodSandboxStatsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_api_pb2.ListPodSandboxStatsResponse, _abc.Awaitable[_api_pb2.ListPodSandboxStatsResponse]]: ...
 
     @_abc_1.abstractmethod
     def UpdateRuntimeConfig(

@@ -31,6 +31,9 @@ if ! command -v kubectl >/dev/null \
         && ! compgen -G "/usr/lib/google-cloud-sdk/bin/kubectl*" >/dev/null; then
     APT_PACKAGES+=(kubernetes-client)
 fi
+# promtool (Debian's prometheus package) checks the kubelet's metrics endpoints in the
+# tests as Prometheus itself parses them; policy-rc.d keeps its server from starting.
+APT_PACKAGES+=(prometheus)
 
 do_images=1
 do_venv=1

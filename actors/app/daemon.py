@@ -24,6 +24,7 @@ from actors.app.flags import KubeletFlags
 from actors.app.http.security import main_port_security
 from actors.app.http.server import KubeletHTTPServer
 from actors.app.node import node_settings, this_node
+from actors.app.stats_setup import stats_wiring
 from actors.core.dispatch import ActorRef, Dispatch
 from actors.core.faults import FaultPlan
 from actors.core.supervision import SupervisorSpec
@@ -173,11 +174,12 @@ def start_kubelet(
     )
     if supervision is not None:
         sync_settings = dataclasses.replace(sync_settings, supervision=supervision)
+    stats = stats_wiring(flags, node_settings(flags), runtime, metrics)
     config = ReplayConfig(
         node=node_settings(flags),
         timing=WorkerTiming(resync_interval=flags.sync_frequency),
         supervisor=sync_settings, host_ip=node_ip, embedded=containerd is not None,
-        cluster=cluster is not None, events=True)
+        cluster=cluster is not None, events=True, stats=stats.parts is not None)
     writer: TraceWriter | None = None
     calls: tuple[Interceptor, ...] = (Timing(metrics.observe_runtime_call), *runtime_faults)
     clock = real_clock
@@ -209,7 +211,8 @@ def start_kubelet(
                                  objects=objects, events=DispatchRecorder(dispatch))
     timers = TimerService(dispatch, real_clock)
     parts = KubeletParts(dispatch, timers, clock, instrumented, manager, config, metrics,
-                         containerd, sources, cluster=cluster)
+                         containerd, sources, cluster=cluster, stats=stats.parts,
+                         probe_metrics=stats.probes)
     tls, auth = main_port_security(flags, cluster.client if cluster is not None else None,
                                    (node_ip,))
     timers.start()
@@ -218,6 +221,7 @@ def start_kubelet(
         DaemonView(dispatch, metrics, manager), address=flags.address, port=flags.port,
         read_only_port=flags.read_only_port, healthz_port=flags.healthz_port,
         healthz_address=flags.healthz_bind_address, tls=tls, auth=auth,
+        stats=stats.endpoints,
     )
     try:
         http.start()

@@ -70,6 +70,8 @@ class KubeletFlags:
     register_node: bool = False
     register_with_taints: tuple[Taint, ...] = ()
     node_status_update_frequency: float = 10.0
+    volume_stats_agg_period: float = 60.0  # how often volumes' disk usage is walked
+    stats_collection_period: float = 10.0  # our own: the stats actor's period; 0 = off
     node_status_report_frequency: float = 300.0
     node_lease_duration_seconds: int = 40
     node_status_max_images: int = 50
@@ -250,6 +252,12 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
         help="taints of the node when it registers, key=value:Effect,...")
     add("--node-status-update-frequency", type=parse_duration, default=10.0,
         help="how often the node's status is computed and posted if changed (default 10s)")
+    add("--volume-stats-agg-period", type=parse_duration, default=60.0,
+        help="how often disk usage of volumes and logs is computed for /stats/summary "
+             "(default 1m)")
+    add("--stats-collection-period", type=parse_duration, default=10.0,
+        help="how often resource stats are collected for /stats/summary and the metrics "
+             "endpoints (default 10s, cAdvisor's housekeeping interval; 0 turns them off)")
     add("--node-status-report-frequency", type=parse_duration, default=300.0,
         help="how often the node's status is posted even if unchanged (default 5m)")
     add("--node-status-max-images", type=int, default=50,
@@ -407,6 +415,8 @@ def parse_flags(argv: list[str]) -> KubeletFlags:
         if isinstance(ns.register_with_taints, str) else tuple(ns.register_with_taints),
         node_status_update_frequency=ns.node_status_update_frequency,
         node_status_report_frequency=ns.node_status_report_frequency,
+        volume_stats_agg_period=ns.volume_stats_agg_period,
+        stats_collection_period=ns.stats_collection_period,
         node_lease_duration_seconds=lease_seconds,
         node_status_max_images=ns.node_status_max_images,
         tls_cert_file=_abspath(ns.tls_cert_file),

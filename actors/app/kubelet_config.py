@@ -171,6 +171,7 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "registerWithTaints": ("register_with_taints", _taints),
     "nodeStatusUpdateFrequency": ("node_status_update_frequency", _duration),
     "nodeStatusReportFrequency": ("node_status_report_frequency", _duration),
+    "volumeStatsAggPeriod": ("volume_stats_agg_period", _duration),
     "nodeLeaseDurationSeconds": ("node_lease_duration_seconds", _positive),
     "nodeStatusMaxImages": ("node_status_max_images", _integer),
     "tlsCertFile": ("tls_cert_file", _string),

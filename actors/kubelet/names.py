@@ -23,6 +23,8 @@ SOURCE_API = "source/api"
 """The API server as a pod source (cluster mode)."""
 NODE_STATUS = "api/node-status"
 NODE_LEASE = "api/lease"
+STATS = "stats"
+"""Collects resource stats for /stats/summary and the metrics endpoints (not replayed)."""
 POD_WRITER = "api/pods"
 EVENTS = "events"
 """The kubelet's events: logged, kept (the newest) and, in cluster mode, handed on."""
@@ -70,6 +72,7 @@ TICK_NODE_STATUS = "node-status"
 TICK_LEASE = "lease-renew"
 TICK_POD_STATUS_RESYNC = "pod-status-resync"
 TICK_EVENT_RETRY = "event-retry"
+TICK_STATS = "stats"
 
 # --- health checks (/healthz/<name>) -----------------------------------------------------
 

@@ -36,6 +36,7 @@ from actors.core.timers import Cancellable, Timers
 from actors.core.trace.names import message
 from actors.kubelet import names
 from actors.kubelet.messages import PodForgotten, PodObserved, ProbeKind, ProbeVerdict, WorkerState
+from actors.kubelet.probe_metrics import ProbeMetrics
 from runtime.clock import Clock
 from runtime.cri.service import RuntimeService
 from runtime.events.probes import probe_event
@@ -110,6 +111,7 @@ class _Probed:
     pod_ip: str
     ref: ObjectRef  # the container, as its events name it
     scheduled: float | None = None  # due time of this worker's live heap entry
+    namespace: str = ""  # for /metrics/probes
 
 
 def _probes(container: Container) -> tuple[tuple[ProbeKind, Probe], ...]:
@@ -141,9 +143,11 @@ class ProbeManager(Actor):
         tick: float = DEFAULT_TICK,
         executor: Executor | None = None,
         events: EventRecorder = NULL_RECORDER,
+        probe_metrics: ProbeMetrics | None = None,
     ) -> None:
         super().__init__(names.PROBES, dispatch, incarnation)
         self._events = events
+        self._probe_metrics = probe_metrics
         self._timers = timers
         self._runtime = runtime
         self._clock = clock
@@ -210,7 +214,8 @@ class ProbeManager(Actor):
                 if entry is None or entry.worker.probe != probe:
                     worker = ProbeWorker(kind.value, probe, instance.id, not_before, running)
                     entry = _Probed(worker, pod_name, container, pod_ip,
-                                    container_ref(pod, container))
+                                    container_ref(pod, container),
+                                    namespace=pod.metadata.namespace)
                     self._workers[key] = entry
                     self._by_pod.setdefault(uid, set()).add(key)
                     self._log(key, entry).debug("{} probe worker created", kind.value)
@@ -249,6 +254,8 @@ class ProbeManager(Actor):
                 del self._by_pod[key[0]]
         if entry is not None:
             self._log(key, entry).debug("{} probe worker dropped", key[2].value)
+            if self._probe_metrics is not None:
+                self._probe_metrics.forget(key[2], key[1], entry.pod, entry.namespace, key[0])
 
     def _drop_pod(self, uid: PodUID) -> None:
         for key in list(self._by_pod.get(uid, ())):
@@ -333,6 +340,9 @@ class ProbeManager(Actor):
         event = probe_event(outcome.kind.value, outcome.result, outcome.output)
         if event is not None:  # upstream's prober records every attempt that fails
             self._events.event(entry.ref, *event)
+        if self._probe_metrics is not None:
+            self._probe_metrics.observe(outcome.kind, outcome.result, outcome.container_name,
+                                        entry.pod, entry.namespace, outcome.uid)
         if outcome.result != ProbeResult.SUCCESS:
             log.debug("{} probe {}: {}", outcome.kind.value, outcome.result.value,
                       outcome.output[:256])

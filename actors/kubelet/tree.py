@@ -33,9 +33,11 @@ from actors.kubelet.pleg import PLEG
 from actors.kubelet.pod_killer import PodKiller
 from actors.kubelet.pod_worker import PodWorker, WorkerTiming
 from actors.kubelet.probe_manager import ProbeManager
+from actors.kubelet.probe_metrics import ProbeMetrics
 from actors.kubelet.runtime_monitor import RuntimeMonitor
 from actors.kubelet.sources.file import FileSource
 from actors.kubelet.sources.http import HTTPSource
+from actors.kubelet.stats_collector import StatsActor, StatsParts
 from actors.kubelet.status_manager import StatusManager
 from actors.kubelet.sync_loop import (
     SyncLoop,
@@ -66,6 +68,7 @@ class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
     embedded: bool = False
     cluster: bool = False  # joined to an API server: status also goes to the pod writer
     events: bool = False  # events recorded (traces from before events replay without)
+    stats: bool = False  # the stats actor runs (last child; not replayed, see stats_collector)
 
     def to_header(self) -> dict[str, Any]:
         header: dict[str, Any] = msgspec.to_builtins(self)
@@ -121,6 +124,10 @@ class KubeletParts:
     executor: Callable[[], Executor] | None = None
     # The API server this kubelet joined; None: standalone (no cluster actors).
     cluster: Cluster | None = None
+    # The stats collector and its cache (config.stats); None in a replay.
+    stats: StatsParts | None = None
+    # /metrics/probes, filled by the probe manager; None: not counted (a replay).
+    probe_metrics: ProbeMetrics | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +171,8 @@ def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
             {"api": p.config.cluster} if p.config.cluster else {})),
         (names.PROBES, lambda n: Construct(
             ProbeManager, (p.dispatch, p.timers, p.runtime, p.clock, n),
-            {**pool(), **({"events": events} if p.config.events else {})})),
+            {**pool(), **({"events": events} if p.config.events else {}),
+             **({"probe_metrics": p.probe_metrics} if p.probe_metrics else {})})),
         (names.KILLER, lambda n: Construct(
             PodKiller, (p.dispatch, p.manager), {"incarnation": n, **pool()})),
         (names.PLEG, lambda n: Construct(PLEG, (p.dispatch, p.runtime, p.clock, n))),
@@ -202,6 +210,11 @@ def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
     if cluster is not None and sources is not None and sources.api:
         tree.append((names.SOURCE_API, lambda n: Construct(
             APISource, (p.dispatch, p.clock, cluster, n))))
+    if p.config.stats and p.stats is not None:
+        # Last: under rest_for_one a failed collection restarts nothing else. (A replay
+        # has no StatsParts: actors.kubelet.trace adds the stub of this child itself.)
+        tree.append((names.STATS, lambda n: Construct(
+            StatsActor, (p.dispatch, p.timers, p.stats, n), pool())))
     return tree
 
 

@@ -48,6 +48,7 @@ from runtime.cri.convert_images import (
     filesystem_usage_from_proto,
     image_from_proto,
 )
+from runtime.cri.sandbox_stats import SandboxStats, container_stats_full, sandbox_stats_from_proto
 from runtime.cri.service import CRIRuntime
 from runtime.cri.types import (
     AuthConfig,
@@ -310,7 +311,13 @@ class CRIClient:
         """Resource usage of every running container."""
         req = api_pb2.ListContainerStatsRequest()
         resp = self._call("ListContainerStats", req, api_pb2.ListContainerStatsResponse)
-        return tuple(container_stats_from_proto(s) for s in resp.stats)
+        return tuple(container_stats_full(s) for s in resp.stats)
+
+    def list_pod_sandbox_stats(self) -> tuple[SandboxStats, ...]:
+        """Resource usage of every pod sandbox (CRIUnimplemented on runtimes without it)."""
+        req = api_pb2.ListPodSandboxStatsRequest()
+        resp = self._call("ListPodSandboxStats", req, api_pb2.ListPodSandboxStatsResponse)
+        return tuple(sandbox_stats_from_proto(s) for s in resp.stats)
 
     def update_container_resources(
         self, container_id: ContainerID, resources: LinuxContainerResources

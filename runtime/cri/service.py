@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from runtime.cri.sandbox_stats import SandboxStats
 from runtime.cri.types import (
     AuthConfig,
     Container,
@@ -74,6 +75,8 @@ class RuntimeService(Protocol):
     def container_stats(self, container_id: ContainerID) -> ContainerStats: ...
 
     def list_container_stats(self) -> tuple[ContainerStats, ...]: ...
+
+    def list_pod_sandbox_stats(self) -> tuple[SandboxStats, ...]: ...
 
     def update_container_resources(
         self, container_id: ContainerID, resources: LinuxContainerResources

@@ -12,6 +12,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from runtime.cri.usage import CpuUsage, MemoryUsage
 from runtime.ids import ContainerID, SandboxID
 
 
@@ -358,6 +359,10 @@ class ContainerStats:
     memory_working_set_bytes: int | None
     writable_layer_used_bytes: int | None
     timestamp: float
+    # The whole samples, for the stats summary (the flat fields above are their gist).
+    cpu: CpuUsage | None = None
+    memory: MemoryUsage | None = None
+    writable_layer: FilesystemUsage | None = None
 
 
 # --- images ---------------------------------------------------------------------------

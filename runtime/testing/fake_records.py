@@ -17,6 +17,7 @@ from runtime.cri.types import (
     ContainerState,
     ContainerStats,
     ContainerStatus,
+    FilesystemUsage,
     Image,
     LinuxContainerResources,
     PodSandbox,
@@ -25,6 +26,7 @@ from runtime.cri.types import (
     SandboxFilter,
     SandboxState,
 )
+from runtime.cri.usage import CpuUsage, MemoryUsage
 from runtime.ids import ContainerID, SandboxID
 
 
@@ -161,4 +163,8 @@ class ContainerRecord:
             memory_working_set_bytes=memory,
             writable_layer_used_bytes=writable,
             timestamp=now,
+            cpu=None if cpu is None else CpuUsage(now, cpu),
+            memory=None if memory is None else MemoryUsage(now, memory, usage_bytes=memory),
+            writable_layer=(None if writable is None
+                            else FilesystemUsage("/var/lib/containerd", writable, 1, now)),
         )

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from runtime.clock import Clock
+from runtime.cri.sandbox_stats import SandboxStats
 from runtime.cri.service import CRIRuntime
 from runtime.cri.types import (
     Container,
@@ -42,6 +43,7 @@ from runtime.cri.types import (
     SandboxState,
     VersionInfo,
 )
+from runtime.cri.usage import CpuUsage, MemoryUsage
 from runtime.errors import CRIError, CRINotFound
 from runtime.ids import ContainerID, SandboxID
 from runtime.testing.fake_calls import Call
@@ -361,6 +363,27 @@ class FakeRuntime(FakeImages):
                 for c in self._containers.values()
                 if c.state is ContainerState.RUNNING
             )
+
+    def list_pod_sandbox_stats(self) -> tuple[SandboxStats, ...]:
+        """Each READY sandbox with its running containers' stats; its CPU and memory are
+        their sums (a real pod cgroup also counts the pause process)."""
+        with self._lock:
+            self._enter("list_pod_sandbox_stats")
+            now = self.clock.now()
+            out: list[SandboxStats] = []
+            for s in self._sandboxes.values():
+                if s.state is not SandboxState.READY:
+                    continue
+                stats = tuple(c.stats(now) for c in self._containers.values()
+                              if c.sandbox_id == s.id and c.state is ContainerState.RUNNING)
+                cpu = sum(c.cpu_usage_core_nanoseconds or 0 for c in stats)
+                memory = sum(c.memory_working_set_bytes or 0 for c in stats)
+                meta = s.config.metadata
+                out.append(SandboxStats(
+                    s.id, meta.name, meta.namespace, meta.uid, dict(s.config.labels),
+                    CpuUsage(now, cpu), MemoryUsage(now, memory, usage_bytes=memory),
+                    process_count=len(stats) + 1, containers=stats))
+            return tuple(out)
 
     def update_container_resources(
         self, container_id: ContainerID, resources: LinuxContainerResources

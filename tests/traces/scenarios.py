@@ -34,6 +34,7 @@ from actors.core.trace.writer import TraceWriter
 from actors.kubelet import names, tree
 from actors.kubelet.messages import SourceSnapshot
 from actors.kubelet.pod_worker import WorkerTiming
+from actors.kubelet.stats_collector import StatsCache, StatsParts
 from actors.kubelet.sync_loop import SyncLoopSettings, kubelet_child
 from actors.kubelet.tree import KubeletParts, ReplayConfig
 from runtime.clock import FakeClock
@@ -45,6 +46,7 @@ from runtime.kuberuntime import labels as L
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.settings import NodeSettings
 from runtime.pod.model import Container, ObjectMeta, Pod, PodSpec
+from runtime.stats.collector import StatsCollector, StatsSettings
 from runtime.testing.fake_runtime import FakeRuntime
 from tests.helpers import wait_for
 
@@ -211,7 +213,7 @@ class RecordedNode:
     """
 
     def __init__(self, directory: Path, scratch: Path, faults: FaultPlan | None = None,
-                 images: Iterable[str] = (IMAGE,)) -> None:
+                 images: Iterable[str] = (IMAGE,), stats: bool = False) -> None:
         self.fake_clock = FakeClock()
         self.fake = FakeRuntime(self.fake_clock, images=images)
         self.faults = faults
@@ -221,7 +223,7 @@ class RecordedNode:
                               # Fixed, so a Burstable pod's oom_score_adj replays anywhere.
                               memory_capacity=4 * 2**30),
             timing=WorkerTiming(60.0),
-            supervisor=SyncLoopSettings(expected_sources=frozenset({"file"})))
+            supervisor=SyncLoopSettings(expected_sources=frozenset({"file"})), stats=stats)
         self.writer = TrackingWriter(directory, config=config.to_header())
         self.activity = self.writer.activity
         self.dispatch = d = Dispatch(recorder=self.writer, faults=faults)
@@ -231,8 +233,13 @@ class RecordedNode:
         clock: Any = RecordingClock(self.fake_clock, self.writer)
         self.timers = ManualTimers(d, self.fake_clock)
         manager = KubeRuntimeManager(runtime, config.node, clock, observe=d.observe)
+        # The stats actor measures the fake runtime outside the recording, as the daemon
+        # measures the real one (actors.app.stats_setup).
+        self.stats = StatsParts(StatsCollector(self.fake, StatsSettings(
+            "node", config.node.root_dir, config.node.pod_logs_dir), now=self.fake_clock.now),
+            StatsCache()) if stats else None
         parts = KubeletParts(d, self.timers, clock, runtime, manager, config,
-                             executor=self._pool)
+                             executor=self._pool, stats=self.stats)
         self.gates: dict[tuple[str, int], Gate] = {}
         self._pools: list[CountingPool] = []
         self.manifests = Manifests()

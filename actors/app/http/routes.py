@@ -18,6 +18,7 @@ from loguru import logger
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from actors.app.http.container_logs import ContainerLogsResource
+from actors.app.http.stats import StatsEndpoints, add_stats_routes
 from actors.app.http.view import KubeletView
 from runtime.pod.defaults import api_defaults, to_api_object
 from runtime.status.types import PodStatus
@@ -261,7 +262,7 @@ def _add_healthz(app: WSGIApp, view: KubeletView) -> None:
 
 
 def build_app(view: KubeletView, stopping: threading.Event | None = None,
-              middleware: Sequence[Any] = ()) -> WSGIApp:
+              middleware: Sequence[Any] = (), stats: StatsEndpoints | None = None) -> WSGIApp:
     """The WSGI app of the main and read-only ports: every endpoint; ``middleware`` (the
     main port's authentication and authorization) runs before routing."""
     app = _new_app(middleware)
@@ -273,6 +274,7 @@ def build_app(view: KubeletView, stopping: threading.Event | None = None,
     app.add_route("/metrics", MetricsResource(view))
     app.add_route("/containerLogs/{namespace}/{pod}/{container}",
                   ContainerLogsResource(view, stopping))
+    add_stats_routes(app, stats)
     return app
 
 

@@ -40,6 +40,7 @@ from waitress.channel import HTTPChannel
 from actors.app.http.auth import PEER_SUBJECT, KubeletAuth
 from actors.app.http.disconnect import CLIENT_GONE, socket_closed
 from actors.app.http.routes import WSGIApp, build_app, build_healthz_app
+from actors.app.http.stats import StatsEndpoints
 from actors.app.http.view import KubeletView
 from runtime.errors import ConfigError
 
@@ -184,6 +185,7 @@ class KubeletHTTPServer:
         healthz_address: str = "127.0.0.1",
         tls: tuple[ssl.SSLContext, str, str] | None = None,
         auth: KubeletAuth | None = None,
+        stats: StatsEndpoints | None = None,
     ) -> None:
         for name, value in ((MAIN, port), (READ_ONLY, read_only_port),
                             (HEALTHZ, healthz_port)):
@@ -192,6 +194,7 @@ class KubeletHTTPServer:
         self._view = view
         self._tls = tls
         self._auth = auth
+        self._stats = stats
         self._wanted = (
             (MAIN, address, port), (READ_ONLY, address, read_only_port),
             (HEALTHZ, healthz_address, healthz_port),
@@ -213,8 +216,9 @@ class KubeletHTTPServer:
         self._stopping.clear()
         apps = {
             MAIN: build_app(self._view, self._stopping,
-                            [self._auth.middleware()] if self._auth is not None else ()),
-            READ_ONLY: build_app(self._view, self._stopping),
+                            [self._auth.middleware()] if self._auth is not None else (),
+                            self._stats),
+            READ_ONLY: build_app(self._view, self._stopping, stats=self._stats),
             HEALTHZ: build_healthz_app(self._view),
         }
         listeners: list[_Listener] = []
