@@ -49,6 +49,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="serve the control endpoint (faults) on this loopback port")
     parser.add_argument("--ready-file", type=Path, default=None,
                         help="written with the API and control URLs once they listen")
+    parser.add_argument("--parent-pid", type=int, default=None,
+                        help="stop when this process is gone (a drill that died)")
     parser.add_argument("--bookmark-interval", type=float, default=1.0,
                         help="seconds between watch bookmarks (default %(default)g)")
     args = parser.parse_args(argv)
@@ -78,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
             os.replace(tmp_ready, args.ready_file)
         while not stop.is_set() and not node_ready(server, args.node):
             stop.wait(0.2)
+            if args.parent_pid is not None and os.getppid() != args.parent_pid:
+                stop.set()  # the drill that started this died: nobody will stop it
         if not stop.is_set():
             tmp = args.admin_kubeconfig.with_name(f".{args.admin_kubeconfig.name}.tmp")
             server.write_kubeconfig(tmp)
@@ -85,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"emulated API server: node {args.node} Ready; admin kubeconfig in "
                   f"{args.admin_kubeconfig}", flush=True)
         while not stop.wait(1.0):
-            pass
+            if args.parent_pid is not None and os.getppid() != args.parent_pid:
+                break
         if control is not None:
             control.stop()
     print("emulated API server: stopped", flush=True)

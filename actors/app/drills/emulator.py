@@ -76,7 +76,7 @@ class Emulator:
         args = [sys.executable, "-m", "tests.apiserver", "--dir", str(workdir), "--node", node,
                 "--admin-kubeconfig", str(workdir / "admin.kubeconfig"), "--port", "0",
                 "--control-port", "0", "--ready-file", str(ready),
-                "--bookmark-interval", str(bookmark_interval)]
+                "--bookmark-interval", str(bookmark_interval), "--parent-pid", str(os.getpid())]
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(args, cwd=code_root(), stdout=out,
                                          stderr=subprocess.STDOUT,
