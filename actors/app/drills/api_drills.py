@@ -55,7 +55,9 @@ def too_many_requests(env: Env) -> None:
     """Every request answered 429 with a Retry-After drawn from the seed: each client
     waits that long before it asks again."""
     world = join(env)
-    retry_after = world.rng.randint(1, 2)
+    # At least 2 s: longer than the reflector's own first back-off (0.8 to 1.6 s), so a
+    # client that backs off on its own instead of honouring Retry-After is caught.
+    retry_after = world.rng.randint(2, 3)
     run = FaultRun(world, _seconds(world))
 
     def throttle() -> None:
