@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 
 from actors.app.drills import api_invariants as inv
-from actors.app.drills.api_world import NS, FaultRun, World, api_pod, join
+from actors.app.drills.api_world import NS, FaultRun, World, api_pod, join, wait_clear
 from actors.app.drills.env import Env
 from actors.app.drills.runner import Drill
 
@@ -123,7 +123,12 @@ def gone(env: Env) -> None:
             lambda: None, lambda: None, during)
     run.recover()
     with env.step("one relist per 410, then watching again"):
-        seen = inv.reflector_requests(world.requests(run.started, run.ended + 1.0))
+        # Each relist comes after the reflector's back-off, which doubles from one 410 to
+        # the next (0.8 s, then 1.6 s...): wait for them, then count.
+        wait_clear(env, lambda: inv.relists(
+            inv.reflector_requests(world.requests(run.started)), sum(ended), 2 * sum(ended),
+            "for the 410s"), 15.0, "the relists")
+        seen = inv.reflector_requests(world.requests(run.started))
         env.notes.append(f"410s: {ended}; requests: "
                          + ", ".join(f"{r.verb}@{r.resource_version or '-'}" for r in seen))
         # A relist from the gone version answers 410 too, and is followed by a consistent
