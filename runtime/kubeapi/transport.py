@@ -359,9 +359,10 @@ class Transport:
 
     As client-go's rest client: requests (watches included) take a token from a
     ``qps``/``burst`` bucket, and a request answered 429 or 5xx with a ``Retry-After``
-    header is sent again after that many seconds, up to :data:`MAX_RETRIES` times (watches
-    excepted: the reflector backs off on its own). ``timeout`` bounds each request (upstream
-    gives the heartbeat client nodeStatusUpdateFrequency, 10 s). Sleeps use the clock.
+    header is sent again after that many seconds, up to :data:`MAX_RETRIES` times (a watch
+    too, as client-go's Request.Watch; the reflector's back-off comes after). ``timeout``
+    bounds each request (upstream gives the heartbeat client nodeStatusUpdateFrequency,
+    10 s). Sleeps use the clock.
     """
 
     def __init__(self, rest: RestConfig, *, clock: Clock | None = None,
@@ -524,7 +525,9 @@ class Transport:
         ``timeout`` bounds each read (None: no bound)."""
         target = self.url(path, query)
         what = f"GET {target}"
-        for attempt in (1, 2):
+        reauthenticated = False
+        retries = 0
+        while True:
             self.limiter.take()
             headers, sent = self._headers(None, "application/json")
             _, conn = self._connect(timeout)
@@ -542,11 +545,23 @@ class Transport:
                 raise errors.APIUnreachable(f"{what}: {err!r}") from err
             finally:
                 conn.close()
-            if raw.status == 401 and attempt == 1 and self.credentials.unauthorized(sent):
+            if raw.status == 401 and not reauthenticated and \
+                    self.credentials.unauthorized(sent):
+                reauthenticated = True
                 continue
-            raise _error(Response(raw.status, {k.lower(): v for k, v in raw.getheaders()},
-                                  data), what)
-        raise AssertionError("unreachable")  # pragma: no cover
+            response = Response(raw.status, {k.lower(): v for k, v in raw.getheaders()},
+                                data)
+            # As client-go's Request.Watch: a 429 or 5xx with Retry-After is asked again
+            # after that long (up to max_retries), before the caller's own back-off.
+            wait = _retry_after(response)
+            if wait is not None and retries < self.max_retries:
+                retries += 1
+                self.retries += 1
+                logger.bind(request=what, status=raw.status, retry=retries).info(
+                    "server asked to retry the watch after {}s", wait)
+                self.clock.sleep(wait)
+                continue
+            raise _error(response, what)
 
 
 def _retry_after(response: Response) -> float | None:

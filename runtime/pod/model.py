@@ -49,3 +49,10 @@ def volume_source(volume: Volume) -> str | None:
     """The JSON name of a volume's first source (``emptyDir``), None when it sets none."""
     sources = volume_sources(volume)
     return sources[0] if sources else None
+
+
+# msgspec (0.22) builds a Struct type's decoding info lazily, at its first decode, and two
+# threads doing that at once for the same type crash the interpreter (a segfault: in cluster
+# mode the API source and the file source decode their first pods together). Built here,
+# once, at import (under the import lock), every decode after finds it ready.
+_POD_DECODER = msgspec.json.Decoder(Pod)

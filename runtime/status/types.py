@@ -101,3 +101,8 @@ class PodStatus(APIModel, frozen=True):
 
     def condition(self, type_: str) -> PodCondition | None:
         return next((c for c in self.conditions if c.type == type_), None)
+
+
+# As runtime.pod.model does for Pod: the decoding info built once, at import, so threads
+# decoding a status for the first time together cannot race msgspec into a segfault.
+_STATUS_DECODER = msgspec.json.Decoder(PodStatus)

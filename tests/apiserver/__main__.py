@@ -7,11 +7,16 @@ scheduler), and writes into DIR what a kubelet joining it needs: ``kubelet.kubec
 cluster CA, which also signs the kubelet-client certificate the server shows to the node's
 port 10250 for ``kubectl logs``). Once the Node NAME is Ready it writes an admin kubeconfig
 to PATH (atomically: a reader never sees half a file). Exits 0 when signalled.
+
+``--control-port N`` (0: any free port) also serves the control endpoint (control.py:
+faults, partitions, the request log) on 127.0.0.1, for drills run from another process;
+``--ready-file PATH`` gets ``{"api": URL, "control": URL}`` once both listen.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import sys
@@ -20,6 +25,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from tests.apiserver.control import ControlServer
 from tests.apiserver.server import EmulatedAPIServer
 
 
@@ -39,6 +45,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--admin-kubeconfig", required=True, type=Path,
                         help="written once the node is Ready")
     parser.add_argument("--port", type=int, default=6443)
+    parser.add_argument("--control-port", type=int, default=None,
+                        help="serve the control endpoint (faults) on this loopback port")
+    parser.add_argument("--ready-file", type=Path, default=None,
+                        help="written with the API and control URLs once they listen")
+    parser.add_argument("--parent-pid", type=int, default=None,
+                        help="stop when this process is gone (a drill that died)")
+    parser.add_argument("--bookmark-interval", type=float, default=1.0,
+                        help="seconds between watch bookmarks (default %(default)g)")
     args = parser.parse_args(argv)
 
     stop = threading.Event()
@@ -50,13 +64,24 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, on_signal)
 
     args.dir.mkdir(parents=True, exist_ok=True)
-    with EmulatedAPIServer(port=args.port, schedule_to=args.node) as server:
+    with EmulatedAPIServer(port=args.port, schedule_to=args.node,
+                           bookmark_interval=args.bookmark_interval) as server:
         server.write_kubeconfig(args.dir / "kubelet.kubeconfig", f"system:node:{args.node}",
                                 groups=("system:nodes",))
         (args.dir / "ca.crt").write_bytes(server.ca.cert_pem)
+        control = (ControlServer(server, args.control_port).start()
+                   if args.control_port is not None else None)
         print(f"emulated API server: serving on {server.url}", flush=True)
+        if args.ready_file is not None:
+            urls = {"api": server.url,
+                    "control": f"http://127.0.0.1:{control.port}" if control else None}
+            tmp_ready = args.ready_file.with_name(f".{args.ready_file.name}.tmp")
+            tmp_ready.write_text(json.dumps(urls))
+            os.replace(tmp_ready, args.ready_file)
         while not stop.is_set() and not node_ready(server, args.node):
             stop.wait(0.2)
+            if args.parent_pid is not None and os.getppid() != args.parent_pid:
+                stop.set()  # the drill that started this died: nobody will stop it
         if not stop.is_set():
             tmp = args.admin_kubeconfig.with_name(f".{args.admin_kubeconfig.name}.tmp")
             server.write_kubeconfig(tmp)
@@ -64,7 +89,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"emulated API server: node {args.node} Ready; admin kubeconfig in "
                   f"{args.admin_kubeconfig}", flush=True)
         while not stop.wait(1.0):
-            pass
+            if args.parent_pid is not None and os.getppid() != args.parent_pid:
+                break
+        if control is not None:
+            control.stop()
     print("emulated API server: stopped", flush=True)
     return 0
 

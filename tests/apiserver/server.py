@@ -42,6 +42,7 @@ from tests.apiserver.certs import CertificateAuthority, KeyPair
 from tests.apiserver.errors import APIError
 from tests.apiserver.faults import Faults
 from tests.apiserver.registry import DeleteOptions, ListOptions, Registry
+from tests.apiserver.requestlog import RequestLog
 from tests.apiserver.resources import ResourceType, discovery, lookup, openapi_v3
 from tests.apiserver.selectors import parse_fields, parse_labels
 from tests.apiserver.store import Store
@@ -232,6 +233,8 @@ class _Handler(BaseHTTPRequestHandler):
             raise errors.forbidden(user.name, verb, route.resource, route.rt.group,
                                    route.namespace, route.name)
         fault = srv.faults.take(verb, route.resource)
+        srv.request_log.record(verb, route.resource, route.name, query,
+                               fault.code or 0 if fault is not None else 0)
         if fault is not None:
             if fault.latency:
                 time.sleep(fault.latency)  # the point of the fault: a slow server
@@ -487,6 +490,7 @@ class EmulatedAPIServer:
         self.node_urls = dict(node_urls or {})
         self.kubelet_ca = kubelet_ca
         self.faults = Faults()
+        self.request_log = RequestLog()
         self.store = Store()
         self.registry = Registry(self.store, self.ca.cert_pem.decode(), schedule_to=schedule_to,
                                  bookmark_interval=bookmark_interval,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import copy
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,6 +52,8 @@ class Store:
     log: list[Event] = field(default_factory=list)
     watchers: list[Watcher] = field(default_factory=list)
     stopped: bool = False
+    # Called with each write's Event, under ``cond`` (the control endpoint's history).
+    observers: list[Callable[[Event], None]] = field(default_factory=list)
 
     # All methods expect the caller to hold ``cond`` when they read and write together.
 
@@ -78,8 +81,10 @@ class Store:
             stored["metadata"]["resourceVersion"] = str(self.rv)
             table[key] = stored
             kind = "MODIFIED" if old is not None else "ADDED"
-        self.log.append(Event(self.rv, kind, resource, key, copy.deepcopy(stored),
-                              copy.deepcopy(old)))
+        event = Event(self.rv, kind, resource, key, copy.deepcopy(stored), copy.deepcopy(old))
+        self.log.append(event)
+        for observer in self.observers:
+            observer(event)
         self.cond.notify_all()
         return copy.deepcopy(stored)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from actors.app.drills.catalog import DRILLS
+from actors.app.drills.catalog import DRILLS, unavailable
 from actors.app.drills.runner import Verdict
 from actors.app.drills.sweep import BATCH_S, SweepPlan, default_jobs, parse_seeds, run_sweep
 from actors.app.logging_setup import configure_logging
@@ -68,7 +68,9 @@ def main(argv: Sequence[str], take_lock: bool = True, serve_registry: bool = Tru
     args = parser.parse_args(list(argv))
     if args.list:
         for drill in DRILLS.values():
-            print(f"{drill.name:32} {drill.checks}")
+            why = unavailable(drill.name)
+            print(f"{drill.name:32} {drill.checks}" + (f" [cannot run here: {why}]"
+                                                        if why else ""))
         return EXIT_OK
     unknown = [n for n in args.names if n not in DRILLS]
     if unknown or not (args.all or args.names):
@@ -80,6 +82,14 @@ def main(argv: Sequence[str], take_lock: bool = True, serve_registry: bool = Tru
               file=sys.stderr)
         return EXIT_USAGE
     names = tuple(DRILLS) if args.all else tuple(dict.fromkeys(args.names))
+    not_here = {n: why for n in names if (why := unavailable(n)) is not None}
+    if not_here and not args.all:
+        for name, why in not_here.items():
+            print(f"kubelet-actors drill: {name} {why}", file=sys.stderr)
+        return EXIT_USAGE
+    for name, why in not_here.items():  # --all: said, not counted as passed
+        print(f"NOT RUN {name}: {why}", flush=True)
+    names = tuple(n for n in names if n not in not_here)
     seeds: tuple[int, ...] = args.seeds or (
         (args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 31),))
     configure_logging(args.log_level)

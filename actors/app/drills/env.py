@@ -23,6 +23,7 @@ from loguru import logger
 from actors.app.daemon import Kubelet, start_kubelet
 from actors.app.drills.invariants import RUNNING, SeenContainer, SeenPod, all_problems, duplicates
 from actors.app.flags import parse_flags
+from actors.app.node import node_ip
 from actors.app.testbed import (
     BUSYBOX_IMAGE,
     DRILLS,
@@ -120,6 +121,8 @@ class Env:
         self.supervision: SupervisorSpec | None = None  # None: the kubelet's own
         self.expect_escalation = False
         self.view_override: Callable[[], list[SeenPod] | None] | None = None
+        self.extra_flags: list[str] = []  # e.g. the API drills' --kubeconfig
+        self.closers: list[Callable[[], None]] = []  # run first by close(), last added first
         self._watching = threading.Event()
         self._watcher: threading.Thread | None = None
 
@@ -168,7 +171,7 @@ class Env:
         return ["--pod-manifest-path", str(self.manifests),
                 "--root-dir", str(self.base / "root"), "--pod-logs-dir", str(self.base / "logs"),
                 "--node-name", NODE, "--file-check-frequency", "2s",
-                "--trace-dir", str(trace_dir)]
+                "--trace-dir", str(trace_dir), *self.extra_flags]
 
     def start_kubelet(self, supervision: SupervisorSpec | None = None) -> Kubelet:
         with self.step("start the kubelet"):
@@ -178,7 +181,9 @@ class Env:
                                  "0", "--healthz-port", "0",
                                  "--container-runtime-endpoint", self.emb.endpoint])
             runtime = CRIClient(self.emb.endpoint, timeout=flags.runtime_request_timeout)
-            self.kubelet = start_kubelet(flags, runtime, "", self.emb, faults=self.plan,
+            # Joined to a cluster, the Node's InternalIP is this machine's (as the daemon's).
+            address = node_ip(flags) if flags.kubeconfig else ""
+            self.kubelet = start_kubelet(flags, runtime, address, self.emb, faults=self.plan,
                                          runtime_faults=(self.plan, self.crash),
                                          supervision=supervision)
             return self.kubelet
@@ -298,6 +303,11 @@ class Env:
             self.stop_kubelet()
         except Exception as err:
             logger.opt(exception=err).error("drill {}: stopping the kubelet failed", self.name)
+        for closer in reversed(self.closers):
+            try:
+                closer()
+            except Exception as err:
+                logger.opt(exception=err).error("drill {}: cleanup failed", self.name)
         if self.cri is not None:
             self.cri.close()
         if not self.emb.is_running():

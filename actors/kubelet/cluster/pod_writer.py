@@ -29,7 +29,6 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-import msgspec
 from loguru import logger
 
 from actors.core.actor import Actor
@@ -49,6 +48,7 @@ from runtime.kubeapi.strategicpatch import pod_status_patch
 from runtime.pod.model import Pod, pod_to_json
 from runtime.pod.static import CONFIG_HASH, CONFIG_SOURCE
 from runtime.status.types import PodStatus
+from runtime.status.wire import status_to_api
 
 KUBELET_CONDITIONS = frozenset({"PodScheduled", "Ready", "Initialized", "ContainersReady",
                                 "PodReadyToStartContainers"})
@@ -66,8 +66,7 @@ def config_hash(pod: Pod) -> str:
 
 
 def status_json(status: PodStatus) -> dict[str, Any]:
-    encoded: dict[str, Any] = msgspec.to_builtins(status)
-    return encoded
+    return status_to_api(status)
 
 
 def merge_status(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:

@@ -166,7 +166,7 @@ def test_the_command_runs_no_more_jobs_than_runs_and_refuses_bad_options(
     canned: list[SweepPlan], capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert cli.main(["--all", "--seed", "1", "--jobs", "16"]) == cli.EXIT_OK
-    assert canned[-1].jobs == 14 and len(canned[-1].runs()) == 14
+    assert canned[-1].jobs == 16 and len(canned[-1].runs()) == 21
     assert cli.main(["kill-pleg", "--seed", "1", "--jobs", "0"]) == cli.EXIT_USAGE
     assert "--jobs 0" in capsys.readouterr().err
     for bad in (["kill-pleg", "--seeds", "9-1"], ["kill-pleg", "--seed", "1", "--seeds", "2"]):
@@ -315,3 +315,25 @@ def test_a_sweep_that_loses_the_test_bed_still_sums_up_what_ran(
     captured = capsys.readouterr()
     assert "2 runs: 2 passed, 0 failed, 0 diverged" in captured.out
     assert "still held after 600 s (after 2 of 4 runs)" in captured.err
+
+
+def test_without_the_source_tree_the_api_drills_are_listed_refused_and_not_run(
+    canned: list[SweepPlan], capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From an installed wheel (no tests/apiserver): --list says why, a named API drill is
+    a usage error, --all runs the others and reports each API drill NOT RUN."""
+    from actors.app.drills import catalog
+    from actors.app.drills.api_drills import API_DRILL_NAMES
+
+    why = "needs the emulated API server (tests/apiserver), which is in a source checkout"
+    monkeypatch.setattr(catalog, "emulator_missing", lambda: why)
+    assert cli.main(["--list"]) == cli.EXIT_OK
+    listed = capsys.readouterr().out
+    assert listed.count("[cannot run here: needs the emulated API server") == 7
+    assert cli.main(["api-500s", "--seed", "1"]) == cli.EXIT_USAGE
+    assert f"api-500s {why}" in capsys.readouterr().err
+    assert cli.main(["--all", "--seed", "1"]) == cli.EXIT_OK
+    out = capsys.readouterr().out
+    assert all(f"NOT RUN {name}: {why}" in out for name in API_DRILL_NAMES)
+    assert not set(canned[-1].drills) & API_DRILL_NAMES and len(canned[-1].drills) == 14

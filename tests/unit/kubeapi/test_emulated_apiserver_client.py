@@ -179,3 +179,28 @@ def test_emulated_apiserver_pod_status_patch_with_uid_precondition(client: KubeC
     client.create(PODS, _pod("p"), "default")  # same name, new pod
     with pytest.raises(errors.APIConflict, match="Precondition failed: UID"):
         client.patch(PODS, "p", patch, namespace="default", subresource="status")
+
+
+def test_emulated_apiserver_watch_honours_retry_after_as_client_go_request_watch(
+        server: EmulatedAPIServer, tmp_path: Path) -> None:
+    """client-go's Request.Watch retries a 429 or 5xx with Retry-After after that long (up
+    to ten times), as every other request; found by the api-429s drill (the reflector came
+    back after its own 0.8 s back-off)."""
+    clock = FakeClock()
+    transport = Transport(load_kubeconfig(server.write_kubeconfig(tmp_path / "kc")),
+                          clock=clock)
+    client = KubeClient(transport)
+    server.faults.inject(verb="watch", resource="pods", code=429, retry_after=2, times=2)
+    start = clock.monotonic()
+    with client.watch(PODS, "default", timeout_seconds=1):
+        pass
+    assert clock.monotonic() - start == 4 and transport.retries == 2
+    rule = server.faults.inject(verb="watch", resource="pods", code=503, retry_after=1)
+    with pytest.raises(errors.APIServerError):
+        client.watch(PODS, "default", timeout_seconds=1)
+    assert rule.hits == 11
+    server.faults.remove(rule)
+    rule = server.faults.inject(verb="watch", resource="pods", code=500)
+    with pytest.raises(errors.APIServerError):
+        client.watch(PODS, "default", timeout_seconds=1)
+    assert rule.hits == 1  # no Retry-After: no retry, the reflector backs off
