@@ -232,7 +232,7 @@ class Registry:
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request must be a JSON object")
         _check_type(rt, body)
-        obj: dict[str, Any] = typed_roundtrip(copy.deepcopy(body))
+        obj: dict[str, Any] = _decoded(rt, copy.deepcopy(body))
         meta = obj.setdefault("metadata", {})
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = meta["generateName"] + "".join(
@@ -412,7 +412,7 @@ class Registry:
             wanted_rv = meta.get("resourceVersion")
             if wanted_rv and wanted_rv != current["metadata"]["resourceVersion"]:
                 raise errors.conflict(rt.plural, name, errors.STALE, rt.group)
-            return self._commit(rt, current, typed_roundtrip(copy.deepcopy(body)), subresource)
+            return self._commit(rt, current, _decoded(rt, copy.deepcopy(body)), subresource)
 
     def patch(self, rt: ResourceType, ns: str, name: str, content_type: str, body: Any,
               subresource: str = "") -> dict[str, Any]:
@@ -433,7 +433,7 @@ class Registry:
                                       str(err)) from None
             if not isinstance(patched, dict):
                 raise errors.bad_request("the patch did not produce an object")
-            patched = typed_roundtrip(patched)
+            patched = _decoded(rt, patched)
             meta = patched.setdefault("metadata", {})
             # A uid or resourceVersion written by the patch is a precondition (upstream's
             # patcher checks them against the live object).
@@ -817,6 +817,22 @@ def _service_defaults(reg: Registry, svc: dict[str, Any]) -> None:
         port.setdefault("protocol", "TCP")
         port.setdefault("targetPort", port.get("port"))
     svc["status"] = {"loadBalancer": {}}
+
+
+def _decoded(rt: ResourceType, obj: Any) -> Any:
+    """What a write's body becomes once decoded into the API's Go types and converted.
+
+    Beyond typed_roundtrip: a Secret's write-only ``stringData`` is merged into ``data``
+    (base64), its keys winning over the same keys of ``data``, and never stored: upstream's
+    v1 -> internal conversion of Secret does exactly this.
+    """
+    obj = typed_roundtrip(obj)
+    if rt.kind == "Secret" and isinstance(obj, dict) and "stringData" in obj:
+        data = dict(obj.get("data") or {})
+        for key, text in (obj.pop("stringData") or {}).items():
+            data[key] = base64.b64encode(str(text).encode()).decode("ascii")
+        obj["data"] = data
+    return obj
 
 
 def _secret_defaults(reg: Registry, secret: dict[str, Any]) -> None:

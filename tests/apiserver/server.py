@@ -35,7 +35,7 @@ from typing import Any
 
 import yaml
 
-from tests.apiserver import errors
+from tests.apiserver import errors, protobuf
 from tests.apiserver.auth import Attributes, Authenticator, Policy, User, allow_all
 from tests.apiserver.auth import subject_access_review as answer_sar
 from tests.apiserver.certs import CertificateAuthority, KeyPair
@@ -147,6 +147,8 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length else b""
         if not raw:
             return {}
+        if self.headers.get("Content-Type", "").split(";")[0].strip() == protobuf.MEDIA_TYPE:
+            return protobuf.decode_object(raw)
         try:
             return json.loads(raw)
         except ValueError:

@@ -163,3 +163,55 @@ def test_kubectl_logs_through_emulated_apiserver(server: EmulatedAPIServer, clie
     out = kubectl.run("logs", "web", "--tail=2").stdout
     assert out == "log line 1\nlog line 2 for kube-apiserver-kubelet-client\n"
     assert fake_kubelet == ["/containerLogs/default/web/app?tailLines=2"]
+
+
+def test_kubectl_create_sends_protobuf_that_the_emulated_apiserver_reads(
+        server: EmulatedAPIServer, kubectl: Kubectl, tmp_path: Path) -> None:
+    """kubectl's typed clients write protobuf; each object stored equals kubectl's own JSON.
+
+    The oracle is kubectl itself: ``--dry-run=client -o json`` prints the object it would
+    send, which must be what the server decoded from the protobuf body (less what the server
+    sets: uid, resourceVersion, creationTimestamp, generation, status).
+    """
+    (tmp_path / "blob").write_bytes(bytes(range(256)))  # not UTF-8: goes to binaryData
+    (tmp_path / "text").write_text("line one\nline two\n")
+    commands = [
+        ("configmap", "settings", ("create", "configmap", "settings", "--from-literal=mode=on",
+                                   "--from-literal=empty=", f"--from-file={tmp_path / 'text'}",
+                                   f"--from-file={tmp_path / 'blob'}")),
+        ("secret", "creds", ("create", "secret", "generic", "creds", "--from-literal=user=me",
+                             "--type=example.com/basic")),
+        ("secret", "pull", ("create", "secret", "docker-registry", "pull",
+                            "--docker-server=127.0.0.1:5000", "--docker-username=u",
+                            "--docker-password=p")),
+        ("namespace", "team-a", ("create", "namespace", "team-a")),
+        ("serviceaccount", "robot", ("create", "serviceaccount", "robot")),
+    ]
+    server_set = {"uid", "resourceVersion", "creationTimestamp", "generation", "namespace"}
+    for kind, name, args in commands:
+        wanted = kubectl.json(*args, "--dry-run=client", "-o", "json")
+        assert kubectl.run(*args).stdout.strip() == f"{kind}/{name} created"
+        stored = kubectl.json("get", kind, name, "-o", "json")
+        for key in ("data", "binaryData", "type", "secrets"):
+            assert stored.get(key) == wanted.get(key), (kind, key)
+        meta = {k: v for k, v in stored["metadata"].items() if k not in server_set}
+        # The server labels every namespace with its own name (upstream's, since 1.21).
+        labels = {k: v for k, v in meta.pop("labels", {}).items()
+                  if k != "kubernetes.io/metadata.name"}
+        meta.update({"labels": labels} if labels else {})
+        assert meta == {k: v for k, v in wanted["metadata"].items()
+                        if k not in server_set and v is not None}, kind
+
+
+def test_secret_string_data_is_merged_into_data_by_emulated_apiserver(
+        client: RawClient) -> None:
+    """stringData is write-only: merged into data as base64, its keys winning, never kept."""
+    created = client.post("/api/v1/namespaces/default/secrets", {
+        "metadata": {"name": "s"}, "data": {"a": "b2xk", "b": "Yg=="},
+        "stringData": {"a": "new", "c": "see"}}).body
+    assert created["data"] == {"a": "bmV3", "b": "Yg==", "c": "c2Vl"}
+    assert "stringData" not in created
+    patched = client.patch("/api/v1/namespaces/default/secrets/s",
+                           {"stringData": {"b": "bee"}},
+                           "application/merge-patch+json").body
+    assert patched["data"]["b"] == "YmVl" and "stringData" not in patched
