@@ -12,6 +12,7 @@ from typing import Any
 from loguru import logger
 
 from actors.app.durations import parse_duration
+from actors.app.gostrconv import parse_bool
 from actors.app.kubelet_config import load_kubelet_config
 from runtime.cm.names import DRIVERS
 from runtime.errors import ConfigError
@@ -132,15 +133,6 @@ def parse_allowed_unsafe_sysctls(value: str | list[str]) -> tuple[str, ...]:
     if error := sysctl_allowlist_error(patterns):
         raise ConfigError(f"--allowed-unsafe-sysctls: {error}")
     return patterns
-
-
-def parse_bool(text: str) -> bool:
-    """Go's strconv.ParseBool, as upstream's boolean flags read ``--flag=false``."""
-    if text in ("1", "t", "T", "true", "TRUE", "True"):
-        return True
-    if text in ("0", "f", "F", "false", "FALSE", "False"):
-        return False
-    raise argparse.ArgumentTypeError(f'"{text}" is not a boolean (true or false)')
 
 
 def parse_cluster_dns(value: str | list[str]) -> tuple[str, ...]:
