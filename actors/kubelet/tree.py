@@ -42,6 +42,7 @@ from actors.kubelet.sync_loop import (
     kubelet_child,
 )
 from runtime.clock import Clock
+from runtime.containerd.events import SubscriptionFactory
 from runtime.containerd.managed import ManagedContainerd
 from runtime.cri.service import CRIRuntime
 from runtime.ids import PodUID
@@ -117,6 +118,8 @@ class KubeletParts:
     executor: Callable[[], Executor] | None = None
     # The API server this kubelet joined; None: standalone (no cluster actors).
     cluster: Cluster | None = None
+    # Opens the runtime's event stream for the PLEG; None: relist only (a replay, tests).
+    runtime_events: SubscriptionFactory | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +159,8 @@ def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
             ProbeManager, (p.dispatch, p.timers, p.runtime, p.clock, n), pool())),
         (names.KILLER, lambda n: Construct(
             PodKiller, (p.dispatch, p.manager), {"incarnation": n, **pool()})),
-        (names.PLEG, lambda n: Construct(PLEG, (p.dispatch, p.runtime, p.clock, n))),
+        (names.PLEG, lambda n: Construct(PLEG, (p.dispatch, p.runtime, p.clock, n),
+                                         {"timers": p.timers, "events": p.runtime_events})),
         (names.RUNTIME_MONITOR, lambda n: Construct(
             RuntimeMonitor, (p.dispatch, p.timers, p.runtime, p.clock, p.containerd,
                              p.metrics, n))),

@@ -180,7 +180,8 @@ class Env:
             runtime = CRIClient(self.emb.endpoint, timeout=flags.runtime_request_timeout)
             self.kubelet = start_kubelet(flags, runtime, "", self.emb, faults=self.plan,
                                          runtime_faults=(self.plan, self.crash),
-                                         supervision=supervision)
+                                         supervision=supervision,
+                                         runtime_endpoint=self.emb.endpoint)
             return self.kubelet
 
     def stop_kubelet(self) -> None:
