@@ -41,6 +41,7 @@ from actors.kubelet.messages import (
     RuntimeEventsLost,
     RuntimePod,
 )
+from actors.kubelet.metrics import KubeletMetrics
 from runtime.clock import Clock
 from runtime.containerd.events import (
     EventKind,
@@ -206,12 +207,14 @@ class PLEG(Actor):
     def __init__(
         self, dispatch: Dispatch, runtime: RuntimeService, clock: Clock, incarnation: int = 0,
         *, timers: Timers | None = None, events: SubscriptionFactory | None = None,
+        metrics: KubeletMetrics | None = None,
     ) -> None:
         super().__init__(names.PLEG, dispatch, incarnation)
         self._runtime = runtime
         self._clock = clock
         self._timers = timers
         self._events = events  # None: no stream (a replay, or a runtime without one)
+        self._metrics = metrics
         self._subscription: EventSubscription | None = None
         self._states: dict[PodUID, dict[ContainerID, PlegState]] | None = None
         self._evented = False
@@ -264,6 +267,8 @@ class PLEG(Actor):
             _log.info("PLEG: runtime events flowing; relisting every {:.0f}s as a safety net",
                       EVENTED_RELIST_PERIOD)
             self._evented = True
+            if self._metrics is not None:
+                self._metrics.evented_pleg_connection_success.inc()
             self._queue_relist("events connected")
             if self._timers is not None:
                 self._timers.once(SETTLE_DELAY, self.name, RelistNow("settle"))
@@ -272,6 +277,8 @@ class PLEG(Actor):
                 _log.warning("PLEG: runtime event stream lost ({}); relisting every tick",
                              message.reason)
             self._evented = False
+            if self._metrics is not None:
+                self._metrics.evented_pleg_connection_error.inc()
             self._queue_relist("events lost")
         else:
             return super().handle(message)

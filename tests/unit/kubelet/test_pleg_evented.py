@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
+from prometheus_client import generate_latest
 
 from actors.core.dispatch import Dispatch
 from actors.core.messages import Tick
@@ -14,6 +15,7 @@ from actors.core.testing import Inbox
 from actors.core.timers import ManualTimers
 from actors.kubelet import names
 from actors.kubelet.messages import EventType, Relisted
+from actors.kubelet.metrics import KubeletMetrics
 from actors.kubelet.pleg import (
     EVENTED_RELIST_PERIOD,
     PLEG,
@@ -50,6 +52,7 @@ class Rig:
     fake: FakeRuntime
     sync_loop: Inbox
     subscriptions: list[FakeSubscription]
+    metrics: KubeletMetrics
 
     @property
     def sink(self) -> EventSink:
@@ -80,9 +83,11 @@ def rig() -> Iterator[Rig]:
         subscriptions.append(FakeSubscription(sink))
         return subscriptions[-1]
 
-    pleg = PLEG.start(dispatch, fake, clock, 0, timers=timers, events=subscribe)
+    metrics = KubeletMetrics()
+    pleg = PLEG.start(dispatch, fake, clock, 0, timers=timers, events=subscribe,
+                      metrics=metrics)
     dispatch.register(names.PLEG, pleg)
-    r = Rig(clock, dispatch, timers, fake, sync_loop, subscriptions)
+    r = Rig(clock, dispatch, timers, fake, sync_loop, subscriptions, metrics)
     try:
         yield r
     finally:
@@ -161,6 +166,9 @@ def test_a_lost_stream_falls_back_to_relisting_every_tick(rig: Rig) -> None:
     rig.sink.on_lost("event stream UNAVAILABLE: gone")
     lost = _wait_relists(rig, settled + 1)[-1]
     assert not lost.evented
+    exposed = generate_latest(rig.metrics.registry).decode()
+    assert "kubelet_evented_pleg_connection_success_count_total 1.0" in exposed
+    assert "kubelet_evented_pleg_connection_error_count_total 1.0" in exposed
     for n in range(3):
         rig.tick()
         _wait_relists(rig, settled + 2 + n)
