@@ -369,13 +369,14 @@ class Results:
 
 
 class Bench:
-    def __init__(self, emb: EmbeddedContainerd, console: Console, quick: bool) -> None:
+    def __init__(self, emb: EmbeddedContainerd, console: Console, quick: bool,
+                 daemon_args: tuple[str, ...] = ()) -> None:
         self.emb = emb
         self.console = console
         self.quick = quick
         self.work = emb.base_dir / "daemon-bench"
         self.client = TimedCRIClient(emb.endpoint, timeout=120.0)
-        self.daemon = DaemonProc(self.work, emb.endpoint)
+        self.daemon = DaemonProc(self.work, emb.endpoint, daemon_args)
         # Raw CRI writes into the same dirs the daemon will use.
         self.settings = NodeSettings(node_name=NODE, root_dir=str(self.daemon.root_dir),
                                      pod_logs_dir=str(self.daemon.logs_dir))
@@ -1055,6 +1056,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer samples, 30 s steady window")
     parser.add_argument("--profile", action="store_true",
                         help="also time a relist, a pod status read, with cProfile")
+    parser.add_argument("--daemon-arg", action="append", default=[], metavar="ARG",
+                        help="one more flag for the daemon, e.g. "
+                             "--daemon-arg=--feature-gates=EventedPLEG=false (repeatable)")
     parser.add_argument("--keep-log", metavar="PATH",
                         help="copy the daemon's log here before its directory goes")
     args = parser.parse_args(argv)
@@ -1065,7 +1069,7 @@ def main(argv: list[str] | None = None) -> int:
     logger.remove()
     logger.add(sys.stderr, level="INFO")
     with machine_lock(BENCH), serve_images() as images, private_containerd(BENCH) as emb:
-        bench = Bench(emb, console, args.quick)
+        bench = Bench(emb, console, args.quick, tuple(args.daemon_arg))
         console.print(f"containerd {emb.endpoint} (ready in {emb.last_startup_seconds or 0:.2f}"
                       f" s); registry {'started here' if images.started_here else 'already up'}; "
                       f"daemon log {bench.daemon.log_path}")

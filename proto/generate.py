@@ -1,4 +1,4 @@
-"""Regenerate the CRI v1 Python stubs from proto/api.proto, or check they are current.
+"""Regenerate the Python stubs of proto/*.proto (CRI v1, containerd's events), or check them.
 
 Run from the repository root::
 
@@ -23,14 +23,13 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PROTO_DIR = REPO_ROOT / "proto"
-PROTO_SOURCE = "proto/api.proto"
+PROTO_SOURCES = ("proto/api.proto", "proto/containerd_events.proto")
 
-# Every file protoc writes for api.proto, relative to the repository root.
-GENERATED = (
-    "proto/api_pb2.py",
-    "proto/api_pb2.pyi",
-    "proto/api_pb2_grpc.py",
-    "proto/api_pb2_grpc.pyi",
+# Every file protoc writes for them, relative to the repository root.
+GENERATED = tuple(
+    f"{source.removesuffix('.proto')}{suffix}"
+    for source in PROTO_SOURCES
+    for suffix in ("_pb2.py", "_pb2.pyi", "_pb2_grpc.py", "_pb2_grpc.pyi")
 )
 
 
@@ -46,7 +45,7 @@ def _plugin(name: str) -> str:
 
 
 def generate_into(out_dir: Path) -> None:
-    """Run protoc (from grpc_tools) on api.proto, writing all outputs under ``out_dir``."""
+    """Run protoc (from grpc_tools) on every source, writing all outputs under ``out_dir``."""
     import grpc_tools
     from grpc_tools import protoc  # dev-only dependency, imported lazily
 
@@ -62,7 +61,7 @@ def generate_into(out_dir: Path) -> None:
         f"--grpc_python_out={out_dir}",
         f"--mypy_out={out_dir}",
         f"--mypy_grpc_out={out_dir}",
-        str(REPO_ROOT / PROTO_SOURCE),
+        *(str(REPO_ROOT / source) for source in PROTO_SOURCES),
     ]
     code = protoc.main(args)
     if code != 0:
@@ -105,11 +104,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if opts.check:
         stale = stale_files()
         if stale:
-            print("stale generated CRI stubs (run `python -m proto.generate`):", file=sys.stderr)
+            print("stale generated stubs (run `python -m proto.generate`):", file=sys.stderr)
             for rel in stale:
                 print(f"  {rel}", file=sys.stderr)
             return 1
-        print("generated CRI stubs are up to date")
+        print("generated stubs are up to date")
         return 0
     regenerate()
     for rel in GENERATED:

@@ -20,6 +20,7 @@ from loguru import logger
 
 from actors.app.cgroups import start_pod_cgroups
 from actors.app.cluster import cluster_from_flags
+from actors.app.feature_gates import EVENTED_PLEG, enabled
 from actors.app.flags import KubeletFlags
 from actors.app.http.security import main_port_security
 from actors.app.http.server import KubeletHTTPServer
@@ -40,6 +41,7 @@ from actors.kubelet.pod_worker import WorkerTiming
 from actors.kubelet.sync_loop import GetHealth, GetRunningPods, SyncLoopSettings
 from actors.kubelet.tree import KubeletParts, ReplayConfig, Sources
 from runtime.clock import Clock, RealClock
+from runtime.containerd.events import containerd_subscriptions
 from runtime.containerd.managed import ManagedContainerd
 from runtime.cri.instrumented import Timing
 from runtime.cri.intercept import Interceptor, intercept
@@ -149,13 +151,15 @@ def start_kubelet(
     faults: FaultPlan | None = None,
     runtime_faults: tuple[Interceptor, ...] = (),
     supervision: SupervisorSpec | None = None,
+    runtime_endpoint: str = "",
 ) -> Kubelet:
     """Start the actors and the HTTP API on ``runtime``; returns once they run.
 
     For drills only: ``faults`` is the plan the actors consult, ``runtime_faults`` stand
     between the actors and the runtime beneath the recording (so an injected failure is
     in the trace), and ``supervision`` replaces the kubelet's restart intensity and
-    back-off.
+    back-off. ``runtime_endpoint``: the runtime's socket, where the PLEG subscribes to
+    its events (empty, or the EventedPLEG gate off: the PLEG relists every second).
     """
     real_clock = clock or RealClock()
     metrics = KubeletMetrics()
@@ -210,9 +214,11 @@ def start_kubelet(
                                  observe=dispatch.observe, cgroups=cgroups,
                                  objects=objects, events=DispatchRecorder(dispatch))
     timers = TimerService(dispatch, real_clock)
+    events = (containerd_subscriptions(runtime_endpoint)
+              if runtime_endpoint and enabled(flags.feature_gates, EVENTED_PLEG) else None)
     parts = KubeletParts(dispatch, timers, clock, instrumented, manager, config, metrics,
                          containerd, sources, cluster=cluster, stats=stats.parts,
-                         probe_metrics=stats.probes)
+                         probe_metrics=stats.probes, runtime_events=events)
     tls, auth = main_port_security(flags, cluster.client if cluster is not None else None,
                                    (node_ip,))
     timers.start()

@@ -12,6 +12,9 @@ from typing import Any
 from loguru import logger
 
 from actors.app.durations import parse_duration
+from actors.app.feature_gates import DEFAULTS as GATE_DEFAULTS
+from actors.app.feature_gates import parse_feature_gates
+from actors.app.gostrconv import parse_bool
 from actors.app.kubelet_config import load_kubelet_config
 from runtime.cm.names import DRIVERS
 from runtime.errors import ConfigError
@@ -88,6 +91,7 @@ class KubeletFlags:
     authorization_mode: str = "AlwaysAllow"
     authorization_webhook_cache_authorized_ttl: float = 300.0
     authorization_webhook_cache_unauthorized_ttl: float = 30.0
+    feature_gates: tuple[tuple[str, bool], ...] = ()
 
 
 # Upstream's kubelet sets these labels on its node itself (IsKubeletLabel): --node-labels
@@ -138,15 +142,6 @@ def parse_allowed_unsafe_sysctls(value: str | list[str]) -> tuple[str, ...]:
     if error := sysctl_allowlist_error(patterns):
         raise ConfigError(f"--allowed-unsafe-sysctls: {error}")
     return patterns
-
-
-def parse_bool(text: str) -> bool:
-    """Go's strconv.ParseBool, as upstream's boolean flags read ``--flag=false``."""
-    if text in ("1", "t", "T", "true", "TRUE", "True"):
-        return True
-    if text in ("0", "f", "F", "false", "FALSE", "False"):
-        return False
-    raise argparse.ArgumentTypeError(f'"{text}" is not a boolean (true or false)')
 
 
 def parse_cluster_dns(value: str | list[str]) -> tuple[str, ...]:
@@ -207,6 +202,9 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
         help="how cgroups are named: cgroupfs or systemd, as the runtime does (default "
              "cgroupfs, what the embedded containerd uses)")
     add("--max-pods", type=int, default=110, help="most pods this node runs (default 110)")
+    add("--feature-gates", default="",
+        help="gates to turn on or off, Gate=true,Gate2=false; known: "
+             + ", ".join(f"{g} (default {str(d).lower()})" for g, d in GATE_DEFAULTS.items()))
     add("--node-labels", default="",
         help="labels of this node, key=value,key2=value2, for the nodeSelector and node "
              "affinity of its pods (kubernetes.io/hostname, os and arch are always set)")
@@ -392,6 +390,7 @@ def parse_flags(argv: list[str]) -> KubeletFlags:
         healthz_port=ns.healthz_port,
         healthz_bind_address=ns.healthz_bind_address,
         max_pods=ns.max_pods,
+        feature_gates=parse_feature_gates(ns.feature_gates),
         sync_frequency=ns.sync_frequency,
         file_check_frequency=ns.file_check_frequency,
         http_check_frequency=ns.http_check_frequency,

@@ -78,6 +78,13 @@ def _strings(value: Any) -> list[str]:
     return value
 
 
+def _feature_gates(value: Any) -> str:
+    """featureGates: a map of gate to bool, as the --feature-gates text (checked there)."""
+    if not isinstance(value, dict) or not all(isinstance(v, bool) for v in value.values()):
+        raise TypeError("expected a map of feature gate names to true or false")
+    return ",".join(f"{gate}={str(on).lower()}" for gate, on in value.items())
+
+
 def _taints(value: Any) -> list[Taint]:
     """registerWithTaints: a list of core/v1 Taints (key, value, effect)."""
     if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
@@ -164,6 +171,7 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "cgroupRoot": ("cgroup_root", _string),
     "cgroupDriver": ("cgroup_driver", _cgroup_driver),
     "clusterDNS": ("cluster_dns", _strings),
+    "featureGates": ("feature_gates", _feature_gates),
     "clusterDomain": ("cluster_domain", _string),
     "resolvConf": ("resolv_conf", _string),
     "seccompDefault": ("seccomp_default", _bool),

@@ -115,7 +115,8 @@ def run_daemon(flags: KubeletFlags) -> int:
 
     with hold_root_dir(flags.root_dir), \
             open_runtime(flags, must_answer=False) as (client, embedded):
-        kubelet = start_kubelet(flags, client, node_ip(flags), embedded)
+        kubelet = start_kubelet(flags, client, node_ip(flags), embedded,
+                                runtime_endpoint=client.endpoint)
         return run_until_signalled(kubelet)
 
 

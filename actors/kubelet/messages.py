@@ -91,6 +91,40 @@ class Relisted:
     pods: tuple[RuntimePod, ...]
     running_containers: int
     duration: float
+    # The runtime's event stream was up: relists are then a safety net run every
+    # EVENTED_RELIST_PERIOD, and the PLEG counts as healthy for longer between them.
+    evented: bool = False
+
+
+@message("RuntimeEventSeen")
+@dataclass(frozen=True, slots=True)
+class RuntimeEventSeen:
+    """The runtime's event stream reported a container change (runtime.containerd.events)."""
+
+    kind: str  # an EventKind value: "/tasks/exit", "/tasks/start", ...
+    container_id: str
+
+
+@message("RuntimeEventsConnected")
+@dataclass(frozen=True, slots=True)
+class RuntimeEventsConnected:
+    """The runtime's event stream is (again) open: the PLEG may relist less often."""
+
+
+@message("RuntimeEventsLost")
+@dataclass(frozen=True, slots=True)
+class RuntimeEventsLost:
+    """The runtime's event stream broke (or never opened): the PLEG relists every period."""
+
+    reason: str
+
+
+@message("RelistNow")
+@dataclass(frozen=True, slots=True)
+class RelistNow:
+    """The PLEG to itself: relist now, because of an event (or to re-check one)."""
+
+    reason: str
 
 
 @message("RelistFailed")

@@ -35,6 +35,12 @@ class KubeletMetrics:
         self.pleg_last_seen = Gauge(
             "kubelet_pleg_last_seen_seconds",
             "Timestamp in seconds when PLEG was last seen active.", registry=r)
+        self.evented_pleg_connection_success = Counter(
+            "kubelet_evented_pleg_connection_success_count", "The number of times a "
+            "streaming client was obtained to receive events from the runtime.", registry=r)
+        self.evented_pleg_connection_error = Counter(
+            "kubelet_evented_pleg_connection_error_count", "The number of errors encountered "
+            "during the establishment of streaming connection with the runtime.", registry=r)
         self.runtime_operations = Counter(
             "kubelet_runtime_operations", "Cumulative number of runtime operations by "
             "operation type.", ["operation_type"], registry=r)

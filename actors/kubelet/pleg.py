@@ -4,6 +4,16 @@ Each relist is two cheap calls (ListPodSandbox, ListContainers). Sandboxes count
 containers, as in upstream's generic PLEG, so a sandbox that dies triggers a sync too.
 The result goes to the supervisor as one Relisted message: the events, and every pod the
 runtime holds (for orphan clean-up and /runningpods/).
+
+Event-driven, as upstream's evented PLEG: while the runtime's event stream is up
+(runtime.containerd.events; its thread tells this actor RuntimeEventSeen), each event
+makes a relist at once, so an exit reaches the sync loop in milliseconds rather than at
+the next 1 s tick; the ticks then relist only every EVENTED_RELIST_PERIOD as a safety net.
+The runtime's own view may trail its event by a little (containerd's CRI plugin handles the
+same exit asynchronously), so an event the relist does not show yet is re-checked after
+RECHECK_DELAYS. When the stream breaks the PLEG relists on every tick again. Relisting on
+an event, rather than building lifecycle events from it, keeps the events exactly those of
+the relist, and replay answers the relist's runtime calls as it always has.
 """
 
 from __future__ import annotations
@@ -17,21 +27,43 @@ from loguru import logger
 from actors.core.actor import Actor
 from actors.core.dispatch import Dispatch
 from actors.core.messages import Tick
+from actors.core.timers import Cancellable, Timers
 from actors.kubelet import names
 from actors.kubelet.messages import (
     EventType,
     PodLifecycleEvent,
     Relisted,
     RelistFailed,
+    RelistNow,
     RuntimeContainer,
+    RuntimeEventsConnected,
+    RuntimeEventSeen,
+    RuntimeEventsLost,
     RuntimePod,
 )
+from actors.kubelet.metrics import KubeletMetrics
 from runtime.clock import Clock
+from runtime.containerd.events import (
+    EventKind,
+    EventSubscription,
+    RuntimeEvent,
+    SubscriptionFactory,
+)
 from runtime.cri.service import RuntimeService
 from runtime.cri.types import ContainerState, SandboxState
 from runtime.errors import CRIError
 from runtime.ids import ContainerID, PodUID
 from runtime.kuberuntime import labels as L
+
+EVENTED_RELIST_PERIOD = 300.0
+"""Seconds between safety-net relists while events flow (upstream's evented PLEG: 300 s)."""
+RECHECK_DELAYS = (0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64)
+"""Waits before relisting again when a relist does not yet show what an event said."""
+SETTLE_DELAY = 1.0
+"""A second relist this long after the stream (re)opens: an event published while the
+subscription was being set up may have been missed by the first."""
+
+_log = logger.bind(pod="", uid="", container="")
 
 
 class PlegState(enum.Enum):
@@ -97,6 +129,21 @@ def diff(
     return tuple(events)
 
 
+def expected_state(kind: EventKind) -> PlegState | None:
+    """What a relist should show for the container once the runtime has caught up."""
+    return {
+        EventKind.STARTED: PlegState.RUNNING,
+        EventKind.EXITED: PlegState.EXITED,
+        EventKind.REAPED: PlegState.EXITED,
+        EventKind.DELETED: PlegState.NON_EXISTENT,
+    }.get(kind)
+
+
+def caught_up(want: PlegState, have: PlegState) -> bool:
+    """Whether a relist shows an event: a start already followed by an exit counts."""
+    return have == want or (want == PlegState.RUNNING and have == PlegState.EXITED)
+
+
 def take_snapshot(runtime: RuntimeService) -> _Snapshot:
     sandboxes = runtime.list_pod_sandbox()
     containers = runtime.list_containers()
@@ -134,22 +181,153 @@ def take_snapshot(runtime: RuntimeService) -> _Snapshot:
     return _Snapshot(states, pods, running_containers)
 
 
+class _TellPLEG:
+    """The event subscription's sink: every report becomes a message to the PLEG."""
+
+    def __init__(self, dispatch: Dispatch) -> None:
+        self._dispatch = dispatch
+
+    def _tell(self, message: object) -> None:
+        self._dispatch.tell(names.PLEG, message, sender=f"{names.PLEG}/events")
+
+    def on_event(self, event: RuntimeEvent) -> None:
+        self._tell(RuntimeEventSeen(event.kind.value, event.container_id))
+
+    def on_connected(self) -> None:
+        self._tell(RuntimeEventsConnected())
+
+    def on_lost(self, reason: str) -> None:
+        self._tell(RuntimeEventsLost(reason))
+
+
 class PLEG(Actor):
-    """Relists on every Tick("relist") and reports to the supervisor."""
+    """Relists on Tick("relist") (every tick, or only every EVENTED_RELIST_PERIOD while the
+    runtime's events flow) and on each runtime event, and reports to the supervisor."""
 
     def __init__(
-        self, dispatch: Dispatch, runtime: RuntimeService, clock: Clock, incarnation: int = 0
+        self, dispatch: Dispatch, runtime: RuntimeService, clock: Clock, incarnation: int = 0,
+        *, timers: Timers | None = None, events: SubscriptionFactory | None = None,
+        metrics: KubeletMetrics | None = None,
     ) -> None:
         super().__init__(names.PLEG, dispatch, incarnation)
         self._runtime = runtime
         self._clock = clock
+        self._timers = timers
+        self._events = events  # None: no stream (a replay, or a runtime without one)
+        self._metrics = metrics
+        self._subscription: EventSubscription | None = None
         self._states: dict[PodUID, dict[ContainerID, PlegState]] | None = None
+        self._evented = False
+        self._last_relist: float | None = None
+        self._relist_queued = False
+        self._expected: dict[ContainerID, PlegState] = {}
+        self._rechecks = 0
+        self._recheck: Cancellable | None = None
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    def on_start(self) -> None:
+        if self._events is None:
+            return
+        # The stream's thread tells this actor by name: make sure the name points here.
+        if self.dispatch.ref(self.name) is not self.actor_ref:
+            self.dispatch.register(self.name, self.actor_ref, self.incarnation)
+        self._subscription = self._events(_TellPLEG(self.dispatch))
+
+    def on_stop(self) -> None:
+        self._close()
+
+    def on_failure(self, exception_type: Any, exception_value: Any, traceback: Any) -> None:
+        self._close()
+        super().on_failure(exception_type, exception_value, traceback)
+
+    def _close(self) -> None:
+        if self._subscription is not None:
+            self._subscription.stop()
+            self._subscription = None
+        if self._recheck is not None:
+            self._recheck.cancel()
+            self._recheck = None
+
+    # --- messages -------------------------------------------------------------------------
 
     def handle(self, message: Any) -> Any:
         if isinstance(message, Tick) and message.kind == names.TICK_RELIST:
+            if not self._evented or self._due():
+                self.relist()
+        elif isinstance(message, RuntimeEventSeen):
+            self._event(message)
+        elif isinstance(message, RelistNow):
+            self._relist_queued = False
+            if message.reason == "recheck":
+                self._recheck = None
             self.relist()
-            return None
-        return super().handle(message)
+            self._check_expected()
+        elif isinstance(message, RuntimeEventsConnected):
+            _log.info("PLEG: runtime events flowing; relisting every {:.0f}s as a safety net",
+                      EVENTED_RELIST_PERIOD)
+            self._evented = True
+            if self._metrics is not None:
+                self._metrics.evented_pleg_connection_success.inc()
+            self._queue_relist("events connected")
+            if self._timers is not None:
+                self._timers.once(SETTLE_DELAY, self.name, RelistNow("settle"))
+        elif isinstance(message, RuntimeEventsLost):
+            if self._evented:
+                _log.warning("PLEG: runtime event stream lost ({}); relisting every tick",
+                             message.reason)
+            self._evented = False
+            if self._metrics is not None:
+                self._metrics.evented_pleg_connection_error.inc()
+            self._queue_relist("events lost")
+        else:
+            return super().handle(message)
+        return None
+
+    def _due(self) -> bool:
+        last = self._last_relist
+        return last is None or self._clock.monotonic() - last >= EVENTED_RELIST_PERIOD
+
+    def _queue_relist(self, reason: str) -> None:
+        """One relist for however many events are waiting in the mailbox before it."""
+        if not self._relist_queued:
+            self._relist_queued = True
+            self.send(self.name, RelistNow(reason))
+
+    def _event(self, seen: RuntimeEventSeen) -> None:
+        try:
+            kind = EventKind(seen.kind)
+        except ValueError:
+            return
+        want = expected_state(kind)
+        if want is not None:
+            self._expected[ContainerID(seen.container_id)] = want
+        self._queue_relist("event")
+
+    def _check_expected(self) -> None:
+        """Re-check soon when the runtime does not yet show what its events said."""
+        states = self._states or {}
+        current = {cid: state for pod in states.values() for cid, state in pod.items()}
+        self._expected = {
+            cid: want for cid, want in self._expected.items()
+            if not caught_up(want, current.get(cid, PlegState.NON_EXISTENT))
+            # a start or exit of a container no relist has ever shown: not one of ours
+            and (cid in current or want == PlegState.NON_EXISTENT)
+        }
+        if not self._expected:
+            self._rechecks = 0
+            return
+        if self._recheck is not None or self._timers is None:
+            return
+        if self._rechecks >= len(RECHECK_DELAYS):
+            _log.warning("PLEG: the runtime still does not show {} container event(s) after "
+                         "{:.1f}s; the next relist will", len(self._expected),
+                         sum(RECHECK_DELAYS))
+            self._expected, self._rechecks = {}, 0
+            return
+        delay = RECHECK_DELAYS[self._rechecks]
+        self._rechecks += 1
+        self._recheck = self._timers.once(delay, self.name, RelistNow("recheck"))
 
     def relist(self) -> None:
         started = self._clock.monotonic()
@@ -159,6 +337,7 @@ class PLEG(Actor):
             logger.warning("PLEG relist failed: {}", err)
             self.send(names.SYNC_LOOP, RelistFailed(str(err)))
             return
+        self._last_relist = started
         # The first relist after a (re)start has nothing to compare with: every pod gets a
         # sync event, so a new incarnation rebuilds its view from the runtime.
         if self._states is None:
@@ -170,5 +349,5 @@ class PLEG(Actor):
         self._states = snapshot.states
         self.send(names.SYNC_LOOP, Relisted(
             events=events, pods=snapshot.pods, running_containers=snapshot.running_containers,
-            duration=self._clock.monotonic() - started,
+            duration=self._clock.monotonic() - started, evented=self._evented,
         ))

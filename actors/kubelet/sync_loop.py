@@ -59,6 +59,7 @@ WorkerFactory = Callable[[PodUID, int, threading.Event], ActorRef]
 """(pod UID, incarnation, the cancel flag of its syncs) -> a started pod worker."""
 
 PLEG_UNHEALTHY_AFTER = 180.0
+PLEG_EVENTED_UNHEALTHY_AFTER = 600.0  # upstream's evented PLEG relist threshold
 SYNC_LOOP_UNHEALTHY_AFTER = 60.0
 CHILD_SHUTDOWN_TIMEOUT = 10.0
 
@@ -192,6 +193,7 @@ class SyncLoop(SupervisorActor):
         self._runtime_reason = ""
         self._last_relist = clock.monotonic()
         self._relist_error = ""
+        self._relist_evented = False
         self._last_sync_tick = clock.monotonic()
         self._timer_handles: list[Cancellable] = []
         self._problems: dict[str, set[tuple[str, str, str]]] = {}
@@ -432,6 +434,7 @@ class SyncLoop(SupervisorActor):
 
     def _relisted(self, relist: Relisted) -> None:
         self._last_relist = self._clock.monotonic()
+        self._relist_evented = relist.evented
         self._relist_error = ""
         self._runtime_pods = relist.pods
         if self._metrics is not None:
@@ -489,7 +492,8 @@ class SyncLoop(SupervisorActor):
     def health(self) -> dict[str, str | None]:
         now = self._clock.monotonic()
         pleg: str | None = None
-        if now - self._last_relist > PLEG_UNHEALTHY_AFTER:
+        limit = PLEG_EVENTED_UNHEALTHY_AFTER if self._relist_evented else PLEG_UNHEALTHY_AFTER
+        if now - self._last_relist > limit:
             pleg = (f"PLEG has not relisted successfully for {now - self._last_relist:.0f}s"
                     + (f": {self._relist_error}" if self._relist_error else ""))
         syncloop: str | None = None

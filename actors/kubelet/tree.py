@@ -46,6 +46,7 @@ from actors.kubelet.sync_loop import (
     kubelet_child,
 )
 from runtime.clock import Clock
+from runtime.containerd.events import SubscriptionFactory
 from runtime.containerd.managed import ManagedContainerd
 from runtime.cri.service import CRIRuntime
 from runtime.events.recorder import NULL_RECORDER, EventRecorder
@@ -128,6 +129,8 @@ class KubeletParts:
     stats: StatsParts | None = None
     # /metrics/probes, filled by the probe manager; None: not counted (a replay).
     probe_metrics: ProbeMetrics | None = None
+    # Opens the runtime's event stream for the PLEG; None: relist only (a replay, tests).
+    runtime_events: SubscriptionFactory | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +178,9 @@ def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
              **({"probe_metrics": p.probe_metrics} if p.probe_metrics else {})})),
         (names.KILLER, lambda n: Construct(
             PodKiller, (p.dispatch, p.manager), {"incarnation": n, **pool()})),
-        (names.PLEG, lambda n: Construct(PLEG, (p.dispatch, p.runtime, p.clock, n))),
+        (names.PLEG, lambda n: Construct(PLEG, (p.dispatch, p.runtime, p.clock, n),
+                                         {"timers": p.timers, "events": p.runtime_events,
+                                          "metrics": p.metrics})),
         (names.RUNTIME_MONITOR, lambda n: Construct(
             RuntimeMonitor, (p.dispatch, p.timers, p.runtime, p.clock, p.containerd,
                              p.metrics, n))),

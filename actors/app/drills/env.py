@@ -185,7 +185,8 @@ class Env:
             address = node_ip(flags) if flags.kubeconfig else ""
             self.kubelet = start_kubelet(flags, runtime, address, self.emb, faults=self.plan,
                                          runtime_faults=(self.plan, self.crash),
-                                         supervision=supervision)
+                                         supervision=supervision,
+                                         runtime_endpoint=self.emb.endpoint)
             return self.kubelet
 
     def stop_kubelet(self) -> None:

@@ -156,11 +156,25 @@ def test_a_version_1_trace_lacking_a_newer_field_still_replays(recorded: Path) -
     assert report.ok, format_report(report)
 
 
-def test_a_version_2_trace_lacking_a_field_diverges(recorded: Path) -> None:
+def test_a_version_2_trace_lacking_a_field_at_its_default_replays(recorded: Path) -> None:
+    """A field added with a default since the recording: where the replay sends that
+    default, it behaves as the recording code did."""
     report = replay(_without_remove(read_trace(recorded)), WORLD)
+    assert report.ok, format_report(report)
+
+
+def test_a_version_2_trace_lacking_a_field_not_at_its_default_diverges(recorded: Path) -> None:
+    trace = read_trace(recorded)
+    stripped = 0
+    for record in trace.messages():
+        if record["type"] == "UpdatePod" and record["body"]["remove"] is True:
+            del record["body"]["remove"]
+            stripped += 1
+    assert stripped, "the recorded run removes a pod"
+    report = replay(trace, WORLD)
     assert report.divergence is not None
     assert report.divergence.step.endswith("UpdatePod to pod/u1, different content")
-    assert report.divergence.actual["body"]["remove"] is False
+    assert report.divergence.actual["body"]["remove"] is True
 
 
 # Issue 16: the sync loop's handling of held mail and dead letters replays as recorded.

@@ -1,0 +1,47 @@
+"""``--feature-gates`` (and KubeletConfiguration's ``featureGates``): the gates this kubelet has.
+
+Upstream's kubelet refuses a gate it does not know ("unrecognized feature gate: X") and a
+value that is not a boolean; so does this one. Each gate's default is this build's: the
+event-driven PLEG is on by default here (upstream's EventedPLEG is alpha and off), because
+the runtime's events are read from containerd's own events service, which every containerd
+this kubelet supports has; off, the PLEG relists every second as upstream's generic PLEG.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+
+from actors.app.gostrconv import parse_bool
+from runtime.errors import ConfigError
+
+EVENTED_PLEG = "EventedPLEG"
+
+DEFAULTS: Mapping[str, bool] = {EVENTED_PLEG: True}
+"""Every gate this kubelet knows, with its default."""
+
+
+def parse_feature_gates(text: str) -> tuple[tuple[str, bool], ...]:
+    """``A=true,B=false`` as (gate, enabled) pairs, each gate known and each value a bool."""
+    gates: dict[str, bool] = {}
+    for pair in filter(None, (p.strip() for p in text.split(","))):
+        name, equals, value = pair.partition("=")
+        name = name.strip()
+        if not equals:
+            raise ConfigError(f"--feature-gates {text!r}: missing bool value for {name}",
+                              field="featureGates")
+        if name not in DEFAULTS:
+            raise ConfigError(f"--feature-gates: unrecognized feature gate: {name}",
+                              field="featureGates")
+        try:
+            gates[name] = parse_bool(value.strip())
+        except argparse.ArgumentTypeError:
+            raise ConfigError(f"--feature-gates: invalid value of {name}: {value.strip()}, "
+                              f"err: strconv.ParseBool: parsing {value.strip()!r}: invalid "
+                              f"syntax", field="featureGates") from None
+    return tuple(sorted(gates.items()))
+
+
+def enabled(gates: tuple[tuple[str, bool], ...], name: str) -> bool:
+    """Whether gate ``name`` is on: as set, else its default."""
+    return dict(gates).get(name, DEFAULTS[name])

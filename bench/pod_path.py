@@ -1,0 +1,204 @@
+"""Where the time goes in one pod start and one container exit, read from the daemon's trace.
+
+    .venv/bin/python -m bench.pod_path [--pods N] [--daemon-arg=ARG ...]
+
+One run on the benchmarks' own containerd (under the machine-wide lock): the daemon runs as a
+subprocess with ``--trace-dir``; N one-container pods (``sleep 2; exit 1``, restartPolicy
+Never) are written one after another into its manifest directory and each waited for until
+/pods shows it terminated. Then the trace is read back and, for each pod, two causal chains
+are printed, walking ``parent`` links from the status manager's first PodObserved that shows
+the container running (the start) and then exited (the exit) back to the input that began
+them (the watcher's FilesChanged; the runtime's event or the PLEG's tick):
+
+    #id  actor <- sender  Type   queued  handled  runtime calls inside (each with its time)
+
+``queued`` is the time from the message being sent to its handler starting (mailbox wait),
+``handled`` the handler's time until it sent the next link (or ended), calls those the
+handler made to the runtime before that. An exit chain may begin at a PLEG re-check (a timer
+message, which has no parent): the runtime had not shown the exit on the first relist. The sum of
+the chain is the latency the kubelet adds between the two ends; the runtime's share is the
+calls. Nothing here asserts on time: this is the profile the speed work starts from.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from loguru import logger
+from rich.console import Console
+from rich.table import Table
+
+from actors.app.testbed import BENCH, machine_lock, private_containerd, serve_images
+from actors.core.trace.names import MESSAGES
+from actors.core.trace.reader import Trace, read_trace
+from bench.daemon_bench import EXIT_1, DaemonProc, pod_uid, running, terminated
+from runtime.cri.types import ContainerState
+
+# What ends a chain: a status manager update whose runtime status shows this state.
+RUNNING, EXITED = ContainerState.RUNNING, ContainerState.EXITED
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """One delivery of a causal chain, with where its time went."""
+
+    id: int
+    actor: str
+    sender: str
+    type: str
+    sent: float  # monotonic seconds
+    began: float
+    ended: float  # its handler's end, or when it sent the next link if that came first
+    calls: tuple[tuple[str, float], ...]
+
+    @property
+    def queued(self) -> float:
+        """Mailbox wait: sent -> its handler began."""
+        return self.began - self.sent
+
+    @property
+    def handled(self) -> float:
+        return self.ended - self.began
+
+
+def span(links: list[Link]) -> float:
+    """From the first message sent to the last handler's end (links overlap: a message is
+    sent while its parent's handler still runs)."""
+    return links[-1].ended - links[0].sent
+
+
+def _container_state(body: dict[str, Any]) -> ContainerState | None:
+    statuses = body.get("runtime", {}).get("container_statuses") or []
+    return ContainerState(statuses[0]["state"]) if statuses else None
+
+
+def end_of(trace: Trace, uid: str, state: ContainerState) -> int | None:
+    """The first PodObserved to the status manager whose container is in ``state``."""
+    for record in trace.messages():
+        if record["to"] != "status" or MESSAGES.short(record["type"]) != "PodObserved":
+            continue
+        body = record["body"]
+        if body["pod"]["metadata"]["uid"] == uid and _container_state(body) == state:
+            return int(record["id"])
+    return None
+
+
+def chain(trace: Trace, last: int) -> list[Link]:
+    """The deliveries that led to ``last``, oldest first."""
+    messages = {r["id"]: r for r in trace.messages()}
+    began = {r["id"]: r["m"] for r in trace.records if r["k"] == "begin"}
+    ended = {r["id"]: r["m"] for r in trace.records if r["k"] == "end"}
+    calls: dict[int, list[tuple[str, float, float]]] = {}
+    for r in trace.records:
+        if r["k"] == "call" and r.get("in") is not None:
+            calls.setdefault(r["in"], []).append((r["method"], float(r["dur"]), r["m"]))
+    links: list[Link] = []
+    at: int | None = last
+    child_sent = float("inf")  # a handler's calls after it sent the next link are not on the path
+    while at is not None and at in messages:
+        m = messages[at]
+        start, stop = began.get(at, m["m"]), ended.get(at, m["m"])
+        on_path = tuple((name, dur) for name, dur, done in calls.get(at, ()) if done <= child_sent)
+        links.append(Link(at, m["to"], m["from"], MESSAGES.short(m["type"]), m["m"], start,
+                          min(stop, child_sent), on_path))
+        child_sent = m["m"]
+        at = m.get("parent")
+    return links[::-1]
+
+
+def chain_table(title: str, links: list[Link]) -> Table:
+    t = Table(title=title)
+    for col in ("#", "actor <- sender", "message", "sent at ms", "queued ms", "handled ms",
+                "runtime calls (ms)"):
+        t.add_column(col)
+    origin = links[0].sent
+    for link in links:
+        t.add_row(str(link.id), f"{link.actor} <- {link.sender}", link.type,
+                  f"+{(link.sent - origin) * 1000:.1f}", f"{link.queued * 1000:.1f}",
+                  f"{link.handled * 1000:.1f}",
+                  ", ".join(f"{name} {dur * 1000:.1f}" for name, dur in link.calls))
+    total = span(links)
+    runtime = sum(d for x in links for _, d in x.calls)
+    t.add_row("", "", "[bold]chain[/bold]", "", "", f"[bold]{total * 1000:.1f}[/bold]",
+              f"runtime {runtime * 1000:.1f} ms, kubelet {(total - runtime) * 1000:.1f} ms")
+    return t
+
+
+def summary(title: str, chains: Iterable[list[Link]]) -> str:
+    totals, runtime = [], []
+    for links in chains:
+        totals.append(span(links))
+        runtime.append(sum(d for x in links for _, d in x.calls))
+    if not totals:
+        return f"{title}: no chains found"
+    return (f"{title}: chain p50 {statistics.median(totals) * 1000:.1f} ms, of which runtime "
+            f"calls p50 {statistics.median(runtime) * 1000:.1f} ms ({len(totals)} pods)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.pod_path", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pods", type=int, default=3, help="pods one after another (3)")
+    parser.add_argument("--daemon-arg", action="append", default=[], metavar="ARG",
+                        help="one more flag for the daemon (repeatable)")
+    args = parser.parse_args(argv)
+    console = Console(width=170)
+    if os.geteuid() != 0:
+        console.print("run as root: it starts containerd and makes a bridge")
+        return 2
+    logger.remove()
+    logger.add(sys.stderr, level="WARNING")
+    with machine_lock(BENCH), serve_images(), private_containerd(BENCH) as emb:
+        work = emb.base_dir / "pod-path"
+        trace_dir = work / "trace"
+        daemon = DaemonProc(work, emb.endpoint,
+                            ("--trace-dir", str(trace_dir), *args.daemon_arg))
+        names = [f"path-{i:02d}" for i in range(args.pods)]
+        try:
+            daemon.start()
+            for name in names:
+                uid = pod_uid(name, "daemon")
+                daemon.write(name, restart="Never", script=EXIT_1)
+                deadline = time.monotonic() + 60
+                seen_running = False
+                while time.monotonic() < deadline:
+                    pod = daemon.pods().get(uid)
+                    seen_running = seen_running or running(pod)
+                    if terminated(pod):
+                        break
+                    time.sleep(0.02)
+                else:
+                    raise RuntimeError(f"{name} did not terminate in 60 s")
+        finally:
+            daemon.stop()
+        trace = read_trace(trace_dir)
+    starts: list[list[Link]] = []
+    exits: list[list[Link]] = []
+    for name in names:
+        uid = pod_uid(name, "daemon")
+        for state, found in ((RUNNING, starts), (EXITED, exits)):
+            last = end_of(trace, uid, state)
+            if last is None:
+                console.print(f"{name}: no status update showing {state}")
+                continue
+            found.append(chain(trace, last))
+    if starts:
+        console.print(chain_table(f"{names[-1]}: manifest -> running in the status manager",
+                                  starts[-1]))
+    if exits:
+        console.print(chain_table(f"{names[-1]}: container exit -> exited in the status manager",
+                                  exits[-1]))
+    console.print(summary("start", starts))
+    console.print(summary("exit", exits))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+"""The event-driven PLEG on the real containerd: its events service reports a container's
+start and exit, and the daemon's PLEG relists on the exit event rather than on a tick."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from actors.core.trace.names import MESSAGES
+from actors.core.trace.reader import read_trace
+from runtime.containerd.embedded import EmbeddedContainerd
+from runtime.containerd.events import EventKind, EventSubscription, RuntimeEvent
+from runtime.cri.client import CRIClient
+from tests.e2e.daemon import Daemon
+from tests.e2e.test_daemon import manifest
+from tests.helpers import wait_for
+
+pytestmark = pytest.mark.e2e
+
+
+class Collected:
+    """An event sink that keeps what it is told."""
+
+    def __init__(self) -> None:
+        self.events: list[RuntimeEvent] = []
+        self.states: list[str] = []
+        self._lock = threading.Lock()
+
+    def on_event(self, event: RuntimeEvent) -> None:
+        with self._lock:
+            self.events.append(event)
+
+    def on_connected(self) -> None:
+        with self._lock:
+            self.states.append("connected")
+
+    def on_lost(self, reason: str) -> None:
+        with self._lock:
+            self.states.append(f"lost: {reason}")
+
+    def of(self, container_id: str) -> list[RuntimeEvent]:
+        with self._lock:
+            return [e for e in self.events if e.container_id == container_id]
+
+
+def _container_id(pod: dict[str, Any]) -> str:
+    (main,) = pod["status"]["containerStatuses"]
+    return str(main["containerID"]).removeprefix("containerd://")
+
+
+def test_containerd_events_drive_the_pleg_of_a_running_daemon(
+    containerd: EmbeddedContainerd, cri: CRIClient
+) -> None:
+    workdir = containerd.base_dir / "pleg-events" / uuid.uuid4().hex[:8]
+    manifests = workdir / "manifests"
+    manifests.mkdir(parents=True)
+    trace_dir = workdir / "trace"
+    sink = Collected()
+    subscription = EventSubscription(containerd.endpoint, sink).start()
+    daemon = Daemon(workdir, manifests, "--container-runtime-endpoint", containerd.endpoint,
+                    "--trace-dir", str(trace_dir))
+    try:
+        wait_for(lambda: sink.states == ["connected"], 10.0, "the test's own subscription")
+        daemon.start()
+        wait_for(lambda: "runtime events flowing" in daemon.log(), 30.0, "the PLEG's stream")
+        (manifests / "exits.yaml").write_text(
+            manifest("exits", "sleep 2; exit 3", policy="Never"))
+        name = "exits-e2e-node"
+        status = wait_for(lambda: (p := daemon.pod(name)) and all(
+            "containerID" in c for c in p["status"].get("containerStatuses") or [{}]) and p,
+            60.0, "the pod's container")
+        assert status
+        container = _container_id(status)
+        wait_for(lambda: (p := daemon.pod(name)) and p["status"].get("phase") == "Failed",
+                 60.0, "the container's exit in /pods")
+        wait_for(lambda: {e.kind for e in sink.of(container)} >= {
+            EventKind.STARTED, EventKind.EXITED}, 10.0, "start and exit events")
+        exits = [e for e in sink.of(container) if e.kind == EventKind.EXITED]
+        assert exits[0].exit_code == 3
+    finally:
+        daemon.stop()
+        subscription.stop()
+    assert sink.states == ["connected"]  # never lost while containerd ran
+
+    # In the daemon's trace, the relist that found the container dead was made on an
+    # event (the PLEG's RelistNow to itself), not on its once-a-second tick.
+    trace = read_trace(Path(trace_dir))
+    by_id = {r["id"]: r for r in trace.messages()}
+    died = [r for r in trace.messages() if MESSAGES.short(r["type"]) == "Relisted"
+            and any(e["type"] == "ContainerDied" and e.get("container_id") == container
+                    for e in r["body"]["events"])]
+    assert died, "no relist found the container dead"
+    cause = by_id[died[0]["parent"]]
+    assert MESSAGES.short(cause["type"]) == "RelistNow", cause
+    assert died[0]["body"]["evented"] is True
