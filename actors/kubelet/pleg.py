@@ -206,14 +206,14 @@ class PLEG(Actor):
 
     def __init__(
         self, dispatch: Dispatch, runtime: RuntimeService, clock: Clock, incarnation: int = 0,
-        *, timers: Timers | None = None, events: SubscriptionFactory | None = None,
+        *, timers: Timers | None = None, runtime_events: SubscriptionFactory | None = None,
         metrics: KubeletMetrics | None = None,
     ) -> None:
         super().__init__(names.PLEG, dispatch, incarnation)
         self._runtime = runtime
         self._clock = clock
         self._timers = timers
-        self._events = events  # None: no stream (a replay, or a runtime without one)
+        self._events = runtime_events  # None: no stream (a replay, or none configured)
         self._metrics = metrics
         self._subscription: EventSubscription | None = None
         self._states: dict[PodUID, dict[ContainerID, PlegState]] | None = None

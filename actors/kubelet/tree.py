@@ -179,7 +179,7 @@ def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
         (names.KILLER, lambda n: Construct(
             PodKiller, (p.dispatch, p.manager), {"incarnation": n, **pool()})),
         (names.PLEG, lambda n: Construct(PLEG, (p.dispatch, p.runtime, p.clock, n),
-                                         {"timers": p.timers, "events": p.runtime_events,
+                                         {"timers": p.timers, "runtime_events": p.runtime_events,
                                           "metrics": p.metrics})),
         (names.RUNTIME_MONITOR, lambda n: Construct(
             RuntimeMonitor, (p.dispatch, p.timers, p.runtime, p.clock, p.containerd,

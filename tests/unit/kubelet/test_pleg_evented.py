@@ -84,7 +84,7 @@ def rig() -> Iterator[Rig]:
         return subscriptions[-1]
 
     metrics = KubeletMetrics()
-    pleg = PLEG.start(dispatch, fake, clock, 0, timers=timers, events=subscribe,
+    pleg = PLEG.start(dispatch, fake, clock, 0, timers=timers, runtime_events=subscribe,
                       metrics=metrics)
     dispatch.register(names.PLEG, pleg)
     r = Rig(clock, dispatch, timers, fake, sync_loop, subscriptions, metrics)
