@@ -39,7 +39,10 @@ POD: dict[str, Any] = {
     "spec": {"nodeName": NODE, "automountServiceAccountToken": False,
              "terminationGracePeriodSeconds": 1,
              "containers": [{"name": "main", "image": BUSYBOX_IMAGE,
-                             "command": ["sh", "-c", MAIN]}]}}
+                             "command": ["sh", "-c", MAIN]},
+                            {"name": "reader", "image": BUSYBOX_IMAGE, "stdin": True,
+                             "command": ["sh", "-c",
+                                         'while read line; do echo "got $line"; done']}]}}
 # The oldest kubectl the machine carries (SPDY only) and the default one (websockets first).
 KUBECTLS = [str(SDK / "kubectl.1.27")] if (SDK / "kubectl.1.27").is_file() else []
 KUBECTLS.append(kubectl_binary())
@@ -101,12 +104,12 @@ def _running(kubectl: Kubectl) -> bool:
 def test_kubectl_exec_through_the_api_server_emulated_apiserver(joined: Joined,
                                                                 binary: str) -> None:
     kubectl = Kubectl(joined.admin, binary)
-    done = kubectl.run("exec", "shell", "--", "sh", "-c", "echo out; echo err >&2; exit 3",
-                       check=False)
+    done = kubectl.run("exec", "shell", "-c", "main", "--", "sh", "-c",
+                       "echo out; echo err >&2; exit 3", check=False)
     assert done.returncode == 3, done
     assert done.stdout == "out\n"
     assert done.stderr.startswith("err\n")
-    fed = subprocess.run(kubectl.argv("exec", "-i", "shell", "--", "sh", "-c",
+    fed = subprocess.run(kubectl.argv("exec", "-i", "shell", "-c", "main", "--", "sh", "-c",
                                       'read line; echo "got $line"'),
                          input="hello\n", capture_output=True, text=True, timeout=60,
                          check=False)
@@ -130,6 +133,27 @@ def test_kubectl_port_forward_through_the_api_server_emulated_apiserver(
             assert answer.read() == b"hello-forward\n"
     finally:
         proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.parametrize("binary", KUBECTLS)
+def test_kubectl_attach_through_the_api_server_emulated_apiserver(joined: Joined,
+                                                                  binary: str) -> None:
+    kubectl = Kubectl(joined.admin, binary)
+    proc = subprocess.Popen(kubectl.argv("attach", "shell", "-c", "reader", "-i"),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write(b"ping\n")
+        proc.stdin.flush()
+        read_until(proc.stdout.fileno(), b"got ping\n", 30, "the reader's answer")
+    finally:
+        proc.terminate()
         try:
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:

@@ -12,7 +12,7 @@ Here one thread per stream moves the bytes with non-blocking sockets and ``poll`
 thread, not two, because an SSL socket must not be read and written from two threads at
 once). A stream ends when either side closes or fails; then both sockets are closed and the
 thread ends. ``StreamSessions.stop()`` ends every live stream (the server is stopping).
-Accepted client connections get TCP keepalives (15 s, as Go's servers) so that a client
+Accepted client connections get TCP keepalives (15 s, as Go's servers) and no Nagle delay, so that a client
 that vanishes without a FIN is noticed.
 """
 
@@ -103,8 +103,11 @@ def dial(backend: Backend) -> socket.socket:
 
 
 def keep_alive(sock: socket.socket) -> None:
-    """TCP keepalives on an accepted connection, as Go's HTTP servers set them."""
+    """TCP keepalives and no Nagle delay on an accepted connection, as Go sets them (a
+    small write after unacknowledged TLS records would otherwise wait out the peer's
+    delayed ACK, 40 ms)."""
     with contextlib.suppress(OSError, AttributeError):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, _KEEPALIVE)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, _KEEPALIVE)
