@@ -12,8 +12,8 @@ Here one thread per stream moves the bytes with non-blocking sockets and ``poll`
 thread, not two, because an SSL socket must not be read and written from two threads at
 once). A stream ends when either side closes or fails; then both sockets are closed and the
 thread ends. ``StreamSessions.stop()`` ends every live stream (the server is stopping).
-Accepted client connections get TCP keepalives (15 s, as Go's servers) and no Nagle delay, so that a client
-that vanishes without a FIN is noticed.
+Handed-over client connections get no Nagle delay and TCP keepalives (15 s, as Go's
+servers), so that a client that vanishes without a FIN is noticed.
 """
 
 from __future__ import annotations
