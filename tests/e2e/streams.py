@@ -112,3 +112,21 @@ def refusal(sock: socket.socket, head: bytes) -> tuple[int, str]:
 
     code, body = answer(sock, head)
     return code, json.loads(body)["message"]
+
+
+def read_until_socket(sock: socket.socket, seen: bytes, needle: bytes, timeout: float,
+                      what: str) -> bytes:
+    """Read ``sock`` (after ``seen``) until ``needle`` has come, within ``timeout``."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while needle not in seen:
+        sock.settimeout(max(0.01, deadline - time.monotonic()))
+        try:
+            chunk = sock.recv(65536)
+        except TimeoutError:
+            raise AssertionError(f"{what}: {needle!r} did not come; got {seen[-500:]!r}") from None
+        if not chunk:
+            raise AssertionError(f"{what}: ended before {needle!r}; got {seen[-500:]!r}")
+        seen += chunk
+    return seen

@@ -33,6 +33,7 @@ from tests.e2e.streams import (
     counts,
     env,
     read_until,
+    read_until_socket,
     refusal,
     run_cli,
     server_flags,
@@ -212,17 +213,25 @@ def test_dropped_exec_sessions_leave_no_threads_descriptors_or_processes(
         daemon: Daemon) -> None:
     assert daemon.proc is not None
     pid = daemon.proc.pid
-    path = f"/exec/default/{POD}/main?command=cat&stdin=1&stdout=1&stderr=1"
-    sock, head = upgrade(daemon.port, path)  # the first one may start lazy parts
-    sock.close()
+    # Each session is dropped mid-stream: once its process runs (it said so). Dropped
+    # before, containerd 1.6 may never close the process's stdin (its CloseIO comes before
+    # the process has started), and the cat would stay: the runtime's race, not a stream.
+    path = (f"/exec/default/{POD}/main?command=sh&command=-c&command=echo+ready%3B+exec+cat"
+            "&stdin=1&stdout=1&stderr=1")
+
+    def session(reset: bool) -> None:
+        sock, head = upgrade(daemon.port, path)
+        assert status_of(head) == 101, head
+        read_until_socket(sock, head, b"ready", 30, "the exec'd process to start")
+        if reset:  # half drop with a reset, half with a FIN
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()
+
+    session(False)  # the first one may start lazy parts
     wait_for(lambda: _cats(daemon) == 0, 30, "the warm-up cat to end")
     threads, fds = counts(pid)
     for n in range(100):
-        sock, head = upgrade(daemon.port, path)
-        assert status_of(head) == 101, head
-        if n % 2:  # half drop with a reset, half with a FIN
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        sock.close()
+        session(bool(n % 2))
     now = wait_for(lambda: (c := counts(pid))[0] <= threads and c[1] <= fds and c, 60,
                    f"the daemon back to {threads} threads and {fds} descriptors")
     assert now
