@@ -1,7 +1,8 @@
 """Console-script entry point: ``kubelet-actors`` runs actors.app.main;
 ``kubelet-actors trace ...`` runs actors.app.trace_cli.main (the trace tools);
 ``kubelet-actors drill ...`` runs actors.app.drills.cli.main (the restart drills);
-``kubelet-actors logs ...`` runs actors.app.remote.logs_cli.main (a running daemon's logs)."""
+``kubelet-actors logs|exec|attach|port-forward ...`` talk to a running daemon
+(actors.app.remote)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,14 @@ def main(argv: list[str] | None = None) -> None:
         from actors.app.remote.logs_cli import main as logs_main
 
         sys.exit(logs_main(args[1:]))
+    if args[:1] in (["exec"], ["attach"]):
+        from actors.app.remote.stream_cli import main as stream_main
+
+        sys.exit(stream_main(args))
+    if args[:1] == ["port-forward"]:
+        from actors.app.remote.portforward import main as forward_main
+
+        sys.exit(forward_main(args))
     sys.exit(app_main(args))
 
 

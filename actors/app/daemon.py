@@ -24,6 +24,7 @@ from actors.app.feature_gates import EVENTED_PLEG, enabled
 from actors.app.flags import KubeletFlags
 from actors.app.http.security import main_port_security
 from actors.app.http.server import KubeletHTTPServer
+from actors.app.http.stream_routes import stream_host
 from actors.app.node import node_settings, this_node
 from actors.app.stats_setup import stats_wiring
 from actors.core.dispatch import ActorRef, Dispatch
@@ -223,11 +224,13 @@ def start_kubelet(
                                    (node_ip,))
     timers.start()
     sync_loop = tree.start(parts)
+    view = DaemonView(dispatch, metrics, manager)
     http = KubeletHTTPServer(
-        DaemonView(dispatch, metrics, manager), address=flags.address, port=flags.port,
+        view, address=flags.address, port=flags.port,
         read_only_port=flags.read_only_port, healthz_port=flags.healthz_port,
         healthz_address=flags.healthz_bind_address, tls=tls, auth=auth,
         stats=stats.endpoints,
+        streams=stream_host(view, runtime, metrics.observe_runtime_call),
     )
     try:
         http.start()

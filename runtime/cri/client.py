@@ -50,6 +50,7 @@ from runtime.cri.convert_images import (
 )
 from runtime.cri.sandbox_stats import SandboxStats, container_stats_full, sandbox_stats_from_proto
 from runtime.cri.service import CRIRuntime
+from runtime.cri.streaming import StreamingCRI
 from runtime.cri.types import (
     AuthConfig,
     Container,
@@ -333,6 +334,27 @@ class CRIClient:
         req = api_pb2.ReopenContainerLogRequest(container_id=container_id)
         self._call("ReopenContainerLog", req, api_pb2.ReopenContainerLogResponse)
 
+    # --- streaming (runtime.cri.streaming.StreamingRuntime) ---------------------------------
+
+    def exec(self, container_id: ContainerID, cmd: tuple[str, ...], tty: bool, stdin: bool,
+             stdout: bool, stderr: bool) -> str:
+        """The runtime's streaming URL for ``cmd`` in the container."""
+        req = api_pb2.ExecRequest(container_id=container_id, cmd=cmd, tty=tty, stdin=stdin,
+                                  stdout=stdout, stderr=stderr)
+        return self._call("Exec", req, api_pb2.ExecResponse).url
+
+    def attach(self, container_id: ContainerID, tty: bool, stdin: bool, stdout: bool,
+               stderr: bool) -> str:
+        """The runtime's streaming URL for attaching to the container."""
+        req = api_pb2.AttachRequest(container_id=container_id, tty=tty, stdin=stdin,
+                                    stdout=stdout, stderr=stderr)
+        return self._call("Attach", req, api_pb2.AttachResponse).url
+
+    def port_forward(self, sandbox_id: SandboxID, ports: tuple[int, ...]) -> str:
+        """The runtime's streaming URL for forwarding to ports of the sandbox."""
+        req = api_pb2.PortForwardRequest(pod_sandbox_id=sandbox_id, port=ports)
+        return self._call("PortForward", req, api_pb2.PortForwardResponse).url
+
     # --- ImageService --------------------------------------------------------------------
 
     def image_status(self, image: ImageSpec) -> Image | None:
@@ -384,4 +406,9 @@ class CRIClient:
 
 def _implements_cri_runtime(client: CRIClient) -> CRIRuntime:
     """Never called: lets mypy check that CRIClient implements both CRI protocols."""
+    return client
+
+
+def _implements_streaming(client: CRIClient) -> StreamingCRI:
+    """Never called: lets mypy check that CRIClient implements the streaming calls."""
     return client

@@ -94,6 +94,8 @@ RESOURCES: tuple[ResourceType, ...] = (
     ResourceType("", "v1", "pods", "pod", "Pod", True, short_names=("po",),
                  subresources={"status": ("Pod", _RW), "log": ("Pod", ("get",)),
                                "exec": ("PodExecOptions", ("create", "get")),
+                               "attach": ("PodAttachOptions", ("create", "get")),
+                               "portforward": ("PodPortForwardOptions", ("create", "get")),
                                "binding": ("Binding", ("create",))},
                  field_labels=_POD_FIELDS[0], get_fields=_POD_FIELDS[1], categories=("all",)),
     ResourceType("", "v1", "nodes", "node", "Node", False, short_names=("no",),

@@ -7,8 +7,8 @@ TLS handshake that asks for an optional client certificate. Requests are authent
 passed through the fault rules, then routed to discovery, the registry (resources.py,
 registry.py), TokenReview/SubjectAccessReview, or the pods/log proxy to the node's kubelet.
 
-Not emulated: pods/exec, attach and port-forward (they need SPDY/WebSocket upgrades; the
-issue that builds exec in the kubelet adds them: 501 until then), server-side apply,
+pods/exec, attach and portforward are proxied to the kubelet as upgrades (tests/apiserver/
+streams.py). Not emulated: server-side apply,
 protobuf, garbage collection of dependents, admission beyond the ServiceAccount and
 DefaultTolerationSeconds plug-ins, and OpenAPI schemas (/openapi/v2 is 404; /openapi/v3
 has only what tells kubectl to validate on the server, see resources.openapi_v3).
@@ -46,6 +46,7 @@ from tests.apiserver.requestlog import RequestLog
 from tests.apiserver.resources import ResourceType, discovery, lookup, openapi_v3
 from tests.apiserver.selectors import parse_fields, parse_labels
 from tests.apiserver.store import Store
+from tests.apiserver.streams import STREAM_SUBRESOURCES, kubelet_location, proxy_stream
 from tests.apiserver.tables import table
 
 VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.0-emulated",
@@ -285,6 +286,9 @@ class _Handler(BaseHTTPRequestHandler):
         if route.subresource == "log":
             self._proxy_log(route, query)
             return
+        if route.subresource in STREAM_SUBRESOURCES:
+            self._proxy_stream(route)
+            return
         if route.subresource and route.subresource != "status":
             raise errors.method_not_allowed(f"GET is not supported on {route.resource}")
         obj = reg.get(route.rt, route.namespace, route.name)
@@ -355,9 +359,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(201, reg.bind(route.namespace, route.name, body))
         elif route.subresource == "token":
             self._send_json(201, reg.token_request(route.namespace, route.name, body))
-        elif route.subresource == "exec":
-            raise errors.not_implemented("pods/exec is not emulated yet: it needs a SPDY or "
-                                         "WebSocket upgrade to the kubelet")
+        elif route.subresource in STREAM_SUBRESOURCES:
+            self._proxy_stream(route)
         elif route.subresource:
             raise errors.method_not_allowed(f"POST is not supported on {route.resource}")
         elif rt.kind == "TokenReview":
@@ -408,6 +411,18 @@ class _Handler(BaseHTTPRequestHandler):
                            item["metadata"]["name"], opts)
         self._send_json(200, {"kind": "Status", "apiVersion": "v1", "metadata": {},
                               "status": "Success"})
+
+    # --- pods/exec, attach, portforward ---------------------------------------------------
+
+    def _proxy_stream(self, route: _Route) -> None:
+        srv = self.server
+        pod = srv.registry.get(route.rt, route.namespace, route.name)
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query,
+                                      keep_blank_values=True)
+        location = kubelet_location(route.subresource, pod, query)
+        proxy_stream(self, srv.kubelet_url(pod["spec"]["nodeName"]),
+                     srv.kubelet_client_context(), location,
+                     f"{route.subresource} {route.namespace}/{route.name}")
 
     # --- pods/log -----------------------------------------------------------------------
 

@@ -89,9 +89,10 @@ class _AccessLog:
         params: dict[str, Any],
     ) -> None:
         # Runs after routing: unknown paths stay 404 whatever the method.
-        if resource is not None and req.method not in _ALLOWED_METHODS:
+        allowed = getattr(resource, "allowed_methods", _ALLOWED_METHODS)  # streams: POST too
+        if resource is not None and req.method not in allowed:
             raise falcon.HTTPMethodNotAllowed(
-                list(_ALLOWED_METHODS), description=f"method {req.method} is not allowed")
+                list(allowed), description=f"method {req.method} is not allowed")
 
     def process_response(
         self, req: falcon.Request, resp: falcon.Response, resource: object,

@@ -41,6 +41,9 @@ from actors.app.http.auth import PEER_SUBJECT, KubeletAuth
 from actors.app.http.disconnect import CLIENT_GONE, socket_closed
 from actors.app.http.routes import WSGIApp, build_app, build_healthz_app
 from actors.app.http.stats import StatsEndpoints
+from actors.app.http.stream_proxy import StreamSessions
+from actors.app.http.stream_routes import StreamHost, add_disabled_stream_routes, add_stream_routes
+from actors.app.http.upgrade import enable_upgrades
 from actors.app.http.view import KubeletView
 from runtime.errors import ConfigError
 
@@ -186,6 +189,7 @@ class KubeletHTTPServer:
         tls: tuple[ssl.SSLContext, str, str] | None = None,
         auth: KubeletAuth | None = None,
         stats: StatsEndpoints | None = None,
+        streams: StreamHost | None = None,
     ) -> None:
         for name, value in ((MAIN, port), (READ_ONLY, read_only_port),
                             (HEALTHZ, healthz_port)):
@@ -195,6 +199,8 @@ class KubeletHTTPServer:
         self._tls = tls
         self._auth = auth
         self._stats = stats
+        self._streams = streams  # exec, attach, port-forward on the main port
+        self._sessions = StreamSessions()
         self._wanted = (
             (MAIN, address, port), (READ_ONLY, address, read_only_port),
             (HEALTHZ, healthz_address, healthz_port),
@@ -214,6 +220,7 @@ class KubeletHTTPServer:
         if self._listeners:
             raise RuntimeError("the kubelet HTTP server is already started")
         self._stopping.clear()
+        self._sessions = StreamSessions()
         apps = {
             MAIN: build_app(self._view, self._stopping,
                             [self._auth.middleware()] if self._auth is not None else (),
@@ -221,6 +228,9 @@ class KubeletHTTPServer:
             READ_ONLY: build_app(self._view, self._stopping, stats=self._stats),
             HEALTHZ: build_healthz_app(self._view),
         }
+        if self._streams is not None:
+            add_stream_routes(apps[MAIN], self._streams)
+        add_disabled_stream_routes(apps[READ_ONLY])
         listeners: list[_Listener] = []
         try:
             for name, address, port in self._wanted:
@@ -250,6 +260,7 @@ class KubeletHTTPServer:
             server = _BoundTLSServer(listener.sock, listener.app,
                                      _PeerSubjectAdapter(context, cert, key),
                                      _THREADS[listener.name])
+            enable_upgrades(server, self._sessions)
             server.prepare()
             listener.server = server
             listener.thread = threading.Thread(
@@ -298,3 +309,4 @@ class KubeletHTTPServer:
                     logger.warning("HTTP {} listener did not stop within {:g}s",
                                    listener.name, _JOIN_TIMEOUT)
             listener.sock.close()
+        self._sessions.stop()  # streams the listeners handed over

@@ -1,2 +1,3 @@
-"""Commands that talk to a running daemon over its HTTP API (``kubelet-actors logs``,
-and the streaming commands): the connection options they share, and each command."""
+"""Commands that talk to a running kubelet over its main port (logs, exec, attach,
+port-forward), as kubectl talks to one through the API server: the connection options they
+share, and each command."""

@@ -444,5 +444,5 @@ def test_emulated_apiserver_proxies_pod_logs_to_the_kubelet(
     client.post(PODS, two)
     ambiguous = client.get(PODS + "/two/log")
     assert ambiguous.status == 400 and "choose one of: [app side]" in ambiguous.body["message"]
-    exec_ = client.post(PODS + "/web/exec", {})
-    assert exec_.status == 501
+    exec_ = client.post(PODS + "/web/exec", {})  # not an upgrade: refused before the kubelet
+    assert exec_.status == 400 and exec_.body["message"] == "Upgrade request required"
