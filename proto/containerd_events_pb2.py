@@ -26,7 +26,7 @@ from google.protobuf import any_pb2 as google_dot_protobuf_dot_any__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dproto/containerd_events.proto\x12\x1d\x63ontainerd.services.events.v1\x1a\x19google/protobuf/any.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"#\n\x10SubscribeRequest\x12\x0f\n\x07\x66ilters\x18\x01 \x03(\t\"\x80\x01\n\x08\x45nvelope\x12-\n\ttimestamp\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\r\n\x05topic\x18\x03 \x01(\t\x12#\n\x05\x65vent\x18\x04 \x01(\x0b\x32\x14.google.protobuf.Any\".\n\tTaskStart\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\x12\x0b\n\x03pid\x18\x02 \x01(\r\"}\n\x08TaskExit\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t\x12\x0b\n\x03pid\x18\x03 \x01(\r\x12\x13\n\x0b\x65xit_status\x18\x04 \x01(\r\x12-\n\texited_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x7f\n\nTaskDelete\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\x12\x0b\n\x03pid\x18\x02 \x01(\r\x12\x13\n\x0b\x65xit_status\x18\x03 \x01(\r\x12-\n\texited_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\n\n\x02id\x18\x05 \x01(\t\"\x1f\n\x07TaskOOM\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\",\n\x0f\x43ontainerCreate\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05image\x18\x02 \x01(\t\"\x1d\n\x0f\x43ontainerDelete\x12\n\n\x02id\x18\x01 \x01(\t2q\n\x06\x45vents\x12g\n\tSubscribe\x12/.containerd.services.events.v1.SubscribeRequest\x1a\'.containerd.services.events.v1.Envelope0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dproto/containerd_events.proto\x12\x1d\x63ontainerd.services.events.v1\x1a\x19google/protobuf/any.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"#\n\x10SubscribeRequest\x12\x0f\n\x07\x66ilters\x18\x01 \x03(\t\"\x80\x01\n\x08\x45nvelope\x12-\n\ttimestamp\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\r\n\x05topic\x18\x03 \x01(\t\x12#\n\x05\x65vent\x18\x04 \x01(\x0b\x32\x14.google.protobuf.Any\".\n\tTaskStart\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\x12\x0b\n\x03pid\x18\x02 \x01(\r\"}\n\x08TaskExit\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t\x12\x0b\n\x03pid\x18\x03 \x01(\r\x12\x13\n\x0b\x65xit_status\x18\x04 \x01(\r\x12-\n\texited_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x7f\n\nTaskDelete\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\x12\x0b\n\x03pid\x18\x02 \x01(\r\x12\x13\n\x0b\x65xit_status\x18\x03 \x01(\r\x12-\n\texited_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\n\n\x02id\x18\x05 \x01(\t\"\x1f\n\x07TaskOOM\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\"\x1d\n\x0f\x43ontainerDelete\x12\n\n\x02id\x18\x01 \x01(\t2q\n\x06\x45vents\x12g\n\tSubscribe\x12/.containerd.services.events.v1.SubscribeRequest\x1a\'.containerd.services.events.v1.Envelope0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -45,10 +45,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TASKDELETE']._serialized_end=594
   _globals['_TASKOOM']._serialized_start=596
   _globals['_TASKOOM']._serialized_end=627
-  _globals['_CONTAINERCREATE']._serialized_start=629
-  _globals['_CONTAINERCREATE']._serialized_end=673
-  _globals['_CONTAINERDELETE']._serialized_start=675
-  _globals['_CONTAINERDELETE']._serialized_end=704
-  _globals['_EVENTS']._serialized_start=706
-  _globals['_EVENTS']._serialized_end=819
+  _globals['_CONTAINERDELETE']._serialized_start=629
+  _globals['_CONTAINERDELETE']._serialized_end=658
+  _globals['_EVENTS']._serialized_start=660
+  _globals['_EVENTS']._serialized_end=773
 # @@protoc_insertion_point(module_scope)

@@ -195,31 +195,9 @@ class TaskOOM(_message.Message):
 Global___TaskOOM: _TypeAlias = TaskOOM  # noqa: Y015
 
 @_typing.final
-class ContainerCreate(_message.Message):
-    """/containers/create and /containers/delete."""
-
-    DESCRIPTOR: _descriptor.Descriptor
-
-    ID_FIELD_NUMBER: _builtins.int
-    IMAGE_FIELD_NUMBER: _builtins.int
-    id: _builtins.str
-    image: _builtins.str
-    def __init__(
-        self,
-        *,
-        id: _builtins.str = ...,
-        image: _builtins.str = ...,
-    ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["id", b"id", "image", b"image"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
-
-Global___ContainerCreate: _TypeAlias = ContainerCreate  # noqa: Y015
-
-@_typing.final
 class ContainerDelete(_message.Message):
+    """/containers/delete: the container record is gone."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     ID_FIELD_NUMBER: _builtins.int
