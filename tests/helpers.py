@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -55,3 +57,13 @@ def host_path_case(tmp_path: Path, prepare: str | None) -> Path:
     elif prepare == "no-parent":
         path = tmp_path / "missing" / "thing"
     return path
+
+
+def promtool_check(text: str) -> None:
+    """Prometheus' own checker on a metrics exposition: it must parse and pass its lint."""
+    promtool = shutil.which("promtool")
+    assert promtool, "promtool is missing: scripts/setup.sh installs Debian's prometheus"
+    done = subprocess.run([promtool, "check", "metrics"], input=text.encode(),
+                          capture_output=True, timeout=60, check=False)
+    # Exit 1: it does not parse; exit 3: it parses but breaks Prometheus' naming lint.
+    assert done.returncode == 0, done.stderr.decode() + done.stdout.decode()

@@ -86,8 +86,9 @@ def network_stats(interfaces: Iterable[InterfaceUsage], at: float,
     if not all_:
         return None
     d = default or InterfaceUsage("")
-    return s.NetworkStats(s.go_time(at), d.name, d.rx_bytes, d.rx_errors, d.tx_bytes,
-                          d.tx_errors, tuple(_interface(i) for i in all_))
+    return s.NetworkStats(time=s.go_time(at), name=d.name, rx_bytes=d.rx_bytes,
+                          rx_errors=d.rx_errors, tx_bytes=d.tx_bytes, tx_errors=d.tx_errors,
+                          interfaces=tuple(_interface(i) for i in all_))
 
 
 def cri_network(usage: NetworkUsage, at: float) -> s.NetworkStats | None:

@@ -23,7 +23,7 @@ def go_time(seconds: float) -> str:
 
 
 class _Obj(msgspec.Struct, frozen=True, omit_defaults=True, rename="camel"):
-    pass
+    """Every summary type: Go's camelCase JSON names, omitempty fields left out."""
 
 
 class CPUStats(_Obj, frozen=True):
@@ -56,15 +56,10 @@ class InterfaceStats(_Obj, frozen=True):
     tx_errors: int | None = None
 
 
-class NetworkStats(_Obj, frozen=True):
-    """NetworkStats with its default interface's InterfaceStats inline."""
+class NetworkStats(InterfaceStats, frozen=True, kw_only=True):
+    """NetworkStats: its default interface's InterfaceStats inline (Go's embedding)."""
 
     time: str
-    name: str
-    rx_bytes: int | None = None
-    rx_errors: int | None = None
-    tx_bytes: int | None = None
-    tx_errors: int | None = None
     interfaces: tuple[InterfaceStats, ...] | None = None
 
 
@@ -83,16 +78,9 @@ class PVCReference(_Obj, frozen=True):
     namespace: str
 
 
-class VolumeStats(_Obj, frozen=True):
-    """VolumeStats with its FsStats inline."""
+class VolumeStats(FsStats, frozen=True):
+    """VolumeStats: its FsStats inline (Go's embedding), then the volume's name."""
 
-    time: str
-    available_bytes: int | None = None
-    capacity_bytes: int | None = None
-    used_bytes: int | None = None
-    inodes_free: int | None = None
-    inodes: int | None = None
-    inodes_used: int | None = None
     name: str | None = None
     pvc_ref: PVCReference | None = None
 

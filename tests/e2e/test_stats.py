@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -19,7 +18,7 @@ from actors.app.testbed import BUSYBOX_IMAGE
 from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
 from tests.e2e.daemon import Daemon
-from tests.helpers import wait_for
+from tests.helpers import promtool_check, wait_for
 from tests.stats_v1alpha1 import PodStats, Summary, decode
 
 pytestmark = pytest.mark.e2e
@@ -95,11 +94,7 @@ def metrics(daemon: Daemon, path: str) -> dict[str, list[tuple[dict[str, str], f
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             out.setdefault(sample.name, []).append((sample.labels, sample.value))
-    promtool = shutil.which("promtool")
-    assert promtool, "promtool is missing: scripts/setup.sh installs Debian's prometheus"
-    done = subprocess.run([promtool, "check", "metrics"], input=text.encode(),
-                          capture_output=True, timeout=60, check=False)
-    assert done.returncode == 0, done.stdout.decode() + done.stderr.decode()
+    promtool_check(text)
     return out
 
 

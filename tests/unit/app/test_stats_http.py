@@ -5,8 +5,6 @@ upstream's."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import falcon.testing
@@ -23,6 +21,7 @@ from runtime.clock import FakeClock
 from runtime.prober.results import ProbeResult
 from runtime.stats.collector import StatsCollector, StatsSettings
 from runtime.testing.fake_runtime import FakeRuntime
+from tests.helpers import promtool_check
 from tests.stats_v1alpha1 import decode
 from tests.unit.app.test_http_server import FakeView
 from tests.unit.runtime.test_stats import IMAGE, _pod, fake_v1_tree
@@ -59,15 +58,6 @@ def families(text: str) -> dict[str, list[tuple[dict[str, str], float, float | N
             stamp = float(sample.timestamp) if sample.timestamp is not None else None
             out.setdefault(sample.name, []).append((sample.labels, sample.value, stamp))
     return out
-
-
-def promtool_check(text: str) -> None:
-    promtool = shutil.which("promtool")
-    assert promtool, "promtool is missing: scripts/setup.sh installs Debian's prometheus"
-    done = subprocess.run([promtool, "check", "metrics"], input=text.encode(),
-                          capture_output=True, timeout=60, check=False)
-    # Exit 1: it does not parse; exit 3: it parses but breaks Prometheus' naming lint.
-    assert done.returncode == 0, done.stderr.decode() + done.stdout.decode()
 
 
 def test_summary_decodes_strictly_as_upstreams_types(tmp_path: Path,
