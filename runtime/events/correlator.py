@@ -23,7 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from runtime.events.v1 import CoreEvent, rfc3339, unix_nanos
+from runtime.apitime import rfc3339
+from runtime.events.v1 import CoreEvent, unix_nanos
 
 MAX_LRU_CACHE_ENTRIES = 4096
 AGGREGATE_MAX_EVENTS = 10

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from runtime.apitime import rfc3339
 from runtime.events.recorder import ObjectRef
 
 DEFAULT_NAMESPACE = "default"
@@ -101,10 +102,6 @@ def make_event(ref: ObjectRef, type: str, reason: str, message: str, at: float,
 
 def unix_nanos(at: float) -> int:
     return round(at * 1e9)
-
-
-def rfc3339(at: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(at)))
 
 
 def parse_rfc3339(value: Any) -> float:

@@ -11,12 +11,12 @@ that order). No I/O here: what the machine and the runtime say comes in as
 from __future__ import annotations
 
 import copy
-import datetime
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from runtime.apitime import rfc3339
 from runtime.errors import ConfigError
 
 __all__ = ["CONTROLLER_MANAGED_ATTACH", "DEFAULT_LABELS", "MachineFacts", "NodeConfig",
@@ -148,9 +148,6 @@ class NodeHealth:
     pid_pressure: bool = False
 
 
-def rfc3339(at: float) -> str:
-    """metav1.Time on the wire: seconds, UTC."""
-    return datetime.datetime.fromtimestamp(int(at), datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def aggregate_message(messages: tuple[str, ...] | list[str]) -> str:

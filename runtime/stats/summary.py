@@ -9,17 +9,16 @@ strings: RFC 3339 in UTC to the second.
 
 from __future__ import annotations
 
-import time
-
 import msgspec
+
+from runtime.apitime import rfc3339
 
 SYSTEM_CONTAINER_PODS = "pods"
 """upstream's SystemContainerPods: the system container of the pods' cgroup root."""
 
 
-def go_time(seconds: float) -> str:
-    """A metav1.Time as JSON: RFC 3339, UTC, whole seconds."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(seconds)))
+go_time = rfc3339
+"""A metav1.Time as JSON: RFC 3339, UTC, whole seconds."""
 
 
 class _Obj(msgspec.Struct, frozen=True, omit_defaults=True, rename="camel"):

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import datetime
-
 import msgspec
+
+from runtime.apitime import rfc3339 as rfc3339
 
 
 class APIModel(msgspec.Struct, frozen=True, rename="camel", kw_only=True, omit_defaults=True):
     """Base of the status values; JSON names are the Kubernetes ones."""
 
 
-def rfc3339(seconds: float) -> str:
-    """Kubernetes timestamps: UTC, whole seconds, ``Z`` suffix."""
-    moment = datetime.datetime.fromtimestamp(int(seconds), tz=datetime.UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class ContainerStateWaiting(APIModel, frozen=True):
