@@ -51,6 +51,7 @@ from runtime.cri.types import ContainerStatus
 from runtime.errors import CRINotFound
 from runtime.ids import ContainerID
 from runtime.kubeapi.objects import WatchingObjects
+from runtime.kuberuntime.host_paths import HOST_PATHS_TARGET, HostPaths, NodeHostPaths
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.object_source import ObjectSource
 from runtime.pod.model import Pod
@@ -184,8 +185,10 @@ def start_kubelet(
         node=node_settings(flags),
         timing=WorkerTiming(resync_interval=flags.sync_frequency),
         supervisor=sync_settings, host_ip=node_ip, embedded=containerd is not None,
-        cluster=cluster is not None, events=True, stats=stats.parts is not None)
+        cluster=cluster is not None, events=True, stats=stats.parts is not None,
+        host_paths=True)
     writer: TraceWriter | None = None
+    host_paths: HostPaths = NodeHostPaths()
     calls: tuple[Interceptor, ...] = (Timing(metrics.observe_runtime_call), *runtime_faults)
     clock = real_clock
     if flags.trace_dir:
@@ -197,6 +200,7 @@ def start_kubelet(
         if containerd is not None:
             containerd = intercept(containerd, ManagedContainerd, recording,
                                    target="containerd")
+        host_paths = intercept(host_paths, HostPaths, recording, target=HOST_PATHS_TARGET)
         logger.info("recording a trace in {}", flags.trace_dir)
     instrumented = intercept(runtime, CRIRuntime, *calls)
     dispatch = Dispatch(recorder=writer, faults=faults)
@@ -213,7 +217,8 @@ def start_kubelet(
     cgroups = start_pod_cgroups(flags, runtime, embedded=containerd is not None)
     manager = KubeRuntimeManager(instrumented, config.node, clock, node_ip=node_ip,
                                  observe=dispatch.observe, cgroups=cgroups,
-                                 objects=objects, events=DispatchRecorder(dispatch))
+                                 objects=objects, events=DispatchRecorder(dispatch),
+                                 host_paths=host_paths)
     timers = TimerService(dispatch, real_clock)
     events = (containerd_subscriptions(runtime_endpoint)
               if runtime_endpoint and enabled(flags.feature_gates, EVENTED_PLEG) else None)

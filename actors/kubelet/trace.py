@@ -26,6 +26,7 @@ from runtime.containerd.managed import ManagedContainerd
 from runtime.cri.intercept import intercept, result_types
 from runtime.cri.service import CRIRuntime
 from runtime.events.recorder import NULL_RECORDER
+from runtime.kuberuntime.host_paths import HOST_PATHS_TARGET, CheckOnlyHostPaths, HostPaths
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.object_source import ObjectSource
 
@@ -51,7 +52,8 @@ for _recorded, _name in LEGACY_TYPES.items():
 _NOT_ACTORS = frozenset({names.TIMERS, "test"})
 """Senders that are not actors: the timer thread, and tests telling actors things."""
 
-_RESULTS = {"runtime": result_types(CRIRuntime), "containerd": result_types(ManagedContainerd)}
+_RESULTS = {"runtime": result_types(CRIRuntime), "containerd": result_types(ManagedContainerd),
+            HOST_PATHS_TARGET: result_types(HostPaths)}
 
 
 class _StubRef:
@@ -151,9 +153,14 @@ class KubeletWorld:
                                                 target="kubeapi"))
                    if config.cluster else None)
         events = (DispatchRecorder(stubs.dispatch) if config.events else NULL_RECORDER)
+        # hostPath volumes as recorded: the replay never looks at, nor makes, a node path.
+        host_paths: HostPaths = (
+            cast(HostPaths, intercept(Unreachable(), HostPaths, stubs.answers,
+                                      target=HOST_PATHS_TARGET))
+            if config.host_paths else CheckOnlyHostPaths())
         manager = KubeRuntimeManager(runtime, node, clock, node_ip=config.host_ip,
                                      observe=stubs.dispatch.observe, objects=objects,
-                                     events=events)
+                                     events=events, host_paths=host_paths)
         return KubeletParts(stubs.dispatch, timers, clock, runtime, manager, config,
                             containerd=containerd, executor=InertExecutor)
 

@@ -70,6 +70,7 @@ class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
     cluster: bool = False  # joined to an API server: status also goes to the pod writer
     events: bool = False  # events recorded (traces from before events replay without)
     stats: bool = False  # the stats actor runs (last child; not replayed, see stats_collector)
+    host_paths: bool = False  # hostPath answers recorded (older traces: checked read-only)
 
     def to_header(self) -> dict[str, Any]:
         header: dict[str, Any] = msgspec.to_builtins(self)

@@ -20,6 +20,7 @@ from runtime.kuberuntime.actions import KillReason
 from runtime.kuberuntime.backoff import Backoff, Observe, unobserved
 from runtime.kuberuntime.container_config import generate_container_config
 from runtime.kuberuntime.hooks import HandlerRunner
+from runtime.kuberuntime.host_paths import HostPaths
 from runtime.kuberuntime.images import ImageManager
 from runtime.kuberuntime.labels import hash_container, parse_container_labels
 from runtime.kuberuntime.object_source import ObjectSource
@@ -27,6 +28,7 @@ from runtime.kuberuntime.podstatus import RuntimePodStatus
 from runtime.kuberuntime.security_context import image_user
 from runtime.kuberuntime.settings import NodeSettings
 from runtime.kuberuntime.termination_order import TerminationOrdering
+from runtime.kuberuntime.volumes import NODE_HOST_PATHS
 from runtime.pod.model import Container, LifecycleHandler, Pod
 
 MIN_GRACE_SECONDS = 2
@@ -86,6 +88,7 @@ class ContainerLifecycle:
         self._hooks = HandlerRunner(runtime, clock)
         # The API server's objects (cluster mode; set by KubeRuntimeManager), else None.
         self.objects: ObjectSource | None = None
+        self.host_paths: HostPaths = NODE_HOST_PATHS  # the manager's (a trace records it)
         self.events: EventRecorder = NULL_RECORDER  # set by KubeRuntimeManager
         self.crash_backoff: Backoff[CrashKey] = Backoff(
             clock, initial=10.0, maximum=300.0, name="crash-backoff", observe=observe)
@@ -173,6 +176,7 @@ class ContainerLifecycle:
             pid_target,
             image_user=user,
             objects=self.objects,
+            host_paths=self.host_paths,
         )
         os.makedirs(log_dir, exist_ok=True)
         try:

@@ -19,9 +19,9 @@ from runtime.cri.types import (
 )
 from runtime.errors import SyncError
 from runtime.kuberuntime.api_env import ObjectEnv, service_env
-from runtime.kuberuntime.api_volumes import api_volume_path, is_api_volume
 from runtime.kuberuntime.downward import DownwardAPIError, env_field_value, resource_value
 from runtime.kuberuntime.etc_hosts import pod_hosts_mount
+from runtime.kuberuntime.host_paths import HostPaths
 from runtime.kuberuntime.labels import container_annotations, container_labels
 from runtime.kuberuntime.object_source import ObjectSource
 from runtime.kuberuntime.security_context import (
@@ -32,7 +32,7 @@ from runtime.kuberuntime.security_context import (
     verify_run_as_non_root,
 )
 from runtime.kuberuntime.settings import NodeSettings
-from runtime.kuberuntime.volumes import VolumeSetupError, set_up_volume
+from runtime.kuberuntime.volumes import NODE_HOST_PATHS, VolumeSetupError, volume_path
 from runtime.machine import mem_total
 from runtime.pod.model import Container, Pod
 
@@ -134,7 +134,7 @@ def _make_api_env(pod: Pod, container: Container, pod_ip: str, node_ip: str,
 
 def make_mounts(
     pod: Pod, container: Container, settings: NodeSettings, restart_count: int,
-    pod_ip: str = "", objects: ObjectSource | None = None,
+    pod_ip: str = "", host_paths: HostPaths = NODE_HOST_PATHS,
 ) -> tuple[Mount, ...]:
     volumes = {v.name: v for v in pod.spec.volumes}
     mounts: list[Mount] = []
@@ -145,15 +145,18 @@ def make_mounts(
                 "CreateContainerConfigError", f'volumeMount "{vm.name}" names no volume'
             )
         try:
-            # Set up before the sandbox (KubeRuntimeManager): here only looked up again.
-            host = (api_volume_path(pod, volume, settings)
-                    if objects is not None and is_api_volume(volume)
-                    else set_up_volume(pod, volume, settings))
+            # Set up before the sandbox (KubeRuntimeManager): here only looked up.
+            host = volume_path(pod, volume, settings)
         except VolumeSetupError as err:
             raise SyncError("CreateContainerConfigError", str(err)) from err
         if vm.sub_path:
             host = os.path.join(host, vm.sub_path)
-            os.makedirs(host, exist_ok=True)
+            if volume.host_path is None:
+                os.makedirs(host, exist_ok=True)  # inside the pod's own directory
+            else:  # a node path: made through the service a trace records
+                error = host_paths.prepare(host, "DirectoryOrCreate")
+                if error:
+                    raise SyncError("CreateContainerConfigError", error)
         mounts.append(Mount(container_path=vm.mount_path, host_path=host, readonly=vm.read_only))
     if container.termination_message_path and not any(
         m.container_path == container.termination_message_path for m in mounts
@@ -184,12 +187,13 @@ def generate_container_config(
     pid_target: str = "",
     image_user: ImageUser = ROOT_USER,
     objects: ObjectSource | None = None,
+    host_paths: HostPaths = NODE_HOST_PATHS,
 ) -> ContainerConfig:
     """The CreateContainer config; SyncError(CreateContainerConfigError) when it can't be.
 
     ``image_user`` is the user the image's config names (security_context.image_user of
     its ImageStatus), for the runAsNonRoot check and as the user to run as when the pod
-    names none.
+    names none. ``host_paths`` makes the subPath directories of hostPath volumes.
     """
     refused = verify_run_as_non_root(pod, container, image_user)
     if refused is not None:
@@ -213,7 +217,7 @@ def generate_container_config(
         args=tuple(expand(a, env) for a in container.args),
         working_dir=container.working_dir,
         envs=tuple(KeyValue(k, v) for k, v in env.items()),
-        mounts=make_mounts(pod, container, settings, restart_count, pod_ip, objects),
+        mounts=make_mounts(pod, container, settings, restart_count, pod_ip, host_paths),
         labels=container_labels(pod, container),
         annotations=container_annotations(pod, container, restart_count),
         log_path=os.path.join(container.name, f"{restart_count}.log"),

@@ -37,6 +37,7 @@ from runtime.kuberuntime.backoff import Observe, unobserved
 from runtime.kuberuntime.container import STOPPING, ContainerLifecycle
 from runtime.kuberuntime.dns import ResolvConfError
 from runtime.kuberuntime.ephemeral import as_container, ephemeral_containers, target_id
+from runtime.kuberuntime.host_paths import HostPaths
 from runtime.kuberuntime.hostname import HostnameError
 from runtime.kuberuntime.images import ImageManager
 from runtime.kuberuntime.object_source import ObjectSource
@@ -46,7 +47,7 @@ from runtime.kuberuntime.sandbox import generate_sandbox_config
 from runtime.kuberuntime.settings import NodeSettings
 from runtime.kuberuntime.termination_message import read_termination_message
 from runtime.kuberuntime.termination_order import TerminationOrdering, has_sidecars
-from runtime.kuberuntime.volumes import set_up_volumes
+from runtime.kuberuntime.volumes import NODE_HOST_PATHS, set_up_volumes
 from runtime.pod.model import Container, Pod
 
 
@@ -64,6 +65,7 @@ class KubeRuntimeManager:
         cgroups: PodCgroups | None = None,
         objects: ObjectSource | None = None,
         events: EventRecorder = NULL_RECORDER,
+        host_paths: HostPaths = NODE_HOST_PATHS,
     ) -> None:
         """``observe``: what reads of the back-off tables go through (see
         runtime.kuberuntime.backoff; a kubelet passes its Dispatch's ``observe``).
@@ -71,7 +73,8 @@ class KubeRuntimeManager:
         it the sandboxes still name their pod cgroup, which nothing creates.
         ``objects``: the API server's ConfigMaps, Secrets, Services and tokens (cluster
         mode); None standalone, where those are missing. ``events``: where the events
-        of what it does go (upstream's recorder; actors.kubelet.events sends them on)."""
+        of what it does go (upstream's recorder; actors.kubelet.events sends them on).
+        ``host_paths``: what prepares hostPath volumes (a trace records its answers)."""
         self.runtime = runtime
         self.cgroups = cgroups
         self.settings = settings
@@ -83,6 +86,7 @@ class KubeRuntimeManager:
         self._kill_parallelism = kill_parallelism
         self._observe_input: Callable[[str, Any], Any] = observe
         self.objects = objects
+        self.host_paths = self.containers.host_paths = host_paths
         self.images.objects = self.containers.objects = objects
         self.events = events
         self.images.events = self.containers.events = events
@@ -166,7 +170,7 @@ class KubeRuntimeManager:
         WaitForAttachAndMount): when one cannot be had, nothing starts, the pod stays
         Pending with its containers ContainerCreating, and each failure is logged as
         upstream's FailedMount event. An empty result when every volume is ready."""
-        failures = set_up_volumes(pod, self.settings, self.objects)
+        failures = set_up_volumes(pod, self.settings, self.objects, self.host_paths)
         if not failures:
             return PodSyncResult()
         log = logger.bind(pod=pod.metadata.name, uid=pod.uid, container="")

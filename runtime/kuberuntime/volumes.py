@@ -19,17 +19,21 @@ from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
 
 from runtime.kuberuntime.api_volumes import APIVolumeError, is_api_volume, set_up_api_volume
 from runtime.kuberuntime.atomic_writer import AtomicWriter, FileProjection, PayloadError
 from runtime.kuberuntime.downward import volume_file_values
+from runtime.kuberuntime.host_paths import HostPaths, NodeHostPaths
 from runtime.kuberuntime.object_source import ObjectSource
 from runtime.kuberuntime.settings import NodeSettings
 from runtime.kuberuntime.volume_ownership import apply_fs_group
 from runtime.pod.model import DownwardAPIVolumeFile, Pod, Volume, volume_source
 
-__all__ = ["VolumeSetupError", "set_up_volume", "set_up_volumes"]
+__all__ = ["VolumeSetupError", "set_up_volume", "set_up_volumes", "volume_path"]
+
+
+NODE_HOST_PATHS: HostPaths = NodeHostPaths()
+"""The node's own paths, for callers that inject none."""
 
 
 class VolumeSetupError(Exception):
@@ -57,31 +61,12 @@ def _empty_volume(pod: Pod, plugin: str, volume: Volume, settings: NodeSettings,
     return path
 
 
-def _host_path(volume: Volume) -> str:
-    """upstream's hostPath checkTypeInternal, in its words."""
+def _host_path(volume: Volume, host_paths: HostPaths) -> str:
     assert volume.host_path is not None
-    path, kind = volume.host_path.path, volume.host_path.type or ""
-    p = Path(path)
-    if kind == "DirectoryOrCreate" and not os.path.exists(path):
-        os.makedirs(path, mode=0o755, exist_ok=True)
-    elif kind == "FileOrCreate" and not os.path.exists(path):
-        try:
-            p.touch(mode=0o644)
-        except OSError as err:
-            raise VolumeSetupError(f"open {path}: {(err.strerror or str(err)).lower()}") from err
-    checks = {
-        "DirectoryOrCreate": (p.is_dir, "a directory"), "Directory": (p.is_dir, "a directory"),
-        "FileOrCreate": (p.is_file, "a file"), "File": (p.is_file, "a file"),
-        "Socket": (p.is_socket, "a socket file"), "CharDevice": (p.is_char_device,
-                                                                 "a character device"),
-        "BlockDevice": (p.is_block_device, "a block device"),
-    }
-    if kind and kind in checks:
-        check, what = checks[kind]
-        if not check():
-            raise VolumeSetupError(f"hostPath type check failed: {path} is not {what}")
-    elif kind:
-        raise VolumeSetupError(f"{kind} is an invalid volume type")
+    path = volume.host_path.path
+    error = host_paths.prepare(path, volume.host_path.type or "")
+    if error:
+        raise VolumeSetupError(error)
     return path
 
 
@@ -139,17 +124,19 @@ def _projected(pod: Pod, volume: Volume, settings: NodeSettings) -> str:
 
 
 def set_up_volume(pod: Pod, volume: Volume, settings: NodeSettings,
-                  objects: ObjectSource | None = None) -> str:
+                  objects: ObjectSource | None = None,
+                  host_paths: HostPaths = NODE_HOST_PATHS) -> str:
     """Set ``volume`` up on the node and return its host path; VolumeSetupError with
     upstream's message when it cannot be had. With ``objects`` (cluster mode) configMap,
-    secret and projected volumes come from the API server (api_volumes)."""
+    secret and projected volumes come from the API server (api_volumes); hostPath volumes
+    are prepared by ``host_paths``."""
     if objects is not None and is_api_volume(volume):
         try:
             return set_up_api_volume(pod, volume, settings, objects)
         except APIVolumeError as err:
             raise VolumeSetupError(str(err)) from err
     if volume.host_path is not None:
-        return _host_path(volume)
+        return _host_path(volume, host_paths)
     source = volume_source(volume)
     if source is None or source == "emptyDir":
         # Any container user may write an emptyDir, as upstream makes it.
@@ -186,16 +173,34 @@ def set_up_volume(pod: Pod, volume: Volume, settings: NodeSettings,
         f"no volume plugin matched: this kubelet cannot mount {source} volumes")
 
 
-def set_up_volumes(pod: Pod, settings: NodeSettings, objects: ObjectSource | None = None
-                   ) -> tuple[tuple[str, str], ...]:
+def set_up_volumes(pod: Pod, settings: NodeSettings, objects: ObjectSource | None = None,
+                   host_paths: HostPaths = NODE_HOST_PATHS) -> tuple[tuple[str, str], ...]:
     """Set up every volume of ``pod``, as upstream's volume manager does before the pod
     starts; the (volume name, upstream's error) of each one that cannot be had."""
     failures: list[tuple[str, str]] = []
     for volume in pod.spec.volumes:
         try:
-            apply_fs_group(pod, volume, set_up_volume(pod, volume, settings, objects), settings)
+            apply_fs_group(pod, volume,
+                           set_up_volume(pod, volume, settings, objects, host_paths), settings)
         except VolumeSetupError as err:
             failures.append((volume.name, str(err)))
         except OSError as err:
             failures.append((volume.name, f"{err.filename}: {err.strerror}"))
     return tuple(failures)
+
+
+_PLUGIN_DIRS = {"emptyDir": "empty-dir", "configMap": "configmap", "secret": "secret",
+                "projected": "projected", "downwardAPI": "downward-api"}
+"""The plugin directory (``kubernetes.io~<plugin>``) of each volume kind set up there."""
+
+
+def volume_path(pod: Pod, volume: Volume, settings: NodeSettings) -> str:
+    """Where ``volume``, set up before the sandbox (set_up_volumes), is on the node: looked
+    up, the node untouched, as upstream's makeMounts looks it up among the volume
+    manager's mounted volumes; VolumeSetupError with its words for one never set up."""
+    if volume.host_path is not None:
+        return volume.host_path.path
+    plugin = _PLUGIN_DIRS.get(volume_source(volume) or "emptyDir")
+    if plugin is None:
+        raise VolumeSetupError(f'cannot find volume "{volume.name}" to mount into container')
+    return _plugin_dir(pod, plugin, volume, settings)

@@ -43,9 +43,18 @@ from runtime.cri.service import CRIRuntime
 from runtime.cri.types import ContainerState
 from runtime.ids import ContainerID
 from runtime.kuberuntime import labels as L
+from runtime.kuberuntime.host_paths import HOST_PATHS_TARGET, HostPaths, NodeHostPaths
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.settings import NodeSettings
-from runtime.pod.model import Container, ObjectMeta, Pod, PodSpec
+from runtime.pod.model import (
+    Container,
+    HostPathVolumeSource,
+    ObjectMeta,
+    Pod,
+    PodSpec,
+    Volume,
+    VolumeMount,
+)
 from runtime.stats.collector import StatsCollector, StatsSettings
 from runtime.testing.fake_runtime import FakeRuntime
 from tests.helpers import wait_for
@@ -223,7 +232,8 @@ class RecordedNode:
                               # Fixed, so a Burstable pod's oom_score_adj replays anywhere.
                               memory_capacity=4 * 2**30),
             timing=WorkerTiming(60.0),
-            supervisor=SyncLoopSettings(expected_sources=frozenset({"file"})), stats=stats)
+            supervisor=SyncLoopSettings(expected_sources=frozenset({"file"})), stats=stats,
+            host_paths=True)
         self.writer = TrackingWriter(directory, config=config.to_header())
         self.activity = self.writer.activity
         self.dispatch = d = Dispatch(recorder=self.writer, faults=faults)
@@ -232,7 +242,11 @@ class RecordedNode:
                             *((faults,) if faults is not None else ()))
         clock: Any = RecordingClock(self.fake_clock, self.writer)
         self.timers = ManualTimers(d, self.fake_clock)
-        manager = KubeRuntimeManager(runtime, config.node, clock, observe=d.observe)
+        # hostPath volumes read and make node paths: their answers recorded, as the daemon's.
+        host_paths = intercept(NodeHostPaths(), HostPaths, RecordingInterceptor(self.writer),
+                               target=HOST_PATHS_TARGET)
+        manager = KubeRuntimeManager(runtime, config.node, clock, observe=d.observe,
+                                     host_paths=host_paths)
         # The stats actor measures the fake runtime outside the recording, as the daemon
         # measures the real one (actors.app.stats_setup).
         self.stats = StatsParts(StatsCollector(self.fake, StatsSettings(
@@ -440,10 +454,41 @@ def dead_letter_during_group_restart(directory: Path) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def with_host_paths(p: Pod, *volumes: tuple[str, str, str]) -> Pod:
+    """``p`` with a hostPath volume (name, path, type) mounted in its container per entry."""
+    mounts = tuple(VolumeMount(name=name, mount_path=f"/{name}") for name, _, _ in volumes)
+    container = msgspec.structs.replace(p.spec.containers[0], volume_mounts=mounts)
+    return msgspec.structs.replace(p, spec=msgspec.structs.replace(
+        p.spec, containers=(container,), volumes=tuple(
+            Volume(name=name, host_path=HostPathVolumeSource(path=path, type=kind))
+            for name, path, kind in volumes)))
+
+
+def host_path_volumes(directory: Path) -> None:
+    """A pod with a hostPath DirectoryOrCreate it makes and a hostPath File it finds runs;
+    both paths are gone when the run ends (issue 16: a replay made the directory on the
+    machine it replayed on, and the File's type check failed there: FailedMount, no
+    sandbox, a divergence)."""
+    scratch = Path(tempfile.mkdtemp(prefix="scenario-"))
+    host = Path(tempfile.mkdtemp(prefix="scenario-host-"))
+    (host / "config.txt").write_text("recorded\n")
+    node = RecordedNode(directory, scratch)
+    try:
+        node.snapshot(with_host_paths(pod("u5", "hosted"),
+                                      ("made", str(host / "made"), "DirectoryOrCreate"),
+                                      ("found", str(host / "config.txt"), "File")))
+        node.until("the pod to run", lambda: len(node.running("u5")) == 1)
+    finally:
+        node.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(host, ignore_errors=True)
+
+
 SCENARIOS = {"restart-and-remove": restart_and_remove,
              "completed-under-never": completed_under_never,
              "worker-mail-while-down": worker_mail_while_down,
-             "dead-letter-during-group-restart": dead_letter_during_group_restart}
+             "dead-letter-during-group-restart": dead_letter_during_group_restart,
+             "host-path-volumes": host_path_volumes}
 
 
 def record_all(target: Path = HERE) -> None:

@@ -154,9 +154,6 @@ def run_drill(drill: Drill, seed: int, trace_root: Path, bed: Bed = DRILLS) -> V
                 verdict.step, verdict.detail = "restart intensity", "; ".join(problems)
         verdict.replay, verdict.divergence = replay_traces(
             env.trace_dirs, env.trace_dir / ".replay-scratch", env.notes)
-        # A replayed pod worker sets up hostPath volumes on the real filesystem (their
-        # type checks are not recorded inputs): what it made under the drill's dir goes.
-        shutil.rmtree(env.base, ignore_errors=True)
     verdict.duration = time.monotonic() - started
     return verdict
 

@@ -8,6 +8,7 @@ from an installed wheel, so none of it may live in tests/ or bench/.
 
 from actors.app.testbed.beds import (
     BENCH,
+    BENCH_WIDE,
     DIR_PARENT,
     DRILLS,
     E2E,
@@ -29,6 +30,7 @@ from actors.app.testbed.registry import (
 
 __all__ = [
     "BENCH",
+    "BENCH_WIDE",
     "BUSYBOX_IMAGE",
     "BUSYBOX_NONROOT_IMAGE",
     "DIR_PARENT",

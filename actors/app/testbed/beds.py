@@ -78,3 +78,5 @@ class Bed:
 E2E = Bed("e2e", "kat-e2e-", "kat0", "10.89.0.0/24")
 DRILLS = Bed("drills", "kad-drill-", "kad0", "10.92.0.0/24")
 BENCH = Bed("bench", "kab-bench-", "kab0", "10.91.0.0/24")
+BENCH_WIDE = Bed("bench-wide", "kaw-bench-", "kaw0", "10.94.0.0/22")
+"""For benchmarks of more pods than a /24 holds (bench.scale_bench runs 500)."""

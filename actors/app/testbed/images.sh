@@ -334,6 +334,12 @@ cmd_status() {
 # --- main --------------------------------------------------------------------------------
 
 [[ $# -gt 0 ]] || set -- status
+# One images.sh at a time on a machine, whoever runs it (setup.sh, a test run, a drill, a
+# user): a build empties a layout before it fills it again, so a second build, push or
+# status at the same time would find it half made and fail.
+mkdir -p "$IMAGES_DIR"
+exec 9>"$IMAGES_DIR/.images.sh.lock"
+flock 9
 for cmd in "$@"; do
     case "$cmd" in
         build) cmd_build ;;

@@ -19,6 +19,7 @@ from actors.kubelet import names
 from actors.kubelet.messages import UpdatePod
 from actors.kubelet.trace import KubeletWorld
 from runtime.kuberuntime import actions
+from runtime.kuberuntime.host_paths import HOST_PATHS_TARGET
 from tests.traces.scenarios import HERE, SCENARIOS, restart_and_remove
 
 WORLD = KubeletWorld()
@@ -221,3 +222,33 @@ def test_a_dead_letter_taken_after_its_child_restarted_replays(tmp_path: Path) -
     assert passed_on and all(_sent_by(trace, d) == ["Tick"] for d in passed_on)
     report = replay(trace, WORLD)
     assert report.ok, format_report(report)
+
+
+# Issue 16: hostPath volumes are answered as recorded; a replay never reads or makes node paths.
+
+
+def _host_paths_in(trace: Trace) -> list[tuple[str, str]]:
+    return [(r["args"][0], r["args"][1]) for r in trace.records
+            if r["k"] == "call" and r.get("target") == HOST_PATHS_TARGET]
+
+
+def test_host_path_volumes_replay_as_recorded_without_touching_the_node() -> None:
+    """The kept run made a DirectoryOrCreate path and found a File path, both gone now."""
+    trace = read_trace(HERE / "host-path-volumes")
+    paths = _host_paths_in(trace)
+    assert {kind for _, kind in paths} == {"DirectoryOrCreate", "File"}
+    assert not any(Path(path).exists() for path, _ in paths)
+    report = replay(trace, WORLD)
+    assert report.ok, format_report(report)
+    assert not any(Path(path).exists() for path, _ in paths)
+
+
+def test_host_path_volumes_read_from_the_node_diverge_where_the_node_differs() -> None:
+    """What the recorded answers prevent: replayed as traces from before them are (the
+    node's paths read), the File is missing here, the mount fails and the sync differs."""
+    trace = read_trace(HERE / "host-path-volumes")
+    trace.header["config"]["host_paths"] = False
+    report = replay(trace, WORLD)
+    assert report.divergence is not None
+    assert report.divergence.actor == names.worker_name("u5")
+    assert not any(Path(path).exists() for path, _ in _host_paths_in(trace))

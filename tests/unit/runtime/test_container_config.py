@@ -22,6 +22,7 @@ from runtime.kuberuntime.container_config import (
     make_env,
 )
 from runtime.kuberuntime.settings import NodeSettings
+from runtime.kuberuntime.volumes import set_up_volumes
 from runtime.pod.model import (
     Container,
     ContainerPort,
@@ -203,9 +204,13 @@ def test_bad_quantity_is_config_error(settings: NodeSettings) -> None:
 def config_with(
     volume: Volume, mount: VolumeMount, settings: NodeSettings
 ) -> list[tuple[str, str, bool]]:
+    """The mounts of a container of a pod whose volumes were set up first, as the kubelet
+    sets them up before the sandbox (KubeRuntimeManager.mount_volumes)."""
     c = Container(name="app", image="busybox", volume_mounts=(mount,),
                   termination_message_path="")
-    cfg = generate_container_config(make_pod(c, (volume,)), c, "", 0, "", settings)
+    pod = make_pod(c, (volume,))
+    assert set_up_volumes(pod, settings) == ()
+    cfg = generate_container_config(pod, c, "", 0, "", settings)
     return [(m.container_path, m.host_path, m.readonly) for m in cfg.mounts]
 
 
@@ -270,12 +275,32 @@ def test_host_path_ok(kind: str, prepare: str | None, made: str | None, tmp_path
 )
 def test_host_path_errors(kind: str, prepare: str | None, tmp_path: Path,
                           settings: NodeSettings) -> None:
+    """The volume's set-up fails (the pod's sync stops at FailedMount, before any config)."""
     path = host_path_case(tmp_path, prepare)
-    with pytest.raises(SyncError) as err:
-        config_with(Volume(name="h", host_path=HostPathVolumeSource(path=str(path), type=kind)),
-                    VolumeMount(name="h", mount_path="/h"), settings)
-    assert err.value.reason == "CreateContainerConfigError"
+    c = Container(name="app", image="busybox",
+                  volume_mounts=(VolumeMount(name="h", mount_path="/h"),))
+    pod = make_pod(c, (Volume(name="h", host_path=HostPathVolumeSource(path=str(path),
+                                                                       type=kind)),))
+    [(volume, _)] = set_up_volumes(pod, settings)
+    assert volume == "h"
     assert not (tmp_path / "missing").exists()
+
+
+def test_mounts_look_volumes_up_without_touching_the_node(tmp_path: Path,
+                                                          settings: NodeSettings) -> None:
+    """A container's config binds where its volumes were set up; it makes nothing
+    itself, but the subPath directories it binds."""
+    path = tmp_path / "never-made"
+    c = Container(name="app", image="busybox", termination_message_path="",
+                  volume_mounts=(VolumeMount(name="h", mount_path="/h"),
+                                 VolumeMount(name="e", mount_path="/e")))
+    pod = make_pod(c, (Volume(name="h", host_path=HostPathVolumeSource(
+        path=str(path), type="DirectoryOrCreate")), Volume(name="e")))
+    cfg = generate_container_config(pod, c, "", 0, "", settings)
+    assert [m.host_path for m in cfg.mounts] == [str(path), os.path.join(
+        settings.pod_dir(UID), "volumes", "kubernetes.io~empty-dir", "e")]
+    assert not path.exists()
+    assert not os.path.exists(settings.pod_dir(UID))
 
 
 def test_mount_naming_no_volume(settings: NodeSettings) -> None:
