@@ -43,6 +43,7 @@ MARK_KINDS = ("fault", "supervision", "dead_letter")
 _STRING_CAP = 300
 _LIST_CAP = 20
 _DEPTH_CAP = 6
+_SMALL_BODY = 1024  # bytes of JSON: a body this small is shown whole
 
 
 class PageLabels:
@@ -145,6 +146,7 @@ def page_data(trace: Trace, title: str = "") -> dict[str, Any]:
     sent: dict[int, tuple[int, float]] = {}      # delivery -> (lane, ts)
     received: dict[int, tuple[int, float]] = {}
     handler_lane: dict[int, int] = {}
+    summaries: dict[int, str] = {}  # delivery -> the export's summary of it
     span_rows: list[tuple[int, float, float, int, int, int, str]] = []
     for event in built.events:
         ph = event["ph"]
@@ -157,6 +159,8 @@ def page_data(trace: Trace, title: str = "") -> dict[str, Any]:
             delivery = args.get("delivery")
             name = str(event["name"])
             detail = ""
+            if kind in ("handler", "send"):
+                summaries[int(delivery)] = str(args.get("summary", ""))
             if kind == "handler":
                 handler_lane[int(delivery)] = lane
                 msg = index.msgs.get(int(delivery), {})
@@ -217,6 +221,11 @@ def page_data(trace: Trace, title: str = "") -> dict[str, Any]:
         dst = received.get(id)
         to_lane = dst[0] if dst else lane_of.get(threads.tids.get(to, -1), -1)
         concerned = {pod_index(ref.uid) for ref in TOOLS.pods_in(type_name, body)}
+        # The pods of the actors at its ends, and of the lanes it is drawn between (a dead
+        # letter the dispatch point sends during a pod worker's handler starts there).
+        for lane in (src[0], to_lane):
+            if lane >= 0 and lanes["pod"][lane] >= 0:
+                concerned.add(lanes["pod"][lane])
         for actor in (sender, to):
             uid = TOOLS.pod_of(actor)
             if uid is not None:
@@ -226,12 +235,12 @@ def page_data(trace: Trace, title: str = "") -> dict[str, Any]:
         if set_index is None:
             set_index = pod_set_index[key] = len(pod_sets)
             pod_sets.append(list(key))
-        clipped = clip_value(body)
-        encoded = msgspec.json.encode(clipped)
+        # Equal bodies are stored once; a small one needs no cutting.
+        encoded = msgspec.json.encode(body)
         b = body_index.get(encoded)
         if b is None:
             b = body_index[encoded] = len(bodies)
-            bodies.append(clipped)
+            bodies.append(body if len(encoded) <= _SMALL_BODY else clip_value(body))
         parent = msg.get("parent")
         msgs["id"].append(id)
         msgs["type"].append(strings(short_type(type_name)))
@@ -242,15 +251,17 @@ def page_data(trace: Trace, title: str = "") -> dict[str, Any]:
         msgs["cause"].append(position.get(parent, -1) if isinstance(parent, int) else -1)
         msgs["pods"].append(set_index)
         msgs["dead"].append(1 if msg.get("dead") else 0)
-        msgs["summary"].append(strings(summarize(type_name, body)))
+        summary = summaries.get(id)
+        msgs["summary"].append(strings(summary if summary is not None
+                                       else summarize(type_name, body)))
         msgs["body"].append(b)
 
-    for lane, ts, dur, kind, name, delivery, detail in sorted(span_rows):
+    for lane, ts, dur, kind_index, name_index, delivery, detail in sorted(span_rows):
         spans["lane"].append(lane)
         spans["ts"].append(_us(ts))
         spans["dur"].append(_us(dur))
-        spans["kind"].append(kind)
-        spans["name"].append(name)
+        spans["kind"].append(kind_index)
+        spans["name"].append(name_index)
         spans["msg"].append(position.get(delivery, -1))
         spans["detail"].append(strings(detail))
 
