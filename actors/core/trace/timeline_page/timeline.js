@@ -366,7 +366,9 @@
 
   function centerOn(i) {
     const te = mTe[i] >= 0 ? mTe[i] : mTs[i];
-    const span = Math.max(winEnd - winStart, 1);
+    // Zoomed in far enough to tell the message from its neighbours, out far enough to see
+    // it whole.
+    const span = Math.min(Math.max(winEnd - winStart, 1), Math.max((te - mTs[i]) * 8, 50000));
     const mid = (mTs[i] + te) / 2;
     const half = Math.max(span, (te - mTs[i]) * 1.5) / 2;
     winStart = mid - half; winEnd = mid + half;
@@ -468,6 +470,27 @@
     if (i >= 0 && !msgShown(i)) i = -1;
     select(i, false);
   });
+  // Hovering over an arrow names the message.
+  const tip = document.getElementById("tip");
+  let hoverPending = false, hoverAt = null;
+  canvas.addEventListener("mousemove", (e) => {
+    hoverAt = e;
+    if (hoverPending || drag) return;
+    hoverPending = true;
+    requestAnimationFrame(() => {
+      hoverPending = false;
+      const ev = hoverAt, rect = canvas.getBoundingClientRect();
+      const i = messageAt(ev.clientX - rect.left, ev.clientY - rect.top);
+      if (i < 0) { tip.hidden = true; return; }
+      tip.textContent = S[mType[i]] + " #" + M.id[i] + " · " + laneName(mFrom[i]) + " → " + laneName(mTo[i]) +
+        (S[M.summary[i]] ? " · " + S[M.summary[i]] : "");
+      tip.style.left = (ev.clientX - view.getBoundingClientRect().left + 12) + "px";
+      tip.style.top = (ev.clientY - view.getBoundingClientRect().top + 12) + "px";
+      tip.hidden = false;
+    });
+  });
+  canvas.addEventListener("mouseleave", () => { tip.hidden = true; });
+
   function fit() { winStart = -duration * 0.01; winEnd = duration * 1.01; scrollRow = 0; renderLabels(); updateStatus(); draw(); }
   document.getElementById("fit").addEventListener("click", fit);
   document.getElementById("zoom-in").addEventListener("click", () => zoom(0.5, width / 2));
