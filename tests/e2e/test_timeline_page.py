@@ -25,7 +25,6 @@ from runtime.cri.client import CRIClient
 from tests.e2e.browser import READY, Browsing, chromium_page
 from tests.e2e.daemon import REPO, Daemon
 from tests.e2e.test_daemon import manifest
-from tests.helpers import wait_for
 from tests.traces.large import write_large_trace
 
 pytestmark = pytest.mark.e2e

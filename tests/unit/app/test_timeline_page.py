@@ -14,8 +14,9 @@ import falcon
 import falcon.testing
 import pytest
 
-import actors.kubelet.timeline_labels  # noqa: F401 - the kubelet's lane groups and titles
-import actors.kubelet.trace_tools  # noqa: F401 - the kubelet's summaries, back-offs, pods
+# The kubelet's lane groups and titles, and its summaries, back-offs and pods:
+import actors.kubelet.timeline_labels
+import actors.kubelet.trace_tools  # noqa: F401
 from actors.app.http.timeline import TIMELINE_PATH, add_timeline_route
 from actors.app.trace_cli import main as cli_main
 from actors.core.trace.page_data import clip_value, page_data
