@@ -4,9 +4,11 @@ tests/e2e/test_timeline_page.py."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import re
 import shutil
+import ssl
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +19,16 @@ import pytest
 # The kubelet's lane groups and titles, and its summaries, back-offs and pods:
 import actors.kubelet.timeline_labels
 import actors.kubelet.trace_tools  # noqa: F401
+from actors.app.http.auth import AuthSettings, KubeletAuth
+from actors.app.http.server import ANY_PORT, DISABLED, MAIN, KubeletHTTPServer
 from actors.app.http.timeline import TIMELINE_PATH, add_timeline_route
+from actors.app.http.tls import TLSSettings, server_context, serving_pair
 from actors.app.trace_cli import main as cli_main
 from actors.core.trace.page_data import clip_value, page_data
 from actors.core.trace.page_html import render_page
 from actors.core.trace.perfetto import export_perfetto
 from actors.core.trace.reader import read_trace
+from tests.unit.app.test_http_server import FakeView
 
 TRACES = Path(__file__).resolve().parents[2] / "traces"
 THREE_PODS = TRACES / "drill-kill-probes-dead-letter"
@@ -141,3 +147,34 @@ def test_debug_timeline_without_a_trace_says_how_to_record_one(tmp_path: Path) -
     result = _client(str(tmp_path / "missing")).simulate_get(TIMELINE_PATH)
     assert result.status_code == 503
     assert "no such trace" in result.text
+
+
+def _main_port_status(tmp_path: Path, settings: AuthSettings, trace_dir: str) -> int:
+    """GET /debug/timeline from a main port (HTTPS) with ``settings``' authentication."""
+    tls = TLSSettings(cert_dir=str(tmp_path / "pki"), node_name="node-a",
+                      node_ips=("127.0.0.1",))
+    cert, key = serving_pair(tls)
+    server = KubeletHTTPServer(FakeView(tmp_path), port=ANY_PORT, read_only_port=DISABLED,
+                               healthz_port=DISABLED,
+                               tls=(server_context(tls, cert, key), cert, key),
+                               auth=KubeletAuth(settings, None), trace_dir=trace_dir)
+    server.start()
+    try:
+        conn = http.client.HTTPSConnection("127.0.0.1", server.bound_ports[MAIN], timeout=30,
+                                           context=ssl.create_default_context(cafile=cert))
+        try:
+            conn.request("GET", TIMELINE_PATH)
+            response = conn.getresponse()
+            response.read()
+            return response.status
+        finally:
+            conn.close()
+    finally:
+        server.stop()
+
+
+def test_the_main_port_authenticates_debug_timeline_as_any_path(tmp_path: Path) -> None:
+    shutil.copytree(RESTART, tmp_path / "trace")
+    trace_dir = str(tmp_path / "trace")
+    assert _main_port_status(tmp_path, AuthSettings("node-a", anonymous=False), trace_dir) == 401
+    assert _main_port_status(tmp_path, AuthSettings("node-a"), trace_dir) == 200
