@@ -6,7 +6,9 @@ A trace of N messages (default 100,000) is made by repeating a recorded one
 (tests.traces.large), written as a page with ``trace html``, and opened in Debian's
 chromium (tests.e2e.browser). Prints how long ``trace html`` took and how big the page is,
 when the page said it was ready (from the navigation's start, as the page measures it, and
-as the driver waited), and how long a pod filter and a click on a message took to answer.
+as the driver waited), how long one frame of the whole trace takes (and the page's own
+drawing in it; the rest is the browser's rasterizing), and how long a pod filter and a click
+on a message took to answer.
 Nothing here asserts on time: tests/e2e/test_timeline_page.py checks that it works.
 """
 
@@ -54,6 +56,12 @@ def measure(messages: int, work: Path) -> list[tuple[str, str]]:
         ready = time.monotonic() - began
         in_page = page.evaluate("document.body.dataset.loadMs")
         script = page.evaluate("document.body.dataset.scriptMs")
+        frame = page.evaluate("""async () => {
+            const began = performance.now();
+            document.getElementById('fit').click();
+            await new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)));
+            return [performance.now() - began, window.timeline.drawTimes()];
+        }""")
         option = page.locator("#pod option").nth(1).inner_text()
         before = page.inner_text("#status")
         began = time.monotonic()
@@ -73,6 +81,9 @@ def measure(messages: int, work: Path) -> list[tuple[str, str]]:
         ("ready (driver)", f"{ready:.2f} s"),
         ("ready (page, from navigation start)", f"{in_page} ms"),
         ("of which the page's script", f"{script} ms"),
+        ("a frame of the whole trace", f"{frame[0]:.0f} ms"),
+        ("of which drawing spans, arrows", f"{frame[1]['spans']:.0f} ms, "
+                                           f"{frame[1]['arrows']:.0f} ms"),
         ("pod filter", f"{filtered * 1000:.0f} ms"),
         ("click -> fields and chain", f"{answered * 1000:.0f} ms"),
     ]

@@ -154,7 +154,9 @@
     requestAnimationFrame(() => { drawPending = false; drawNow(); });
   }
 
+  const drawTimes = { spans: 0, arrows: 0 }; // the last frame's, in ms (for the benchmark)
   function drawNow() {
+    const began = performance.now();
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.clearRect(0, 0, width, height);
     const first = Math.max(0, Math.floor(scrollRow));
@@ -210,8 +212,11 @@
       ctx.beginPath(); ctx.moveTo(px, y + 2); ctx.lineTo(px + 5, y + LANE_H / 2);
       ctx.lineTo(px, y + LANE_H - 2); ctx.lineTo(px - 5, y + LANE_H / 2); ctx.fill();
     }
+    const arrowsBegan = performance.now();
     drawArrows();
     drawAxis();
+    drawTimes.spans = arrowsBegan - began;
+    drawTimes.arrows = performance.now() - arrowsBegan;
   }
 
   function drawArrows() {
@@ -221,36 +226,51 @@
     const span = winEnd - winStart;
     const heads = span / width < 2000; // arrowheads once zoomed in enough to see them
     const dense = hi - lo > 3000;        // a wall of arrows: fainter, so spans show through
-    ctx.lineWidth = 1;
+    const bucket = hi - lo > 20000 ? 4 : 1; // pixels per drawn arrow of one (from, to) pair
+    const plain = new Map();             // colour -> one path of all its plain arrows
+    const marked = [];                   // selected, chain and search hits: drawn on top
     for (let i = lo; i < hi; i++) {
       const te = mTe[i] >= 0 ? mTe[i] : mTs[i];
       if (te < winStart || !msgShown(i)) continue;
       const f = mFrom[i], t = mTo[i];
       const x0 = x(mTs[i]), x1 = x(te);
+      const special = i === selected || chain.has(i) || (matches !== null && matches.has(i));
       const key = f * 65536 + t;
-      const col = x0 | 0;
-      if (last.get(key) === col && i !== selected && !chain.has(i) && !(matches && matches.has(i))) continue;
+      const col = (x0 / bucket) | 0;
+      if (!special && last.get(key) === col) continue;
       last.set(key, col);
       const y0 = laneShown(f) ? laneMid(f) : -LANE_H, y1 = laneShown(t) ? laneMid(t) : height + LANE_H;
       if ((y0 < AXIS_H && y1 < AXIS_H) || (y0 > height && y1 > height)) continue;
-      let color = mDead[i] ? "#d93025" : colorOfType(mType[i]), lw = 1;
-      if (matches && matches.has(i)) { color = "#e37400"; lw = 2; }
-      if (chain.has(i)) { color = "#111"; lw = 2; }
-      if (i === selected) { color = "#000"; lw = 3; }
-      ctx.strokeStyle = color; ctx.lineWidth = lw;
-      ctx.globalAlpha = dense && lw === 1 ? 0.25 : 1;
-      ctx.beginPath(); ctx.moveTo(x0, y0); ctx.lineTo(x1, y1); ctx.stroke();
-      ctx.globalAlpha = 1;
-      if (heads || lw > 1) {
-        const a = Math.atan2(y1 - y0, x1 - x0), h = 5 + lw;
-        ctx.fillStyle = color;
-        ctx.beginPath(); ctx.moveTo(x1, y1);
-        ctx.lineTo(x1 - h * Math.cos(a - 0.4), y1 - h * Math.sin(a - 0.4));
-        ctx.lineTo(x1 - h * Math.cos(a + 0.4), y1 - h * Math.sin(a + 0.4));
-        ctx.fill();
-      }
+      if (special) { marked.push(i, x0, y0, x1, y1); continue; }
+      const color = mDead[i] ? "#d93025" : colorOfType(mType[i]);
+      if (heads) { arrow(x0, y0, x1, y1, color, 1); continue; }
+      let path = plain.get(color);
+      if (path === undefined) { path = new Path2D(); plain.set(color, path); }
+      path.moveTo(x0, y0); path.lineTo(x1, y1);
     }
     ctx.lineWidth = 1;
+    ctx.globalAlpha = dense ? 0.25 : 1;
+    for (const [color, path] of plain) { ctx.strokeStyle = color; ctx.stroke(path); }
+    ctx.globalAlpha = 1;
+    for (let k = 0; k < marked.length; k += 5) {
+      const i = marked[k];
+      let color = "#e37400", lw = 2;
+      if (chain.has(i)) color = "#111";
+      if (i === selected) { color = "#000"; lw = 3; }
+      arrow(marked[k + 1], marked[k + 2], marked[k + 3], marked[k + 4], color, lw);
+    }
+    ctx.lineWidth = 1;
+  }
+
+  function arrow(x0, y0, x1, y1, color, lw) {
+    ctx.strokeStyle = color; ctx.lineWidth = lw;
+    ctx.beginPath(); ctx.moveTo(x0, y0); ctx.lineTo(x1, y1); ctx.stroke();
+    const a = Math.atan2(y1 - y0, x1 - x0), h = 5 + lw;
+    ctx.fillStyle = color;
+    ctx.beginPath(); ctx.moveTo(x1, y1);
+    ctx.lineTo(x1 - h * Math.cos(a - 0.4), y1 - h * Math.sin(a - 0.4));
+    ctx.lineTo(x1 - h * Math.cos(a + 0.4), y1 - h * Math.sin(a + 0.4));
+    ctx.fill();
   }
 
   function drawAxis() {
@@ -510,6 +530,7 @@
     },
     shownLanes() { return rows.map((l) => lanes.name[l]); },
     shownMessages() { return shownMessages; },
+    drawTimes() { return Object.assign({}, drawTimes); },
     messages: N,
   };
 
