@@ -178,3 +178,12 @@ def test_the_main_port_authenticates_debug_timeline_as_any_path(tmp_path: Path) 
     trace_dir = str(tmp_path / "trace")
     assert _main_port_status(tmp_path, AuthSettings("node-a", anonymous=False), trace_dir) == 401
     assert _main_port_status(tmp_path, AuthSettings("node-a"), trace_dir) == 200
+
+
+def test_a_trace_with_only_its_header_is_an_empty_page(tmp_path: Path) -> None:
+    """What /debug/timeline shows of a kubelet that has only just started."""
+    header = (RESTART / "trace-000001.jsonl").read_text().splitlines()[0]
+    (tmp_path / "trace-000001.jsonl").write_text(header + "\n")
+    data = page_data(read_trace(tmp_path))
+    assert data["msgs"]["id"] == [] and data["spans"]["ts"] == []
+    assert _page_json(render_page(data))["lanes"]["name"] == ["timers"]
