@@ -34,6 +34,9 @@ fi
 # promtool (Debian's prometheus package) checks the kubelet's metrics endpoints in the
 # tests as Prometheus itself parses them; policy-rc.d keeps its server from starting.
 APT_PACKAGES+=(prometheus)
+# chromium: the timeline page's browser tests open it (driven by Playwright, which uses
+# this browser instead of downloading its own).
+APT_PACKAGES+=(chromium)
 
 do_images=1
 do_venv=1

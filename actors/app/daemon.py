@@ -236,6 +236,7 @@ def start_kubelet(
         healthz_address=flags.healthz_bind_address, tls=tls, auth=auth,
         stats=stats.endpoints,
         streams=stream_host(view, runtime, metrics.observe_runtime_call),
+        trace_dir=flags.trace_dir or None,
     )
     try:
         http.start()

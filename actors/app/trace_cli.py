@@ -3,6 +3,7 @@
   kubelet-actors trace show DIR|FILE [--pod P] [--actor A] [--type T ...]
                                      [--since S] [--until S] [--limit N]
   kubelet-actors trace export DIR|FILE --format perfetto [-o OUT.json]
+  kubelet-actors trace html DIR|FILE -o OUT.html
   kubelet-actors trace replay DIR|FILE [--until N] [--actor NAME]
 
 Exit codes: 0 done, 1 the trace cannot be read (the message names the file), 2 usage.
@@ -81,6 +82,11 @@ def _parser() -> _Parser:
     export.add_argument("-o", "--output", metavar="OUT.json",
                         help="write here instead of standard output")
 
+    html = commands.add_parser("html", help="write the trace as a timeline page (one HTML file)")
+    html.add_argument("path", metavar="DIR|FILE", help="a trace directory or one trace file")
+    html.add_argument("-o", "--output", metavar="OUT.html", required=True,
+                      help="the page to write")
+
     # replay parses its own arguments (actors.core.trace.replay.main)
     replay = commands.add_parser("replay", help="replay a trace against this code",
                                  add_help=False)
@@ -104,12 +110,15 @@ def main(argv: Sequence[str]) -> int:
         return _show(args)
     if args.command == "export":
         return _export(args)
+    if args.command == "html":
+        return _html(args)
     return _replay(list(args.args))
 
 
 def _read(path: str) -> Trace | None:
     # The kubelet's plug-ins, imported for what they register: its message names (old
     # traces' too), then its messages' summaries, back-offs and pods.
+    import actors.kubelet.timeline_labels
     import actors.kubelet.trace
     import actors.kubelet.trace_tools  # noqa: F401
 
@@ -169,6 +178,25 @@ def _export(args: argparse.Namespace) -> int:
         print(f"{PROG} export: cannot write {args.output}: {err}", file=sys.stderr)
         return EXIT_TRACE
     print(f"wrote {args.output}: open it in ui.perfetto.dev", file=sys.stderr)
+    return EXIT_OK
+
+
+def _html(args: argparse.Namespace) -> int:
+    from actors.core.trace.page_html import trace_page
+
+    trace = _read(args.path)
+    if trace is None:
+        return EXIT_TRACE
+    for torn in trace.torn:
+        print(f"{PROG}: warning: {torn}", file=sys.stderr)
+    page = trace_page(trace, title=args.path)
+    try:
+        with open(args.output, "w", encoding="utf-8") as out:
+            out.write(page)
+    except OSError as err:
+        print(f"{PROG} html: cannot write {args.output}: {err}", file=sys.stderr)
+        return EXIT_TRACE
+    print(f"wrote {args.output}: open it in a browser (it needs no network)", file=sys.stderr)
     return EXIT_OK
 
 

@@ -86,6 +86,16 @@ def test_drill_list_from_the_wheel(venv: Path, tmp_path: Path) -> None:
     assert DRILL in listed and "sigkill-daemon" in listed, listed
 
 
+def test_trace_html_from_the_wheel_inlines_the_page(venv: Path, tmp_path: Path) -> None:
+    trace = CHECKOUT / "tests" / "traces" / "restart-and-remove"
+    out = tmp_path / "timeline.html"
+    run([venv / "bin" / "kubelet-actors", "trace", "html", trace, "-o", out], cwd=tmp_path,
+        env=outside_env())
+    page = out.read_text()
+    assert "window.timeline" in page and "#canvas" in page, page[:300]  # script and style
+    assert "/*SCRIPT*/" not in page and "/*STYLE*/" not in page
+
+
 def test_a_drill_passes_from_the_wheel(venv: Path, tmp_path: Path, registry: Registry,
                                        e2e_lock: HeldLock) -> None:
     out = run([venv / "bin" / "kubelet-actors", "drill", DRILL, "--seed", "1"], cwd=tmp_path,

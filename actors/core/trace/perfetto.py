@@ -23,6 +23,7 @@ same thread starts, and at the end of the trace.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from actors.core.trace.plugins import TOOLS
@@ -49,6 +50,9 @@ class _Threads:
         self.index = index
         self.tids: dict[str, int] = {}
         self.meta: list[dict[str, Any]] = []
+        self.names: dict[int, str] = {}
+        self.owners: dict[int, str] = {}  # the actor a thread belongs to (its key, or the
+        self.sort: dict[int, int] = {}    # actor it sits next to)
         self.last_end: dict[int, float] = {}
 
     def tid(self, key: str, name: str | None = None, sort_after: str | None = None) -> int:
@@ -61,8 +65,11 @@ class _Threads:
         if sort_after is not None and sort_after in self.tids:
             sort_index = self.tid(sort_after) * 100 + sum(
                 1 for k in self.tids if k.startswith(sort_after + " "))
+        self.names[tid] = name or self.index.label(key)
+        self.owners[tid] = sort_after if sort_after is not None else key
+        self.sort[tid] = sort_index
         self.meta.append({"ph": "M", "pid": PID, "tid": tid, "name": "thread_name",
-                          "args": {"name": name or self.index.label(key)}})
+                          "args": {"name": self.names[tid]}})
         self.meta.append({"ph": "M", "pid": PID, "tid": tid, "name": "thread_sort_index",
                           "args": {"sort_index": sort_index}})
         return tid
@@ -74,8 +81,33 @@ class _Threads:
         return ts
 
 
+@dataclass(slots=True)
+class PerfettoEvents:
+    """The export's events before they are written, with its threads: what the Perfetto
+    export and the timeline page (actors.core.trace.page_data) both draw from.
+
+    ``threads.names``/``owners``/``sort`` describe each thread id; ``events`` are sorted by
+    time, the metadata events not among them.
+    """
+
+    index: TraceIndex
+    threads: _Threads
+    events: list[dict[str, Any]]
+
+
 def export_perfetto(trace: Trace) -> dict[str, Any]:
     """The trace as {"traceEvents": [...], "displayTimeUnit": "ms"}."""
+    built = perfetto_events(trace)
+    process = {"ph": "M", "pid": PID, "tid": 0, "name": "process_name",
+               "args": {"name": f"kubelet-actors (pid {trace.header.get('pid', '?')})"}}
+    return {"traceEvents": [process, *built.threads.meta, *built.events],
+            "displayTimeUnit": "ms",
+            "otherData": {"files": [str(f) for f in trace.files],
+                          "records": len(trace.records)}}
+
+
+def perfetto_events(trace: Trace) -> PerfettoEvents:
+    """The trace's threads and events (handlers, calls, sends, back-offs, flows, marks)."""
     index = index_trace(trace)
     start = index.start
     trace_end = _us(index.end, start)
@@ -137,13 +169,8 @@ def export_perfetto(trace: Trace) -> dict[str, Any]:
                            "args": {"actor": actor, "what": what,
                                     "detail": record.get("detail", {})}})
     events.extend(_backoffs(trace, index, threads, start, trace_end))
-
-    process = {"ph": "M", "pid": PID, "tid": 0, "name": "process_name",
-               "args": {"name": f"kubelet-actors (pid {trace.header.get('pid', '?')})"}}
     events.sort(key=lambda e: (e["ts"], -e.get("dur", 0.0)))
-    return {"traceEvents": [process, *threads.meta, *events], "displayTimeUnit": "ms",
-            "otherData": {"files": [str(f) for f in trace.files],
-                          "records": len(trace.records)}}
+    return PerfettoEvents(index, threads, events)
 
 
 def _us(m: float, start: float) -> float:

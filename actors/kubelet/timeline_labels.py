@@ -1,0 +1,38 @@
+"""The kubelet's labels on the timeline page: its lanes' groups and its pod workers' syncs.
+
+Importing this module registers them with actors.core.trace.page_data.PAGE_LABELS (the
+page's data comes from core, which knows no kubelet). A pod worker's RunPending is one
+sync round of its pod (the worker sends it to itself once an update is pending), so its
+handler span is titled "sync"; UpdatePod only hands the worker the pod.
+"""
+
+from __future__ import annotations
+
+from actors.core.trace.names import MESSAGES
+from actors.core.trace.page_data import PAGE_LABELS
+from actors.kubelet import names
+from actors.kubelet.pod_worker import RunPending
+
+_SYNC_ROUND = MESSAGES.name_of(RunPending())
+_SOURCES = (names.SOURCE_FILE, names.SOURCE_HTTP, names.SOURCE_API)
+
+
+def lane_group(actor: str) -> str:
+    """The heading a lane is listed under."""
+    if names.is_worker(actor):
+        return "pod workers"
+    if actor.startswith(names.API_PREFIX):
+        return "cluster API"
+    if actor in _SOURCES:
+        return "pod sources"
+    return "kubelet"
+
+
+def span_title(actor: str, type_name: str) -> str | None:
+    """A pod worker's sync round is "sync"; other handler spans keep their message type."""
+    if names.is_worker(actor) and type_name == _SYNC_ROUND:
+        return "sync"
+    return None
+
+
+PAGE_LABELS.register(lane_group, span_title)
