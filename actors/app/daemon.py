@@ -184,7 +184,8 @@ def start_kubelet(
         node=node_settings(flags),
         timing=WorkerTiming(resync_interval=flags.sync_frequency),
         supervisor=sync_settings, host_ip=node_ip, embedded=containerd is not None,
-        cluster=cluster is not None, events=True, stats=stats.parts is not None)
+        cluster=cluster is not None, events=True, stats=stats.parts is not None,
+        garbage_collection=flags.garbage_collection)
     writer: TraceWriter | None = None
     calls: tuple[Interceptor, ...] = (Timing(metrics.observe_runtime_call), *runtime_faults)
     clock = real_clock

@@ -28,6 +28,7 @@ from actors.kubelet.cluster.node_status import NodeStatusActor
 from actors.kubelet.cluster.pod_source import APISource
 from actors.kubelet.cluster.pod_writer import PodWriter
 from actors.kubelet.events import DispatchRecorder, EventsActor
+from actors.kubelet.garbage_collector import GarbageCollector, GCSettings
 from actors.kubelet.metrics import KubeletMetrics
 from actors.kubelet.pleg import PLEG
 from actors.kubelet.pod_killer import PodKiller
@@ -70,6 +71,8 @@ class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
     cluster: bool = False  # joined to an API server: status also goes to the pod writer
     events: bool = False  # events recorded (traces from before events replay without)
     stats: bool = False  # the stats actor runs (last child; not replayed, see stats_collector)
+    # The garbage collector runs with these settings (None: traces from before it).
+    garbage_collection: GCSettings | None = None
 
     def to_header(self) -> dict[str, Any]:
         header: dict[str, Any] = msgspec.to_builtins(self)
@@ -215,6 +218,12 @@ def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
     if cluster is not None and sources is not None and sources.api:
         tree.append((names.SOURCE_API, lambda n: Construct(
             APISource, (p.dispatch, p.clock, cluster, n))))
+    gc = p.config.garbage_collection
+    if gc is not None:
+        tree.append((names.GC, lambda n: Construct(
+            GarbageCollector, (p.dispatch, p.timers, p.runtime, p.clock, gc,
+                               p.config.node.pod_logs_dir, p.config.node.node_name, p.metrics,
+                               n), {**pool(), "events": events})))
     if p.config.stats and p.stats is not None:
         # Last: under rest_for_one a failed collection restarts nothing else. (A replay
         # has no StatsParts: actors.kubelet.trace adds the stub of this child itself.)
