@@ -77,7 +77,8 @@ def gc_settings(ns: argparse.Namespace) -> GCSettings:
             max_containers=ns.maximum_dead_containers),
         images=images,
         container_gc_period=ns.kubelet_actors_container_gc_period,
-        image_gc_period=ns.kubelet_actors_image_gc_period)
+        image_gc_period=ns.kubelet_actors_image_gc_period,
+        sandbox_image=ns.pod_infra_container_image)
 
 
 def max_container_restart_period(ns: argparse.Namespace,

@@ -65,6 +65,9 @@ class GCSettings:
     images: ImageGCPolicy = field(default_factory=ImageGCPolicy)
     container_gc_period: float = CONTAINER_GC_PERIOD
     image_gc_period: float = IMAGE_GC_PERIOD
+    # The sandbox (pause) image counts as in use whether or not a sandbox runs: upstream
+    # did so before runtimes reported it pinned, which containerd 1.6 does not.
+    sandbox_image: str = ""
 
 
 class RoundKind(enum.Enum):
@@ -223,8 +226,8 @@ class GarbageCollector(Actor):
             self._image_plan_at = now
             if self._started is None:
                 self._started = now
-            self._records = detect_images(self._records, inputs.images,
-                                          frozenset(inputs.images_in_use), now)
+            in_use = {*inputs.images_in_use, self._settings.sandbox_image} - {""}
+            self._records = detect_images(self._records, inputs.images, frozenset(in_use), now)
         if current.kind == RoundKind.IMAGES:
             self._plan(current, None)
         else:

@@ -119,8 +119,6 @@ class KubeletWorld:
             specs += [kubelet_child((f"source/{kind}", _stub_ref))
                       for kind in sorted(parts.config.supervisor.expected_sources,
                                          key=lambda k: (k == "api", k))]
-            if parts.config.garbage_collection is not None:  # before stats, as there
-                specs.append(kubelet_child((names.GC, _stub_ref)))
             if parts.config.stats:  # last, as tree.children puts it
                 specs.append(kubelet_child((names.STATS, _stub_ref)))
             sync_loop = tree.sync_loop(

@@ -192,6 +192,14 @@ def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
         tree.append((names.EVENTS, lambda n: Construct(
             EventsActor, (p.dispatch, p.clock, p.config.node.node_name, n),
             {"cluster": p.cluster is not None})))
+    gc = p.config.garbage_collection
+    if gc is not None:
+        # Before the cluster writers and sources: a replay (which has neither) builds the
+        # same order from the config alone.
+        tree.append((names.GC, lambda n: Construct(
+            GarbageCollector, (p.dispatch, p.timers, p.runtime, p.clock, gc,
+                               p.config.node.pod_logs_dir, p.config.node.node_name, p.metrics,
+                               n), {**pool(), "events": events})))
     cluster = p.cluster
     if cluster is not None:
         # Writers before the pod source: a new writer is told every API pod again by
@@ -218,12 +226,6 @@ def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
     if cluster is not None and sources is not None and sources.api:
         tree.append((names.SOURCE_API, lambda n: Construct(
             APISource, (p.dispatch, p.clock, cluster, n))))
-    gc = p.config.garbage_collection
-    if gc is not None:
-        tree.append((names.GC, lambda n: Construct(
-            GarbageCollector, (p.dispatch, p.timers, p.runtime, p.clock, gc,
-                               p.config.node.pod_logs_dir, p.config.node.node_name, p.metrics,
-                               n), {**pool(), "events": events})))
     if p.config.stats and p.stats is not None:
         # Last: under rest_for_one a failed collection restarts nothing else. (A replay
         # has no StatsParts: actors.kubelet.trace adds the stub of this child itself.)
