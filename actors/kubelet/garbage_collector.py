@@ -209,7 +209,11 @@ class GarbageCollector(Actor):
         self._pool.submit(self._gather, current.seq, containers, images)
 
     def _gather(self, seq: int, containers: bool, images: bool) -> None:
-        inputs = gather(self._runtime, self._pod_logs_dir, containers, images)
+        try:
+            inputs = gather(self._runtime, self._pod_logs_dir, containers, images)
+        except Exception as err:  # a bug must not leave the round waiting forever
+            logger.bind(pod="", uid="", container="").exception("reading for GC failed")
+            inputs = GCInputs(error=repr(err))
         self.send(self.name, GCGathered(seq, inputs))
 
     def _gathered(self, gathered: GCGathered) -> None:
@@ -276,8 +280,12 @@ class GarbageCollector(Actor):
         self._pool.submit(self._carry_out, planned)
 
     def _carry_out(self, planned: GCPlanned) -> None:
-        outcome = carry_out(self._runtime, self._pod_logs_dir, planned.containers,
-                            planned.images)
+        try:
+            outcome = carry_out(self._runtime, self._pod_logs_dir, planned.containers,
+                                planned.images)
+        except Exception as err:  # a bug must not leave the round waiting forever
+            logger.bind(pod="", uid="", container="").exception("carrying out GC failed")
+            outcome = GCOutcome(errors=(repr(err),))
         self.send(self.name, GCCarriedOut(planned.seq, outcome))
 
     def _carried_out(self, done: GCCarriedOut) -> None:
