@@ -82,6 +82,10 @@ crashLoopBackOff:
         wait_for(lambda: len(instances(ContainerState.EXITED)) <= 1, 30.0,
                  "at most one dead instance of the container")
         assert len(instances()) <= 2  # the dead one kept, and perhaps a new one running
+        # The log files of removed instances went with them: the kept one's stays (for
+        # kubectl logs --previous), and perhaps the running one's.
+        logs = list(daemon.pod_logs.glob(f"default_{name}_{uid}/main/*.log"))
+        assert 1 <= len(logs) <= 3, logs
         assert _restart_count(daemon, name) >= RESTARTS  # counts stay as they were
     finally:
         daemon.stop()
