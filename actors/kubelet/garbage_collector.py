@@ -247,6 +247,7 @@ class GarbageCollector(Actor):
             answer.pods, self._settings.containers, self._clock.now(),
             evict_non_deleted=reclaim)
         self._plan(current, containers)
+        self._inputs = None  # planned: a second answer (one asked by a replaced actor) is dropped
 
     def _plan(self, current: _Round, containers: ContainerGCPlan | None) -> None:
         images: ImageGCPlan | None = None
