@@ -186,7 +186,7 @@ def start_kubelet(
         timing=WorkerTiming(resync_interval=flags.sync_frequency),
         supervisor=sync_settings, host_ip=node_ip, embedded=containerd is not None,
         cluster=cluster is not None, events=True, stats=stats.parts is not None,
-        host_paths=True)
+        host_paths=True, garbage_collection=flags.garbage_collection)
     writer: TraceWriter | None = None
     host_paths: HostPaths = NodeHostPaths()
     calls: tuple[Interceptor, ...] = (Timing(metrics.observe_runtime_call), *runtime_faults)

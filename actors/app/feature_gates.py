@@ -16,8 +16,10 @@ from actors.app.gostrconv import parse_bool
 from runtime.errors import ConfigError
 
 EVENTED_PLEG = "EventedPLEG"
+CRASH_LOOP_BACKOFF_MAX = "KubeletCrashLoopBackOffMax"
+"""crashLoopBackOff.maxContainerRestartPeriod may be set (alpha upstream: off)."""
 
-DEFAULTS: Mapping[str, bool] = {EVENTED_PLEG: True}
+DEFAULTS: Mapping[str, bool] = {EVENTED_PLEG: True, CRASH_LOOP_BACKOFF_MAX: False}
 """Every gate this kubelet knows, with its default."""
 
 

@@ -6,7 +6,7 @@ import argparse
 import ipaddress
 import os
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from loguru import logger
@@ -14,8 +14,10 @@ from loguru import logger
 from actors.app.durations import parse_duration
 from actors.app.feature_gates import DEFAULTS as GATE_DEFAULTS
 from actors.app.feature_gates import parse_feature_gates
+from actors.app.gc_flags import add_gc_flags, gc_settings, max_container_restart_period
 from actors.app.gostrconv import parse_bool
 from actors.app.kubelet_config import load_kubelet_config
+from actors.kubelet.garbage_collector import GCSettings
 from runtime.cm.names import DRIVERS
 from runtime.errors import ConfigError
 from runtime.kubeapi.nodestatus import Taint, parse_taints
@@ -92,6 +94,9 @@ class KubeletFlags:
     authorization_webhook_cache_authorized_ttl: float = 300.0
     authorization_webhook_cache_unauthorized_ttl: float = 30.0
     feature_gates: tuple[tuple[str, bool], ...] = ()
+    # container and image GC, crash-loop back-off cap (actors.app.gc_flags)
+    garbage_collection: GCSettings = field(default_factory=GCSettings)
+    max_container_restart_period: float = 300.0
 
 
 # Upstream's kubelet sets these labels on its node itself (IsKubeletLabel): --node-labels
@@ -287,6 +292,7 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
         help="how long allowed SubjectAccessReview answers are kept (default 5m)")
     add("--authorization-webhook-cache-unauthorized-ttl", type=parse_duration, default=30.0,
         help="how long denied SubjectAccessReview answers are kept (default 30s)")
+    add_gc_flags(add)
     add("--v", "--log-level", dest="log_level", default="INFO",
         choices=("TRACE", "DEBUG", "INFO", "WARNING", "ERROR"), type=str.upper)
     add("--log-format", choices=("text", "json"), default="text")
@@ -363,6 +369,7 @@ def parse_flags(argv: list[str]) -> KubeletFlags:
         raise ConfigError(f'--cgroup-root "{ns.cgroup_root}": must be an absolute cgroup path '
                           "(or a .slice with --cgroup-driver=systemd)")
     node = (ns.node_name or socket.gethostname()).lower()
+    gates = parse_feature_gates(ns.feature_gates)
     if ns.node_ip:
         try:
             ipaddress.ip_address(ns.node_ip)
@@ -390,7 +397,9 @@ def parse_flags(argv: list[str]) -> KubeletFlags:
         healthz_port=ns.healthz_port,
         healthz_bind_address=ns.healthz_bind_address,
         max_pods=ns.max_pods,
-        feature_gates=parse_feature_gates(ns.feature_gates),
+        feature_gates=gates,
+        garbage_collection=gc_settings(ns),
+        max_container_restart_period=max_container_restart_period(ns, gates),
         sync_frequency=ns.sync_frequency,
         file_check_frequency=ns.file_check_frequency,
         http_check_frequency=ns.http_check_frequency,

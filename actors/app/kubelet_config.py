@@ -186,6 +186,13 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "tlsPrivateKeyFile": ("tls_private_key_file", _string),
     "tlsMinVersion": ("tls_min_version", _string),
     "tlsCipherSuites": ("tls_cipher_suites", _strings),
+    "imageGCHighThresholdPercent": ("image_gc_high_threshold", _integer),
+    "imageGCLowThresholdPercent": ("image_gc_low_threshold", _integer),
+    "imageMinimumGCAge": ("minimum_image_ttl_duration", _duration),
+    "imageMaximumGCAge": ("image_maximum_gc_age", _duration),
+    "crashLoopBackOff": (SPREAD, lambda v: _block(v, {
+        "crashLoopBackOff.maxContainerRestartPeriod": (
+            "max_container_restart_period", _duration)}, "crashLoopBackOff")),
     "authentication": (SPREAD, lambda v: _block(v, _SECURITY_FIELDS, "authentication")),
     "authorization": (SPREAD, lambda v: _block(v, _SECURITY_FIELDS, "authorization")),
 }

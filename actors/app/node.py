@@ -32,6 +32,7 @@ def node_settings(flags: KubeletFlags) -> NodeSettings:
         cgroups_per_qos=flags.cgroups_per_qos, cgroup_root=flags.cgroup_root,
         cgroup_driver=flags.cgroup_driver, memory_capacity=mem_total(),
         hugepage_sizes=node_hugepage_sizes(), seccomp_default=flags.seccomp_default,
+        max_container_restart_period=flags.max_container_restart_period,
     )
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from actors.core.trace.names import message
 from runtime.ids import ContainerID, PodUID
+from runtime.kuberuntime.container_gc import PodsForGC
 from runtime.kuberuntime.podstatus import RuntimePodStatus
 from runtime.kuberuntime.result import PodSyncResult
 from runtime.pod.model import Pod
@@ -279,3 +280,45 @@ class RuntimeHealth:
 
     ok: bool
     reason: str = ""
+
+
+# --- garbage collection ------------------------------------------------------------------
+
+
+@message("CollectGarbage")
+@dataclass(frozen=True, slots=True)
+class CollectGarbage:
+    """Ask the garbage collector to reclaim now (the eviction manager, under disk
+    pressure): every dead container of a terminated or deleted pod, then every unused
+    image old enough (upstream's DeleteAllUnusedContainers and DeleteUnusedImages). The
+    answer, a GarbageCollected, goes to ``reply_to``."""
+
+    reason: str
+    reply_to: str
+
+
+@message("GarbageCollected")
+@dataclass(frozen=True, slots=True)
+class GarbageCollected:
+    """What a reclaim freed: containers, sandboxes and images removed, image bytes freed."""
+
+    reason: str
+    containers: int
+    sandboxes: int
+    images: int
+    bytes_freed: int
+    errors: tuple[str, ...] = ()
+
+
+@message("GetGCPods")
+@dataclass(frozen=True, slots=True)
+class GetGCPods:
+    """The garbage collector asks the sync loop which pods it still has (answer: GCPods)."""
+
+
+@message("GCPods")
+@dataclass(frozen=True, slots=True)
+class GCPods:
+    """The sync loop's answer to GetGCPods: the pods whose content and runtime stay."""
+
+    pods: PodsForGC

@@ -75,6 +75,10 @@ class KubeletMetrics:
             "kubelet_actors_dead_letters_unhandled",
             "Dead letters neither redelivered to a restarted actor nor dropped by rule.",
             ["message"], registry=r)
+        self.image_garbage_collected = Counter(
+            "kubelet_image_garbage_collected", "Total number of images garbage "
+            "collected by the kubelet, whether through disk usage or image age.", ["reason"],
+            registry=r)
         self.containerd_restarts = Counter(
             "kubelet_actors_containerd_restarts",
             "Times the embedded containerd was restarted.", registry=r)

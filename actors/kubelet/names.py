@@ -32,6 +32,8 @@ EVENT_WRITER = "api/events"
 """Events written to the API server (cluster mode)."""
 """Pod status, final deletions and mirror pods, written to the API server."""
 API_PREFIX = "api/"
+GC = "gc"
+"""Container and image garbage collection (upstream's containerGC and imageGCManager)."""
 TIMERS = "timers"
 """The sender of timer messages (not an actor)."""
 
@@ -73,6 +75,8 @@ TICK_LEASE = "lease-renew"
 TICK_POD_STATUS_RESYNC = "pod-status-resync"
 TICK_EVENT_RETRY = "event-retry"
 TICK_STATS = "stats"
+TICK_CONTAINER_GC = "container-gc"
+TICK_IMAGE_GC = "image-gc"
 
 # --- health checks (/healthz/<name>) -----------------------------------------------------
 

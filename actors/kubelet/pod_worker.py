@@ -210,7 +210,8 @@ class PodWorker(Actor):
         # Wake at the active deadline at the latest (upstream's ShouldSync).
         deadline_in = None if left is None else max(left - (self._clock.now() - now), 0.0)
         if not result.ok:
-            self._done(_sooner(self._timing.error_backoff, deadline_in), str(result))
+            self._done(_sooner(_retry_after(result, self._timing.error_backoff), deadline_in),
+                       str(result))
         elif changed and new_phase in TERMINAL_PHASES:
             self._done(0.0)  # a phase change is acted on right away
         else:
@@ -261,6 +262,17 @@ class PodWorker(Actor):
         self.send(names.SYNC_LOOP, PodWorkerDone(
             self.uid, self.state, requeue_after, error, runtime_error
         ))
+
+
+def _retry_after(result: PodSyncResult, error_backoff: float) -> float:
+    """When to sync a pod whose sync failed: after the error back-off, or sooner when
+    every failure is a back-off wait (CrashLoopBackOff, ImagePullBackOff) that ends
+    sooner (a crashLoopBackOff.maxContainerRestartPeriod under 10 s): upstream's SyncPod
+    does not count those waits as errors, and retries when they end."""
+    waits = [s.backoff_seconds for s in result.failures]
+    if waits and all(w is not None for w in waits):
+        return min(error_backoff, *(w for w in waits if w is not None))
+    return error_backoff
 
 
 def _sooner(delay: float, deadline_in: float | None) -> float:

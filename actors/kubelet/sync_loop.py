@@ -27,6 +27,8 @@ from actors.kubelet.cluster.messages import HealthReport, ReportHealth, StaticPo
 from actors.kubelet.messages import (
     DesiredPods,
     EventType,
+    GCPods,
+    GetGCPods,
     KillRuntimePod,
     PodForgotten,
     PodRejected,
@@ -50,6 +52,7 @@ from runtime.clock import Clock
 from runtime.events import reasons
 from runtime.events.recorder import NULL_RECORDER, EventRecorder, pod_ref
 from runtime.ids import ContainerID, PodUID
+from runtime.kuberuntime.container_gc import PodsForGC
 from runtime.pod.admission import Node, admit
 from runtime.pod.model import Pod
 from runtime.pod.static import CONFIG_HASH, CONFIG_SOURCE
@@ -253,6 +256,8 @@ class SyncLoop(SupervisorActor):
             self.send(message.reply_to, HealthReport(tuple(self.health().items())))
         elif isinstance(message, GetRunningPods):
             return self._runtime_pods
+        elif isinstance(message, GetGCPods):
+            self.send(names.GC, GCPods(self._pods_for_gc()))
         elif isinstance(message, Stop):
             logger.info("stopping: {}", message.reason)
             self.actor_ref.stop(block=False)
@@ -479,6 +484,16 @@ class SyncLoop(SupervisorActor):
                 continue
             self._killing.add(rp.uid)
             self.send(names.KILLER, KillRuntimePod(rp.uid, rp.name, rp.namespace))
+
+    def _pods_for_gc(self) -> PodsForGC:
+        """What the garbage collector may take (upstream's ShouldPodContentBeRemoved and
+        ShouldPodRuntimeBeRemoved): a wanted pod keeps its content, a pod not yet
+        terminated (or being killed as an orphan) its runtime objects too."""
+        running = {u for u, w in self._workers.items() if w.state != WorkerState.TERMINATED}
+        running |= self._killing
+        return PodsForGC(keep_content=tuple(sorted(running | set(self._desired))),
+                         keep_runtime=tuple(sorted(running)),
+                         sources_ready=self._config.sources_ready(self.settings.expected_sources))
 
     def _tell_static_pods(self) -> None:
         """Cluster mode: the pod writer deletes mirror pods of no wanted static pod."""

@@ -28,6 +28,7 @@ from actors.kubelet.cluster.node_status import NodeStatusActor
 from actors.kubelet.cluster.pod_source import APISource
 from actors.kubelet.cluster.pod_writer import PodWriter
 from actors.kubelet.events import DispatchRecorder, EventsActor
+from actors.kubelet.garbage_collector import GarbageCollector, GCSettings
 from actors.kubelet.metrics import KubeletMetrics
 from actors.kubelet.pleg import PLEG
 from actors.kubelet.pod_killer import PodKiller
@@ -71,6 +72,8 @@ class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
     events: bool = False  # events recorded (traces from before events replay without)
     stats: bool = False  # the stats actor runs (last child; not replayed, see stats_collector)
     host_paths: bool = False  # hostPath answers recorded (older traces: checked read-only)
+    # The garbage collector runs with these settings (None: traces from before it).
+    garbage_collection: GCSettings | None = None
 
     def to_header(self) -> dict[str, Any]:
         header: dict[str, Any] = msgspec.to_builtins(self)
@@ -190,6 +193,14 @@ def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
         tree.append((names.EVENTS, lambda n: Construct(
             EventsActor, (p.dispatch, p.clock, p.config.node.node_name, n),
             {"cluster": p.cluster is not None})))
+    gc = p.config.garbage_collection
+    if gc is not None:
+        # Before the cluster writers and sources: a replay (which has neither) builds the
+        # same order from the config alone.
+        tree.append((names.GC, lambda n: Construct(
+            GarbageCollector, (p.dispatch, p.timers, p.runtime, p.clock, gc,
+                               p.config.node.pod_logs_dir, p.config.node.node_name, p.metrics,
+                               n), {**pool(), "events": events})))
     cluster = p.cluster
     if cluster is not None:
         # Writers before the pod source: a new writer is told every API pod again by

@@ -35,6 +35,12 @@ FAILED_MOUNT_VOLUME = "FailedMount"
 SANDBOX_CHANGED = "SandboxChanged"
 FAILED_CREATE_POD_SANDBOX = "FailedCreatePodSandBox"
 
+# Garbage collection
+CONTAINER_GC_FAILED = "ContainerGCFailed"
+IMAGE_GC_FAILED = "ImageGCFailed"
+FREE_DISK_SPACE_FAILED = "FreeDiskSpaceFailed"
+INVALID_DISK_CAPACITY = "InvalidDiskCapacity"
+
 # Probes
 CONTAINER_UNHEALTHY = "Unhealthy"
 CONTAINER_PROBE_WARNING = "ProbeWarning"

@@ -32,6 +32,8 @@ from runtime.kuberuntime.volumes import NODE_HOST_PATHS
 from runtime.pod.model import Container, LifecycleHandler, Pod
 
 MIN_GRACE_SECONDS = 2
+CRASH_BACKOFF_INITIAL = 10.0
+"""Upstream's initial crash-loop back-off (initialContainerRestartBackoff)."""
 _LOG_NAME = re.compile(r"^(\d+)\.log")
 _IMAGE_ERRORS = frozenset({"InvalidImageName", "ErrImageNeverPull", "ImagePullBackOff",
                            "ErrImagePull"})
@@ -90,8 +92,12 @@ class ContainerLifecycle:
         self.objects: ObjectSource | None = None
         self.host_paths: HostPaths = NODE_HOST_PATHS  # the manager's (a trace records it)
         self.events: EventRecorder = NULL_RECORDER  # set by KubeRuntimeManager
+        # Upstream: 10 s doubling to 5 m; with crashLoopBackOff.maxContainerRestartPeriod
+        # the cap is that, and the first wait no longer than it.
+        cap = settings.max_container_restart_period
         self.crash_backoff: Backoff[CrashKey] = Backoff(
-            clock, initial=10.0, maximum=300.0, name="crash-backoff", observe=observe)
+            clock, initial=min(CRASH_BACKOFF_INITIAL, cap), maximum=cap,
+            name="crash-backoff", observe=observe)
 
     def check_crash_backoff(self, pod: Pod, container: Container, status: RuntimePodStatus) -> None:
         """Raise CrashLoopBackOff while the last exit of this container is too recent."""

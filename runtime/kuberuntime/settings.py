@@ -31,6 +31,9 @@ class NodeSettings:
     allocatable: tuple[tuple[str, str], ...] = ()
     # --seccomp-default: RuntimeDefault for containers that name no seccomp profile.
     seccomp_default: bool = False
+    # KubeletConfiguration crashLoopBackOff.maxContainerRestartPeriod (feature gate
+    # KubeletCrashLoopBackOffMax): the crash-loop back-off's cap, in seconds.
+    max_container_restart_period: float = 300.0
 
     def pod_dir(self, uid: str) -> str:
         return os.path.join(self.root_dir, "pods", uid)

@@ -40,6 +40,9 @@ class FakeImages(CallRecorder):
         self.clock: Clock = clock if clock is not None else FakeClock()
         self._images: dict[str, Image] = {}  # by id
         self._pullable: dict[str, Image] = {}  # by normalized ref
+        # Where image_fs_info says the images are (a test of image GC points it at a real
+        # directory, whose filesystem's size and free space the collector reads).
+        self.image_fs_mountpoint = IMAGE_FS_MOUNTPOINT
 
     def add_image(self, ref: str, *, size: int = 1_000_000) -> Image:
         """Put ``ref`` in the image store (as if pulled); returns the Image."""
@@ -123,7 +126,7 @@ class FakeImages(CallRecorder):
             self._enter("image_fs_info")
             return (
                 FilesystemUsage(
-                    mountpoint=IMAGE_FS_MOUNTPOINT,
+                    mountpoint=self.image_fs_mountpoint,
                     used_bytes=sum(i.size for i in self._images.values()),
                     inodes_used=len(self._images),
                     timestamp=self.clock.now(),

@@ -79,14 +79,14 @@ podLogsDir: /var/log/other
 
 
 def test_config_fields_not_supported_are_reported_not_dropped(tmp_path: Path) -> None:
-    config = write_config(tmp_path, "staticPodPath: /etc/pods\nimageGCHighThresholdPercent: 90\n")
+    config = write_config(tmp_path, "staticPodPath: /etc/pods\ntopologyManagerPolicy: none\n")
     lines: list[str] = []
     sink = logger.add(lines.append, level="WARNING", format="{message}")
     try:
         parse_flags(["--config", str(config)])
     finally:
         logger.remove(sink)
-    assert any("not supported by kubelet-actors, ignored: imageGCHighThresholdPercent" in line
+    assert any("not supported by kubelet-actors, ignored: topologyManagerPolicy" in line
                for line in lines)
 
 
