@@ -42,6 +42,7 @@ NOW = time.mktime((2026, 11, 25, 17, 30, 0, 0, 0, -1))  # local time, as the nam
 STAMP = "20261125-173000"
 LOG = "/logs/ns_pod_uid/app/0.log"
 POLICY = LogRotatePolicy(max_size=100, max_files=5)
+SMALL = LogRotatePolicy(max_size=100, max_files=4)
 
 
 def _r(*stamps: str) -> tuple[str, ...]:
@@ -117,7 +118,7 @@ def test_parse_max_size_refuses(text: str, why: str) -> None:
 class Node:
     """A fake runtime with one running container whose log is a real file."""
 
-    def __init__(self, root: Path, policy: LogRotatePolicy = LogRotatePolicy(100, 4)) -> None:
+    def __init__(self, root: Path, policy: LogRotatePolicy = SMALL) -> None:
         self.logs = root / "pods"
         self.fake = FakeRuntime(FakeClock(), images=("busybox",))
         pod_dir = self.logs / "default_web_uid-1"
