@@ -71,8 +71,9 @@ class LogRotationActor(Actor):
             self._log.info("container log rotation: every {}s, logs over {} bytes, at most "
                            "{} files per container", self._parts.period, policy.max_size,
                            policy.max_files)
+            # A pass at once, then every period: upstream's wait.Forever.
             self._ticker = self._timers.every(names.TICK_LOG_ROTATION, self.name,
-                                              self._parts.period)
+                                              self._parts.period, first=0.0)
 
     def on_stop(self) -> None:
         if self._ticker is not None:

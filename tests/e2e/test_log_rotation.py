@@ -3,7 +3,8 @@ base64 to stdout while the daemon runs with ``--container-log-max-size 10Mi
 --container-log-max-files 5`` and a 3 s containerLogMonitorInterval (upstream's
 minimum); at the end at most 5 files are left in the container's log directory, the
 older rotated ones gzip-compressed, the newest rotated one not, and the newest lines
-are read through /containerLogs and ``kubelet-actors logs``.
+are read through /containerLogs and ``kubelet-actors logs``; a follow started before the
+first line reads every line once, in order, across every rotation.
 
 What can be asserted honestly: upstream rotates a log once a pass finds it at or over
 the size, so a rotated file is never under 10 MiB, and is over it by what the container
@@ -22,8 +23,10 @@ pipe into the file when the test looked (at most a pipe's and containerd's buffe
 from __future__ import annotations
 
 import gzip
+import http.client
 import json
 import re
+import threading
 import urllib.parse
 import uuid
 from collections.abc import Iterator
@@ -99,12 +102,52 @@ def daemon(containerd: EmbeddedContainerd, cri: CRIClient) -> Iterator[Daemon]:
         print(d.log())  # shown when the test failed
 
 
+class Follower:
+    """``/containerLogs?follow=true`` read on a thread until the writer's last line."""
+
+    def __init__(self, daemon: Daemon) -> None:
+        self.conn = http.client.HTTPConnection("127.0.0.1", daemon.read_only_port,
+                                               timeout=120)
+        self.conn.request("GET", f"/containerLogs/default/{POD}/writer?follow=true")
+        self.response = self.conn.getresponse()
+        self.data = bytearray()
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        try:
+            while not self.data.endswith(f"{END}\n".encode()):
+                chunk = self.response.read1(1 << 20)
+                if not chunk:
+                    return
+                self.data += chunk
+        except BaseException as err:  # shown by the test
+            self.error = err
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+@pytest.fixture
+def follower(daemon: Daemon) -> Iterator[Follower]:
+    """A follow from the start (the writer waits for its first go): it must go on in
+    each new file after each rotation."""
+    f = Follower(daemon)
+    try:
+        yield f
+    finally:
+        f.close()
+
+
 def _uncompressed_size(path: Path) -> int:
     with gzip.open(path, "rb") as f:
         return sum(len(chunk) for chunk in iter(lambda: f.read(1 << 20), b""))
 
 
-def test_a_60_mib_writer_is_rotated_compressed_and_capped(daemon: Daemon) -> None:
+@pytest.mark.timeout(900)  # 60 MiB in 45 steps through containerd, a pass per rotation
+def test_a_60_mib_writer_is_rotated_compressed_and_capped(daemon: Daemon,
+                                                         follower: Follower) -> None:
     ctl = daemon.workdir / "ctl"
     found = wait_for(lambda: next(daemon.pod_logs.glob(f"default_{POD}_*/writer"), None),
                      30.0, "the writer's log directory")
@@ -156,3 +199,14 @@ def test_a_60_mib_writer_is_rotated_compressed_and_capped(daemon: Daemon) -> Non
     done = cli(POD, "-c", "writer", "--tail", "1", "--server",
                f"http://127.0.0.1:{daemon.read_only_port}")
     assert (done.returncode, done.stdout) == (0, f"{END}\n"), done.stderr
+
+    # The follow saw every line once, in order, across every rotation: each step is the
+    # base64 of STEP_RAW bytes in lines of 76 characters.
+    follower.thread.join(120.0)
+    assert follower.error is None and not follower.thread.is_alive()
+    encoded = (STEP_RAW + 2) // 3 * 4
+    step_bytes = encoded + -(-encoded // 76)
+    assert len(follower.data) == STEPS * step_bytes + len(END) + 1
+    lines = bytes(follower.data).split(b"\n")
+    assert lines[-2:] == [END.encode(), b""]
+    assert all(re.fullmatch(rb"[A-Za-z0-9+/=]{1,76}", line) for line in lines[:-2])
