@@ -94,6 +94,11 @@ class SyncError(KubeletError):
         self.backoff = backoff
 
 
+class LogRotationError(KubeletError):
+    """A container's log could not be rotated (a file operation or ReopenContainerLog
+    failed); the message names the log and the step."""
+
+
 class ContainerdError(KubeletError):
     """The embedded containerd could not be configured, started or stopped."""
 

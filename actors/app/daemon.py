@@ -25,6 +25,7 @@ from actors.app.flags import KubeletFlags
 from actors.app.http.security import main_port_security
 from actors.app.http.server import KubeletHTTPServer
 from actors.app.http.stream_routes import stream_host
+from actors.app.log_rotation_setup import log_rotation_parts
 from actors.app.node import node_settings, this_node
 from actors.app.stats_setup import stats_wiring
 from actors.core.dispatch import ActorRef, Dispatch
@@ -181,12 +182,14 @@ def start_kubelet(
     if supervision is not None:
         sync_settings = dataclasses.replace(sync_settings, supervision=supervision)
     stats = stats_wiring(flags, node_settings(flags), runtime, metrics)
+    rotation = log_rotation_parts(flags, node_settings(flags).pod_logs_dir, runtime, metrics)
     config = ReplayConfig(
         node=node_settings(flags),
         timing=WorkerTiming(resync_interval=flags.sync_frequency),
         supervisor=sync_settings, host_ip=node_ip, embedded=containerd is not None,
         cluster=cluster is not None, events=True, stats=stats.parts is not None,
-        host_paths=True, garbage_collection=flags.garbage_collection)
+        host_paths=True, garbage_collection=flags.garbage_collection,
+        log_rotation=rotation is not None)
     writer: TraceWriter | None = None
     host_paths: HostPaths = NodeHostPaths()
     calls: tuple[Interceptor, ...] = (Timing(metrics.observe_runtime_call), *runtime_faults)
@@ -224,7 +227,8 @@ def start_kubelet(
               if runtime_endpoint and enabled(flags.feature_gates, EVENTED_PLEG) else None)
     parts = KubeletParts(dispatch, timers, clock, instrumented, manager, config, metrics,
                          containerd, sources, cluster=cluster, stats=stats.parts,
-                         probe_metrics=stats.probes, runtime_events=events)
+                         probe_metrics=stats.probes, runtime_events=events,
+                         log_rotation=rotation)
     tls, auth = main_port_security(flags, cluster.client if cluster is not None else None,
                                    (node_ip,))
     timers.start()

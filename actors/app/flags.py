@@ -21,6 +21,14 @@ from actors.kubelet.garbage_collector import GCSettings
 from runtime.cm.names import DRIVERS
 from runtime.errors import ConfigError
 from runtime.kubeapi.nodestatus import Taint, parse_taints
+from runtime.kuberuntime.log_rotation import (
+    DEFAULT_MAX_FILES,
+    DEFAULT_MAX_SIZE,
+    DEFAULT_MAX_WORKERS,
+    DEFAULT_MONITOR_INTERVAL,
+    MIN_MONITOR_INTERVAL,
+    parse_max_size,
+)
 from runtime.pod.admission import sysctl_allowlist_error
 from runtime.pod.validation import validate_labels
 
@@ -97,6 +105,11 @@ class KubeletFlags:
     # container and image GC, crash-loop back-off cap (actors.app.gc_flags)
     garbage_collection: GCSettings = field(default_factory=GCSettings)
     max_container_restart_period: float = 300.0
+    # container log rotation (runtime.kuberuntime.log_rotation); max size < 0: off
+    container_log_max_size: int = 10 * 2**20
+    container_log_max_files: int = 5
+    container_log_max_workers: int = 1
+    container_log_monitor_interval: float = 10.0
 
 
 # Upstream's kubelet sets these labels on its node itself (IsKubeletLabel): --node-labels
@@ -261,6 +274,12 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
     add("--stats-collection-period", type=parse_duration, default=10.0,
         help="how often resource stats are collected for /stats/summary and the metrics "
              "endpoints (default 10s, cAdvisor's housekeeping interval; 0 turns them off)")
+    add("--container-log-max-size", default=DEFAULT_MAX_SIZE,
+        help="the size (a quantity, e.g. 10Mi) a container's log file reaches before it "
+             "is rotated (default 10Mi; negative: no rotation)")
+    add("--container-log-max-files", type=int, default=DEFAULT_MAX_FILES,
+        help="the most log files kept per container, the current one included; must be "
+             ">= 2 (default 5)")
     add("--node-status-report-frequency", type=parse_duration, default=300.0,
         help="how often the node's status is posted even if unchanged (default 5m)")
     add("--node-status-max-images", type=int, default=50,
@@ -358,6 +377,7 @@ def parse_flags(argv: list[str]) -> KubeletFlags:
             ipaddress.ip_address(address)
         except ValueError as err:
             raise ConfigError(f'{flag} "{address}": {err}') from err
+    log_rotation = _container_log_settings(ns)
     if ns.runonce_timeout <= 0:
         raise ConfigError(f"--runonce-timeout {ns.runonce_timeout}: must be more than 0")
     try:
@@ -437,10 +457,38 @@ def parse_flags(argv: list[str]) -> KubeletFlags:
         authentication_token_webhook=ns.authentication_token_webhook,
         authentication_token_webhook_cache_ttl=ns.authentication_token_webhook_cache_ttl,
         authorization_mode=ns.authorization_mode,
+        **log_rotation,
         authorization_webhook_cache_authorized_ttl=ns.authorization_webhook_cache_authorized_ttl,
         authorization_webhook_cache_unauthorized_ttl=(
             ns.authorization_webhook_cache_unauthorized_ttl),
     )
+
+
+def _container_log_settings(ns: argparse.Namespace) -> dict[str, Any]:
+    """The container log rotation flags (and config-file-only fields), checked in
+    upstream's words (NewContainerLogManager, ValidateKubeletConfiguration)."""
+    try:
+        max_size = parse_max_size(ns.container_log_max_size)
+    except ValueError as err:
+        raise ConfigError(f"--container-log-max-size: {err}",
+                          field="containerLogMaxSize") from err
+    if ns.container_log_max_files <= 1:
+        raise ConfigError(f"--container-log-max-files: invalid MaxFiles "
+                          f"{ns.container_log_max_files}, must be > 1",
+                          field="containerLogMaxFiles")
+    workers = getattr(ns, "container_log_max_workers", DEFAULT_MAX_WORKERS)
+    if workers < 1:
+        raise ConfigError("invalid configuration: containerLogMaxWorkers must be greater "
+                          "than or equal to 1", field="containerLogMaxWorkers")
+    interval = getattr(ns, "container_log_monitor_interval", DEFAULT_MONITOR_INTERVAL)
+    if interval < MIN_MONITOR_INTERVAL:
+        raise ConfigError("invalid configuration: containerLogMonitorInterval must be a "
+                          "positive time duration greater than or equal to 3s",
+                          field="containerLogMonitorInterval")
+    return {"container_log_max_size": max_size,
+            "container_log_max_files": ns.container_log_max_files,
+            "container_log_max_workers": workers,
+            "container_log_monitor_interval": interval}
 
 
 def _abspath(path: str) -> str:

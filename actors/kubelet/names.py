@@ -25,6 +25,8 @@ NODE_STATUS = "api/node-status"
 NODE_LEASE = "api/lease"
 STATS = "stats"
 """Collects resource stats for /stats/summary and the metrics endpoints (not replayed)."""
+LOG_ROTATION = "log-rotation"
+"""Rotates the running containers' logs (upstream's container log manager; not replayed)."""
 POD_WRITER = "api/pods"
 EVENTS = "events"
 """The kubelet's events: logged, kept (the newest) and, in cluster mode, handed on."""
@@ -77,6 +79,7 @@ TICK_EVENT_RETRY = "event-retry"
 TICK_STATS = "stats"
 TICK_CONTAINER_GC = "container-gc"
 TICK_IMAGE_GC = "image-gc"
+TICK_LOG_ROTATION = "log-rotation"
 
 # --- health checks (/healthz/<name>) -----------------------------------------------------
 

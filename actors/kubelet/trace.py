@@ -84,8 +84,10 @@ class KubeletWorld:
     def replayable(self, actor: str) -> bool:
         # Sources and the API writers do I/O: what they tell the others is the input.
         # The events actor only logs and keeps what the others told it; the stats actor
-        # measures for the HTTP API only (see actors.kubelet.stats_collector).
-        return (actor not in _NOT_ACTORS and actor not in (names.EVENTS, names.STATS)
+        # measures for the HTTP API only (see actors.kubelet.stats_collector); the log
+        # rotation actor acts on file sizes, for no other actor (actors.kubelet.log_rotation).
+        return (actor not in _NOT_ACTORS
+                and actor not in (names.EVENTS, names.STATS, names.LOG_ROTATION)
                 and not actor.startswith(("source", names.API_PREFIX)))
 
     def scratch_paths(self, config: Mapping[str, Any], scratch: str
@@ -123,6 +125,8 @@ class KubeletWorld:
                                          key=lambda k: (k == "api", k))]
             if parts.config.stats:  # last, as tree.children puts it
                 specs.append(kubelet_child((names.STATS, _stub_ref)))
+            if parts.config.log_rotation:  # after it, as tree.children puts it
+                specs.append(kubelet_child((names.LOG_ROTATION, _stub_ref)))
             sync_loop = tree.sync_loop(
                 parts, specs, lambda uid, n, cancel: _stub_ref(n)).build()
             sync_loop.on_start()

@@ -29,6 +29,7 @@ from actors.kubelet.cluster.pod_source import APISource
 from actors.kubelet.cluster.pod_writer import PodWriter
 from actors.kubelet.events import DispatchRecorder, EventsActor
 from actors.kubelet.garbage_collector import GarbageCollector, GCSettings
+from actors.kubelet.log_rotation import LogRotationActor, LogRotationParts
 from actors.kubelet.metrics import KubeletMetrics
 from actors.kubelet.pleg import PLEG
 from actors.kubelet.pod_killer import PodKiller
@@ -74,6 +75,7 @@ class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
     host_paths: bool = False  # hostPath answers recorded (older traces: checked read-only)
     # The garbage collector runs with these settings (None: traces from before it).
     garbage_collection: GCSettings | None = None
+    log_rotation: bool = False  # the log rotation actor runs (after stats; not replayed)
 
     def to_header(self) -> dict[str, Any]:
         header: dict[str, Any] = msgspec.to_builtins(self)
@@ -135,6 +137,8 @@ class KubeletParts:
     probe_metrics: ProbeMetrics | None = None
     # Opens the runtime's event stream for the PLEG; None: relist only (a replay, tests).
     runtime_events: SubscriptionFactory | None = None
+    # The container log rotation actor's rotator (config.log_rotation); None in a replay.
+    log_rotation: LogRotationParts | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +236,11 @@ def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
         # has no StatsParts: actors.kubelet.trace adds the stub of this child itself.)
         tree.append((names.STATS, lambda n: Construct(
             StatsActor, (p.dispatch, p.timers, p.stats, n), pool())))
+    if p.config.log_rotation and p.log_rotation is not None:
+        # After the stats actor, for the same reason (trace.py adds its stub in a replay).
+        rotation = p.log_rotation
+        tree.append((names.LOG_ROTATION, lambda n: Construct(
+            LogRotationActor, (p.dispatch, p.timers, rotation, n), pool())))
     return tree
 
 

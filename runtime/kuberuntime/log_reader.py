@@ -10,7 +10,7 @@ a pause of ``COALESCE``, 10 ms, so a busy log is read in batches); the running c
 most every ``RUNNING_CHECK`` seconds and at least as often, so a follow of a container
 that exits ends within about that time.
 
-Rotation (issue 14) as upstream's kubelet does it: ``0.log`` is renamed to
+Rotation as upstream's kubelet does it (runtime.kuberuntime.log_rotator): ``0.log`` is renamed to
 ``0.log.<timestamp>`` (older ones gzip-compressed) and the runtime reopens ``0.log``.
 A follow drains the renamed file to its end, then goes on in the new one, so nothing is
 lost or repeated. ``rotated_logs`` lists the older files in order; ``open_log`` reads
@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from typing import IO
 
 from runtime.kuberuntime.inotify import DirectoryWatch
+from runtime.kuberuntime.log_rotation import is_rotated_of, split_unused
 from runtime.kuberuntime.logs import LogOptions, LogRenderer, tail_start
 
 RUNNING_CHECK = 0.5
@@ -44,16 +45,16 @@ TAIL_BLOCK = 64 << 10
 
 
 def rotated_logs(path: str) -> tuple[str, ...]:
-    """The rotated files of the log at ``path`` (``<path>.<timestamp>[.gz]``), oldest
-    first (the timestamps sort as text)."""
+    """The rotated files of the log at ``path`` (``<path>.<timestamp>[.gz]``) in use,
+    oldest first (the timestamps sort as text): upstream's GetAllLogs without the log
+    itself (leftovers of an interrupted rotation left out)."""
     directory, base = os.path.split(path)
     try:
         names = os.listdir(directory or ".")
     except FileNotFoundError:
         return ()
-    prefix = base + "."
-    rotated = sorted(n for n in names if n.startswith(prefix) and not n.endswith(".tmp"))
-    return tuple(os.path.join(directory, n) for n in rotated)
+    inuse, _ = split_unused(n for n in names if is_rotated_of(base, n))
+    return tuple(os.path.join(directory, n) for n in inuse)
 
 
 def open_log(path: str) -> IO[bytes]:

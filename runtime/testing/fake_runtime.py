@@ -19,6 +19,7 @@ recorder live in runtime.testing.fake_images and runtime.testing.fake_calls.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 
 from runtime.clock import Clock
@@ -403,6 +404,11 @@ class FakeRuntime(FakeImages):
             c = self._container(container_id, "ReopenContainerLog")
             if c.state is not ContainerState.RUNNING:
                 raise CRIError("ReopenContainerLog", f"container {container_id} is not running")
+            # As a runtime does: the log at its path is opened again (created if a
+            # rotation renamed it away), when its pod's log directory exists.
+            if c.log_path and os.path.isdir(os.path.dirname(c.log_path)):
+                with open(c.log_path, "ab"):
+                    pass
 
 
 def _implements_cri_runtime(fake: FakeRuntime) -> CRIRuntime:

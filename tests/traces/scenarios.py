@@ -33,6 +33,7 @@ from actors.core.trace.recording import RecordingClock, RecordingInterceptor
 from actors.core.trace.writer import TraceWriter
 from actors.kubelet import names, tree
 from actors.kubelet.garbage_collector import GCSettings
+from actors.kubelet.log_rotation import LogRotationParts
 from actors.kubelet.messages import SourceSnapshot
 from actors.kubelet.pod_worker import WorkerTiming
 from actors.kubelet.stats_collector import StatsCache, StatsParts
@@ -45,6 +46,8 @@ from runtime.cri.types import ContainerState
 from runtime.ids import ContainerID
 from runtime.kuberuntime import labels as L
 from runtime.kuberuntime.host_paths import HOST_PATHS_TARGET, HostPaths, NodeHostPaths
+from runtime.kuberuntime.log_rotation import LogRotatePolicy
+from runtime.kuberuntime.log_rotator import ContainerLogRotator
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.settings import NodeSettings
 from runtime.pod.model import (
@@ -224,7 +227,8 @@ class RecordedNode:
 
     def __init__(self, directory: Path, scratch: Path, faults: FaultPlan | None = None,
                  images: Iterable[str] = (IMAGE,), stats: bool = False,
-                 gc: GCSettings | None = None) -> None:
+                 gc: GCSettings | None = None,
+                 log_rotation: LogRotatePolicy | None = None) -> None:
         self.fake_clock = FakeClock()
         self.fake = FakeRuntime(self.fake_clock, images=images)
         self.faults = faults
@@ -235,7 +239,8 @@ class RecordedNode:
                               memory_capacity=4 * 2**30),
             timing=WorkerTiming(60.0),
             supervisor=SyncLoopSettings(expected_sources=frozenset({"file"})), stats=stats,
-            host_paths=True, garbage_collection=gc)
+            host_paths=True, garbage_collection=gc,
+            log_rotation=log_rotation is not None)
         self.writer = TrackingWriter(directory, config=config.to_header())
         self.activity = self.writer.activity
         self.dispatch = d = Dispatch(recorder=self.writer, faults=faults)
@@ -254,8 +259,13 @@ class RecordedNode:
         self.stats = StatsParts(StatsCollector(self.fake, StatsSettings(
             "node", config.node.root_dir, config.node.pod_logs_dir), now=self.fake_clock.now),
             StatsCache()) if stats else None
+        # The log rotation actor too (actors.app.log_rotation_setup), on the fake clock.
+        self.log_rotation = LogRotationParts(ContainerLogRotator(
+            self.fake, log_rotation, config.node.pod_logs_dir, now=self.fake_clock.now)
+        ) if log_rotation is not None else None
         parts = KubeletParts(d, self.timers, clock, runtime, manager, config,
-                             executor=self._pool, stats=self.stats)
+                             executor=self._pool, stats=self.stats,
+                             log_rotation=self.log_rotation)
         self.gates: dict[tuple[str, int], Gate] = {}
         self._pools: list[CountingPool] = []
         self.manifests = Manifests()
