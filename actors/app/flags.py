@@ -6,18 +6,20 @@ import argparse
 import ipaddress
 import os
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from loguru import logger
 
 from actors.app.durations import parse_duration
+from actors.app.eviction_setup import add_eviction_flags, eviction_config
 from actors.app.feature_gates import DEFAULTS as GATE_DEFAULTS
 from actors.app.feature_gates import parse_feature_gates
 from actors.app.gostrconv import parse_bool
 from actors.app.kubelet_config import load_kubelet_config
 from runtime.cm.names import DRIVERS
 from runtime.errors import ConfigError
+from runtime.eviction.api import EvictionConfig
 from runtime.kubeapi.nodestatus import Taint, parse_taints
 from runtime.pod.admission import sysctl_allowlist_error
 from runtime.pod.validation import validate_labels
@@ -92,6 +94,7 @@ class KubeletFlags:
     authorization_webhook_cache_authorized_ttl: float = 300.0
     authorization_webhook_cache_unauthorized_ttl: float = 30.0
     feature_gates: tuple[tuple[str, bool], ...] = ()
+    eviction: EvictionConfig = field(default_factory=EvictionConfig)  # --eviction-*
 
 
 # Upstream's kubelet sets these labels on its node itself (IsKubeletLabel): --node-labels
@@ -287,6 +290,7 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
         help="how long allowed SubjectAccessReview answers are kept (default 5m)")
     add("--authorization-webhook-cache-unauthorized-ttl", type=parse_duration, default=30.0,
         help="how long denied SubjectAccessReview answers are kept (default 30s)")
+    add_eviction_flags(add)
     add("--v", "--log-level", dest="log_level", default="INFO",
         choices=("TRACE", "DEBUG", "INFO", "WARNING", "ERROR"), type=str.upper)
     add("--log-format", choices=("text", "json"), default="text")
@@ -403,6 +407,7 @@ def parse_flags(argv: list[str]) -> KubeletFlags:
         # defaulting to /".
         cgroup_root=ns.cgroup_root or "/",
         cgroup_driver=ns.cgroup_driver,
+        eviction=eviction_config(ns),
         node_ip=ns.node_ip,
         cluster_dns=parse_cluster_dns(ns.cluster_dns),
         cluster_domain=ns.cluster_domain,

@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from actors.app.durations import parse_duration
+from actors.app.eviction_setup import CONFIG_FIELDS as EVICTION_FIELDS
 from runtime.errors import ConfigError
 from runtime.kubeapi.nodestatus import Taint, parse_taints
 from runtime.pod.admission import sysctl_allowlist_error
@@ -186,6 +187,9 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "tlsPrivateKeyFile": ("tls_private_key_file", _string),
     "tlsMinVersion": ("tls_min_version", _string),
     "tlsCipherSuites": ("tls_cipher_suites", _strings),
+    "evictionMaxPodGracePeriod": ("eviction_max_pod_grace_period", _integer),
+    "evictionPressureTransitionPeriod": ("eviction_pressure_transition_period", _duration),
+    **EVICTION_FIELDS,
     "authentication": (SPREAD, lambda v: _block(v, _SECURITY_FIELDS, "authentication")),
     "authorization": (SPREAD, lambda v: _block(v, _SECURITY_FIELDS, "authorization")),
 }

@@ -155,6 +155,10 @@ class UpdatePod:
     grace_override: int | None = None
     reason: str = ""
     remove: bool = False  # after stopping, remove the pod's sandboxes, containers, dirs
+    # A kill that fails the pod (upstream's killPodFunc status function, e.g. an
+    # eviction): its status is Failed with this reason and message from the kill on.
+    failed_reason: str = ""
+    failed_message: str = ""
 
 
 class WorkerState(enum.Enum):

@@ -75,6 +75,13 @@ class KubeletMetrics:
             "kubelet_actors_dead_letters_unhandled",
             "Dead letters neither redelivered to a restarted actor nor dropped by rule.",
             ["message"], registry=r)
+        self.evictions = Counter(
+            "kubelet_evictions", "Cumulative number of pod evictions by eviction signal",
+            ["eviction_signal"], registry=r)
+        self.eviction_stats_age = Histogram(
+            "kubelet_eviction_stats_age_seconds", "Time between when stats are collected, "
+            "and when pod is evicted based on those stats by eviction signal",
+            ["eviction_signal"], registry=r)
         self.containerd_restarts = Counter(
             "kubelet_actors_containerd_restarts",
             "Times the embedded containerd was restarted.", registry=r)

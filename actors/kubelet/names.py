@@ -26,6 +26,8 @@ NODE_LEASE = "api/lease"
 STATS = "stats"
 """Collects resource stats for /stats/summary and the metrics endpoints (not replayed)."""
 POD_WRITER = "api/pods"
+EVICTION = "eviction"
+"""The eviction manager: node pressure conditions and evictions."""
 EVENTS = "events"
 """The kubelet's events: logged, kept (the newest) and, in cluster mode, handed on."""
 EVENT_WRITER = "api/events"
@@ -73,6 +75,7 @@ TICK_LEASE = "lease-renew"
 TICK_POD_STATUS_RESYNC = "pod-status-resync"
 TICK_EVENT_RETRY = "event-retry"
 TICK_STATS = "stats"
+TICK_EVICTION = "eviction"
 
 # --- health checks (/healthz/<name>) -----------------------------------------------------
 

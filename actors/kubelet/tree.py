@@ -28,6 +28,7 @@ from actors.kubelet.cluster.node_status import NodeStatusActor
 from actors.kubelet.cluster.pod_source import APISource
 from actors.kubelet.cluster.pod_writer import PodWriter
 from actors.kubelet.events import DispatchRecorder, EventsActor
+from actors.kubelet.eviction import EvictionManager, EvictionSettings
 from actors.kubelet.metrics import KubeletMetrics
 from actors.kubelet.pleg import PLEG
 from actors.kubelet.pod_killer import PodKiller
@@ -70,6 +71,7 @@ class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
     cluster: bool = False  # joined to an API server: status also goes to the pod writer
     events: bool = False  # events recorded (traces from before events replay without)
     stats: bool = False  # the stats actor runs (last child; not replayed, see stats_collector)
+    eviction: EvictionSettings | None = None  # the eviction manager runs, so configured
 
     def to_header(self) -> dict[str, Any]:
         header: dict[str, Any] = msgspec.to_builtins(self)
@@ -189,6 +191,12 @@ def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
         tree.append((names.EVENTS, lambda n: Construct(
             EventsActor, (p.dispatch, p.clock, p.config.node.node_name, n),
             {"cluster": p.cluster is not None})))
+    eviction = p.config.eviction
+    if eviction is not None:
+        tree.append((names.EVICTION, lambda n: Construct(
+            EvictionManager, (p.dispatch, p.timers, p.clock, eviction,
+                              p.config.node.node_name, n),
+            {"metrics": p.metrics, "events": events})))
     cluster = p.cluster
     if cluster is not None:
         # Writers before the pod source: a new writer is told every API pod again by

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
+from runtime.events import reasons
 from runtime.eviction.api import (
     CRITICAL_PRIORITY,
     EPHEMERAL_STORAGE,
@@ -29,7 +30,6 @@ from runtime.eviction.api import (
     Threshold,
 )
 from runtime.eviction.signals import NodeSignals, PodUsage
-from runtime.events import reasons
 from runtime.pod.admission import pod_requests
 from runtime.pod.model import Pod
 from runtime.pod.quantity import parse_quantity
