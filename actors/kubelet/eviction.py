@@ -82,6 +82,12 @@ class EvictPod:
     message: str
 
 
+@message("GetPressure")
+@dataclass(frozen=True, slots=True)
+class GetPressure:
+    """Ask: the node conditions this manager last told (an empty tuple: none)."""
+
+
 @message("CollectGarbage")
 @dataclass(frozen=True, slots=True)
 class CollectGarbage:
@@ -144,6 +150,8 @@ class EvictionManager(Actor):
                 self._evicting = None  # stopped: the next pass may evict again
         elif isinstance(message, Tick) and message.kind == names.TICK_EVICTION:
             self._synchronize()
+        elif isinstance(message, GetPressure):
+            return self._told or ()
         else:
             return super().handle(message)
         return None

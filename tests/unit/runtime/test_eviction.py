@@ -3,8 +3,6 @@ cases ported from upstream's helpers_test.go and eviction_manager_test.go."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from runtime.errors import ConfigError
@@ -238,7 +236,8 @@ def test_memory_is_reclaimed_before_disk() -> None:
 
 def make_pod(uid: str, priority: int = 0, memory_request: str | None = None,
              storage_request: str | None = None, source: str = "api",
-             volumes: tuple[Volume, ...] = (), **meta: Any) -> Pod:
+             volumes: tuple[Volume, ...] = (), mirror: str = "") -> Pod:
+    meta = {"kubernetes.io/config.mirror": mirror} if mirror else {}
     requests = {k: v for k, v in (("memory", memory_request),
                                   ("ephemeral-storage", storage_request)) if v}
     return Pod(
@@ -301,7 +300,7 @@ def test_pid_ranking_is_priority_then_process_count() -> None:
 
 def test_critical_pods_are_never_chosen() -> None:
     static = make_pod("static", source="file")
-    mirror = make_pod("mirror", **{"kubernetes.io/config.mirror": "abc"})
+    mirror = make_pod("mirror", mirror="abc")
     system = make_pod("system", priority=2_000_000_000)
     plain = make_pod("plain")
     assert all(is_critical(p) for p in (static, mirror, system)) and not is_critical(plain)
