@@ -32,6 +32,7 @@ from actors.core.trace.names import message
 from actors.core.trace.recording import RecordingClock, RecordingInterceptor
 from actors.core.trace.writer import TraceWriter
 from actors.kubelet import names, tree
+from actors.kubelet.eviction import EvictionSettings
 from actors.kubelet.messages import SourceSnapshot
 from actors.kubelet.pod_worker import WorkerTiming
 from actors.kubelet.stats_collector import StatsCache, StatsParts
@@ -213,7 +214,8 @@ class RecordedNode:
     """
 
     def __init__(self, directory: Path, scratch: Path, faults: FaultPlan | None = None,
-                 images: Iterable[str] = (IMAGE,), stats: bool = False) -> None:
+                 images: Iterable[str] = (IMAGE,), stats: bool = False,
+                 eviction: EvictionSettings | None = None) -> None:
         self.fake_clock = FakeClock()
         self.fake = FakeRuntime(self.fake_clock, images=images)
         self.faults = faults
@@ -223,7 +225,9 @@ class RecordedNode:
                               # Fixed, so a Burstable pod's oom_score_adj replays anywhere.
                               memory_capacity=4 * 2**30),
             timing=WorkerTiming(60.0),
-            supervisor=SyncLoopSettings(expected_sources=frozenset({"file"})), stats=stats)
+            supervisor=SyncLoopSettings(expected_sources=frozenset({"file"}),
+                                        eviction=eviction is not None),
+            stats=stats, eviction=eviction)
         self.writer = TrackingWriter(directory, config=config.to_header())
         self.activity = self.writer.activity
         self.dispatch = d = Dispatch(recorder=self.writer, faults=faults)

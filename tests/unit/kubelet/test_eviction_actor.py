@@ -13,6 +13,8 @@ import pytest
 from msgspec.structs import replace as sreplace
 
 from actors.core.dispatch import Dispatch
+from actors.core.trace.reader import read_trace
+from actors.core.trace.replay import format_report, replay
 from actors.core.timers import ManualTimers
 from actors.kubelet import names, tree
 from actors.kubelet.eviction import EvictionSettings, GetPressure, SignalsObserved
@@ -20,6 +22,7 @@ from actors.kubelet.messages import GetPods, SourceSnapshot
 from actors.kubelet.metrics import KubeletMetrics
 from actors.kubelet.pod_worker import WorkerTiming
 from actors.kubelet.sync_loop import SyncLoopSettings
+from actors.kubelet.trace import KubeletWorld
 from actors.kubelet.tree import KubeletParts, ReplayConfig
 from runtime.clock import FakeClock
 from runtime.cri.types import ContainerState
@@ -34,6 +37,7 @@ from runtime.pod.model import Pod, ResourceRequirements
 from runtime.status.types import PodStatus
 from runtime.testing.fake_runtime import FakeRuntime
 from tests.helpers import wait_for
+from tests.traces.scenarios import RecordedNode
 from tests.unit.kubelet.test_sync_loop import IMAGE, pod
 
 Mi = 1 << 20
@@ -178,3 +182,27 @@ def test_static_pods_alone_are_never_evicted_and_the_condition_transitions(
         node.until("a BestEffort pod to run again", lambda: node.running("later"))
     finally:
         node.stop()
+
+
+def test_an_eviction_replays_without_divergence(tmp_path: Path) -> None:
+    """The eviction manager's inputs are messages: a recorded eviction replays exactly."""
+    directory = tmp_path / "trace"
+    recorded = RecordedNode(directory, tmp_path / "scratch", eviction=EvictionSettings(
+        parse_threshold_config({MEMORY_AVAILABLE: "1Gi"})))
+    try:
+        recorded.snapshot(api_pod("hungry"), pod("static", "static"))
+        recorded.until("the pods to run", lambda: recorded.running("hungry")
+                       and recorded.running("static"))
+        recorded.advance(2.0)  # housekeeping: the eviction manager hears of the pods
+        signals = NodeSignals(recorded.fake_clock.now(), (
+            Observation(MEMORY_AVAILABLE, 500 * Mi, 4096 * Mi),),
+            (PodUsage("hungry", 600 * Mi, 1, (ContainerUsage("c", 600 * Mi),)),))
+        recorded.dispatch.tell(names.EVICTION, SignalsObserved(signals), sender="test")
+        recorded.settle()
+        recorded.until("the hungry pod stopped", lambda: not recorded.running("hungry"))
+        assert recorded.running("static")
+    finally:
+        recorded.close()
+    report = replay(read_trace(directory), KubeletWorld())
+    assert report.ok, format_report(report)
+    assert {names.EVICTION, "pod/hungry", names.SYNC_LOOP} <= report.actors
