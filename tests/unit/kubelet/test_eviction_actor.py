@@ -13,9 +13,9 @@ import pytest
 from msgspec.structs import replace as sreplace
 
 from actors.core.dispatch import Dispatch
+from actors.core.timers import ManualTimers
 from actors.core.trace.reader import read_trace
 from actors.core.trace.replay import format_report, replay
-from actors.core.timers import ManualTimers
 from actors.kubelet import names, tree
 from actors.kubelet.eviction import EvictionSettings, GetPressure, SignalsObserved
 from actors.kubelet.messages import GetPods, SourceSnapshot
