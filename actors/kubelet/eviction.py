@@ -169,15 +169,11 @@ class EvictionManager(Actor):
         self._tell_conditions(verdict.state.conditions)
         threshold = verdict.reclaim
         if threshold is None:
-            self._reclaim_asked_at = None
-            return
-        resource = verdict.resource
-        self._log.info("eviction manager: attempting to reclaim {}", resource)
-        self._events.event(node_ref(self._node_name), reasons.WARNING,
-                           reasons.EVICTION_THRESHOLD_MET, f"Attempting to reclaim {resource}")
-        if self._reclaim_node_resources(threshold.signal, resource, signals):
+            if not verdict.state.thresholds_met:
+                self._reclaim_asked_at = None  # relieved: a new episode asks again
             return
         if self._evicting is not None:
+            # Upstream's waitForPodsCleanup: no other eviction until the last one stopped.
             uid, since = self._evicting
             if now - since < POD_CLEANUP_TIMEOUT:
                 self._log.info("eviction manager: waiting for pod {} to be cleaned up", uid)
@@ -185,6 +181,12 @@ class EvictionManager(Actor):
             self._log.info("eviction manager: timed out waiting for pod {} to be cleaned up",
                            uid)
             self._evicting = None
+        resource = verdict.resource
+        self._log.info("eviction manager: attempting to reclaim {}", resource)
+        self._events.event(node_ref(self._node_name), reasons.WARNING,
+                           reasons.EVICTION_THRESHOLD_MET, f"Attempting to reclaim {resource}")
+        if self._reclaim_node_resources(threshold.signal, resource, signals):
+            return
         if not self._pods:
             self._log.error("eviction manager: eviction thresholds have been met, but no "
                             "pods are active to evict")

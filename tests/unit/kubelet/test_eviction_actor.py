@@ -13,11 +13,21 @@ import pytest
 from msgspec.structs import replace as sreplace
 
 from actors.core.dispatch import Dispatch
+from actors.core.testing import Inbox
 from actors.core.timers import ManualTimers
 from actors.core.trace.reader import read_trace
 from actors.core.trace.replay import format_report, replay
 from actors.kubelet import names, tree
-from actors.kubelet.eviction import EvictionSettings, GetPressure, SignalsObserved
+from actors.kubelet.eviction import (
+    ActivePods,
+    CollectGarbage,
+    EvictionManager,
+    EvictionSettings,
+    EvictPod,
+    GetPressure,
+    NodePressure,
+    SignalsObserved,
+)
 from actors.kubelet.messages import GetPods, SourceSnapshot
 from actors.kubelet.metrics import KubeletMetrics
 from actors.kubelet.pod_worker import WorkerTiming
@@ -26,7 +36,7 @@ from actors.kubelet.trace import KubeletWorld
 from actors.kubelet.tree import KubeletParts, ReplayConfig
 from runtime.clock import FakeClock
 from runtime.cri.types import ContainerState
-from runtime.eviction.api import MEMORY_AVAILABLE
+from runtime.eviction.api import MEMORY_AVAILABLE, NODEFS_AVAILABLE
 from runtime.eviction.parse import parse_threshold_config
 from runtime.eviction.signals import ContainerUsage, NodeSignals, Observation, PodUsage
 from runtime.kuberuntime import labels as L
@@ -206,3 +216,41 @@ def test_an_eviction_replays_without_divergence(tmp_path: Path) -> None:
     report = replay(read_trace(directory), KubeletWorld())
     assert report.ok, format_report(report)
     assert {names.EVICTION, "pod/hungry", names.SYNC_LOOP} <= report.actors
+
+
+def test_disk_pressure_asks_the_garbage_collector_before_evicting() -> None:
+    """For a disk signal the manager first sends CollectGarbage to the collector's address
+    and evicts only when newer observations still show the threshold met."""
+    clock = FakeClock()
+    dispatch = Dispatch()
+    timers = ManualTimers(dispatch, clock)
+    inbox = Inbox(dispatch, names.SYNC_LOOP, "gc")
+    config = parse_threshold_config({NODEFS_AVAILABLE: "10Gi"})
+    manager = EvictionManager.start(dispatch, timers, clock, EvictionSettings(
+        config, reclaim="gc"), "node")
+    dispatch.register(names.EVICTION, manager)
+    try:
+        victim = api_pod("victim")
+
+        def observe(at: float) -> None:
+            signals = NodeSignals(at, (Observation(NODEFS_AVAILABLE, Mi, 100 << 30),),
+                                  (PodUsage("victim", containers=(
+                                      ContainerUsage("c", rootfs=Mi, logs=Mi),)),))
+            dispatch.tell(names.EVICTION, SignalsObserved(signals), sender="test")
+
+        dispatch.tell(names.EVICTION, ActivePods((victim,)), sender="test")
+        observe(1.0)
+        timers.advance(10.0)
+        asked = inbox.wait(CollectGarbage)
+        assert asked == CollectGarbage(NODEFS_AVAILABLE, "the node is low on ephemeral-storage")
+        assert inbox.wait(NodePressure).conditions == ("DiskPressure",)
+        timers.advance(10.0)  # no newer observations: still waiting on the collector
+        assert inbox.count() == 2 and not inbox.all(EvictPod)
+        observe(2.0)
+        timers.advance(10.0)
+        order = inbox.wait(EvictPod)
+        assert (order.uid, order.grace_period, order.reason) == ("victim", 1, "Evicted")
+        assert len(inbox.all(CollectGarbage)) == 1
+    finally:
+        manager.stop()
+        inbox.stop()
