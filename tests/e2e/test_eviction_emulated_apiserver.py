@@ -4,7 +4,8 @@ filesystem holding the daemon's root dir has free when the test starts. A pod th
 600 MiB into an emptyDir (under the root dir) takes the node below X: it is evicted (Failed,
 reason Evicted, upstream's message, an Evicted event), the Node reports DiskPressure, a new
 pod is refused, and a static pod that also writes to its emptyDir is never evicted. The
-evicted pod's emptyDir is deleted, so the pressure goes after the transition period.
+evicted pod's emptyDir is deleted, so the pressure goes after the transition period. The
+run is recorded and replays without divergence.
 
 The disk is never filled: the threshold is relative to the measured free space and the test
 writes at most 620 MiB, all of it under the test's own directory.
@@ -16,6 +17,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -26,6 +29,7 @@ from actors.app.testbed import BUSYBOX_IMAGE
 from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
 from tests.apiserver import EmulatedAPIServer
+from tests.e2e.daemon import REPO
 from tests.e2e.test_cluster_emulated_apiserver import NODE, SERVE, Cluster, pod_manifest
 from tests.helpers import wait_for
 
@@ -80,7 +84,8 @@ def evicting(containerd: EmbeddedContainerd, cri: CRIClient) -> Iterator[Cluster
         c = Cluster(server, workdir, containerd.endpoint,
                     "--eviction-hard", f"nodefs.available<{threshold}",
                     "--eviction-pressure-transition-period", "5s",
-                    "--stats-collection-period", "2s", "--volume-stats-agg-period", "2s")
+                    "--stats-collection-period", "2s", "--volume-stats-agg-period", "2s",
+                    "--trace-dir", "TRACE")
         try:
             yield c
         finally:
@@ -160,3 +165,11 @@ def test_a_pod_filling_the_disk_is_evicted_and_the_node_reports_disk_pressure_em
              "DiskPressure False again", interval=1.0)
     assert c.running(keeper)
     assert not events(c, keeper, "Evicted")
+
+    # The run replays: the eviction manager's inputs are recorded messages.
+    c.daemon.stop()
+    replayed = subprocess.run([sys.executable, "-m", "bin.main", "trace", "replay",
+                               str(c.trace_dir)], cwd=REPO, capture_output=True, text=True,
+                              timeout=300, check=False)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert "no divergence: replayed" in replayed.stdout
