@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from runtime.eviction.api import (
+    ALLOCATABLE_MEMORY_AVAILABLE,
     IMAGEFS_AVAILABLE,
     IMAGEFS_INODES_FREE,
     MEMORY_AVAILABLE,
@@ -110,6 +111,12 @@ def observe(summary: s.Summary, at: float) -> NodeSignals:
             and memory.working_set_bytes is not None:
         out.append(Observation(MEMORY_AVAILABLE, memory.available_bytes,
                                memory.available_bytes + memory.working_set_bytes))
+    pods = next((c for c in node.system_containers or () if c.name == s.SYSTEM_CONTAINER_PODS),
+                None)
+    if pods is not None and pods.memory is not None and pods.memory.available_bytes is not None \
+            and pods.memory.working_set_bytes is not None:
+        out.append(Observation(ALLOCATABLE_MEMORY_AVAILABLE, pods.memory.available_bytes,
+                               pods.memory.available_bytes + pods.memory.working_set_bytes))
     _fs(out, node.fs, NODEFS_AVAILABLE, NODEFS_INODES_FREE)
     image = node.runtime.image_fs if node.runtime is not None else None
     _fs(out, image, IMAGEFS_AVAILABLE, IMAGEFS_INODES_FREE)

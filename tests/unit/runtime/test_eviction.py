@@ -8,6 +8,7 @@ import pytest
 from runtime.errors import ConfigError
 from runtime.eviction.admit import admit_under_pressure, tolerates
 from runtime.eviction.api import (
+    ALLOCATABLE_MEMORY_AVAILABLE,
     DISK_PRESSURE,
     IMAGEFS_AVAILABLE,
     MEMORY_AVAILABLE,
@@ -132,6 +133,8 @@ def summary() -> s.Summary:
     t = "2026-01-01T00:00:00Z"
     node = s.NodeStats(
         "node", t, memory=s.MemoryStats(t, available_bytes=3 * Gi, working_set_bytes=1 * Gi),
+        system_containers=(s.ContainerStats(s.SYSTEM_CONTAINER_PODS, t, memory=s.MemoryStats(
+            t, available_bytes=2 * Gi, working_set_bytes=Gi // 2)),),
         fs=s.FsStats(t, available_bytes=20 * Gi, capacity_bytes=100 * Gi, inodes_free=900,
                      inodes=1000),
         runtime=s.RuntimeStats(image_fs=s.FsStats(t, available_bytes=20 * Gi,
@@ -151,6 +154,8 @@ def summary() -> s.Summary:
 def test_observations_are_made_from_the_summary() -> None:
     signals = observe(summary(), 100.0)
     assert signals.get(MEMORY_AVAILABLE) == Observation(MEMORY_AVAILABLE, 3 * Gi, 4 * Gi)
+    assert signals.get(ALLOCATABLE_MEMORY_AVAILABLE) == Observation(
+        ALLOCATABLE_MEMORY_AVAILABLE, 2 * Gi, 2 * Gi + Gi // 2)
     assert signals.get(NODEFS_AVAILABLE) == Observation(NODEFS_AVAILABLE, 20 * Gi, 100 * Gi)
     assert signals.get(NODEFS_INODES_FREE) == Observation(NODEFS_INODES_FREE, 900, 1000)
     assert signals.get(IMAGEFS_AVAILABLE) is not None
