@@ -156,7 +156,7 @@ class UpdatePod:
     reason: str = ""
     remove: bool = False  # after stopping, remove the pod's sandboxes, containers, dirs
     # A kill that fails the pod (upstream's killPodFunc status function, e.g. an
-    # eviction): its status is Failed with this reason and message from the kill on.
+    # eviction): once stopped, its status is Failed with this reason and message.
     failed_reason: str = ""
     failed_message: str = ""
 

@@ -221,10 +221,9 @@ class PodWorker(Actor):
     def _terminate(self, pod: Pod, log: Any) -> None:
         status = self._status(pod)
         kill = self._kill
+        # A kill that fails the pod (an eviction): Failed once its containers stopped, as
+        # upstream's status manager delays a terminal phase until nothing can run.
         failed = (kill.failed_reason, kill.failed_message) if kill is not None else ("", "")
-        if failed[0]:
-            # Failed from the kill on, as upstream's killPodFunc status function sets it.
-            self._observe(pod, status, None, *failed)
         result = self._manager.kill_pod(pod, status, self._grace)
         if not result.ok:
             log.warning("stopping the pod failed, will retry: {}", result)
