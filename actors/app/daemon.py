@@ -20,6 +20,7 @@ from loguru import logger
 
 from actors.app.cgroups import start_pod_cgroups
 from actors.app.cluster import cluster_from_flags
+from actors.app.eviction_setup import wire_eviction
 from actors.app.feature_gates import EVENTED_PLEG, enabled
 from actors.app.flags import KubeletFlags
 from actors.app.http.security import main_port_security
@@ -183,13 +184,16 @@ def start_kubelet(
         sync_settings = dataclasses.replace(sync_settings, supervision=supervision)
     stats = stats_wiring(flags, node_settings(flags), runtime, metrics)
     rotation = log_rotation_parts(flags, node_settings(flags).pod_logs_dir, runtime, metrics)
+    eviction, stats_parts, sync_settings = wire_eviction(flags, stats.parts, sync_settings,
+                                                         cluster is not None)
     config = ReplayConfig(
         node=node_settings(flags),
         timing=WorkerTiming(resync_interval=flags.sync_frequency),
         supervisor=sync_settings, host_ip=node_ip, embedded=containerd is not None,
         cluster=cluster is not None, events=True, stats=stats.parts is not None,
         host_paths=True, garbage_collection=flags.garbage_collection,
-        log_rotation=rotation is not None)
+        log_rotation=rotation is not None,
+        eviction=eviction)
     writer: TraceWriter | None = None
     host_paths: HostPaths = NodeHostPaths()
     calls: tuple[Interceptor, ...] = (Timing(metrics.observe_runtime_call), *runtime_faults)
@@ -226,7 +230,7 @@ def start_kubelet(
     events = (containerd_subscriptions(runtime_endpoint)
               if runtime_endpoint and enabled(flags.feature_gates, EVENTED_PLEG) else None)
     parts = KubeletParts(dispatch, timers, clock, instrumented, manager, config, metrics,
-                         containerd, sources, cluster=cluster, stats=stats.parts,
+                         containerd, sources, cluster=cluster, stats=stats_parts,
                          probe_metrics=stats.probes, runtime_events=events,
                          log_rotation=rotation)
     tls, auth = main_port_security(flags, cluster.client if cluster is not None else None,

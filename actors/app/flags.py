@@ -12,6 +12,7 @@ from typing import Any
 from loguru import logger
 
 from actors.app.durations import parse_duration
+from actors.app.eviction_setup import add_eviction_flags, eviction_config
 from actors.app.feature_gates import DEFAULTS as GATE_DEFAULTS
 from actors.app.feature_gates import parse_feature_gates
 from actors.app.gc_flags import add_gc_flags, gc_settings, max_container_restart_period
@@ -20,6 +21,7 @@ from actors.app.kubelet_config import load_kubelet_config
 from actors.kubelet.garbage_collector import GCSettings
 from runtime.cm.names import DRIVERS
 from runtime.errors import ConfigError
+from runtime.eviction.api import EvictionConfig
 from runtime.kubeapi.nodestatus import Taint, parse_taints
 from runtime.kuberuntime.log_rotation import (
     DEFAULT_MAX_FILES,
@@ -110,6 +112,7 @@ class KubeletFlags:
     container_log_max_files: int = 5
     container_log_max_workers: int = 1
     container_log_monitor_interval: float = 10.0
+    eviction: EvictionConfig = field(default_factory=EvictionConfig)  # --eviction-*
 
 
 # Upstream's kubelet sets these labels on its node itself (IsKubeletLabel): --node-labels
@@ -312,6 +315,7 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
     add("--authorization-webhook-cache-unauthorized-ttl", type=parse_duration, default=30.0,
         help="how long denied SubjectAccessReview answers are kept (default 30s)")
     add_gc_flags(add)
+    add_eviction_flags(add)
     add("--v", "--log-level", dest="log_level", default="INFO",
         choices=("TRACE", "DEBUG", "INFO", "WARNING", "ERROR"), type=str.upper)
     add("--log-format", choices=("text", "json"), default="text")
@@ -432,6 +436,7 @@ def parse_flags(argv: list[str]) -> KubeletFlags:
         # defaulting to /".
         cgroup_root=ns.cgroup_root or "/",
         cgroup_driver=ns.cgroup_driver,
+        eviction=eviction_config(ns),
         node_ip=ns.node_ip,
         cluster_dns=parse_cluster_dns(ns.cluster_dns),
         cluster_domain=ns.cluster_domain,

@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from actors.app.durations import parse_duration
+from actors.app.eviction_setup import CONFIG_FIELDS as EVICTION_FIELDS
 from runtime.errors import ConfigError
 from runtime.kubeapi.nodestatus import Taint, parse_taints
 from runtime.pod.admission import sysctl_allowlist_error
@@ -197,6 +198,9 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "crashLoopBackOff": (SPREAD, lambda v: _block(v, {
         "crashLoopBackOff.maxContainerRestartPeriod": (
             "max_container_restart_period", _duration)}, "crashLoopBackOff")),
+    "evictionMaxPodGracePeriod": ("eviction_max_pod_grace_period", _integer),
+    "evictionPressureTransitionPeriod": ("eviction_pressure_transition_period", _duration),
+    **EVICTION_FIELDS,
     "authentication": (SPREAD, lambda v: _block(v, _SECURITY_FIELDS, "authentication")),
     "authorization": (SPREAD, lambda v: _block(v, _SECURITY_FIELDS, "authorization")),
 }

@@ -156,6 +156,10 @@ class UpdatePod:
     grace_override: int | None = None
     reason: str = ""
     remove: bool = False  # after stopping, remove the pod's sandboxes, containers, dirs
+    # A kill that fails the pod (upstream's killPodFunc status function, e.g. an
+    # eviction): once stopped, its status is Failed with this reason and message.
+    failed_reason: str = ""
+    failed_message: str = ""
 
 
 class WorkerState(enum.Enum):

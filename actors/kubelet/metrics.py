@@ -79,6 +79,13 @@ class KubeletMetrics:
             "kubelet_image_garbage_collected", "Total number of images garbage "
             "collected by the kubelet, whether through disk usage or image age.", ["reason"],
             registry=r)
+        self.evictions = Counter(
+            "kubelet_evictions", "Cumulative number of pod evictions by eviction signal",
+            ["eviction_signal"], registry=r)
+        self.eviction_stats_age = Histogram(
+            "kubelet_eviction_stats_age_seconds", "Time between when stats are collected, "
+            "and when pod is evicted based on those stats by eviction signal",
+            ["eviction_signal"], registry=r)
         self.containerd_restarts = Counter(
             "kubelet_actors_containerd_restarts",
             "Times the embedded containerd was restarted.", registry=r)

@@ -28,6 +28,8 @@ STATS = "stats"
 LOG_ROTATION = "log-rotation"
 """Rotates the running containers' logs (upstream's container log manager; not replayed)."""
 POD_WRITER = "api/pods"
+EVICTION = "eviction"
+"""The eviction manager: node pressure conditions and evictions."""
 EVENTS = "events"
 """The kubelet's events: logged, kept (the newest) and, in cluster mode, handed on."""
 EVENT_WRITER = "api/events"
@@ -80,6 +82,7 @@ TICK_STATS = "stats"
 TICK_CONTAINER_GC = "container-gc"
 TICK_IMAGE_GC = "image-gc"
 TICK_LOG_ROTATION = "log-rotation"
+TICK_EVICTION = "eviction"
 
 # --- health checks (/healthz/<name>) -----------------------------------------------------
 

@@ -33,6 +33,7 @@ from runtime.ids import PodUID
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.podstatus import RuntimePodStatus
 from runtime.kuberuntime.result import PodSyncResult
+from runtime.kuberuntime.volumes import tear_down_empty_dirs
 from runtime.pod import active_deadline
 from runtime.pod.model import Pod
 from runtime.status.generate import TERMINAL_PHASES, generate_pod_status
@@ -220,6 +221,10 @@ class PodWorker(Actor):
 
     def _terminate(self, pod: Pod, log: Any) -> None:
         status = self._status(pod)
+        kill = self._kill
+        # A kill that fails the pod (an eviction): Failed once its containers stopped, as
+        # upstream's status manager delays a terminal phase until nothing can run.
+        failed = (kill.failed_reason, kill.failed_message) if kill is not None else ("", "")
         result = self._manager.kill_pod(pod, status, self._grace)
         if not result.ok:
             log.warning("stopping the pod failed, will retry: {}", result)
@@ -229,6 +234,8 @@ class PodWorker(Actor):
             return
         self.state = WorkerState.TERMINATED
         self._manager.destroy_pod_cgroup(self.uid)
+        if failed[0] == reasons.EVICTED:
+            tear_down_empty_dirs(pod, self._manager.settings)  # the reclaimed disk
         if self._remove:
             # Removed: an empty runtime status would read as Pending; the supervisor
             # forgets the pod (and its status) once it hears this worker is done.
@@ -238,7 +245,7 @@ class PodWorker(Actor):
                 # What it stopped shows as terminated (upstream reads the status again
                 # after killing, in SyncTerminatingPod).
                 status = self._status(pod)
-            self._observe(pod, status, result)
+            self._observe(pod, status, result, *failed)
         log.info("pod terminated{}", " and removed" if self._remove else "")
         self._done(None)
 

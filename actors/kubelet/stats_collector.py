@@ -31,6 +31,8 @@ from actors.core.messages import Tick
 from actors.core.timers import Cancellable, Timers
 from actors.core.trace.names import message
 from actors.kubelet import names
+from actors.kubelet.eviction import SignalsObserved
+from runtime.eviction.signals import observe
 from runtime.stats.collector import StatsCollector, StatsSnapshot
 
 PERIOD_S = 10.0
@@ -62,6 +64,7 @@ class StatsParts:
     collector: StatsCollector
     cache: StatsCache
     period: float = PERIOD_S
+    eviction: bool = False  # each collection's signals go to the eviction manager
 
 
 @message("StatsCollected")
@@ -115,6 +118,9 @@ class StatsActor(Actor):
             snapshot = parts.collector.collect()
             parts.cache.put(snapshot)
             error = snapshot.error
+            if parts.eviction:
+                self.send(names.EVICTION, SignalsObserved(
+                    observe(snapshot.summary, snapshot.taken_at)))
         except Exception as err:  # the runtime away, a bug: the cache keeps the last one
             self._log.opt(exception=err).warning("stats collection failed: {}", err)
             error = f"{type(err).__name__}: {err}"

@@ -24,6 +24,7 @@ from actors.core.timers import Cancellable, Timers
 from actors.core.trace.names import message
 from actors.kubelet import names
 from actors.kubelet.cluster.messages import HealthReport, ReportHealth, StaticPodsWanted
+from actors.kubelet.eviction import ActivePods, EvictPod, NodePressure
 from actors.kubelet.messages import (
     DesiredPods,
     EventType,
@@ -51,6 +52,7 @@ from actors.kubelet.pod_worker import RunPending
 from runtime.clock import Clock
 from runtime.events import reasons
 from runtime.events.recorder import NULL_RECORDER, EventRecorder, pod_ref
+from runtime.eviction.admit import admit_under_pressure
 from runtime.ids import ContainerID, PodUID
 from runtime.kuberuntime.container_gc import PodsForGC
 from runtime.pod.admission import Node, admit
@@ -132,6 +134,7 @@ class SyncLoopSettings:
     supervision: SupervisorSpec = KUBELET_SUPERVISION
     node: Node = field(default_factory=lambda: Node(name=""))
     allowed_unsafe_sysctls: tuple[str, ...] = ()
+    eviction: bool = False  # the eviction manager runs: tell it the active pods
 
     def admission_node(self) -> Node:
         """The node admission sees: ``node``, with ``max_pods`` as its pods."""
@@ -201,6 +204,8 @@ class SyncLoop(SupervisorActor):
         self._timer_handles: list[Cancellable] = []
         self._problems: dict[str, set[tuple[str, str, str]]] = {}
         self._static_told: tuple[str, ...] | None = None
+        self._pressure: tuple[str, ...] = ()  # node conditions from the eviction manager
+        self._active_told: tuple[str, ...] | None = None
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -250,6 +255,10 @@ class SyncLoop(SupervisorActor):
             self._relist_error = message.error
         elif isinstance(message, RuntimePodKilled):
             self._killing.discard(message.uid)
+        elif isinstance(message, EvictPod):
+            self._evict(message)
+        elif isinstance(message, NodePressure):
+            self._pressure = message.conditions
         elif isinstance(message, GetHealth):
             return self.health()
         elif isinstance(message, ReportHealth):
@@ -319,7 +328,8 @@ class SyncLoop(SupervisorActor):
             return
         # Upstream's canAdmitPod: against the pods admitted and not yet terminated.
         admitted = [w.pod for w in self._workers.values() if w.state != WorkerState.TERMINATED]
-        rejection = admit(pod, self._node, admitted, self.settings.allowed_unsafe_sysctls)
+        rejection = (admit(pod, self._node, admitted, self.settings.allowed_unsafe_sysctls)
+                     or admit_under_pressure(pod, self._pressure))
         if rejection is not None:
             reason, why = rejection
             self._rejected.add(uid)
@@ -474,6 +484,8 @@ class SyncLoop(SupervisorActor):
             return  # never kill what a source that has not spoken yet may still want
         if "api" in self.settings.expected_sources:
             self._tell_static_pods()
+        if self.settings.eviction:
+            self._tell_active_pods()
         for uid in [u for u, w in self._workers.items()
                     if w.state == WorkerState.TERMINATED and u not in self._desired]:
             self._forget_worker(uid)
@@ -503,6 +515,36 @@ class SyncLoop(SupervisorActor):
         if hashes != self._static_told:
             self._static_told = hashes
             self.send(names.POD_WRITER, StaticPodsWanted(hashes))
+
+    def _tell_active_pods(self) -> None:
+        """The eviction manager's candidates (upstream's activePods): admitted pods whose
+        worker still syncs them."""
+        active = [w.pod for u, w in self._workers.items() if u in self._desired
+                  and w.state == WorkerState.SYNCING and w.kill is None]
+        told = tuple(f"{p.uid}/{p.metadata.resource_version}" for p in active)
+        if told != self._active_told:
+            self._active_told = told
+            self.send(names.EVICTION, ActivePods(tuple(active)))
+
+    def _evict(self, order: EvictPod) -> None:
+        """Upstream's killPodFunc for an eviction: the pod's worker kills it with the
+        eviction's grace and fails it; the pod stays (Failed) until its source drops it."""
+        uid = PodUID(order.uid)
+        worker = self._workers.get(uid)
+        pod = self._desired.get(uid)
+        if worker is None or pod is None or worker.kill is not None \
+                or worker.state != WorkerState.SYNCING:
+            return
+        worker.cancel.set()
+        self._requeue_at.pop(uid, None)
+        kill = UpdatePod(pod, UpdateKind.KILL, grace_override=order.grace_period,
+                         reason=order.reason, failed_reason=order.reason,
+                         failed_message=order.message)
+        worker.kill = kill
+        worker.state = WorkerState.TERMINATING
+        self.dispatch.tell(names.worker_name(uid), kill, sender=self.name)
+        if self.settings.eviction:
+            self._tell_active_pods()
 
     def health(self) -> dict[str, str | None]:
         now = self._clock.monotonic()

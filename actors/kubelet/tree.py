@@ -28,6 +28,7 @@ from actors.kubelet.cluster.node_status import NodeStatusActor
 from actors.kubelet.cluster.pod_source import APISource
 from actors.kubelet.cluster.pod_writer import PodWriter
 from actors.kubelet.events import DispatchRecorder, EventsActor
+from actors.kubelet.eviction import EvictionManager, EvictionSettings
 from actors.kubelet.garbage_collector import GarbageCollector, GCSettings
 from actors.kubelet.log_rotation import LogRotationActor, LogRotationParts
 from actors.kubelet.metrics import KubeletMetrics
@@ -76,6 +77,7 @@ class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
     # The garbage collector runs with these settings (None: traces from before it).
     garbage_collection: GCSettings | None = None
     log_rotation: bool = False  # the log rotation actor runs (after stats; not replayed)
+    eviction: EvictionSettings | None = None  # the eviction manager runs, so configured
 
     def to_header(self) -> dict[str, Any]:
         header: dict[str, Any] = msgspec.to_builtins(self)
@@ -205,6 +207,12 @@ def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
             GarbageCollector, (p.dispatch, p.timers, p.runtime, p.clock, gc,
                                p.config.node.pod_logs_dir, p.config.node.node_name, p.metrics,
                                n), {**pool(), "events": events})))
+    eviction = p.config.eviction
+    if eviction is not None:
+        tree.append((names.EVICTION, lambda n: Construct(
+            EvictionManager, (p.dispatch, p.timers, p.clock, eviction,
+                              p.config.node.node_name, n),
+            {"metrics": p.metrics, "events": events})))
     cluster = p.cluster
     if cluster is not None:
         # Writers before the pod source: a new writer is told every API pod again by

@@ -17,6 +17,7 @@ EXCEEDED_GRACE_PERIOD = "ExceededGracePeriod"
 
 # Pods
 FAILED_TO_KILL_POD = "FailedKillPod"
+EVICTED = "Evicted"
 FAILED_TO_CREATE_POD_CONTAINER = "FailedCreatePodContainer"
 
 # Images
@@ -28,6 +29,7 @@ ERR_IMAGE_NEVER_PULL_POLICY = "ErrImageNeverPull"
 BACK_OFF_PULL_IMAGE = "BackOff"
 
 # The kubelet and its node
+EVICTION_THRESHOLD_MET = "EvictionThresholdMet"
 NODE_READY = "NodeReady"
 NODE_NOT_READY = "NodeNotReady"
 STARTING_KUBELET = "Starting"

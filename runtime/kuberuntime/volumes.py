@@ -18,6 +18,7 @@ each failure is logged as upstream's FailedMount event
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 
 from runtime.kuberuntime.api_volumes import APIVolumeError, is_api_volume, set_up_api_volume
@@ -121,6 +122,14 @@ def _projected(pod: Pod, volume: Volume, settings: NodeSettings) -> str:
         # utilerrors.NewAggregate: one error alone, else "[a, b]".
         raise VolumeSetupError(errors[0] if len(errors) == 1 else f"[{', '.join(errors)}]")
     return _write_files(_empty_volume(pod, "projected", volume, settings), files)
+
+
+def tear_down_empty_dirs(pod: Pod, settings: NodeSettings) -> None:
+    """Delete what the pod's disk-backed emptyDir volumes hold (upstream's emptyDir
+    TearDown), so the disk an evicted pod used is free again."""
+    for volume in pod.spec.volumes:
+        if volume.empty_dir is not None and not volume.empty_dir.medium:
+            shutil.rmtree(_plugin_dir(pod, "empty-dir", volume, settings), ignore_errors=True)
 
 
 def set_up_volume(pod: Pod, volume: Volume, settings: NodeSettings,

@@ -8,6 +8,7 @@ negative; disk usage is counted in blocks (``st_blocks * 512``), as ``du`` count
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -102,8 +103,36 @@ def read_cgroup(paths: HostPaths, rel: str) -> CgroupSample | None:
     for the root); None when it does not exist."""
     rel = rel.strip("/")
     if paths.unified():
-        return _read_v2(os.path.join(paths.cgroup, rel))
+        sample = _read_v2(os.path.join(paths.cgroup, rel))
+        if sample is not None and not rel and sample.memory_usage is None:
+            sample = _root_memory_v2(paths, sample)
+        return sample
     return _read_v1(paths.cgroup, rel)
+
+
+def _meminfo(paths: HostPaths) -> dict[str, int]:
+    """/proc/meminfo in bytes, by field."""
+    out: dict[str, int] = {}
+    for line in (_read(os.path.join(paths.proc, "meminfo")) or "").splitlines():
+        name, _, rest = line.partition(":")
+        fields = rest.split()
+        if fields and fields[0].isdigit():
+            out[name] = int(fields[0]) * (1024 if fields[1:] == ["kB"] else 1)
+    return out
+
+
+def _root_memory_v2(paths: HostPaths, sample: CgroupSample) -> CgroupSample:
+    """The v2 root cgroup has no memory.current: its usage is the node's used memory
+    (MemTotal less MemFree), its working set that less the inactive file pages of the
+    root's memory.stat (the eviction manager's memory.available rests on it)."""
+    info = _meminfo(paths)
+    if "MemTotal" not in info or "MemFree" not in info:
+        return sample
+    usage = info["MemTotal"] - info["MemFree"]
+    stat = flat_keyed(_read(os.path.join(paths.cgroup, "memory.stat")) or "")
+    inactive = stat.get("inactive_file", info.get("Inactive(file)", 0))
+    return dataclasses.replace(sample, memory_usage=usage,
+                               working_set=working_set(usage, inactive))
 
 
 def _read_v1(root: str, rel: str) -> CgroupSample | None:

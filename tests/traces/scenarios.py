@@ -32,6 +32,7 @@ from actors.core.trace.names import message
 from actors.core.trace.recording import RecordingClock, RecordingInterceptor
 from actors.core.trace.writer import TraceWriter
 from actors.kubelet import names, tree
+from actors.kubelet.eviction import EvictionSettings
 from actors.kubelet.garbage_collector import GCSettings
 from actors.kubelet.log_rotation import LogRotationParts
 from actors.kubelet.messages import SourceSnapshot
@@ -228,7 +229,8 @@ class RecordedNode:
     def __init__(self, directory: Path, scratch: Path, faults: FaultPlan | None = None,
                  images: Iterable[str] = (IMAGE,), stats: bool = False,
                  gc: GCSettings | None = None,
-                 log_rotation: LogRotatePolicy | None = None) -> None:
+                 log_rotation: LogRotatePolicy | None = None,
+                 eviction: EvictionSettings | None = None) -> None:
         self.fake_clock = FakeClock()
         self.fake = FakeRuntime(self.fake_clock, images=images)
         self.faults = faults
@@ -238,8 +240,9 @@ class RecordedNode:
                               # Fixed, so a Burstable pod's oom_score_adj replays anywhere.
                               memory_capacity=4 * 2**30),
             timing=WorkerTiming(60.0),
-            supervisor=SyncLoopSettings(expected_sources=frozenset({"file"})), stats=stats,
-            host_paths=True, garbage_collection=gc,
+            supervisor=SyncLoopSettings(expected_sources=frozenset({"file"}),
+                                        eviction=eviction is not None),
+            stats=stats, eviction=eviction, host_paths=True, garbage_collection=gc,
             log_rotation=log_rotation is not None)
         self.writer = TrackingWriter(directory, config=config.to_header())
         self.activity = self.writer.activity

@@ -29,12 +29,14 @@ from actors.core.timers import Cancellable, Timers
 from actors.kubelet import names
 from actors.kubelet.cluster.context import Cluster
 from actors.kubelet.cluster.messages import HealthReport, ReportHealth
+from actors.kubelet.eviction import NodePressure
 from runtime import errors
 from runtime.clock import Clock
 from runtime.cri.service import CRIRuntime
 from runtime.events import reasons
 from runtime.events.node import condition_events, node_event_message
 from runtime.events.recorder import NULL_RECORDER, EventRecorder, node_ref
+from runtime.eviction.api import DISK_PRESSURE, MEMORY_PRESSURE, PID_PRESSURE
 from runtime.kubeapi.client import NODES
 from runtime.kubeapi.node import (
     REGISTER_FIRST_STEP,
@@ -96,6 +98,7 @@ class NodeStatusActor(Actor):
         self._cluster = cluster
         self._runtime = runtime
         self._health = NodeHealth()
+        self._pressure: tuple[str, ...] = ()  # the eviction manager's node conditions
         self._facts: MachineFacts | None = None
         self._conditions = RuntimeConditions()
         self._images: tuple[NodeImage, ...] = ()
@@ -156,7 +159,11 @@ class NodeStatusActor(Actor):
                 self.send(names.SYNC_LOOP, ReportHealth(self.name))
         elif isinstance(message, HealthReport):
             self._conditions = self._runtime_conditions()
-            self._health = node_health(dict(message.checks), self._conditions)
+            self._health = dataclasses.replace(
+                node_health(dict(message.checks), self._conditions),
+                memory_pressure=MEMORY_PRESSURE in self._pressure,
+                disk_pressure=DISK_PRESSURE in self._pressure,
+                pid_pressure=PID_PRESSURE in self._pressure)
             # One answer per ask; an answer nobody asked for (tests) is a regular round.
             if self._asked_fast and not self._asked_sync:
                 self._asked_fast = False
@@ -164,6 +171,8 @@ class NodeStatusActor(Actor):
             else:
                 self._asked_sync = False
                 self._round()
+        elif isinstance(message, NodePressure):
+            self._pressure = message.conditions  # posted with the next round
         else:
             return super().handle(message)
         return None

@@ -97,6 +97,19 @@ def test_a_v2_cgroup_reads_usage_usec_and_anon(tmp_path: Path) -> None:
             sample.page_faults) == (1_500_000, 0, 1200, 8000, 9)
 
 
+def test_the_v2_root_cgroup_memory_comes_from_meminfo(tmp_path: Path) -> None:
+    """No memory.current at the v2 root: used memory less the root's inactive_file."""
+    cg, proc = tmp_path / "cg", tmp_path / "proc"
+    write(cg / "cgroup.controllers", "cpu memory pids\n")
+    write(cg / "cpu.stat", "usage_usec 1500\n")
+    write(cg / "memory.stat", "anon 1200\ninactive_file 2048\n")
+    write(proc / "meminfo", "MemTotal:       10000 kB\nMemFree:         4000 kB\n"
+                            "Inactive(file):   9 kB\n")
+    sample = host.read_cgroup(host.HostPaths(proc=str(proc), cgroup=str(cg)), "")
+    assert sample is not None
+    assert (sample.memory_usage, sample.working_set) == (6000 * 1024, 6000 * 1024 - 2048)
+
+
 @pytest.mark.parametrize(("usage", "inactive", "expected"), [
     (1000, 200, 800), (1000, 0, 1000), (100, 500, 0),  # never negative
 ])
