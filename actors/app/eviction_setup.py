@@ -103,7 +103,8 @@ def wire_eviction(flags: KubeletFlags, stats: StatsParts | None, sync: SyncLoopS
                        "(--stats-collection-period is 0)")
         return None, stats, sync
     notify = (names.SYNC_LOOP, names.NODE_STATUS) if cluster else (names.SYNC_LOOP,)
-    settings = EvictionSettings(config, notify)
+    # Disk pressure: the garbage collector reclaims first (it always runs in the daemon).
+    settings = EvictionSettings(config, notify, reclaim=names.GC)
     logger.info("eviction thresholds: {}", ", ".join(t.describe() for t in config.thresholds))
     return (settings, dataclasses.replace(stats, eviction=True),
             dataclasses.replace(sync, eviction=True))

@@ -33,6 +33,7 @@ from actors.core.messages import Tick
 from actors.core.timers import Cancellable, Timers
 from actors.core.trace.names import message
 from actors.kubelet import names
+from actors.kubelet.messages import CollectGarbage, GarbageCollected
 from actors.kubelet.metrics import KubeletMetrics
 from runtime.clock import Clock
 from runtime.events import reasons
@@ -88,16 +89,6 @@ class GetPressure:
     """Ask: the node conditions this manager last told (an empty tuple: none)."""
 
 
-@message("CollectGarbage")
-@dataclass(frozen=True, slots=True)
-class CollectGarbage:
-    """Eviction -> the garbage collector: free node disk for ``signal`` now (unused
-    containers, then unused images: upstream's DeleteAllUnusedContainers and
-    DeleteUnusedImages). No answer is awaited: the next observations tell."""
-
-    signal: str
-    reason: str
-
 
 @dataclass(frozen=True, slots=True)
 class EvictionSettings:
@@ -152,6 +143,10 @@ class EvictionManager(Actor):
             self._synchronize()
         elif isinstance(message, GetPressure):
             return self._told or ()
+        elif isinstance(message, GarbageCollected):
+            # What was freed shows in the next observations, which decide; logged here.
+            self._log.info("eviction manager: garbage collection freed {} bytes",
+                           message.bytes_freed)
         else:
             return super().handle(message)
         return None
@@ -222,7 +217,7 @@ class EvictionManager(Actor):
         if asked is None:
             self._reclaim_asked_at = signals.at
             self.send(self._settings.reclaim, CollectGarbage(
-                signal, f"the node is low on {resource}"))
+                f"the node is low on {resource} ({signal})", reply_to=self.name))
         return True
 
     def _tell_conditions(self, conditions: tuple[str, ...]) -> None:

@@ -20,7 +20,6 @@ from actors.core.trace.replay import format_report, replay
 from actors.kubelet import names, tree
 from actors.kubelet.eviction import (
     ActivePods,
-    CollectGarbage,
     EvictionManager,
     EvictionSettings,
     EvictPod,
@@ -28,7 +27,7 @@ from actors.kubelet.eviction import (
     NodePressure,
     SignalsObserved,
 )
-from actors.kubelet.messages import GetPods, SourceSnapshot
+from actors.kubelet.messages import CollectGarbage, GetPods, SourceSnapshot
 from actors.kubelet.metrics import KubeletMetrics
 from actors.kubelet.pod_worker import WorkerTiming
 from actors.kubelet.sync_loop import SyncLoopSettings
@@ -242,7 +241,8 @@ def test_disk_pressure_asks_the_garbage_collector_before_evicting() -> None:
         observe(1.0)
         timers.advance(10.0)
         asked = inbox.wait(CollectGarbage)
-        assert asked == CollectGarbage(NODEFS_AVAILABLE, "the node is low on ephemeral-storage")
+        assert asked == CollectGarbage(
+            f"the node is low on ephemeral-storage ({NODEFS_AVAILABLE})", names.EVICTION)
         assert inbox.wait(NodePressure).conditions == ("DiskPressure",)
         timers.advance(10.0)  # no newer observations: still waiting on the collector
         assert inbox.count() == 2 and not inbox.all(EvictPod)
