@@ -94,6 +94,11 @@ class SyncError(KubeletError):
         self.backoff = backoff
 
 
+class ProbeStateError(KubeletError):
+    """The saved probe results (runtime.prober.state) cannot be used: the message names
+    the file and the cause."""
+
+
 class ContainerdError(KubeletError):
     """The embedded containerd could not be configured, started or stopped."""
 

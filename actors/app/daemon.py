@@ -26,6 +26,7 @@ from actors.app.http.security import main_port_security
 from actors.app.http.server import KubeletHTTPServer
 from actors.app.http.stream_routes import stream_host
 from actors.app.node import node_settings, this_node
+from actors.app.probe_state import probe_state_file, restore_probe_state
 from actors.app.stats_setup import stats_wiring
 from actors.core.dispatch import ActorRef, Dispatch
 from actors.core.faults import FaultPlan
@@ -180,11 +181,13 @@ def start_kubelet(
     if supervision is not None:
         sync_settings = dataclasses.replace(sync_settings, supervision=supervision)
     stats = stats_wiring(flags, node_settings(flags), runtime, metrics)
+    root_dir = node_settings(flags).root_dir
     config = ReplayConfig(
         node=node_settings(flags),
         timing=WorkerTiming(resync_interval=flags.sync_frequency),
         supervisor=sync_settings, host_ip=node_ip, embedded=containerd is not None,
-        cluster=cluster is not None, events=True, stats=stats.parts is not None)
+        cluster=cluster is not None, events=True, stats=stats.parts is not None,
+        probe_state=restore_probe_state(root_dir, runtime))
     writer: TraceWriter | None = None
     calls: tuple[Interceptor, ...] = (Timing(metrics.observe_runtime_call), *runtime_faults)
     clock = real_clock
@@ -219,7 +222,8 @@ def start_kubelet(
               if runtime_endpoint and enabled(flags.feature_gates, EVENTED_PLEG) else None)
     parts = KubeletParts(dispatch, timers, clock, instrumented, manager, config, metrics,
                          containerd, sources, cluster=cluster, stats=stats.parts,
-                         probe_metrics=stats.probes, runtime_events=events)
+                         probe_metrics=stats.probes, runtime_events=events,
+                         probe_state=probe_state_file(root_dir))
     tls, auth = main_port_security(flags, cluster.client if cluster is not None else None,
                                    (node_ip,))
     timers.start()

@@ -46,6 +46,7 @@ from runtime.kuberuntime import labels as L
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.settings import NodeSettings
 from runtime.pod.model import Container, ObjectMeta, Pod, PodSpec
+from runtime.prober.state import ProbeStateSink, SavedProbe
 from runtime.stats.collector import StatsCollector, StatsSettings
 from runtime.testing.fake_runtime import FakeRuntime
 from tests.helpers import wait_for
@@ -213,9 +214,14 @@ class RecordedNode:
     """
 
     def __init__(self, directory: Path, scratch: Path, faults: FaultPlan | None = None,
-                 images: Iterable[str] = (IMAGE,), stats: bool = False) -> None:
-        self.fake_clock = FakeClock()
-        self.fake = FakeRuntime(self.fake_clock, images=images)
+                 images: Iterable[str] = (IMAGE,), stats: bool = False,
+                 restart_of: RecordedNode | None = None,
+                 probe_state: tuple[SavedProbe, ...] = (),
+                 probe_state_file: ProbeStateSink | None = None) -> None:
+        # restart_of: a kubelet restarted on the same node (its runtime and clock go on).
+        self.fake_clock = restart_of.fake_clock if restart_of is not None else FakeClock()
+        self.fake = (restart_of.fake if restart_of is not None
+                     else FakeRuntime(self.fake_clock, images=images))
         self.faults = faults
         config = ReplayConfig(
             node=NodeSettings("node", root_dir=str(scratch / "root"),
@@ -223,7 +229,8 @@ class RecordedNode:
                               # Fixed, so a Burstable pod's oom_score_adj replays anywhere.
                               memory_capacity=4 * 2**30),
             timing=WorkerTiming(60.0),
-            supervisor=SyncLoopSettings(expected_sources=frozenset({"file"})), stats=stats)
+            supervisor=SyncLoopSettings(expected_sources=frozenset({"file"})), stats=stats,
+            probe_state=probe_state)
         self.writer = TrackingWriter(directory, config=config.to_header())
         self.activity = self.writer.activity
         self.dispatch = d = Dispatch(recorder=self.writer, faults=faults)
@@ -239,7 +246,8 @@ class RecordedNode:
             "node", config.node.root_dir, config.node.pod_logs_dir), now=self.fake_clock.now),
             StatsCache()) if stats else None
         parts = KubeletParts(d, self.timers, clock, runtime, manager, config,
-                             executor=self._pool, stats=self.stats)
+                             executor=self._pool, stats=self.stats,
+                             probe_state=probe_state_file)
         self.gates: dict[tuple[str, int], Gate] = {}
         self._pools: list[CountingPool] = []
         self.manifests = Manifests()
