@@ -193,6 +193,7 @@ def start_kubelet(
     clock = real_clock
     if flags.trace_dir:
         writer = TraceWriter(flags.trace_dir, max_bytes=flags.trace_max_bytes,
+                             max_files=flags.trace_max_files,
                              argv=tuple(sys.argv), config=config.to_header())
         recording = RecordingInterceptor(writer)
         calls = (recording, *calls)

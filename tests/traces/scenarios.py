@@ -30,7 +30,7 @@ from actors.core.supervision import ChildSpec, StartChild
 from actors.core.timers import ManualTimers
 from actors.core.trace.names import message
 from actors.core.trace.recording import RecordingClock, RecordingInterceptor
-from actors.core.trace.writer import TraceWriter
+from actors.core.trace.writer import DEFAULT_MAX_BYTES, TraceWriter
 from actors.kubelet import names, tree
 from actors.kubelet.messages import SourceSnapshot
 from actors.kubelet.pod_worker import WorkerTiming
@@ -96,8 +96,9 @@ class Activity:
 class TrackingWriter(TraceWriter):
     """A TraceWriter that also counts what the node does (see Activity)."""
 
-    def __init__(self, directory: Path, config: dict[str, Any]) -> None:
-        super().__init__(directory, config=config)
+    def __init__(self, directory: Path, config: dict[str, Any],
+                 max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        super().__init__(directory, config=config, max_bytes=max_bytes)
         self.activity = Activity()
         self.dispatch: Dispatch | None = None
 
@@ -217,7 +218,8 @@ class RecordedNode:
                  images: Iterable[str] = (IMAGE,), stats: bool = False,
                  restart_of: RecordedNode | None = None,
                  probe_state: tuple[SavedProbe, ...] = (),
-                 probe_state_file: ProbeStateSink | None = None) -> None:
+                 probe_state_file: ProbeStateSink | None = None,
+                 trace_max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         # restart_of: a kubelet restarted on the same node (its runtime and clock go on).
         self.fake_clock = restart_of.fake_clock if restart_of is not None else FakeClock()
         self.fake = (restart_of.fake if restart_of is not None
@@ -231,7 +233,8 @@ class RecordedNode:
             timing=WorkerTiming(60.0),
             supervisor=SyncLoopSettings(expected_sources=frozenset({"file"})), stats=stats,
             probe_state=probe_state)
-        self.writer = TrackingWriter(directory, config=config.to_header())
+        self.writer = TrackingWriter(directory, config=config.to_header(),
+                                     max_bytes=trace_max_bytes)
         self.activity = self.writer.activity
         self.dispatch = d = Dispatch(recorder=self.writer, faults=faults)
         self.writer.dispatch = d
