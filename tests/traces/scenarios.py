@@ -221,9 +221,10 @@ class RecordedNode:
                  probe_state_file: ProbeStateSink | None = None,
                  trace_max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         # restart_of: a kubelet restarted on the same node (its runtime and clock go on).
-        self.fake_clock = restart_of.fake_clock if restart_of is not None else FakeClock()
-        self.fake = (restart_of.fake if restart_of is not None
-                     else FakeRuntime(self.fake_clock, images=images))
+        self.fake_clock: FakeClock = (restart_of.fake_clock if restart_of is not None
+                                      else FakeClock())
+        self.fake: FakeRuntime = (restart_of.fake if restart_of is not None
+                                  else FakeRuntime(self.fake_clock, images=images))
         self.faults = faults
         config = ReplayConfig(
             node=NodeSettings("node", root_dir=str(scratch / "root"),

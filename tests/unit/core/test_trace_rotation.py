@@ -11,6 +11,7 @@ import json
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,7 +25,7 @@ from tests.traces.scenarios import RecordedNode, pod
 WORLD = KubeletWorld()
 
 
-def headers(directory: Path) -> list[dict[str, object]]:
+def headers(directory: Path) -> list[dict[str, Any]]:
     return [json.loads(f.read_text().split("\n", 1)[0])
             for f in sorted(directory.glob("trace-*.jsonl"))]
 
@@ -160,7 +161,8 @@ def test_two_runs_in_one_directory_replay_each_on_its_own(tmp_path: Path) -> Non
         node = RecordedNode(directory, scratch)
         try:
             node.snapshot(pod(uid, uid))
-            node.until("the pod to run", lambda uid=uid: len(node.running(uid)) == 1)
+            node.until("the pod to run",
+                       lambda uid=uid, node=node: len(node.running(uid)) == 1)
         finally:
             node.close()
             shutil.rmtree(scratch, ignore_errors=True)

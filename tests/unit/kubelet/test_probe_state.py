@@ -26,12 +26,22 @@ from actors.core.timers import ManualTimers
 from actors.core.trace.reader import read_trace
 from actors.core.trace.replay import format_report, replay
 from actors.kubelet import names
-from actors.kubelet.messages import GetPods, PodForgotten, ProbeVerdict
+from actors.kubelet.messages import (
+    DesiredPods,
+    GetPods,
+    PodForgotten,
+    PodObserved,
+    ProbeVerdict,
+    WorkerState,
+)
 from actors.kubelet.probe_manager import ProbeManager
+from actors.kubelet.status_manager import StatusManager
 from actors.kubelet.trace import KubeletWorld
 from runtime.clock import FakeClock
+from runtime.cri.types import ContainerState
 from runtime.errors import ProbeStateError
 from runtime.ids import ContainerID, PodUID
+from runtime.kuberuntime.podstatus import ContainerRuntimeStatus, RuntimePodStatus
 from runtime.pod.model import ExecAction, Pod, Probe
 from runtime.prober.results import ProbeResult
 from runtime.prober.state import (
@@ -363,3 +373,37 @@ def test_a_restarted_kubelet_keeps_readiness_and_its_trace_replays(
             close(second)
         close(node)
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+# --- the status manager -----------------------------------------------------------------------
+
+
+def test_a_restored_pod_is_served_ready_from_its_first_status() -> None:
+    clock = FakeClock()
+    dispatch = Dispatch()
+    probe = Probe(exec=ExecAction(command=("ready",)))
+    pod_ = make_pod("u1", readiness_probe=probe)
+    restored = (SavedProbe(uid=PodUID("u1"), container_name="app",
+                           container_id=ContainerID("c1"), kind="readiness", result="Success"),)
+    status = StatusManager.start(dispatch, clock, restored=restored)
+    dispatch.register(names.STATUS, status)
+    try:
+        def served() -> dict[str, bool | None]:
+            pods = status.ask(GetPods(), block=True, timeout=DEADLINE)
+            return {p.uid: next((c.status == "True" for c in s.conditions
+                                 if c.type == "Ready"), None) for p, s in pods}
+
+        dispatch.tell(names.STATUS, DesiredPods((pod_, make_pod("u2"))), sender="test")
+        # u1 ran before the restart: not served as a not-ready placeholder; u2 is new
+        assert served() == {"u2": False}
+        runtime = RuntimePodStatus(uid=PodUID("u1"), name="pod-u1", namespace="d",
+                                   ips=("10.88.0.2",), container_statuses=(
+                                       ContainerRuntimeStatus(
+                                           id=ContainerID("c1"), name="app",
+                                           state=ContainerState.RUNNING,
+                                           created_at=clock.now(), started_at=clock.now()),))
+        dispatch.tell(names.STATUS, PodObserved(pod_, runtime, None, WorkerState.SYNCING),
+                      sender="test")
+        assert served() == {"u1": True, "u2": False}
+    finally:
+        status.stop()
