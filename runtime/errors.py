@@ -99,6 +99,11 @@ class LogRotationError(KubeletError):
     failed); the message names the log and the step."""
 
 
+class ProbeStateError(KubeletError):
+    """The saved probe results (runtime.prober.state) cannot be used: the message names
+    the file and the cause."""
+
+
 class ContainerdError(KubeletError):
     """The embedded containerd could not be configured, started or stopped."""
 

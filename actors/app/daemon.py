@@ -28,6 +28,7 @@ from actors.app.http.server import KubeletHTTPServer
 from actors.app.http.stream_routes import stream_host
 from actors.app.log_rotation_setup import log_rotation_parts
 from actors.app.node import node_settings, this_node
+from actors.app.probe_state import probe_state_file, restore_probe_state
 from actors.app.stats_setup import stats_wiring
 from actors.core.dispatch import ActorRef, Dispatch
 from actors.core.faults import FaultPlan
@@ -186,6 +187,7 @@ def start_kubelet(
     rotation = log_rotation_parts(flags, node_settings(flags).pod_logs_dir, runtime, metrics)
     eviction, stats_parts, sync_settings = wire_eviction(flags, stats.parts, sync_settings,
                                                          cluster is not None)
+    root_dir = node_settings(flags).root_dir
     config = ReplayConfig(
         node=node_settings(flags),
         timing=WorkerTiming(resync_interval=flags.sync_frequency),
@@ -193,13 +195,15 @@ def start_kubelet(
         cluster=cluster is not None, events=True, stats=stats.parts is not None,
         host_paths=True, garbage_collection=flags.garbage_collection,
         log_rotation=rotation is not None,
-        eviction=eviction)
+        eviction=eviction,
+        probe_state=restore_probe_state(root_dir, runtime))
     writer: TraceWriter | None = None
     host_paths: HostPaths = NodeHostPaths()
     calls: tuple[Interceptor, ...] = (Timing(metrics.observe_runtime_call), *runtime_faults)
     clock = real_clock
     if flags.trace_dir:
         writer = TraceWriter(flags.trace_dir, max_bytes=flags.trace_max_bytes,
+                             max_files=flags.trace_max_files,
                              argv=tuple(sys.argv), config=config.to_header())
         recording = RecordingInterceptor(writer)
         calls = (recording, *calls)
@@ -232,7 +236,8 @@ def start_kubelet(
     parts = KubeletParts(dispatch, timers, clock, instrumented, manager, config, metrics,
                          containerd, sources, cluster=cluster, stats=stats_parts,
                          probe_metrics=stats.probes, runtime_events=events,
-                         log_rotation=rotation)
+                         log_rotation=rotation,
+                         probe_state=probe_state_file(root_dir))
     tls, auth = main_port_security(flags, cluster.client if cluster is not None else None,
                                    (node_ip,))
     timers.start()

@@ -18,6 +18,7 @@ from actors.app.feature_gates import parse_feature_gates
 from actors.app.gc_flags import add_gc_flags, gc_settings, max_container_restart_period
 from actors.app.gostrconv import parse_bool
 from actors.app.kubelet_config import load_kubelet_config
+from actors.core.trace.writer import DEFAULT_MAX_FILES as TRACE_MAX_FILES
 from actors.kubelet.garbage_collector import GCSettings
 from runtime.cm.names import DRIVERS
 from runtime.errors import ConfigError
@@ -113,6 +114,7 @@ class KubeletFlags:
     container_log_max_workers: int = 1
     container_log_monitor_interval: float = 10.0
     eviction: EvictionConfig = field(default_factory=EvictionConfig)  # --eviction-*
+    trace_max_files: int = TRACE_MAX_FILES  # our own: trace files kept (the newest)
 
 
 # Upstream's kubelet sets these labels on its node itself (IsKubeletLabel): --node-labels
@@ -254,6 +256,10 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
              "`kubelet-actors trace replay|show|export`")
     add("--trace-max-bytes", type=int, default=64 * 1024 * 1024,
         help="start a new trace file past this size (default 64 MiB)")
+    add("--trace-max-files", type=int, default=TRACE_MAX_FILES,
+        help="keep this many trace files, deleting the oldest beyond it (default "
+             f"{TRACE_MAX_FILES}); a run's beginning deleted is replayed from where its "
+             "kept files start, for the actors that started there")
     add("--runonce", action="store_true",
         help="start the pods of the manifests, wait until they run, print them and exit")
     add("--runonce-timeout", type=parse_duration, default=120.0,
@@ -368,6 +374,8 @@ def parse_flags(argv: list[str]) -> KubeletFlags:
             raise ConfigError(f"{flag} {value}: must be between 0 and 65535")
     if ns.trace_max_bytes < 4096:
         raise ConfigError(f"--trace-max-bytes {ns.trace_max_bytes}: must be at least 4096")
+    if ns.trace_max_files < 1:
+        raise ConfigError(f"--trace-max-files {ns.trace_max_files}: must be at least 1")
     if ns.max_pods < 1:
         raise ConfigError(f"--max-pods {ns.max_pods}: must be at least 1")
     for flag, seconds in (("--sync-frequency", ns.sync_frequency),
@@ -429,6 +437,7 @@ def parse_flags(argv: list[str]) -> KubeletFlags:
         http_check_frequency=ns.http_check_frequency,
         trace_dir=os.path.abspath(ns.trace_dir) if ns.trace_dir else "",
         trace_max_bytes=ns.trace_max_bytes,
+        trace_max_files=ns.trace_max_files,
         node_labels=parse_node_labels(ns.node_labels),
         allowed_unsafe_sysctls=parse_allowed_unsafe_sysctls(ns.allowed_unsafe_sysctls),
         cgroups_per_qos=ns.cgroups_per_qos,

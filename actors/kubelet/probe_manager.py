@@ -16,7 +16,13 @@ the schedule:
   is dropped;
 - when a worker's result flips, ProbeVerdict goes to "supervisor" (liveness and startup
   failures restart containers) and "status" (readiness and started). A new readiness
-  worker announces its initial Failure, so the status shows the container not ready.
+  worker announces its initial Failure, so the status shows the container not ready;
+- across a kubelet restart (this project's own, see runtime.prober.state): the results a
+  previous run reached come in ``restored`` (read by the daemon before the actors start,
+  and recorded with the trace's start config); a new worker continues from its entry
+  when the entry names the same container id and that container runs, else it starts
+  from the initial result. After each message the workers it touched are compared with
+  what was last saved, and ``state`` is given the whole set only when one changed.
 """
 
 from __future__ import annotations
@@ -45,7 +51,8 @@ from runtime.ids import ContainerID, PodUID
 from runtime.pod.model import Container, Pod, Probe
 from runtime.prober.handlers import run_probe
 from runtime.prober.results import ProbeResult
-from runtime.prober.worker import EPSILON, ProbeWorker
+from runtime.prober.state import ProbeStateSink, SavedProbe, resume_probe, saved_probe
+from runtime.prober.worker import EPSILON, INITIAL_RESULT, ProbeWorker
 
 if TYPE_CHECKING:
     from loguru import Logger
@@ -144,6 +151,8 @@ class ProbeManager(Actor):
         executor: Executor | None = None,
         events: EventRecorder = NULL_RECORDER,
         probe_metrics: ProbeMetrics | None = None,
+        restored: tuple[SavedProbe, ...] = (),
+        state: ProbeStateSink | None = None,
     ) -> None:
         super().__init__(names.PROBES, dispatch, incarnation)
         self._events = events
@@ -160,10 +169,25 @@ class ProbeManager(Actor):
         self._heap: list[tuple[float, int, Key]] = []
         self._seq = itertools.count()
         self._ticker: Cancellable | None = None
+        # Kept across restarts: entries of the previous run not yet offered to a worker,
+        # what was last saved per worker, and the workers the current message touched.
+        self._restored: dict[tuple[PodUID, str, str], SavedProbe] = {
+            saved.key: saved for saved in restored}
+        self._state = state
+        self._saved: dict[Key, SavedProbe] = {}
+        self._touched: set[Key] = set()
+        self._state_changed = False
 
     # --- messages ------------------------------------------------------------------------
 
     def handle(self, message: Any) -> Any:
+        try:
+            return self._handle(message)
+        finally:
+            if self._state is not None and (self._touched or self._state_changed):
+                self._save_state()
+
+    def _handle(self, message: Any) -> Any:
         if isinstance(message, Tick):
             if message.kind == TICK_KIND:
                 self._run_due(message.at)
@@ -219,9 +243,12 @@ class ProbeManager(Actor):
                     self._workers[key] = entry
                     self._by_pod.setdefault(uid, set()).add(key)
                     self._log(key, entry).debug("{} probe worker created", kind.value)
+                    resumed = self._resume(key, entry, running)
                     verdict = worker.observe(instance.id, running, not_before)
                     if kind == ProbeKind.READINESS:
-                        verdict = worker.result  # the initial Failure: not ready
+                        verdict = worker.result  # the initial Failure (or the restored result)
+                    elif resumed and worker.result != INITIAL_RESULT[kind.value]:
+                        verdict = worker.result  # a restored startup Success, liveness Failure
                 else:
                     entry.container, entry.pod_ip, entry.pod = container, pod_ip, pod_name
                     entry.ref = container_ref(pod, container)
@@ -229,10 +256,63 @@ class ProbeManager(Actor):
                 if verdict is not None:
                     self._publish(key, entry, verdict)
                 self._schedule(key, entry)
+                self._touched.add(key)
             self._gate(uid, container.name)
         for key in self._by_pod.get(uid, set()) - wanted:
             self._drop(key)
+        self._forget_restored(uid)
         self._update_ticker()
+
+    # --- kept across restarts ------------------------------------------------------------
+
+    def _resume(self, key: Key, entry: _Probed, running: bool) -> bool:
+        """Continue a new worker from the previous run's entry for it, if that entry is of
+        this very container and the container runs; either way the entry is used up."""
+        saved = self._restored.pop((key[0], key[1], key[2].value), None)
+        if saved is None:
+            return False
+        worker, log = entry.worker, self._log(key, entry)
+        if not running:
+            log.info("{} probe result {} of the previous run not used: container {} does "
+                     "not run", key[2].value, saved.result, saved.container_id)
+        elif saved.container_id != worker.container_id:
+            log.info("{} probe result {} of the previous run not used: it was container {}, "
+                     "now {}", key[2].value, saved.result, saved.container_id,
+                     worker.container_id)
+        elif resume_probe(worker, saved):
+            log.info("{} probe result {} continued from the previous run", key[2].value,
+                     saved.result)
+            return True
+        return False
+
+    def _forget_restored(self, uid: PodUID) -> None:
+        """Once a pod is observed, its entries that found no worker will never be used."""
+        stale = [k for k in self._restored if k[0] == uid]
+        for k in stale:
+            del self._restored[k]
+        self._state_changed |= bool(stale)
+
+    def _save_state(self) -> None:
+        assert self._state is not None
+        changed = self._state_changed
+        for key in self._touched:
+            entry = self._workers.get(key)
+            if entry is None:
+                changed |= self._saved.pop(key, None) is not None
+                continue
+            view = saved_probe(key[0], key[1], entry.worker)
+            if self._saved.get(key) != view:
+                self._saved[key] = view
+                changed = True
+        self._touched.clear()
+        self._state_changed = False
+        if not changed:
+            return
+        try:
+            self._state.save((*self._saved.values(), *self._restored.values()))
+        except OSError as err:  # a full disk must not stop probing; the next change retries
+            logger.bind(pod="", uid="", container="").warning(
+                "cannot save the probe results: {}", err)
 
     def _gate(self, uid: PodUID, name: str) -> None:
         """Liveness and readiness wait until the startup probe succeeded (if there is one)."""
@@ -252,6 +332,7 @@ class ProbeManager(Actor):
             keys.discard(key)
             if not keys:
                 del self._by_pod[key[0]]
+        self._touched.add(key)
         if entry is not None:
             self._log(key, entry).debug("{} probe worker dropped", key[2].value)
             if self._probe_metrics is not None:
@@ -260,6 +341,7 @@ class ProbeManager(Actor):
     def _drop_pod(self, uid: PodUID) -> None:
         for key in list(self._by_pod.get(uid, ())):
             self._drop(key)
+        self._forget_restored(uid)
         self._update_ticker()
 
     # --- schedule ------------------------------------------------------------------------
@@ -347,6 +429,7 @@ class ProbeManager(Actor):
             log.debug("{} probe {}: {}", outcome.kind.value, outcome.result.value,
                       outcome.output[:256])
         verdict = entry.worker.step(outcome.finished_at, outcome.result)
+        self._touched.add(key)
         if verdict is not None:
             if verdict != ProbeResult.SUCCESS:
                 log.info("{} probe failed: {}", outcome.kind.value, outcome.output[:256])

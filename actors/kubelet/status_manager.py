@@ -3,6 +3,13 @@
 It hears what pod workers observe (runtime state and sync results) and what the probe
 manager decides (readiness, startup), and computes the status by upstream's rules. The
 HTTP API asks it for a snapshot; it never asks anyone anything itself.
+
+After a kubelet restart (this project's own, see runtime.prober.state) it starts with the
+readiness and startup results the previous run reached, by container id, so the first
+status it computes for a pod whose containers still run shows them as they were (the
+probe manager continues the same results). Until that first status such a pod is not
+served at all: the placeholder of a pod not yet synced (Pending, not ready) would tell a
+reader that a pod which never stopped running went not ready.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from runtime.kuberuntime.result import PodSyncResult
 from runtime.pod.model import Pod
 from runtime.pod.static import CONFIG_SEEN
 from runtime.prober.results import ProbeResult
+from runtime.prober.state import SavedProbe
 from runtime.status.generate import generate_pod_status, qos_class
 from runtime.status.messages import cap_termination_messages
 from runtime.status.types import PodStatus, rfc3339
@@ -52,6 +60,7 @@ class _Entry:
     rejected: bool = False
     first_seen: float = 0.0
     failed: tuple[str, str] | None = None  # a worker's pod-level verdict: reason, message
+    held: bool = False  # ran before a restart: not served until its first real status
 
 
 def pending_status(pod: Pod, now: float) -> PodStatus:
@@ -82,6 +91,7 @@ class StatusManager(Actor):
         host_ip: str = "",
         incarnation: int = 0,
         api: bool = False,
+        restored: tuple[SavedProbe, ...] = (),
     ) -> None:
         super().__init__(names.STATUS, dispatch, incarnation)
         # Cluster mode: every new status also goes to the pod writer (PodStatusChanged),
@@ -92,12 +102,22 @@ class StatusManager(Actor):
         self._metrics = metrics
         self._host_ip = host_ip
         self._pods: dict[PodUID, _Entry] = {}
+        self._restored = _restored_verdicts(restored)
+
+    def _new_entry(self, pod: Pod, status: PodStatus, first_seen: float) -> _Entry:
+        entry = _Entry(pod, status, first_seen=first_seen)
+        readiness, startup = self._restored.pop(PodUID(pod.uid), ({}, {}))
+        entry.readiness.update(readiness)
+        entry.startup.update(startup)
+        entry.held = bool(readiness or startup)
+        return entry
 
     def handle(self, message: Any) -> Any:
         if isinstance(message, GetPods):
             return tuple((e.pod, e.status) for _, e in sorted(
                 self._pods.items(), key=lambda kv: (kv[1].pod.metadata.namespace,
-                                                    kv[1].pod.metadata.name)))
+                                                    kv[1].pod.metadata.name))
+                if not (e.held and e.runtime is None))
         if isinstance(message, PodObserved):
             self._observed(message)
         elif isinstance(message, ProbeVerdict):
@@ -108,6 +128,7 @@ class StatusManager(Actor):
             self._rejected(message)
         elif isinstance(message, PodForgotten):
             self._pods.pop(message.uid, None)
+            self._restored.pop(message.uid, None)
             if self._api:
                 self._published.pop(message.uid, None)
                 self.send(names.POD_WRITER, message)
@@ -124,7 +145,7 @@ class StatusManager(Actor):
                 # Not published: upstream's status manager hears of a pod only once a
                 # sync has read the runtime, so a restarted kubelet never reports a running
                 # pod as Pending.
-                self._pods[uid] = _Entry(pod, pending_status(pod, now), first_seen=now)
+                self._pods[uid] = self._new_entry(pod, pending_status(pod, now), now)
             else:
                 entry.pod = pod
 
@@ -143,9 +164,8 @@ class StatusManager(Actor):
         entry = self._pods.get(uid)
         if entry is None:
             now = self._clock.now()
-            entry = self._pods[uid] = _Entry(
-                message.pod, pending_status(message.pod, now), first_seen=_seen_time(
-                    message.pod) or now)
+            entry = self._pods[uid] = self._new_entry(
+                message.pod, pending_status(message.pod, now), _seen_time(message.pod) or now)
         entry.pod = message.pod
         entry.runtime = message.runtime
         if message.failed_reason and entry.failed is None:
@@ -205,3 +225,22 @@ class StatusManager(Actor):
             return
         entry.started_recorded = True
         self._metrics.pod_start_duration.observe(max(self._clock.now() - entry.first_seen, 0.0))
+
+
+Verdicts = dict[ContainerID, ProbeResult]
+
+
+def _restored_verdicts(saved: tuple[SavedProbe, ...]) -> dict[PodUID, tuple[Verdicts, Verdicts]]:
+    """The previous run's readiness and startup results, by pod and container id."""
+    out: dict[PodUID, tuple[Verdicts, Verdicts]] = {}
+    for probe in saved:
+        if probe.kind not in (ProbeKind.READINESS.value, ProbeKind.STARTUP.value):
+            continue
+        try:
+            result = ProbeResult(probe.result)
+        except ValueError:
+            continue
+        readiness, startup = out.setdefault(probe.uid, ({}, {}))
+        target = readiness if probe.kind == ProbeKind.READINESS.value else startup
+        target[probe.container_id] = result
+    return out

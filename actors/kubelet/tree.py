@@ -56,6 +56,7 @@ from runtime.events.recorder import NULL_RECORDER, EventRecorder
 from runtime.ids import PodUID
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.settings import NodeSettings
+from runtime.prober.state import ProbeStateSink, SavedProbe
 
 
 class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -78,6 +79,9 @@ class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
     garbage_collection: GCSettings | None = None
     log_rotation: bool = False  # the log rotation actor runs (after stats; not replayed)
     eviction: EvictionSettings | None = None  # the eviction manager runs, so configured
+    # The probe results a previous run reached (runtime.prober.state), for the first
+    # incarnation of the status and probe managers: an input, so it is in the header.
+    probe_state: tuple[SavedProbe, ...] = ()
 
     def to_header(self) -> dict[str, Any]:
         header: dict[str, Any] = msgspec.to_builtins(self)
@@ -141,6 +145,8 @@ class KubeletParts:
     runtime_events: SubscriptionFactory | None = None
     # The container log rotation actor's rotator (config.log_rotation); None in a replay.
     log_rotation: LogRotationParts | None = None
+    # Where the probe manager saves its results for the next start; None: not saved.
+    probe_state: ProbeStateSink | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,14 +184,20 @@ def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
         # leave its successor (or a sibling) with a pool that refuses work.
         return {} if p.executor is None else {"executor": p.executor()}
 
+    def restored(n: int) -> dict[str, Any]:
+        # Only the first incarnation continues the previous run's probe results: a
+        # restarted one starts over, as every actor restarted by its supervisor does.
+        return {"restored": p.config.probe_state} if n == 0 and p.config.probe_state else {}
+
     tree: list[tuple[str, Recipe]] = [
         (names.STATUS, lambda n: Construct(
             StatusManager, (p.dispatch, p.clock, p.metrics, p.config.host_ip, n),
-            {"api": p.config.cluster} if p.config.cluster else {})),
+            {**({"api": p.config.cluster} if p.config.cluster else {}), **restored(n)})),
         (names.PROBES, lambda n: Construct(
             ProbeManager, (p.dispatch, p.timers, p.runtime, p.clock, n),
             {**pool(), **({"events": events} if p.config.events else {}),
-             **({"probe_metrics": p.probe_metrics} if p.probe_metrics else {})})),
+             **({"probe_metrics": p.probe_metrics} if p.probe_metrics else {}),
+             **restored(n), **({"state": p.probe_state} if p.probe_state else {})})),
         (names.KILLER, lambda n: Construct(
             PodKiller, (p.dispatch, p.manager), {"incarnation": n, **pool()})),
         (names.PLEG, lambda n: Construct(PLEG, (p.dispatch, p.runtime, p.clock, n),

@@ -181,6 +181,24 @@ class ProbeWorker:
             self._run = 0
         return outcome if changed else None
 
+    # --- kept across a kubelet restart (runtime.prober.state) -------------------------
+
+    def progress(self) -> tuple[ProbeResult, ProbeResult | None, int, bool]:
+        """What a restarted kubelet needs to continue: the result, the outcome of the
+        current run and its length (capped at its threshold: longer runs change nothing,
+        so the steady state reads the same every time), and whether it holds."""
+        last = self._last_outcome
+        run = min(self._run, self._threshold(last)) if last is not None else 0
+        return self.result, last, run, self.on_hold
+
+    def resume(self, result: ProbeResult, last_outcome: ProbeResult | None, run: int,
+               on_hold: bool) -> None:
+        """Continue from ``progress()`` of the same container's worker before a restart."""
+        self.result = result
+        self._last_outcome = last_outcome
+        self._run = max(run, 0) if last_outcome is not None else 0
+        self.on_hold = on_hold and self.kind in (LIVENESS, STARTUP)
+
     def abandon(self) -> None:
         """Forget the attempt in flight (its container went away); schedule anew."""
         self.in_flight = None

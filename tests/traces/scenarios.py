@@ -30,7 +30,7 @@ from actors.core.supervision import ChildSpec, StartChild
 from actors.core.timers import ManualTimers
 from actors.core.trace.names import message
 from actors.core.trace.recording import RecordingClock, RecordingInterceptor
-from actors.core.trace.writer import TraceWriter
+from actors.core.trace.writer import DEFAULT_MAX_BYTES, TraceWriter
 from actors.kubelet import names, tree
 from actors.kubelet.eviction import EvictionSettings
 from actors.kubelet.garbage_collector import GCSettings
@@ -60,6 +60,7 @@ from runtime.pod.model import (
     Volume,
     VolumeMount,
 )
+from runtime.prober.state import ProbeStateSink, SavedProbe
 from runtime.stats.collector import StatsCollector, StatsSettings
 from runtime.testing.fake_runtime import FakeRuntime
 from tests.helpers import wait_for
@@ -109,8 +110,9 @@ class Activity:
 class TrackingWriter(TraceWriter):
     """A TraceWriter that also counts what the node does (see Activity)."""
 
-    def __init__(self, directory: Path, config: dict[str, Any]) -> None:
-        super().__init__(directory, config=config)
+    def __init__(self, directory: Path, config: dict[str, Any],
+                 max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        super().__init__(directory, config=config, max_bytes=max_bytes)
         self.activity = Activity()
         self.dispatch: Dispatch | None = None
 
@@ -230,9 +232,16 @@ class RecordedNode:
                  images: Iterable[str] = (IMAGE,), stats: bool = False,
                  gc: GCSettings | None = None,
                  log_rotation: LogRotatePolicy | None = None,
-                 eviction: EvictionSettings | None = None) -> None:
-        self.fake_clock = FakeClock()
-        self.fake = FakeRuntime(self.fake_clock, images=images)
+                 eviction: EvictionSettings | None = None,
+                 restart_of: RecordedNode | None = None,
+                 probe_state: tuple[SavedProbe, ...] = (),
+                 probe_state_file: ProbeStateSink | None = None,
+                 trace_max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        # restart_of: a kubelet restarted on the same node (its runtime and clock go on).
+        self.fake_clock: FakeClock = (restart_of.fake_clock if restart_of is not None
+                                      else FakeClock())
+        self.fake: FakeRuntime = (restart_of.fake if restart_of is not None
+                                  else FakeRuntime(self.fake_clock, images=images))
         self.faults = faults
         config = ReplayConfig(
             node=NodeSettings("node", root_dir=str(scratch / "root"),
@@ -243,8 +252,9 @@ class RecordedNode:
             supervisor=SyncLoopSettings(expected_sources=frozenset({"file"}),
                                         eviction=eviction is not None),
             stats=stats, eviction=eviction, host_paths=True, garbage_collection=gc,
-            log_rotation=log_rotation is not None)
-        self.writer = TrackingWriter(directory, config=config.to_header())
+            log_rotation=log_rotation is not None, probe_state=probe_state)
+        self.writer = TrackingWriter(directory, config=config.to_header(),
+                                     max_bytes=trace_max_bytes)
         self.activity = self.writer.activity
         self.dispatch = d = Dispatch(recorder=self.writer, faults=faults)
         self.writer.dispatch = d
@@ -268,7 +278,8 @@ class RecordedNode:
         ) if log_rotation is not None else None
         parts = KubeletParts(d, self.timers, clock, runtime, manager, config,
                              executor=self._pool, stats=self.stats,
-                             log_rotation=self.log_rotation)
+                             log_rotation=self.log_rotation,
+                             probe_state=probe_state_file)
         self.gates: dict[tuple[str, int], Gate] = {}
         self._pools: list[CountingPool] = []
         self.manifests = Manifests()

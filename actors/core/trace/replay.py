@@ -12,6 +12,13 @@ What is replayed, and how each actor is built on the stubs, is the replayed syst
 business: a ``World`` (actors.core.trace.stubs) says it. Actors that read the outside
 world directly (a kubelet's sources read files and URLs) are not replayed: their messages
 are inputs of the others.
+
+A trace of several runs (a daemon restarted on the same trace directory) is replayed run
+by run, each from its own header. A run whose first files were deleted (--trace-max-files)
+cannot be replayed whole: an actor that started before its first kept file had state the
+trace no longer shows, and fed only the rest of its mail it would diverge where the code
+did nothing wrong. So such a run replays only the actors that started (a spawn record)
+within the kept files, and the report names the others and why they were left out.
 """
 
 from __future__ import annotations
@@ -50,6 +57,8 @@ class ReplayReport:
     skipped: dict[str, int] = field(default_factory=dict)
     divergence: Divergence | None = None
     notes: list[str] = field(default_factory=list)
+    # Deliveries not replayed because their actor started before the first kept file.
+    before_start: dict[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -113,8 +122,34 @@ def replay(
     """Replay ``trace``; stops at the first divergence.
 
     Replayed handlers may make directories (emptyDir, logs): they go to ``scratch_dir``,
-    or to a temporary directory removed afterwards.
+    or to a temporary directory removed afterwards. Several runs are replayed in turn
+    (``until`` applies to each: delivery ids start over with each run).
     """
+    runs = trace.runs()
+    if len(runs) == 1:
+        return _replay_in(trace, world, until, only_actor, scratch_dir)
+    report = ReplayReport()
+    for n, run in enumerate(runs, 1):
+        part = _replay_in(run, world, until, only_actor, scratch_dir)
+        report.replayed += part.replayed
+        report.actors |= part.actors
+        for into, source in ((report.skipped, part.skipped),
+                             (report.before_start, part.before_start)):
+            for actor, count in source.items():
+                into[actor] = into.get(actor, 0) + count
+        names = f"{run.files[0].name}" + (f"..{run.files[-1].name}" if len(run.files) > 1
+                                          else "")
+        report.notes.append(f"run {n} of {len(runs)} ({names}): {part.replayed} deliveries "
+                            + ("diverged" if part.divergence else "replayed"))
+        report.notes.extend(part.notes)
+        if part.divergence is not None:
+            report.divergence = part.divergence
+            break
+    return report
+
+
+def _replay_in(trace: Trace, world: World, until: int | None, only_actor: str | None,
+               scratch_dir: str | None) -> ReplayReport:
     if scratch_dir is not None:
         return _replay(trace, world, until, only_actor, scratch_dir)
     with tempfile.TemporaryDirectory(prefix="actors-replay-") as scratch:
@@ -131,6 +166,13 @@ def _replay(trace: Trace, world: World, until: int | None, only_actor: str | Non
                   ReplayTimers(), ReplayAnswers(world))
     instances: dict[tuple[str, int, int], Any] = {}
     cut_off: set[tuple[str, int, int]] = set()
+    mid_run = trace.begins_mid_run
+    if mid_run:
+        first = trace.parts[0]
+        report.notes.append(
+            f"the trace begins at {first.file.name}, file {first.part} of its run: the files "
+            "before it were deleted (--trace-max-files), so only the actors that started "
+            "within the kept files are replayed")
     for begin in index.begins:
         delivery, actor, inc = begin["id"], begin["actor"], begin["inc"]
         if until is not None and delivery > until:
@@ -142,6 +184,10 @@ def _replay(trace: Trace, world: World, until: int | None, only_actor: str | Non
             continue
         key = (actor, inc, index.instance.get(delivery, 0))
         if key in cut_off:
+            continue
+        if mid_run and key[2] == 0:
+            # Started before the first kept file: its state then is not in the trace.
+            report.before_start[actor] = report.before_start.get(actor, 0) + 1
             continue
         if delivery not in index.ends:
             # The trace ends inside this handler (the system stopped or was killed while
@@ -230,6 +276,10 @@ def format_report(report: ReplayReport) -> str:
     else:
         lines.extend(report.divergence.describe())
         lines.append(f"({report.replayed} deliveries replayed without divergence before it)")
+    if report.before_start:
+        before = ", ".join(f"{a} {n}" for a, n in sorted(report.before_start.items()))
+        lines.append("not replayed, they started before the first kept trace file (their "
+                     f"history was deleted): {before}")
     lines.extend(f"note: {n}" for n in report.notes)
     return "\n".join(lines)
 

@@ -412,6 +412,7 @@ def _print_header(trace: Trace, index: TraceIndex, filters: Filters, printer: _P
         found = ", ".join(sorted(filters.pod.names | filters.pod.uids)) or "nothing known"
         lines.append(Text(f"pod {filters.pod.query!r}: {found}", style="dim"))
     lines.extend(Text(f"warning: {torn}", style="yellow") for torn in trace.torn)
+    lines.extend(Text(f"note: {note}", style="yellow") for note in trace.notes())
     printer.write(lines)
 
 

@@ -1,12 +1,19 @@
 """Trace recording: every delivery, handler, runtime call, clock read and decision.
 
 Records are JSON lines in ``trace-NNNNNN.jsonl`` files under the trace directory, a new
-file once one passes ``max_bytes``. Callers only enqueue (messages are immutable, so they
-can be encoded later); one writer thread encodes and appends whole lines, so a kubelet
-killed mid-write leaves a trace readable up to its last whole record.
+file once one passes ``max_bytes``, and the oldest files of the directory deleted past
+``max_files`` (this project's --trace-max-bytes and --trace-max-files), so a trace costs
+at most about ``max_bytes * max_files`` of disk. Every file starts with a header that
+holds the whole start config, the run it belongs to (``run``: one id per writer, so a
+daemon restarted on the same directory starts a new run) and which file of that run it is
+(``part``, from 1): any suffix of a run's files can be read on its own, and a reader
+knows when a run's beginning was deleted (actors.core.trace.reader). Callers only
+enqueue (messages are immutable, so they can be encoded later); one writer thread encodes
+and appends whole lines, so a kubelet killed mid-write leaves a trace readable up to its
+last whole record.
 
 Record kinds (field ``k``), all with wall time ``t`` and monotonic time ``m``:
-  header    v, pid, argv, config                        first record of every file
+  header    v, pid, run, part, argv, config             first record of every file
             (v: TRACE_VERSION; traces without one are version 1)
   msg       id, from, seq, to, inc, parent, dead, type, body [, carried]
                                                         a delivery or dead letter; carried:
@@ -25,6 +32,7 @@ import os
 import queue
 import threading
 import time
+import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -92,6 +100,8 @@ class TraceWriter(Recorder):
         existing = sorted(self.directory.glob("trace-*.jsonl"))
         start = int(existing[-1].stem.split("-")[1]) + 1 if existing else 1
         self._index = itertools.count(start)
+        self.run = uuid.uuid4().hex[:16]
+        self._part = itertools.count(1)
         self._file: Any = None
         self._size = 0
         self.records = 0
@@ -166,8 +176,9 @@ class TraceWriter(Recorder):
         path = self.directory / f"trace-{next(self._index):06d}.jsonl"
         self._file = path.open("ab", buffering=1024 * 1024)
         self._size = 0
-        self._write({"k": "header", "v": TRACE_VERSION, "pid": os.getpid(), "argv": self.argv,
-                     "config": self.config, "t": time.time(), "m": time.monotonic()})
+        self._write({"k": "header", "v": TRACE_VERSION, "pid": os.getpid(), "run": self.run,
+                     "part": next(self._part), "argv": self.argv, "config": self.config,
+                     "t": time.time(), "m": time.monotonic()})
         self._prune()
 
     def _prune(self) -> None:
