@@ -32,6 +32,7 @@ from actors.core.trace.names import message
 from actors.core.trace.recording import RecordingClock, RecordingInterceptor
 from actors.core.trace.writer import TraceWriter
 from actors.kubelet import names, tree
+from actors.kubelet.events import DispatchRecorder
 from actors.kubelet.messages import SourceSnapshot
 from actors.kubelet.pod_worker import WorkerTiming
 from actors.kubelet.stats_collector import StatsCache, StatsParts
@@ -41,6 +42,7 @@ from runtime.clock import FakeClock
 from runtime.cri.intercept import intercept
 from runtime.cri.service import CRIRuntime
 from runtime.cri.types import ContainerState
+from runtime.events.recorder import NULL_RECORDER
 from runtime.ids import ContainerID
 from runtime.kuberuntime import labels as L
 from runtime.kuberuntime.manager import KubeRuntimeManager
@@ -213,7 +215,8 @@ class RecordedNode:
     """
 
     def __init__(self, directory: Path, scratch: Path, faults: FaultPlan | None = None,
-                 images: Iterable[str] = (IMAGE,), stats: bool = False) -> None:
+                 images: Iterable[str] = (IMAGE,), stats: bool = False,
+                 events: bool = False) -> None:
         self.fake_clock = FakeClock()
         self.fake = FakeRuntime(self.fake_clock, images=images)
         self.faults = faults
@@ -223,7 +226,8 @@ class RecordedNode:
                               # Fixed, so a Burstable pod's oom_score_adj replays anywhere.
                               memory_capacity=4 * 2**30),
             timing=WorkerTiming(60.0),
-            supervisor=SyncLoopSettings(expected_sources=frozenset({"file"})), stats=stats)
+            supervisor=SyncLoopSettings(expected_sources=frozenset({"file"})), stats=stats,
+            events=events)
         self.writer = TrackingWriter(directory, config=config.to_header())
         self.activity = self.writer.activity
         self.dispatch = d = Dispatch(recorder=self.writer, faults=faults)
@@ -232,7 +236,8 @@ class RecordedNode:
                             *((faults,) if faults is not None else ()))
         clock: Any = RecordingClock(self.fake_clock, self.writer)
         self.timers = ManualTimers(d, self.fake_clock)
-        manager = KubeRuntimeManager(runtime, config.node, clock, observe=d.observe)
+        manager = KubeRuntimeManager(runtime, config.node, clock, observe=d.observe,
+                                     events=DispatchRecorder(d) if events else NULL_RECORDER)
         # The stats actor measures the fake runtime outside the recording, as the daemon
         # measures the real one (actors.app.stats_setup).
         self.stats = StatsParts(StatsCollector(self.fake, StatsSettings(
