@@ -73,6 +73,7 @@ class Ending:
     text: str
     seqs: tuple[int, ...]
     killed: bool  # by the kubelet (a probe, a hook, a changed spec), not on its own
+    at: float | None  # when: the kill's event, or the first report of the exit
 
 
 def _stop_call(history: PodHistory, container_id: str) -> Call | None:
@@ -158,26 +159,27 @@ def ending(history: PodHistory, container: str, instance: Instance) -> Ending:
         hook = next(((s, e) for s, e in history.events(reasons.FAILED_POST_START_HOOK, container)
                      if s.parent == call.within), None)
         seqs = ids((killing, call.within))
+        at = killing.t if killing is not None else call.t
         if hook is not None:
             step = _step_message(history, call.within, container, "PostStartHookError")
             why = f"its postStart hook failed ({step})" if step else "its postStart hook failed"
-            return Ending(f"{why}, container {grace}", ids(seqs, (hook[0],)), True)
+            return Ending(f"{why}, container {grace}", ids(seqs, (hook[0],)), True, hook[0].t)
         for kind in (ProbeKind.LIVENESS, ProbeKind.STARTUP):
             if f"failed {kind.value} probe" in message and killing is not None:
                 story, probe_seqs = probe_story(history, container, status.id, kind, killing)
-                return Ending(f"{story}, container {grace}", ids(seqs, probe_seqs), True)
+                return Ending(f"{story}, container {grace}", ids(seqs, probe_seqs), True, at)
         if message and "Stopping container" not in message:
-            return Ending(f"{message[:1].lower()}{message[1:]}: container {grace}", seqs, True)
+            return Ending(f"{message[:1].lower()}{message[1:]}: container {grace}", seqs, True,
+                          at)
         if killing is not None:
-            return Ending(f"stopped with its pod, container {grace}", seqs, True)
+            return Ending(f"stopped with its pod, container {grace}", seqs, True, at)
     exited = instance.exited
     code = f"exited with code {status.exit_code}"
     if status.reason:
         code += f" ({status.reason})"
     if status.message.strip():
         code += f': "{status.message.strip()[:160]}"'
-    when = f" at {clock_time(exited.t)}" if exited is not None else ""
-    return Ending(code + when, ids((exited,)), False)
+    return Ending(code, ids((exited,)), False, exited.t if exited is not None else None)
 
 
 def _step_message(history: PodHistory, within: int, container: str, error: str) -> str:
@@ -218,7 +220,7 @@ def restart_findings(history: PodHistory) -> list[Finding]:
             parts.append(_backoff_text(before.backoffs) if before.backoffs else "no back-off")
             parts.append(f"started {clock_time(instance.first.t)}")
             number = instance.status.restart_count
-            when = before.exited.t if before.exited is not None else instance.first.t
+            when = end.at if end.at is not None else instance.first.t
             text = f"restart {number} of {container} at {clock_time(when)}: " + ", ".join(parts)
             out.append(Finding(instance.first.t, "restart", text,
                                ids(end.seqs, (s for s, _ in before.backoffs[:1]),
@@ -237,7 +239,7 @@ def exit_findings(history: PodHistory) -> list[Finding]:
         end = ending(history, container, last)
         if end.killed and "stopped with its pod" in end.text:
             continue  # the pod's termination says it
-        text = f"container {container} {end.text}"
+        text = f"container {container} at {clock_time(end.at or last.exited.t)}: {end.text}"
         if last.backoffs:
             text += f"; waiting to restart: {_backoff_text(last.backoffs)} (CrashLoopBackOff)"
         elif policy == "Never" or (policy == "OnFailure" and last.status.exit_code == 0):

@@ -80,11 +80,15 @@ def state_findings(history: PodHistory) -> list[Finding]:
             startup[verdict.container_id] = verdict.result
     sync = next((o.sync for _, o in reversed(observed) if o.sync is not None), None)
     status = generate_pod_status(last.pod, last.runtime, sync, readiness, startup)
-    phase = "Failed" if last.failed_reason else status.phase
+    # A pod-level verdict (DeadlineExceeded, Evicted) holds from the report that gave it
+    # on, as the status manager keeps it.
+    failed = next(((s, o) for s, o in observed if o.failed_reason), None)
+    phase = "Failed" if failed is not None else status.phase
     reasons: list[str] = []
     seqs: list[Seen | None] = [last_seen]
-    if last.failed_reason:
-        reasons.append(f"{last.failed_reason}: {last.failed_message}")
+    if failed is not None:
+        reasons.append(f"{failed[1].failed_reason}: {failed[1].failed_message}")
+        seqs.append(failed[0])
     elif status.reason:
         reasons.append(f"{status.reason}: {status.message}")
     if phase == "Pending":

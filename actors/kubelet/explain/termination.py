@@ -35,7 +35,7 @@ def _kill_carried_out(history: PodHistory, since: Seen) -> tuple[str, tuple[int,
     for _, observed in history.of(PodObserved):
         for status in observed.runtime.container_statuses:
             names[status.id] = status.name
-    stops = [c for c in history.calls if c.method in STOP_CALLS and c.within >= since.id]
+    stops = [c for c in history.calls if c.method in STOP_CALLS and c.m >= since.m]
     done = next((s for s, d in history.of(PodWorkerDone)
                  if s.id > since.id and d.state == WorkerState.TERMINATED), None)
     parts = [f"{names.get(str(c.args[0]), str(c.args[0])[:12])} killed with "
@@ -120,7 +120,11 @@ def failure_findings(history: PodHistory) -> list[Finding]:
 
 
 def orphan_findings(history: PodHistory) -> list[Finding]:
+    """The pod killer's orders, when no worker had stopped the pod before (after one did,
+    an order for what a relist still showed of it is the clean-up, not a cause)."""
+    killed = next((s.id for s, u in history.of(UpdatePod) if u.kind == UpdateKind.KILL), None)
     return [Finding(seen.t, "orphan",
                     f"the runtime held the pod, which no source wants: the pod killer "
                     f"stopped it at {clock_time(seen.t)} ({order.reason})", ids((seen,)))
-            for seen, order in history.of(KillRuntimePod)]
+            for seen, order in history.of(KillRuntimePod)
+            if killed is None or seen.id < killed]
