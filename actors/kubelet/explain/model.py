@@ -226,9 +226,8 @@ def match_pods(known: list[PodKey], query: str, namespace: str | None) -> list[P
                and (namespace is None or k.namespace == namespace)]
     if by_name:
         return by_name
-    if len(query) >= 4:
-        return [k for k in known if k.uid.startswith(query)]
-    return []
+    return [k for k in known
+            if k.uid == query or (len(query) >= 4 and k.uid.startswith(query))]
 
 
 def _uid_of(kind: str, body: Any) -> str | None:

@@ -106,15 +106,15 @@ def state_findings(history: PodHistory) -> list[Finding]:
             why = f"{container.name} running, not ready"
             cid = ContainerID(container.container_id.split("://", 1)[-1])
             if readiness.get(cid) == ProbeResult.FAILURE and cid in verdict_seen:
-                failed, _ = probe_failures(history, cid, ProbeKind.READINESS,
-                                           verdict_seen[cid])
-                outputs = list(dict.fromkeys(o.output.strip() for _, o in failed
+                attempts, _ = probe_failures(history, cid, ProbeKind.READINESS,
+                                             verdict_seen[cid])
+                outputs = list(dict.fromkeys(o.output.strip() for _, o in attempts
                                              if o.output.strip()))
                 why += f": readiness probe failing since {clock_time(verdict_seen[cid].t)}"
                 if outputs:
                     why += f' ("{outputs[-1][:120]}")'
                 seqs.append(verdict_seen[cid])
-                seqs.extend(s for s, _ in failed[-1:])
+                seqs.extend(s for s, _ in attempts[-1:])
             elif (startup.get(cid) != ProbeResult.SUCCESS
                   and (spec := history.container_spec(container.name)) is not None
                   and spec.startup_probe is not None):
