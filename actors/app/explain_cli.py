@@ -3,6 +3,8 @@ the chain of causes behind a pod's state, its restarts, kills, probe flips and w
 sentences with times, each naming the trace messages it comes from (``#N``, as ``trace
 show`` numbers them). ``--json`` gives the same as data (SCHEMA in actors.kubelet.explain).
 
+A trace directory the daemon wrote in across its restarts is read per process (each
+numbers its deliveries anew): each pod is explained once per daemon run that saw it.
 Without ``--trace-dir`` it reads the trace of the daemon running on ``--root-dir``: the
 daemon holds ``<root-dir>/kubelet-actors.lock`` with its pid, and its command line names
 its ``--trace-dir``.
@@ -17,13 +19,16 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.text import Text
 
 from actors.app.flags import DEFAULT_ROOT_DIR
 from actors.app.root_lock import LOCK_NAME
-from actors.core.trace.reader import TraceError, read_trace
+from actors.core.trace.reader import TraceError, read_trace, trace_files
 from actors.kubelet.explain import SCHEMA, PodExplanation, explain, known_pods
 from actors.kubelet.explain.model import clock_time
 
@@ -85,10 +90,51 @@ def daemon_trace_dir(root_dir: str) -> str:
                        "start it with --trace-dir DIR, or give --trace-dir")
 
 
-def render(explanations: Sequence[PodExplanation], console: Console) -> None:
-    for explanation in explanations:
+@dataclass(frozen=True, slots=True)
+class Run:
+    """The records one daemon process wrote (a trace directory kept across restarts of
+    the daemon holds several: each numbers its deliveries from 1)."""
+
+    pid: int | None
+    records: list[dict[str, Any]]
+    torn: tuple[str, ...]
+
+
+def read_runs(path: str) -> list[Run]:
+    """The trace at ``path``, one Run per process that wrote it, oldest first."""
+    groups: list[tuple[int | None, list[Path]]] = []
+    for file in trace_files(path):
+        with file.open("rb") as opened:
+            first = opened.readline()
+        try:
+            header = json.loads(first) if first.strip() else {}
+        except json.JSONDecodeError:
+            header = {}
+        pid = header.get("pid") if isinstance(header, dict) and header.get("k") == "header" \
+            else None
+        if groups and groups[-1][0] == pid:
+            groups[-1][1].append(file)
+        else:
+            groups.append((pid, [file]))
+    runs: list[Run] = []
+    for pid, files in groups:
+        records: list[dict[str, Any]] = []
+        torn: list[str] = []
+        for file in files:
+            trace = read_trace(file)
+            records.extend(trace.records)
+            torn.extend(trace.torn)
+        runs.append(Run(pid, records, tuple(torn)))
+    return runs
+
+
+def render(explanations: Sequence[tuple[Run, PodExplanation]], console: Console) -> None:
+    several = len({id(run) for run, _ in explanations}) > 1
+    for run, explanation in explanations:
         head = Text(f"pod {explanation.namespace}/{explanation.name} "
                     f"(uid {explanation.uid})", style="bold")
+        if several:
+            head.append(f", daemon pid {run.pid}", style="dim")
         console.print(head)
         for finding in explanation.findings:
             line = Text(f"  {clock_time(finding.time)}  ", style="dim")
@@ -106,11 +152,12 @@ def main(argv: Sequence[str]) -> int:
         return exit.code if isinstance(exit.code, int) else EXIT_USAGE
     try:
         path = args.trace_dir or daemon_trace_dir(args.root_dir)
-        trace = read_trace(path)
-        explanations = explain(trace.records, args.pod, args.namespace, args.container)
-        if not explanations:
-            pods = ", ".join(sorted({f"{k.namespace}/{k.name}" for k in known_pods(
-                trace.records)})) or "none"
+        runs = read_runs(path)
+        explained = [(run, e) for run in runs
+                     for e in explain(run.records, args.pod, args.namespace, args.container)]
+        if not explained:
+            pods = ", ".join(sorted({f"{k.namespace}/{k.name}" for run in runs
+                                     for k in known_pods(run.records)})) or "none"
             raise ExplainError(f"{path}: the trace names no pod {args.pod!r}"
                                + (f" in namespace {args.namespace}" if args.namespace else "")
                                + f" (its pods: {pods})")
@@ -120,16 +167,18 @@ def main(argv: Sequence[str]) -> int:
     except OSError as err:
         print(f"{PROG}: cannot read the trace: {err}", file=sys.stderr)
         return EXIT_FAILED
-    for torn in trace.torn:
-        print(f"{PROG}: warning: {torn}", file=sys.stderr)
+    for run in runs:
+        for torn in run.torn:
+            print(f"{PROG}: warning: {torn}", file=sys.stderr)
     try:
         if args.json:
             json.dump({"schema": SCHEMA, "trace": str(path),
-                       "pods": [e.to_json() for e in explanations]}, sys.stdout, indent=2)
+                       "pods": [{**e.to_json(), "pid": run.pid} for run, e in explained]},
+                      sys.stdout, indent=2)
             sys.stdout.write("\n")
             sys.stdout.flush()
         else:
-            render(explanations, Console(highlight=False, soft_wrap=True))
+            render(explained, Console(highlight=False, soft_wrap=True))
     except BrokenPipeError:  # `explain ... | head`: stop quietly
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

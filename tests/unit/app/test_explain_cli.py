@@ -109,3 +109,22 @@ def test_the_daemon_s_trace_dir_from_its_command_line(tmp_path: Path) -> None:
         stand_in.wait(timeout=10)
     with pytest.raises(ExplainError, match="is not running"):
         daemon_trace_dir(str(tmp_path))
+
+
+def test_a_trace_dir_kept_across_daemon_restarts_is_read_per_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each daemon process numbers its deliveries from 1: its messages are read apart."""
+    lines = (TRACES / "restart-and-remove" / "trace-000001.jsonl").read_text().splitlines()
+    header = json.loads(lines[0])
+    for index, pid in enumerate((4001, 4002), 1):
+        again = {**header, "pid": pid}
+        (tmp_path / f"trace-{index:06d}.jsonl").write_text(
+            "\n".join([json.dumps(again), *lines[1:]]) + "\n")
+    assert main(["web", "--trace-dir", str(tmp_path), "--json"]) == EXIT_OK
+    pods = json.loads(capsys.readouterr().out)["pods"]
+    assert [p["pid"] for p in pods] == [4001, 4002]
+    assert pods[0]["findings"] == pods[1]["findings"]
+    assert main(["web", "--trace-dir", str(tmp_path)]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "pod default/web (uid u1), daemon pid 4001" in out
+    assert "pod default/web (uid u1), daemon pid 4002" in out
