@@ -171,6 +171,11 @@ def ending(history: PodHistory, container: str, instance: Instance) -> Ending:
         if message and "Stopping container" not in message:
             return Ending(f"{message[:1].lower()}{message[1:]}: container {grace}", seqs, True,
                           at)
+        changed = next((s for s, _ in history.events(reasons.SANDBOX_CHANGED, "")
+                        if s.parent == call.within), None)
+        if changed is not None:
+            return Ending(f"its pod's sandbox changed (it is killed and re-created), "
+                          f"container {grace}", ids(seqs, (changed,)), True, at)
         if killing is not None:
             return Ending(f"stopped with its pod, container {grace}", seqs, True, at)
     exited = instance.exited

@@ -8,7 +8,14 @@ status manager computes it; the reasons come from the messages behind it.
 
 from __future__ import annotations
 
-from actors.kubelet.explain.model import Finding, PodHistory, Seen, clock_time, ids
+from actors.kubelet.explain.model import (
+    Finding,
+    PodHistory,
+    Seen,
+    clock_time,
+    container_of_path,
+    ids,
+)
 from actors.kubelet.explain.restarts import probe_failures
 from actors.kubelet.messages import (
     PodObserved,
@@ -20,6 +27,7 @@ from actors.kubelet.messages import (
     UpdatePod,
     WorkerState,
 )
+from runtime.events import reasons
 from runtime.ids import ContainerID
 from runtime.prober.results import ProbeResult
 from runtime.status.generate import generate_pod_status
@@ -48,6 +56,21 @@ def _pod_step_failures(history: PodHistory, since: int) -> list[str]:
             for action, (count, first, error, message) in failed.items()]
 
 
+def pulls_in_flight(history: PodHistory) -> list[tuple[Seen, str]]:
+    """Pulls the trace shows begun and not ended (a Pulling event, no Pulled or Failed
+    after it for that container): what a pod waits on while its sync pulls."""
+    started: dict[str, tuple[Seen, str]] = {}
+    for seen, event in history.events():
+        name = container_of_path(event.ref.field_path)
+        if event.reason == reasons.PULLING_IMAGE:
+            started[name] = (seen, event.message)
+        elif event.reason in (reasons.PULLED_IMAGE, reasons.FAILED_TO_PULL_IMAGE,
+                              reasons.BACK_OFF_PULL_IMAGE):
+            started.pop(name, None)
+    return [(seen, f"{name}: {message[:1].lower()}{message[1:]} since {clock_time(seen.t)}")
+            for name, (seen, message) in started.items()]
+
+
 def state_findings(history: PodHistory) -> list[Finding]:
     end = history.trace_end
     rejected = next(((s, r) for s, r in history.of(PodRejected)), None)
@@ -62,12 +85,15 @@ def state_findings(history: PodHistory) -> list[Finding]:
         return [Finding(end, "state", f"now gone: stopped at {clock_time(done[0].t)} and "
                         "removed from the node", ids((kill[0], done[0])))]
     observed = list(history.of(PodObserved))
+    pulling = pulls_in_flight(history)
     if not observed:
         first = next((s for s, _ in history.of(UpdatePod)), None)
-        text = ("now Pending: admitted, no sync has finished yet" if first is not None
+        text = ("now Pending: admitted, its first sync has not finished" if first is not None
                 else "now Pending: the kubelet has not admitted it (waiting for another pod "
                 "of the same name to stop, or not seen yet)")
-        return [Finding(end, "state", text, ids((first,)))]
+        if pulling:
+            text += "; " + "; ".join(why for _, why in pulling)
+        return [Finding(end, "state", text, ids((first,), (s for s, _ in pulling)))]
     last_seen, last = observed[-1]
     readiness: dict[ContainerID, ProbeResult] = {}
     startup: dict[ContainerID, ProbeResult] = {}
@@ -84,24 +110,24 @@ def state_findings(history: PodHistory) -> list[Finding]:
     # on, as the status manager keeps it.
     failed = next(((s, o) for s, o in observed if o.failed_reason), None)
     phase = "Failed" if failed is not None else status.phase
-    reasons: list[str] = []
+    causes: list[str] = []
     seqs: list[Seen | None] = [last_seen]
     if failed is not None:
-        reasons.append(f"{failed[1].failed_reason}: {failed[1].failed_message}")
+        causes.append(f"{failed[1].failed_reason}: {failed[1].failed_message}")
         seqs.append(failed[0])
     elif status.reason:
-        reasons.append(f"{status.reason}: {status.message}")
+        causes.append(f"{status.reason}: {status.message}")
     if phase == "Pending":
         last_ok = max((s.id for s, o in observed if o.runtime.ready_sandbox is not None),
                       default=0)
-        reasons.extend(_pod_step_failures(history, last_ok))
+        causes.extend(_pod_step_failures(history, last_ok))
     for container in (*status.init_container_statuses, *status.container_statuses):
         waiting = container.state.waiting
         if waiting is not None:
             reason = f"{container.name} waiting: {waiting.reason}"
             if waiting.message:
                 reason += f": {waiting.message[:200]}"
-            reasons.append(reason)
+            causes.append(reason)
         elif container.state.running is not None and not container.ready and phase == "Running":
             why = f"{container.name} running, not ready"
             cid = ContainerID(container.container_id.split("://", 1)[-1])
@@ -121,15 +147,18 @@ def state_findings(history: PodHistory) -> list[Finding]:
                 why += ": its startup probe has not succeeded yet"
             else:
                 why += ": waiting for its first readiness probe"
-            reasons.append(why)
+            causes.append(why)
         elif container.state.terminated is not None and phase in ("Running", "Pending"):
             term = container.state.terminated
-            reasons.append(f"{container.name} terminated: exit code {term.exit_code}"
+            causes.append(f"{container.name} terminated: exit code {term.exit_code}"
                            + (f" ({term.reason})" if term.reason else ""))
+    late = [(s, why) for s, why in pulling if s.id > last_seen.id]
+    causes.extend(why for _, why in late)
+    seqs.extend(s for s, _ in late)
     ready = any(c.type == "Ready" and c.status == "True" for c in status.conditions)
     head = f"now {phase}" + (", ready" if phase == "Running" and ready else "")
     if phase == "Running" and not ready:
         head += ", not ready"
-    text = head + (": " + "; ".join(reasons) if reasons else "")
+    text = head + (": " + "; ".join(causes) if causes else "")
     text += f" (as of {clock_time(last_seen.t)}, the pod worker's last report)"
     return [Finding(end, "state", text, ids(seqs))]

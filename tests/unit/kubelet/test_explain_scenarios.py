@@ -47,7 +47,8 @@ def make_pod(*containers: Container, policy: str = "Always", grace: int = 5,
 
 def container(**fields: Any) -> Container:
     return Container(name="app", image=fields.pop("image", IMAGE),
-                     image_pull_policy="IfNotPresent", **fields)
+                     image_pull_policy=fields.pop("image_pull_policy", "IfNotPresent"),
+                     **fields)
 
 
 def exec_probe(command: str, threshold: int = 3, period: int = 1) -> Probe:
@@ -366,3 +367,25 @@ def test_container_filter_keeps_the_pods_own_findings(scenario: Scenario) -> Non
     assert {f.container for f in found.findings} == {""}
     assert kinds(found, "deletion")
 
+
+
+def test_pending_while_its_image_is_pulled(scenario: Scenario) -> None:
+    """The fake runtime pulls at once: the trace is cut where the pull began, as the
+    trace of a daemon still pulling ends there."""
+    node = scenario.node
+    image = "127.0.0.1:5000/slow/big:1"
+    node.fake.make_pullable(image)
+    node.snapshot(make_pod(container(image=image, image_pull_policy="Always")))
+    scenario.wait_running()
+    records = scenario.records()
+    pulling = next(r for r in records if r["k"] == "msg" and r["type"] == "RecordEvent"
+                   and r["body"]["reason"] == "Pulling")
+    cut = records[:records.index(pulling) + 1]
+    (found,) = explain(cut, NAME)
+    state = kinds(found, "state")[-1]
+    assert state.text.startswith("now Pending: admitted, its first sync has not finished")
+    assert f'app: pulling image "{image}" since' in state.text
+    assert pulling["id"] in state.seqs
+
+    (found,) = explain(records, NAME)  # the whole trace: pulled, running
+    assert kinds(found, "state")[-1].text.startswith("now Running, ready")
