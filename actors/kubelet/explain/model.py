@@ -112,6 +112,7 @@ class PodHistory:
     calls: list[Call] = field(default_factory=list)
     trace_end: float = 0.0  # wall time of the trace's last record
     pod: Pod | None = None  # the newest spec the kubelet had
+    _index: dict[int, Seen] = field(default_factory=dict)
 
     def of(self, cls: type[M]) -> Iterator[tuple[Seen, M]]:
         """The messages of one class, oldest first."""
@@ -120,7 +121,9 @@ class PodHistory:
                 yield entry, entry.message
 
     def by_id(self, id: int) -> Seen | None:
-        return next((s for s in self.seen if s.id == id), None)
+        if len(self._index) != len(self.seen):
+            self._index = {s.id: s for s in self.seen}
+        return self._index.get(id)
 
     def events(self, reason: str | None = None, container: str | None = None
                ) -> Iterator[tuple[Seen, RecordEvent]]:
