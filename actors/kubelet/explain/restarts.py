@@ -30,6 +30,7 @@ from runtime.kuberuntime.podstatus import ContainerRuntimeStatus
 from runtime.prober.results import ProbeResult
 
 STOP_CALLS = frozenset({"stop_container", "StopContainer"})
+START_CALLS = frozenset({"start_container", "StartContainer"})
 
 
 @dataclass(slots=True)
@@ -211,6 +212,15 @@ def restart_findings(history: PodHistory) -> list[Finding]:
                             if s.parent == instance.first.parent), None)
             if index == 0:
                 if instance.status.state == ContainerState.CREATED:
+                    continue
+                if not any(c.method in START_CALLS and c.args[:1] == (instance.status.id,)
+                           for c in history.calls):
+                    # Not started by the kubelet that wrote this trace: adopted at its start.
+                    since = instance.status.started_at
+                    text = (f"container {container} was started before this trace began"
+                            + (f" (at {clock_time(since)})" if since > 0 else ""))
+                    out.append(Finding(instance.first.t, "start", text, ids((instance.first,)),
+                                       container))
                     continue
                 text = f"container {container} started at {clock_time(instance.first.t)}"
                 if instance.status.restart_count:

@@ -128,3 +128,16 @@ def test_a_trace_dir_kept_across_daemon_restarts_is_read_per_run(
     out = capsys.readouterr().out
     assert "pod default/web (uid u1), daemon pid 4001" in out
     assert "pod default/web (uid u1), daemon pid 4002" in out
+
+
+def test_a_container_the_trace_did_not_see_start_was_adopted() -> None:
+    """A daemon restarted on running containers (it adopts them) starts none of them: the
+    trace holds no StartContainer for them."""
+    from actors.kubelet.explain import explain
+
+    records = [r for r in read_trace(TRACES / "restart-and-remove").records
+               if not (r["k"] == "call" and r.get("method") == "start_container")]
+    (found,) = explain(records, "web")
+    first = found.findings[0]
+    assert first.kind == "start"
+    assert first.text.startswith("container c was started before this trace began")
