@@ -232,6 +232,11 @@ def restart_findings(history: PodHistory) -> list[Finding]:
             before = found[index - 1]
             end = ending(history, container, before)
             parts = [end.text]
+            sandbox = next((s for s, _ in history.events(reasons.SANDBOX_CHANGED, "")
+                            if before.first.id < s.id <= instance.first.id), None)
+            if sandbox is not None and "sandbox" not in end.text:
+                parts.append("the pod's sandbox changed and was re-created")
+                end = Ending(end.text, ids(end.seqs, (sandbox,)), end.killed, end.at)
             parts.append(_backoff_text(before.backoffs) if before.backoffs else "no back-off")
             parts.append(f"started {clock_time(instance.first.t)}")
             number = instance.status.restart_count

@@ -389,3 +389,32 @@ def test_pending_while_its_image_is_pulled(scenario: Scenario) -> None:
 
     (found,) = explain(records, NAME)  # the whole trace: pulled, running
     assert kinds(found, "state")[-1].text.startswith("now Running, ready")
+
+
+def test_startup_probe_kill(scenario: Scenario) -> None:
+    node = scenario.node
+    node.fake.set_exec_result(None, ("started",), ExecResult(
+        stdout=b"not yet", stderr=b"", exit_code=1))
+    node.snapshot(make_pod(container(startup_probe=exec_probe("started", threshold=2))))
+    first = scenario.wait_running()
+    scenario.wait_running([first])
+
+    (restart,) = kinds(scenario.explain(), "restart")[:1]
+    assert restart.text.startswith("restart 1 of app at ")
+    assert 'startup probe failed 2 times ("not yet", threshold 2, every 1 s)' in restart.text
+    assert "container killed with 5 s grace" in restart.text
+
+
+def test_restart_after_the_sandbox_died(scenario: Scenario) -> None:
+    node = scenario.node
+    node.snapshot(make_pod(container()))
+    first = scenario.wait_running()
+    (sandbox,) = node.fake.list_pod_sandbox()
+    node.fake.stop_pod_sandbox(sandbox.id)  # the sandbox dies under the kubelet
+    scenario.wait_running([first])
+
+    found = scenario.explain()
+    (restart,) = kinds(found, "restart")
+    assert restart.text.startswith("restart 1 of app at ")
+    assert "exited with code 137 (Error), the pod's sandbox changed and was re-created, " \
+        "no back-off" in restart.text
