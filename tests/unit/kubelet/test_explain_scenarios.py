@@ -20,6 +20,7 @@ import pytest
 
 from actors.core.trace.reader import read_trace
 from actors.core.trace.writer import encode
+from actors.kubelet import names
 from actors.kubelet.explain import PodExplanation, explain
 from actors.kubelet.explain.model import Finding
 from runtime.cri.types import ExecResult
@@ -32,6 +33,7 @@ pytestmark = pytest.mark.timeout(120)
 
 UID = "u-explain"
 NAME = "web"
+WORKER = names.worker_name(UID)
 
 
 def make_pod(*containers: Container, policy: str = "Always", grace: int = 5,
@@ -71,6 +73,7 @@ class Scenario:
     def close(self) -> None:
         if not self.closed:
             self.closed = True
+            self.node.settle()  # what is in flight finishes and is recorded
             self.node.close()
             shutil.rmtree(self.scratch, ignore_errors=True)
 
@@ -262,7 +265,7 @@ def test_removed_from_its_source(scenario: Scenario) -> None:
     node.snapshot(make_pod(container(), grace=6))
     scenario.wait_running()
     node.snapshot()
-    node.until("the pod to be gone", lambda: node.fake.list_pod_sandbox() == ())
+    node.until("the pod to be gone", lambda: node.dispatch.ref(WORKER) is None)
 
     found = scenario.explain()
     (deletion,) = kinds(found, "deletion")
@@ -362,7 +365,7 @@ def test_container_filter_keeps_the_pods_own_findings(scenario: Scenario) -> Non
     node.snapshot(make_pod(container(), grace=6))
     scenario.wait_running()
     node.snapshot()
-    node.until("the pod to be gone", lambda: node.fake.list_pod_sandbox() == ())
+    node.until("the pod to be gone", lambda: node.dispatch.ref(WORKER) is None)
     found = scenario.explain(container="other")
     assert {f.container for f in found.findings} == {""}
     assert kinds(found, "deletion")
