@@ -19,10 +19,12 @@ import msgspec
 import pytest
 
 from actors.core.trace.reader import read_trace
+from actors.core.trace.replay import format_report, replay
 from actors.core.trace.writer import encode
 from actors.kubelet import names
 from actors.kubelet.explain import PodExplanation, explain
 from actors.kubelet.explain.model import Finding
+from actors.kubelet.trace import KubeletWorld
 from runtime.cri.types import ExecResult
 from runtime.errors import CRIError
 from runtime.pod.generated import ExecAction, Lifecycle, LifecycleHandler
@@ -146,6 +148,9 @@ def test_liveness_kill_tells_probe_output_threshold_and_grace(scenario: Scenario
     scenario.wait_running([first])
 
     (restart,) = kinds(scenario.explain(), "restart")
+    # What explain reads is what the kubelet did: the trace replays without divergence.
+    report = replay(read_trace(scenario.directory), KubeletWorld())
+    assert report.ok, format_report(report)
     assert restart.text.startswith("restart 1 of app at ")
     assert "liveness probe failed 3 times" in restart.text
     assert '"HTTP 500 from /healthz"' in restart.text
