@@ -50,6 +50,9 @@ def findings(out: str, name: str) -> list[dict[str, Any]]:
     return found
 
 
+# Run alone, it is the session's first e2e test: its fixtures wait for the machine-wide
+# lock (up to testbed's LOCK_WAIT_S, 600 s) before its own minute or so.
+@pytest.mark.timeout(900)
 def test_explain_tells_crash_loop_and_liveness_restarts(
     containerd: EmbeddedContainerd, cri: CRIClient
 ) -> None:

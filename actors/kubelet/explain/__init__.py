@@ -30,7 +30,15 @@ from actors.kubelet.explain.state import state_findings
 from actors.kubelet.explain.termination import failure_findings, kill_findings, orphan_findings
 
 SCHEMA = 1
-"""The version of ``--json``'s layout; a change that breaks readers bumps it."""
+"""The version of ``--json``'s layout; a change that breaks readers bumps it. Version 1::
+
+    {"schema": 1, "trace": DIR,
+     "pods": [{"uid", "name", "namespace", "pid": the daemon's,
+               "findings": [{"time": RFC 3339 UTC, "kind", "container": "" for the pod,
+                             "text", "seqs": [delivery ids]}]}]}
+
+Kinds: start, restart, exit, image, admission, ready, not-ready, started, deadline,
+eviction, failed, deletion, orphan, and state (always last: where the pod stands)."""
 
 FINDERS: tuple[Callable[[PodHistory], list[Finding]], ...] = (
     admission_findings, restart_findings, exit_findings, image_findings, readiness_findings,
