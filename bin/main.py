@@ -1,5 +1,6 @@
 """Console-script entry point: ``kubelet-actors`` runs actors.app.main;
 ``kubelet-actors trace ...`` runs actors.app.trace_cli.main (the trace tools);
+``kubelet-actors explain POD`` runs actors.app.explain_cli.main (a pod's story from a trace);
 ``kubelet-actors drill ...`` runs actors.app.drills.cli.main (the restart drills);
 ``kubelet-actors logs|exec|attach|port-forward ...`` talk to a running daemon
 (actors.app.remote)."""
@@ -17,6 +18,10 @@ def main(argv: list[str] | None = None) -> None:
         from actors.app.trace_cli import main as trace_main
 
         sys.exit(trace_main(args[1:]))
+    if args[:1] == ["explain"]:
+        from actors.app.explain_cli import main as explain_main
+
+        sys.exit(explain_main(args[1:]))
     if args[:1] == ["drill"]:
         from actors.app.drills.cli import main as drill_main
 

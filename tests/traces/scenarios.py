@@ -32,6 +32,7 @@ from actors.core.trace.names import message
 from actors.core.trace.recording import RecordingClock, RecordingInterceptor
 from actors.core.trace.writer import DEFAULT_MAX_BYTES, TraceWriter
 from actors.kubelet import names, tree
+from actors.kubelet.events import DispatchRecorder
 from actors.kubelet.eviction import EvictionSettings
 from actors.kubelet.garbage_collector import GCSettings
 from actors.kubelet.log_rotation import LogRotationParts
@@ -44,6 +45,7 @@ from runtime.clock import FakeClock
 from runtime.cri.intercept import intercept
 from runtime.cri.service import CRIRuntime
 from runtime.cri.types import ContainerState
+from runtime.events.recorder import NULL_RECORDER
 from runtime.ids import ContainerID
 from runtime.kuberuntime import labels as L
 from runtime.kuberuntime.host_paths import HOST_PATHS_TARGET, HostPaths, NodeHostPaths
@@ -236,7 +238,8 @@ class RecordedNode:
                  restart_of: RecordedNode | None = None,
                  probe_state: tuple[SavedProbe, ...] = (),
                  probe_state_file: ProbeStateSink | None = None,
-                 trace_max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+                 trace_max_bytes: int = DEFAULT_MAX_BYTES,
+                 events: bool = False) -> None:
         # restart_of: a kubelet restarted on the same node (its runtime and clock go on).
         self.fake_clock: FakeClock = (restart_of.fake_clock if restart_of is not None
                                       else FakeClock())
@@ -252,7 +255,8 @@ class RecordedNode:
             supervisor=SyncLoopSettings(expected_sources=frozenset({"file"}),
                                         eviction=eviction is not None),
             stats=stats, eviction=eviction, host_paths=True, garbage_collection=gc,
-            log_rotation=log_rotation is not None, probe_state=probe_state)
+            log_rotation=log_rotation is not None, probe_state=probe_state,
+            events=events)
         self.writer = TrackingWriter(directory, config=config.to_header(),
                                      max_bytes=trace_max_bytes)
         self.activity = self.writer.activity
@@ -266,7 +270,8 @@ class RecordedNode:
         host_paths = intercept(NodeHostPaths(), HostPaths, RecordingInterceptor(self.writer),
                                target=HOST_PATHS_TARGET)
         manager = KubeRuntimeManager(runtime, config.node, clock, observe=d.observe,
-                                     host_paths=host_paths)
+                                     host_paths=host_paths,
+                                     events=DispatchRecorder(d) if events else NULL_RECORDER)
         # The stats actor measures the fake runtime outside the recording, as the daemon
         # measures the real one (actors.app.stats_setup).
         self.stats = StatsParts(StatsCollector(self.fake, StatsSettings(

@@ -1,0 +1,185 @@
+"""``kubelet-actors explain POD [-n NAMESPACE] [-c CONTAINER] [--trace-dir DIR] [--json]``:
+the chain of causes behind a pod's state, its restarts, kills, probe flips and waits, in
+sentences with times, each naming the trace messages it comes from (``#N``, as ``trace
+show`` numbers them). ``--json`` gives the same as data (SCHEMA in actors.kubelet.explain).
+
+A trace directory the daemon wrote in across its restarts is read per process (each
+numbers its deliveries anew): each pod is explained once per daemon run that saw it.
+Without ``--trace-dir`` it reads the trace of the daemon running on ``--root-dir``: the
+daemon holds ``<root-dir>/kubelet-actors.lock`` with its pid, and its command line names
+its ``--trace-dir``.
+
+Exit codes: 0 explained, 1 the trace cannot be read or names no such pod, 2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+from actors.app.flags import DEFAULT_ROOT_DIR
+from actors.app.root_lock import LOCK_NAME
+from actors.core.trace.reader import TraceError, read_trace, trace_files
+from actors.kubelet.explain import SCHEMA, PodExplanation, explain, known_pods
+from actors.kubelet.explain.model import clock_time
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+PROG = "kubelet-actors explain"
+_KIND_STYLES = {"restart": "bold yellow", "exit": "yellow", "image": "bold red",
+                "admission": "bold red", "deadline": "bold red", "eviction": "bold red",
+                "failed": "bold red", "deletion": "magenta", "orphan": "magenta",
+                "not-ready": "yellow", "ready": "green", "start": "green",
+                "started": "green", "state": "bold"}
+
+
+class ExplainError(Exception):
+    """What to print before exiting 1."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Explain a pod's state, restarts, kills and waits from a "
+        "trace recorded with --trace-dir.")
+    add = parser.add_argument
+    add("pod", help="the pod: its name, namespace/name, or its UID (a prefix will do)")
+    add("-n", "--namespace", default=None, help="the pod's namespace (default: any)")
+    add("-c", "--container", default=None,
+        help="only this container's findings (and the pod's own)")
+    add("--trace-dir", default="", metavar="DIR",
+        help="the trace to read (default: the trace of the daemon running on --root-dir)")
+    add("--root-dir", default=DEFAULT_ROOT_DIR,
+        help=f"the running daemon's --root-dir (default {DEFAULT_ROOT_DIR})")
+    add("--json", action="store_true", help="print the findings as JSON")
+    return parser
+
+
+def daemon_trace_dir(root_dir: str) -> str:
+    """The ``--trace-dir`` of the daemon that holds ``root_dir``'s lock."""
+    lock = os.path.join(root_dir, LOCK_NAME)
+    try:
+        with open(lock, encoding="utf-8") as file:
+            pid = file.read().strip()
+    except OSError as err:
+        raise ExplainError(f"no --trace-dir given and no daemon on --root-dir {root_dir} "
+                           f"({lock}: {err.strerror})") from err
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as file:
+            argv = [a.decode(errors="replace") for a in file.read().split(b"\0")]
+        cwd = os.readlink(f"/proc/{pid}/cwd")
+    except (OSError, ValueError) as err:
+        raise ExplainError(f"no --trace-dir given and the daemon of --root-dir {root_dir} "
+                           f"(pid {pid or '?'}) is not running") from err
+    for index, arg in enumerate(argv):
+        value = None
+        if arg == "--trace-dir" and index + 1 < len(argv):
+            value = argv[index + 1]
+        elif arg.startswith("--trace-dir="):
+            value = arg.split("=", 1)[1]
+        if value:
+            return os.path.join(cwd, value)
+    raise ExplainError(f"the daemon of --root-dir {root_dir} (pid {pid}) records no trace: "
+                       "start it with --trace-dir DIR, or give --trace-dir")
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """The records one daemon process wrote (a trace directory kept across restarts of
+    the daemon holds several: each numbers its deliveries from 1)."""
+
+    pid: int | None
+    records: list[dict[str, Any]]
+    torn: tuple[str, ...]
+
+
+def read_runs(path: str) -> list[Run]:
+    """The trace at ``path``, one Run per process that wrote it, oldest first."""
+    groups: list[tuple[int | None, list[Path]]] = []
+    for file in trace_files(path):
+        with file.open("rb") as opened:
+            first = opened.readline()
+        try:
+            header = json.loads(first) if first.strip() else {}
+        except json.JSONDecodeError:
+            header = {}
+        pid = header.get("pid") if isinstance(header, dict) and header.get("k") == "header" \
+            else None
+        if groups and groups[-1][0] == pid:
+            groups[-1][1].append(file)
+        else:
+            groups.append((pid, [file]))
+    runs: list[Run] = []
+    for pid, files in groups:
+        records: list[dict[str, Any]] = []
+        torn: list[str] = []
+        for file in files:
+            trace = read_trace(file)
+            records.extend(trace.records)
+            torn.extend(trace.torn)
+        runs.append(Run(pid, records, tuple(torn)))
+    return runs
+
+
+def render(explanations: Sequence[tuple[Run, PodExplanation]], console: Console) -> None:
+    several = len({id(run) for run, _ in explanations}) > 1
+    for run, explanation in explanations:
+        head = Text(f"pod {explanation.namespace}/{explanation.name} "
+                    f"(uid {explanation.uid})", style="bold")
+        if several:
+            head.append(f", daemon pid {run.pid}", style="dim")
+        console.print(head)
+        for finding in explanation.findings:
+            line = Text(f"  {clock_time(finding.time)}  ", style="dim")
+            line.append(f"{finding.kind:<9} ", style=_KIND_STYLES.get(finding.kind, ""))
+            line.append(finding.text)
+            line.append("  [" + " ".join(f"#{s}" for s in finding.seqs) + "]", style="dim")
+            console.print(line)
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(list(argv))
+    except SystemExit as exit:
+        return exit.code if isinstance(exit.code, int) else EXIT_USAGE
+    try:
+        path = args.trace_dir or daemon_trace_dir(args.root_dir)
+        runs = read_runs(path)
+        explained = [(run, e) for run in runs
+                     for e in explain(run.records, args.pod, args.namespace, args.container)]
+        if not explained:
+            pods = ", ".join(sorted({f"{k.namespace}/{k.name}" for run in runs
+                                     for k in known_pods(run.records)})) or "none"
+            raise ExplainError(f"{path}: the trace names no pod {args.pod!r}"
+                               + (f" in namespace {args.namespace}" if args.namespace else "")
+                               + f" (its pods: {pods})")
+    except (TraceError, ExplainError) as err:
+        print(f"{PROG}: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    except OSError as err:
+        print(f"{PROG}: cannot read the trace: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    for run in runs:
+        for torn in run.torn:
+            print(f"{PROG}: warning: {torn}", file=sys.stderr)
+    try:
+        if args.json:
+            json.dump({"schema": SCHEMA, "trace": str(path),
+                       "pods": [{**e.to_json(), "pid": run.pid} for run, e in explained]},
+                      sys.stdout, indent=2)
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+        else:
+            render(explained, Console(highlight=False, soft_wrap=True))
+    except BrokenPipeError:  # `explain ... | head`: stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_OK

@@ -1,0 +1,90 @@
+"""``kubelet-actors explain``: the chain of causes behind a pod's state, read from a trace.
+
+Pure functions: trace records in, findings out. ``model`` reads one pod's messages from
+the records; one module per kind of finding reads them (``restarts``: starts, restarts,
+exits and kills of containers with their probe, hook and back-off chains; ``images``:
+image pulls; ``admission``; ``termination``: removal, deletion, active deadline, eviction
+and other pod-level failures, orphans; ``probes``: readiness and startup flips;
+``state``: where the pod stands when the trace ends and why).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from actors.kubelet.explain.admission import admission_findings
+from actors.kubelet.explain.images import image_findings
+from actors.kubelet.explain.model import (
+    Finding,
+    PodHistory,
+    PodKey,
+    match_pods,
+    pods_in,
+    read_history,
+)
+from actors.kubelet.explain.probes import readiness_findings
+from actors.kubelet.explain.restarts import exit_findings, restart_findings
+from actors.kubelet.explain.state import state_findings
+from actors.kubelet.explain.termination import failure_findings, kill_findings, orphan_findings
+
+SCHEMA = 1
+"""The version of ``--json``'s layout; a change that breaks readers bumps it. Version 1::
+
+    {"schema": 1, "trace": DIR,
+     "pods": [{"uid", "name", "namespace", "pid": the daemon's,
+               "findings": [{"time": RFC 3339 UTC, "kind", "container": "" for the pod,
+                             "text", "seqs": [delivery ids]}]}]}
+
+Kinds: start, restart, exit, image, admission, ready, not-ready, started, deadline,
+eviction, failed, deletion, orphan, and state (always last: where the pod stands)."""
+
+FINDERS: tuple[Callable[[PodHistory], list[Finding]], ...] = (
+    admission_findings, restart_findings, exit_findings, image_findings, readiness_findings,
+    failure_findings, kill_findings, orphan_findings)
+"""The finding modules, run in this order; the current state comes last."""
+
+
+@dataclass(frozen=True, slots=True)
+class PodExplanation:
+    """Everything ``explain`` says about one pod (one UID)."""
+
+    uid: str
+    name: str
+    namespace: str
+    findings: tuple[Finding, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"uid": self.uid, "name": self.name, "namespace": self.namespace,
+                "findings": [f.to_json() for f in self.findings]}
+
+
+def explain_history(history: PodHistory, container: str | None = None) -> PodExplanation:
+    """The findings about one pod, oldest first, the state last (``container``: only its
+    own findings and the pod's)."""
+    found: list[Finding] = []
+    for finder in FINDERS:
+        found.extend(finder(history))
+    found.sort(key=lambda f: (f.time, f.seqs[:1]))
+    found.extend(state_findings(history))
+    if container is not None:
+        found = [f for f in found if f.container in ("", container)]
+    return PodExplanation(history.uid, history.name, history.namespace, tuple(found))
+
+
+def explain(records: Sequence[dict[str, Any]], pod: str, namespace: str | None = None,
+            container: str | None = None) -> list[PodExplanation]:
+    """Explain every pod ``pod`` names in the trace (a name, ``ns/name`` or a UID prefix;
+    several pods when a name was used by several UIDs), oldest first. Empty: none."""
+    keys = match_pods(pods_in(records), pod, namespace)
+    return [explain_history(read_history(records, key), container) for key in keys]
+
+
+def known_pods(records: Iterable[dict[str, Any]]) -> list[PodKey]:
+    """Every pod the trace names, to say which there are when a query matches none."""
+    return pods_in(records)
+
+
+__all__ = ["SCHEMA", "Finding", "PodExplanation", "PodKey", "explain", "explain_history",
+           "known_pods"]
