@@ -213,7 +213,8 @@ def start_kubelet(
     cgroups = start_pod_cgroups(flags, runtime, embedded=containerd is not None)
     manager = KubeRuntimeManager(instrumented, config.node, clock, node_ip=node_ip,
                                  observe=dispatch.observe, cgroups=cgroups,
-                                 objects=objects, events=DispatchRecorder(dispatch))
+                                 objects=objects, events=DispatchRecorder(dispatch),
+                                 reuse_image_status=config.lean_start)
     timers = TimerService(dispatch, real_clock)
     events = (containerd_subscriptions(runtime_endpoint)
               if runtime_endpoint and enabled(flags.feature_gates, EVENTED_PLEG) else None)

@@ -40,6 +40,7 @@ from actors.kubelet.messages import (
     RuntimeEventSeen,
     RuntimeEventsLost,
     RuntimePod,
+    SyncChangedRuntime,
 )
 from actors.kubelet.metrics import KubeletMetrics
 from runtime.clock import Clock
@@ -207,9 +208,15 @@ class PLEG(Actor):
     def __init__(
         self, dispatch: Dispatch, runtime: RuntimeService, clock: Clock, incarnation: int = 0,
         *, timers: Timers | None = None, runtime_events: SubscriptionFactory | None = None,
-        metrics: KubeletMetrics | None = None,
+        metrics: KubeletMetrics | None = None, starts_from_syncs: bool = False,
     ) -> None:
+        """``starts_from_syncs``: the pod workers tell this actor when their syncs changed
+        the runtime (SyncChangedRuntime), so a task start (always the kubelet's own
+        RunPodSandbox or StartContainer) makes no relist or re-check of its own; during a
+        pod start those ran while the runtime call was still in flight, and found nothing
+        the relist after the sync would not. False: relist on task starts (old traces)."""
         super().__init__(names.PLEG, dispatch, incarnation)
+        self._starts_from_syncs = starts_from_syncs
         self._runtime = runtime
         self._clock = clock
         self._timers = timers
@@ -257,6 +264,8 @@ class PLEG(Actor):
                 self.relist()
         elif isinstance(message, RuntimeEventSeen):
             self._event(message)
+        elif isinstance(message, SyncChangedRuntime):
+            self._queue_relist("sync")
         elif isinstance(message, RelistNow):
             self._relist_queued = False
             if message.reason == "recheck":
@@ -299,6 +308,8 @@ class PLEG(Actor):
             kind = EventKind(seen.kind)
         except ValueError:
             return
+        if kind == EventKind.STARTED and self._starts_from_syncs:
+            return  # the sync that caused it asks for the relist once its calls are done
         want = expected_state(kind)
         if want is not None:
             self._expected[ContainerID(seen.container_id)] = want

@@ -153,7 +153,7 @@ class KubeletWorld:
         events = (DispatchRecorder(stubs.dispatch) if config.events else NULL_RECORDER)
         manager = KubeRuntimeManager(runtime, node, clock, node_ip=config.host_ip,
                                      observe=stubs.dispatch.observe, objects=objects,
-                                     events=events)
+                                     events=events, reuse_image_status=config.lean_start)
         return KubeletParts(stubs.dispatch, timers, clock, runtime, manager, config,
                             containerd=containerd, executor=InertExecutor)
 

@@ -54,6 +54,14 @@ from runtime.ids import PodUID
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.settings import NodeSettings
 
+START_PATH = 2
+"""How this build starts a pod (ReplayConfig.start_path). 1: two ImageStatus calls per
+container start, the worker reads the pod's status again after its sync, the PLEG relists
+(and re-checks) on every task start. 2: one ImageStatus per container start; a sync that
+changed the runtime asks the PLEG to relist (SyncChangedRuntime), whose event brings the new
+status through the next sync, as upstream's PLEG and cache do; task starts (all of them
+the kubelet's own) make no relist of their own."""
+
 
 class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
     """The settings the kubelet's actors were built with, as every trace header holds them.
@@ -70,6 +78,12 @@ class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
     cluster: bool = False  # joined to an API server: status also goes to the pod writer
     events: bool = False  # events recorded (traces from before events replay without)
     stats: bool = False  # the stats actor runs (last child; not replayed, see stats_collector)
+    start_path: int = START_PATH  # see START_PATH (a header without it: path 1)
+
+    @property
+    def lean_start(self) -> bool:
+        """Path 2 or later: see START_PATH."""
+        return self.start_path >= 2
 
     def to_header(self) -> dict[str, Any]:
         header: dict[str, Any] = msgspec.to_builtins(self)
@@ -77,10 +91,12 @@ class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
 
     @classmethod
     def from_header(cls, config: Mapping[str, Any]) -> ReplayConfig:
-        """The config a trace recorded (fields a newer build added take their defaults;
-        a header from before admission names its node only in ``node``)."""
+        """The config a trace recorded (fields a newer build added take their defaults,
+        but a header without ``start_path`` started pods on path 1; a header from before
+        admission names its node only in ``node``)."""
         raw = dict(config)
         raw.setdefault("node", {"node_name": ""})
+        raw.setdefault("start_path", 1)  # recorded before the field: the first start path
         supervisor = dict(raw.get("supervisor") or {})
         supervisor.setdefault("node", {"name": raw["node"].get("node_name", "")})
         raw["supervisor"] = supervisor
@@ -180,7 +196,8 @@ def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
             PodKiller, (p.dispatch, p.manager), {"incarnation": n, **pool()})),
         (names.PLEG, lambda n: Construct(PLEG, (p.dispatch, p.runtime, p.clock, n),
                                          {"timers": p.timers, "runtime_events": p.runtime_events,
-                                          "metrics": p.metrics})),
+                                          "metrics": p.metrics,
+                                          "starts_from_syncs": p.config.lean_start})),
         (names.RUNTIME_MONITOR, lambda n: Construct(
             RuntimeMonitor, (p.dispatch, p.timers, p.runtime, p.clock, p.containerd,
                              p.metrics, n))),
@@ -229,7 +246,9 @@ def worker(parts: KubeletParts, uid: PodUID, incarnation: int,
     p = parts
     extra: dict[str, Any] = {"events": recorder(p)} if p.config.events else {}
     return Construct(PodWorker, (uid, p.dispatch, p.manager, p.clock, p.metrics,
-                                 p.config.timing, cancel), {"incarnation": incarnation, **extra})
+                                 p.config.timing, cancel),
+                     {"incarnation": incarnation, "status_from_pleg": p.config.lean_start,
+                      **extra})
 
 
 def sync_loop(parts: KubeletParts, child_specs: list[ChildSpec],

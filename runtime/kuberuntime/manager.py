@@ -64,8 +64,11 @@ class KubeRuntimeManager:
         cgroups: PodCgroups | None = None,
         objects: ObjectSource | None = None,
         events: EventRecorder = NULL_RECORDER,
+        reuse_image_status: bool = True,
     ) -> None:
-        """``observe``: what reads of the back-off tables go through (see
+        """``reuse_image_status``: one ImageStatus per container start (see
+        ContainerLifecycle; False only to replay traces from before).
+        ``observe``: what reads of the back-off tables go through (see
         runtime.kuberuntime.backoff; a kubelet passes its Dispatch's ``observe``).
         ``cgroups``: the pod cgroups to create and remove (with cgroupsPerQOS); without
         it the sandboxes still name their pod cgroup, which nothing creates.
@@ -79,7 +82,7 @@ class KubeRuntimeManager:
         self.node_ip = node_ip
         self.images = ImageManager(runtime, clock, observe)
         self.containers = ContainerLifecycle(runtime, self.images, settings, clock, node_ip,
-                                             observe)
+                                             observe, reuse_image_status)
         self._kill_parallelism = kill_parallelism
         self._observe_input: Callable[[str, Any], Any] = observe
         self.objects = objects

@@ -213,7 +213,8 @@ class RecordedNode:
     """
 
     def __init__(self, directory: Path, scratch: Path, faults: FaultPlan | None = None,
-                 images: Iterable[str] = (IMAGE,), stats: bool = False) -> None:
+                 images: Iterable[str] = (IMAGE,), stats: bool = False,
+                 start_path: int = tree.START_PATH) -> None:
         self.fake_clock = FakeClock()
         self.fake = FakeRuntime(self.fake_clock, images=images)
         self.faults = faults
@@ -223,7 +224,8 @@ class RecordedNode:
                               # Fixed, so a Burstable pod's oom_score_adj replays anywhere.
                               memory_capacity=4 * 2**30),
             timing=WorkerTiming(60.0),
-            supervisor=SyncLoopSettings(expected_sources=frozenset({"file"})), stats=stats)
+            supervisor=SyncLoopSettings(expected_sources=frozenset({"file"})), stats=stats,
+            start_path=start_path)
         self.writer = TrackingWriter(directory, config=config.to_header())
         self.activity = self.writer.activity
         self.dispatch = d = Dispatch(recorder=self.writer, faults=faults)
@@ -232,7 +234,8 @@ class RecordedNode:
                             *((faults,) if faults is not None else ()))
         clock: Any = RecordingClock(self.fake_clock, self.writer)
         self.timers = ManualTimers(d, self.fake_clock)
-        manager = KubeRuntimeManager(runtime, config.node, clock, observe=d.observe)
+        manager = KubeRuntimeManager(runtime, config.node, clock, observe=d.observe,
+                                     reuse_image_status=config.lean_start)
         # The stats actor measures the fake runtime outside the recording, as the daemon
         # measures the real one (actors.app.stats_setup).
         self.stats = StatsParts(StatsCollector(self.fake, StatsSettings(
