@@ -24,7 +24,7 @@ from actors.core.trace.reader import Trace, read_trace
 from actors.kubelet import names
 from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
-from runtime.cri.types import ImageSpec
+from runtime.cri.types import ContainerState, ImageSpec
 from tests.e2e.daemon import Daemon
 from tests.e2e.test_daemon import manifest
 from tests.helpers import wait_for
@@ -72,7 +72,8 @@ def test_one_pod_start_counts_its_cri_calls(containerd: EmbeddedContainerd,
         r["m"] for r in trace.messages()
         if r["to"] == names.STATUS and MESSAGES.short(r["type"]) == "PodObserved"
         and r["body"]["pod"]["metadata"]["uid"] == uid
-        and any(c["state"] == "running" for c in r["body"]["runtime"]["container_statuses"]))
+        and any(c["state"] == ContainerState.RUNNING
+                for c in r["body"]["runtime"]["container_statuses"]))
     calls = calls_in(trace.records, since=first, until=running_at)
     counted = {m: c.count for m, c in count_by_method(calls).items()}
     print(f"\nCRI calls of one pod start on containerd, first sync -> Running: {counted}")
