@@ -247,6 +247,11 @@ class KubeRuntimeManager:
                      pod_ip or "-")
         if sandbox_id is None:
             return PodSyncResult(tuple(steps))
+        if not (plan.ephemeral_containers_to_start or plan.init_containers_to_start
+                or plan.containers_to_start):
+            # Nothing to start (most syncs: a PLEG event, a resync): no sandbox config,
+            # which reads the node's resolv.conf and forms the pod's DNS each time.
+            return PodSyncResult(tuple(steps))
         if config is None:
             try:
                 config = self.sandbox_config(pod, plan.attempt, report=False)
