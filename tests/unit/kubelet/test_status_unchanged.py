@@ -17,6 +17,7 @@ from runtime.ids import PodUID
 from runtime.kuberuntime.podstatus import RuntimePodStatus
 from runtime.kuberuntime.result import PodSyncResult, StepResult
 from runtime.pod.model import Pod
+from runtime.status.generate import generate_pod_status
 from tests.traces.scenarios import pod
 
 
@@ -24,7 +25,7 @@ from tests.traces.scenarios import pod
 def computed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How many times the status manager generated a status."""
     calls = [0]
-    real = status_manager.generate_pod_status
+    real = generate_pod_status
 
     def counting(*args: Any, **kwargs: Any) -> Any:
         calls[0] += 1
