@@ -11,7 +11,10 @@ makes a relist at once, so an exit reaches the sync loop in milliseconds rather 
 the next 1 s tick; the ticks then relist only every EVENTED_RELIST_PERIOD as a safety net.
 The runtime's own view may trail its event by a little (containerd's CRI plugin handles the
 same exit asynchronously), so an event the relist does not show yet is re-checked after
-RECHECK_DELAYS. When the stream breaks the PLEG relists on every tick again. Relisting on
+RECHECK_DELAYS. On start path 2 (actors.kubelet.tree.START_PATH) a task start makes no
+relist: every start is the kubelet's own, and the pod worker whose sync made it asks for
+one (SyncChangedRuntime) once its runtime calls are done, when the relist shows it. When
+the stream breaks the PLEG relists on every tick again. Relisting on
 an event, rather than building lifecycle events from it, keeps the events exactly those of
 the relist, and replay answers the relist's runtime calls as it always has.
 """

@@ -23,7 +23,9 @@ from actors.core.trace.reader import read_trace
 from actors.core.trace.replay import format_report, replay
 from actors.kubelet import names
 from actors.kubelet.messages import GetPods
+from actors.kubelet.pod_worker import changed_runtime
 from actors.kubelet.trace import KubeletWorld
+from runtime.kuberuntime.result import PodSyncResult, StepResult
 from runtime.pod.model import Pod
 from runtime.status.types import PodStatus
 from tests.traces.scenarios import RecordedNode, pod
@@ -142,3 +144,17 @@ def test_the_trace_counts_the_same_calls_and_replays(
     assert sum(c.count for c in counted.values()) == sum(counts.values())
     report = replay(trace, KubeletWorld())
     assert report.ok, format_report(report)
+
+
+@pytest.mark.parametrize(("steps", "changed"), [
+    ((), False),
+    ((StepResult("CreatePodSandbox", "web"), StepResult("StartContainer", "c")), True),
+    ((StepResult("StartContainer", "c", "RunContainerError", "failed"),), True),  # created
+    ((StepResult("StartContainer", "c", "CrashLoopBackOff", "back-off", 10.0),), False),
+    ((StepResult("StartContainer", "c", "ImagePullBackOff", "back-off", 10.0),), False),
+    ((StepResult("MountVolumes", "web", "FailedMount", "no"),), False),
+    ((StepResult("KillContainer", "c"),), True),
+])
+def test_which_syncs_ask_the_pleg_to_relist(steps: tuple[StepResult, ...], changed: bool
+                                             ) -> None:
+    assert changed_runtime(PodSyncResult(steps)) is changed
