@@ -237,7 +237,10 @@ class ProcStat:
 class DaemonProc:
     """bin/kubelet-actors on the bench's containerd, its manifest dir and its /pods."""
 
-    def __init__(self, work: Path, endpoint: str, extra_args: tuple[str, ...] = ()) -> None:
+    def __init__(self, work: Path, endpoint: str, extra_args: tuple[str, ...] = (),
+                 repo: Path = REPO) -> None:
+        """``repo``: the source tree whose daemon runs (another checkout: its numbers)."""
+        self.repo = repo
         self.extra_args = extra_args
         self.work = work
         self.manifests = work / "manifests"
@@ -263,8 +266,9 @@ class DaemonProc:
             *self.extra_args,
         ]
         with self.log_path.open("ab") as log:
-            self.proc = subprocess.Popen(args, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-                                         env={**os.environ, "PYTHONPATH": str(REPO)})
+            self.proc = subprocess.Popen(args, cwd=self.repo, stdout=log,
+                                         stderr=subprocess.STDOUT,
+                                         env={**os.environ, "PYTHONPATH": str(self.repo)})
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

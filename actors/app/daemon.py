@@ -229,7 +229,8 @@ def start_kubelet(
     manager = KubeRuntimeManager(instrumented, config.node, clock, node_ip=node_ip,
                                  observe=dispatch.observe, cgroups=cgroups,
                                  objects=objects, events=DispatchRecorder(dispatch),
-                                 host_paths=host_paths)
+                                 host_paths=host_paths,
+                                 reuse_image_status=config.lean_start)
     timers = TimerService(dispatch, real_clock)
     events = (containerd_subscriptions(runtime_endpoint)
               if runtime_endpoint and enabled(flags.feature_gates, EVENTED_PLEG) else None)

@@ -128,6 +128,16 @@ class RelistNow:
     reason: str
 
 
+@message("SyncChangedRuntime")
+@dataclass(frozen=True, slots=True)
+class SyncChangedRuntime:
+    """A pod worker's sync made or started sandboxes or containers: the PLEG relists
+    (one relist for however many wait), and what it finds reaches the sync loop as events,
+    as upstream's PLEG sees a pod worker's work at its next relist."""
+
+    uid: PodUID
+
+
 @message("RelistFailed")
 @dataclass(frozen=True, slots=True)
 class RelistFailed:

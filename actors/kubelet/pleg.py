@@ -11,7 +11,10 @@ makes a relist at once, so an exit reaches the sync loop in milliseconds rather 
 the next 1 s tick; the ticks then relist only every EVENTED_RELIST_PERIOD as a safety net.
 The runtime's own view may trail its event by a little (containerd's CRI plugin handles the
 same exit asynchronously), so an event the relist does not show yet is re-checked after
-RECHECK_DELAYS. When the stream breaks the PLEG relists on every tick again. Relisting on
+RECHECK_DELAYS. On start path 2 (actors.kubelet.tree.START_PATH) a task start makes no
+relist: every start is the kubelet's own, and the pod worker whose sync made it asks for
+one (SyncChangedRuntime) once its runtime calls are done, when the relist shows it. When
+the stream breaks the PLEG relists on every tick again. Relisting on
 an event, rather than building lifecycle events from it, keeps the events exactly those of
 the relist, and replay answers the relist's runtime calls as it always has.
 """
@@ -40,6 +43,7 @@ from actors.kubelet.messages import (
     RuntimeEventSeen,
     RuntimeEventsLost,
     RuntimePod,
+    SyncChangedRuntime,
 )
 from actors.kubelet.metrics import KubeletMetrics
 from runtime.clock import Clock
@@ -207,9 +211,15 @@ class PLEG(Actor):
     def __init__(
         self, dispatch: Dispatch, runtime: RuntimeService, clock: Clock, incarnation: int = 0,
         *, timers: Timers | None = None, runtime_events: SubscriptionFactory | None = None,
-        metrics: KubeletMetrics | None = None,
+        metrics: KubeletMetrics | None = None, starts_from_syncs: bool = False,
     ) -> None:
+        """``starts_from_syncs``: the pod workers tell this actor when their syncs changed
+        the runtime (SyncChangedRuntime), so a task start (always the kubelet's own
+        RunPodSandbox or StartContainer) makes no relist or re-check of its own; during a
+        pod start those ran while the runtime call was still in flight, and found nothing
+        the relist after the sync would not. False: relist on task starts (old traces)."""
         super().__init__(names.PLEG, dispatch, incarnation)
+        self._starts_from_syncs = starts_from_syncs
         self._runtime = runtime
         self._clock = clock
         self._timers = timers
@@ -257,6 +267,8 @@ class PLEG(Actor):
                 self.relist()
         elif isinstance(message, RuntimeEventSeen):
             self._event(message)
+        elif isinstance(message, SyncChangedRuntime):
+            self._queue_relist("sync")
         elif isinstance(message, RelistNow):
             self._relist_queued = False
             if message.reason == "recheck":
@@ -299,6 +311,8 @@ class PLEG(Actor):
             kind = EventKind(seen.kind)
         except ValueError:
             return
+        if kind == EventKind.STARTED and self._starts_from_syncs:
+            return  # the sync that caused it asks for the relist once its calls are done
         want = expected_state(kind)
         if want is not None:
             self._expected[ContainerID(seen.container_id)] = want

@@ -23,7 +23,14 @@ from actors.core.actor import Actor
 from actors.core.dispatch import Dispatch
 from actors.core.trace.names import message
 from actors.kubelet import names
-from actors.kubelet.messages import PodObserved, PodWorkerDone, UpdateKind, UpdatePod, WorkerState
+from actors.kubelet.messages import (
+    PodObserved,
+    PodWorkerDone,
+    SyncChangedRuntime,
+    UpdateKind,
+    UpdatePod,
+    WorkerState,
+)
 from actors.kubelet.metrics import KubeletMetrics
 from runtime.clock import Clock
 from runtime.errors import CRIError, CRIUnavailable
@@ -70,8 +77,14 @@ class PodWorker(Actor):
         rng: random.Random | None = None,
         incarnation: int = 0,
         events: EventRecorder = NULL_RECORDER,
+        status_from_pleg: bool = False,
     ) -> None:
+        """``status_from_pleg``: after a sync that changed the runtime, ask the PLEG to
+        relist rather than read the pod's status again (upstream's SyncPod reads none;
+        the PLEG's event brings the next sync, which reads it). False: read it again
+        (old traces)."""
         super().__init__(names.worker_name(uid), dispatch, incarnation)
+        self._status_from_pleg = status_from_pleg
         self._events = events
         self.uid = uid
         self._manager = manager
@@ -203,7 +216,12 @@ class PodWorker(Actor):
         result = self._manager.sync_pod(
             pod, status, dict(update.liveness), dict(update.startup), self._cancelled
         )
-        after = self._status(pod) if result.steps else status
+        after = status
+        if result.steps and self._status_from_pleg:
+            if changed_runtime(result):
+                self.send(names.PLEG, SyncChangedRuntime(self.uid))
+        elif result.steps:
+            after = self._status(pod)
         self._observe(pod, after, result)
         new_phase = generate_pod_status(pod, after, result).phase
         changed = new_phase != self._last_phase
@@ -280,6 +298,12 @@ def _retry_after(result: PodSyncResult, error_backoff: float) -> float:
     if waits and all(w is not None for w in waits):
         return min(error_backoff, *(w for w in waits if w is not None))
     return error_backoff
+
+
+def changed_runtime(result: PodSyncResult) -> bool:
+    """Whether a sync may have changed what the runtime holds: a step other than a
+    back-off wait or a volume that could not be mounted (those call nothing)."""
+    return any(s.backoff_seconds is None and s.action != "MountVolumes" for s in result.steps)
 
 
 def _sooner(delay: float, deadline_in: float | None) -> float:

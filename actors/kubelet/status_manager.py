@@ -61,6 +61,8 @@ class _Entry:
     first_seen: float = 0.0
     failed: tuple[str, str] | None = None  # a worker's pod-level verdict: reason, message
     held: bool = False  # ran before a restart: not served until its first real status
+    # What the status was last computed from: pod, runtime status, sync result, verdict.
+    basis: tuple[Pod, RuntimePodStatus, PodSyncResult | None, tuple[str, str] | None] | None = None
 
 
 def pending_status(pod: Pod, now: float) -> PodStatus:
@@ -68,6 +70,18 @@ def pending_status(pod: Pod, now: float) -> PodStatus:
     means by upstream's rules (Pending, containers creating or waiting on init)."""
     nothing = RuntimePodStatus(PodUID(pod.uid), pod.metadata.name, pod.metadata.namespace)
     return generate_pod_status(pod, nothing, now=now)
+
+
+def _unchanged(entry: _Entry, message: PodObserved) -> bool:
+    """Whether ``message`` tells nothing the entry's status was not computed from: the
+    pod, runtime status, sync result and verdict of its last computation (the same inputs
+    make the same status: generate_pod_status keeps transition times when nothing
+    changed). Probe verdicts recompute on their own."""
+    basis = entry.basis
+    return (basis is not None and not entry.rejected
+            and basis[0] == message.pod and basis[1] == message.runtime
+            and (message.sync is None or message.sync == basis[2])
+            and (not message.failed_reason or basis[3] is not None))
 
 
 def _seen_time(pod: Pod) -> float | None:
@@ -162,6 +176,8 @@ class StatusManager(Actor):
     def _observed(self, message: PodObserved) -> None:
         uid = PodUID(message.pod.uid)
         entry = self._pods.get(uid)
+        if entry is not None and _unchanged(entry, message):
+            return  # the same inputs make the same status (a resync, a relist's sync)
         if entry is None:
             now = self._clock.now()
             entry = self._pods[uid] = self._new_entry(
@@ -203,6 +219,7 @@ class StatusManager(Actor):
             status = msgspec.structs.replace(status, phase="Failed", reason=entry.failed[0],
                                              message=entry.failed[1])
         entry.status = cap_termination_messages(entry.pod, status)
+        entry.basis = (entry.pod, entry.runtime, entry.sync, entry.failed)
         if previous is None or previous.phase != entry.status.phase:
             logger.bind(pod=entry.pod.metadata.name, uid=uid, container="").info(
                 "phase {}", entry.status.phase

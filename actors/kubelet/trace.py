@@ -164,7 +164,8 @@ class KubeletWorld:
             if config.host_paths else CheckOnlyHostPaths())
         manager = KubeRuntimeManager(runtime, node, clock, node_ip=config.host_ip,
                                      observe=stubs.dispatch.observe, objects=objects,
-                                     events=events, host_paths=host_paths)
+                                     events=events, host_paths=host_paths,
+                                     reuse_image_status=config.lean_start)
         return KubeletParts(stubs.dispatch, timers, clock, runtime, manager, config,
                             containerd=containerd, executor=InertExecutor)
 

@@ -58,6 +58,14 @@ from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.settings import NodeSettings
 from runtime.prober.state import ProbeStateSink, SavedProbe
 
+START_PATH = 2
+"""How this build starts a pod (ReplayConfig.start_path). 1: two ImageStatus calls per
+container start, the worker reads the pod's status again after its sync, the PLEG relists
+(and re-checks) on every task start. 2: one ImageStatus per container start; a sync that
+changed the runtime asks the PLEG to relist (SyncChangedRuntime), whose event brings the new
+status through the next sync, as upstream's PLEG and cache do; task starts (all of them
+the kubelet's own) make no relist of their own."""
+
 
 class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
     """The settings the kubelet's actors were built with, as every trace header holds them.
@@ -82,6 +90,12 @@ class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
     # The probe results a previous run reached (runtime.prober.state), for the first
     # incarnation of the status and probe managers: an input, so it is in the header.
     probe_state: tuple[SavedProbe, ...] = ()
+    start_path: int = START_PATH  # see START_PATH (a header without it: path 1)
+
+    @property
+    def lean_start(self) -> bool:
+        """Path 2 or later: see START_PATH."""
+        return self.start_path >= 2
 
     def to_header(self) -> dict[str, Any]:
         header: dict[str, Any] = msgspec.to_builtins(self)
@@ -89,10 +103,12 @@ class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
 
     @classmethod
     def from_header(cls, config: Mapping[str, Any]) -> ReplayConfig:
-        """The config a trace recorded (fields a newer build added take their defaults;
-        a header from before admission names its node only in ``node``)."""
+        """The config a trace recorded (fields a newer build added take their defaults,
+        but a header without ``start_path`` started pods on path 1; a header from before
+        admission names its node only in ``node``)."""
         raw = dict(config)
         raw.setdefault("node", {"node_name": ""})
+        raw.setdefault("start_path", 1)  # recorded before the field: the first start path
         supervisor = dict(raw.get("supervisor") or {})
         supervisor.setdefault("node", {"name": raw["node"].get("node_name", "")})
         raw["supervisor"] = supervisor
@@ -202,7 +218,8 @@ def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
             PodKiller, (p.dispatch, p.manager), {"incarnation": n, **pool()})),
         (names.PLEG, lambda n: Construct(PLEG, (p.dispatch, p.runtime, p.clock, n),
                                          {"timers": p.timers, "runtime_events": p.runtime_events,
-                                          "metrics": p.metrics})),
+                                          "metrics": p.metrics,
+                                          "starts_from_syncs": p.config.lean_start})),
         (names.RUNTIME_MONITOR, lambda n: Construct(
             RuntimeMonitor, (p.dispatch, p.timers, p.runtime, p.clock, p.containerd,
                              p.metrics, n))),
@@ -270,7 +287,9 @@ def worker(parts: KubeletParts, uid: PodUID, incarnation: int,
     p = parts
     extra: dict[str, Any] = {"events": recorder(p)} if p.config.events else {}
     return Construct(PodWorker, (uid, p.dispatch, p.manager, p.clock, p.metrics,
-                                 p.config.timing, cancel), {"incarnation": incarnation, **extra})
+                                 p.config.timing, cancel),
+                     {"incarnation": incarnation, "status_from_pleg": p.config.lean_start,
+                      **extra})
 
 
 def sync_loop(parts: KubeletParts, child_specs: list[ChildSpec],

@@ -81,8 +81,13 @@ class ContainerLifecycle:
         clock: Clock,
         node_ip: str = "",
         observe: Observe = unobserved,
+        reuse_image_status: bool = True,
     ) -> None:
+        """``reuse_image_status``: take the image's user from the status the image check
+        read (one ImageStatus per container start, as upstream's EnsureImageExists); False
+        asks again before CreateContainer, as this kubelet did before (old traces)."""
         self._runtime = runtime
+        self._reuse_image_status = reuse_image_status
         self._images = images
         self._settings = settings
         self._clock = clock
@@ -161,7 +166,7 @@ class ContainerLifecycle:
     ) -> ContainerID:
         log = logger.bind(pod=pod.metadata.name, uid=pod.uid, container=container.name)
         ref = container_ref(pod, container)
-        image_ref = self._images.ensure_image(pod, container, sandbox_config)
+        image_ref, image = self._images.ensure_image_status(pod, container, sandbox_config)
         log_dir = os.path.join(sandbox_config.log_directory, container.name)
         previous = status.find_container(container.name)
         if previous is not None and previous.state == ContainerState.CREATED:
@@ -173,10 +178,12 @@ class ContainerLifecycle:
         else:
             restart_count = (previous.restart_count + 1 if previous
                              else restart_count_from_logs(log_dir))
-        try:
-            user = image_user(self._runtime.image_status(ImageSpec(image_ref)))
-        except CRIError as err:  # upstream getImageUser: the config cannot be made
-            raise SyncError("CreateContainerConfigError", err.detail) from err
+        if image is None or not self._reuse_image_status:
+            try:
+                image = self._runtime.image_status(ImageSpec(image_ref))
+            except CRIError as err:  # upstream getImageUser: the config cannot be made
+                raise SyncError("CreateContainerConfigError", err.detail) from err
+        user = image_user(image)
         config = generate_container_config(
             pod, container, image_ref, restart_count, pod_ip, self._settings, self._node_ip,
             pid_target,

@@ -9,7 +9,7 @@ from loguru import logger
 
 from runtime.clock import Clock
 from runtime.cri.service import ImageService
-from runtime.cri.types import AuthConfig, ImageSpec, PodSandboxConfig
+from runtime.cri.types import AuthConfig, Image, ImageSpec, PodSandboxConfig
 from runtime.errors import CRIError, SyncError
 from runtime.events import reasons
 from runtime.events.recorder import NULL_RECORDER, EventRecorder, ObjectRef, container_ref
@@ -62,6 +62,14 @@ class ImageManager:
         Raises SyncError with upstream's reasons: InvalidImageName, ErrImageNeverPull,
         ImagePullBackOff (still backing off from an earlier failure) or ErrImagePull.
         """
+        return self.ensure_image_status(pod, container, sandbox_config)[0]
+
+    def ensure_image_status(
+        self, pod: Pod, container: Container, sandbox_config: PodSandboxConfig | None
+    ) -> tuple[str, Image | None]:
+        """``ensure_image``, with the image's status when one was read on the way (the
+        image was present, or its Pulled event asked for its size), so the caller need not
+        ask the runtime again for the image's user (None: it must)."""
         image = container.image
         log = logger.bind(pod=pod.metadata.name, uid=pod.uid, container=container.name)
         ref = container_ref(pod, container)
@@ -79,7 +87,7 @@ class ImageManager:
         if present is not None and policy != "Always":
             event(reasons.NORMAL, reasons.PULLED_IMAGE,
                   f'Container image "{image}" already present on machine')
-            return present.id
+            return present.id, present
         if policy == "Never":
             message = f'Container image "{image}" is not present with pull policy of Never'
             event(reasons.WARNING, reasons.ERR_IMAGE_NEVER_PULL_POLICY, message)
@@ -104,22 +112,23 @@ class ImageManager:
         self.backoff.reset(key)
         self.backoff.gc()  # as upstream after a pull: drop the keys idle for 2x the maximum
         log.info("pulled image {} in {:.3f}s", image, took)
-        self._pulled_event(ref, image, ref_id, took)
-        return ref_id
+        return ref_id, self._pulled_event(ref, image, ref_id, took)
 
-    def _pulled_event(self, ref: ObjectRef, image: str, image_ref: str, took: float) -> None:
+    def _pulled_event(self, ref: ObjectRef, image: str, image_ref: str, took: float
+                      ) -> Image | None:
         """Pulled, with the image's size: upstream's puller asks the runtime for it
         (GetImageSize). Only when events are recorded: the call is for the message, and
         traces recorded before events have no such call. Pulls are not queued here, so
         the time waiting is the time pulling."""
         if self.events is NULL_RECORDER:
-            return
+            return None
         pulled = self._images.image_status(ImageSpec(image_ref))
         size = pulled.size if pulled is not None else 0
         duration = go_duration(truncate_ms(took))
         self.events.event(ref, reasons.NORMAL, reasons.PULLED_IMAGE,
                           f'Successfully pulled image "{image}" in {duration} ({duration} '
                           f"including waiting). Image size: {size} bytes.")
+        return pulled
 
     def _pull(self, pod: Pod, spec: ImageSpec, sandbox_config: PodSandboxConfig | None
               ) -> str:

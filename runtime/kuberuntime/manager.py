@@ -66,8 +66,11 @@ class KubeRuntimeManager:
         objects: ObjectSource | None = None,
         events: EventRecorder = NULL_RECORDER,
         host_paths: HostPaths = NODE_HOST_PATHS,
+        reuse_image_status: bool = True,
     ) -> None:
-        """``observe``: what reads of the back-off tables go through (see
+        """``reuse_image_status``: one ImageStatus per container start (see
+        ContainerLifecycle; False only to replay traces from before).
+        ``observe``: what reads of the back-off tables go through (see
         runtime.kuberuntime.backoff; a kubelet passes its Dispatch's ``observe``).
         ``cgroups``: the pod cgroups to create and remove (with cgroupsPerQOS); without
         it the sandboxes still name their pod cgroup, which nothing creates.
@@ -82,7 +85,7 @@ class KubeRuntimeManager:
         self.node_ip = node_ip
         self.images = ImageManager(runtime, clock, observe)
         self.containers = ContainerLifecycle(runtime, self.images, settings, clock, node_ip,
-                                             observe)
+                                             observe, reuse_image_status)
         self._kill_parallelism = kill_parallelism
         self._observe_input: Callable[[str, Any], Any] = observe
         self.objects = objects
@@ -247,6 +250,11 @@ class KubeRuntimeManager:
             log.info("created sandbox {} (attempt {}) ip={}", sandbox_id[:13], plan.attempt,
                      pod_ip or "-")
         if sandbox_id is None:
+            return PodSyncResult(tuple(steps))
+        if not (plan.ephemeral_containers_to_start or plan.init_containers_to_start
+                or plan.containers_to_start):
+            # Nothing to start (most syncs: a PLEG event, a resync): no sandbox config,
+            # which reads the node's resolv.conf and forms the pod's DNS each time.
             return PodSyncResult(tuple(steps))
         if config is None:
             try:

@@ -239,7 +239,8 @@ class RecordedNode:
                  probe_state: tuple[SavedProbe, ...] = (),
                  probe_state_file: ProbeStateSink | None = None,
                  trace_max_bytes: int = DEFAULT_MAX_BYTES,
-                 events: bool = False) -> None:
+                 events: bool = False,
+                 start_path: int = tree.START_PATH) -> None:
         # restart_of: a kubelet restarted on the same node (its runtime and clock go on).
         self.fake_clock: FakeClock = (restart_of.fake_clock if restart_of is not None
                                       else FakeClock())
@@ -256,7 +257,7 @@ class RecordedNode:
                                         eviction=eviction is not None),
             stats=stats, eviction=eviction, host_paths=True, garbage_collection=gc,
             log_rotation=log_rotation is not None, probe_state=probe_state,
-            events=events)
+            events=events, start_path=start_path)
         self.writer = TrackingWriter(directory, config=config.to_header(),
                                      max_bytes=trace_max_bytes)
         self.activity = self.writer.activity
@@ -271,7 +272,8 @@ class RecordedNode:
                                target=HOST_PATHS_TARGET)
         manager = KubeRuntimeManager(runtime, config.node, clock, observe=d.observe,
                                      host_paths=host_paths,
-                                     events=DispatchRecorder(d) if events else NULL_RECORDER)
+                                     events=DispatchRecorder(d) if events else NULL_RECORDER,
+                                     reuse_image_status=config.lean_start)
         # The stats actor measures the fake runtime outside the recording, as the daemon
         # measures the real one (actors.app.stats_setup).
         self.stats = StatsParts(StatsCollector(self.fake, StatsSettings(

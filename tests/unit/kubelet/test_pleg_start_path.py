@@ -1,0 +1,89 @@
+"""The PLEG on start path 2: task starts (the kubelet's own) make no relist; a pod
+worker's sync that changed the runtime does, once for a burst; exits still relist and
+are re-checked as before."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from actors.core.dispatch import Dispatch
+from actors.core.testing import Inbox
+from actors.core.timers import ManualTimers
+from actors.kubelet import names
+from actors.kubelet.messages import EventType, Relisted, RelistNow, SyncChangedRuntime
+from actors.kubelet.metrics import KubeletMetrics
+from actors.kubelet.pleg import PLEG, RECHECK_DELAYS
+from runtime.clock import FakeClock
+from runtime.containerd.events import EventKind, EventSink, RuntimeEvent
+from runtime.ids import ContainerID, PodUID
+from runtime.testing.fake_runtime import FakeRuntime
+from tests.unit.kubelet.test_pleg import _pod
+from tests.unit.kubelet.test_pleg_evented import FakeSubscription, Rig, _connected, _wait_relists
+
+
+@pytest.fixture
+def rig() -> Iterator[Rig]:
+    clock = FakeClock()
+    dispatch = Dispatch()
+    timers = ManualTimers(dispatch, clock)
+    fake = FakeRuntime(clock, images=["img"])
+    sync_loop = Inbox(dispatch, names.SYNC_LOOP)
+    subscriptions: list[FakeSubscription] = []
+
+    def subscribe(sink: EventSink) -> FakeSubscription:
+        subscriptions.append(FakeSubscription(sink))
+        return subscriptions[-1]
+
+    metrics = KubeletMetrics()
+    pleg = PLEG.start(dispatch, fake, clock, 0, timers=timers, runtime_events=subscribe,
+                      metrics=metrics, starts_from_syncs=True)
+    dispatch.register(names.PLEG, pleg)
+    try:
+        yield Rig(clock, dispatch, timers, fake, sync_loop, subscriptions, metrics)
+    finally:
+        pleg.stop()
+        sync_loop.stop()
+
+
+def test_a_task_start_makes_no_relist_and_no_recheck(rig: Rig) -> None:
+    settled = _connected(rig)
+    _sandbox, container = _pod(rig.fake, "u1", "web")
+    rig.sink.on_event(RuntimeEvent(EventKind.STARTED, container, 0))
+    assert rig.settle() == settled
+    assert rig.timers.advance(sum(RECHECK_DELAYS)) == 0
+    assert rig.settle() == settled
+
+
+def test_a_sync_that_changed_the_runtime_relists(rig: Rig) -> None:
+    settled = _connected(rig)
+    _sandbox, container = _pod(rig.fake, "u1", "web")
+    rig.dispatch.tell(names.PLEG, SyncChangedRuntime(PodUID("u1")), sender="pod/u1")
+    started = _wait_relists(rig, settled + 1)[-1]
+    assert (EventType.CONTAINER_STARTED, ContainerID(container)) in {
+        (e.type, e.container_id) for e in started.events}
+
+
+def test_sync_requests_waiting_together_make_one_relist(rig: Rig) -> None:
+    settled = _connected(rig)
+    for uid in ("u1", "u2", "u3"):
+        _pod(rig.fake, uid, "web")
+    # A relist the runtime holds up (its lock is ours) while three syncs ask for one.
+    with rig.fake._lock:
+        rig.dispatch.tell(names.PLEG, RelistNow("held"), sender="test")
+        for uid in ("u1", "u2", "u3"):
+            rig.dispatch.tell(names.PLEG, SyncChangedRuntime(PodUID(uid)), sender=f"pod/{uid}")
+    _wait_relists(rig, settled + 2)
+    assert rig.settle() == settled + 2  # the held one, and one for the three
+
+
+def test_an_exit_is_still_rechecked(rig: Rig) -> None:
+    _sandbox, container = _pod(rig.fake, "u1", "web")
+    settled = _connected(rig)
+    rig.sink.on_event(RuntimeEvent(EventKind.EXITED, container, 3))
+    _wait_relists(rig, settled + 1)
+    rig.fake.exit_container(ContainerID(container), 3)
+    assert rig.timers.advance(RECHECK_DELAYS[0]) == 1
+    rig.sync_loop.wait(Relisted, lambda m: any(
+        e.type == EventType.CONTAINER_DIED for e in m.events))
