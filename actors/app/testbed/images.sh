@@ -60,7 +60,7 @@ input_hash() {
         echo "recipe=$BUILD_RECIPE_VERSION"
         sha256sum <"$HERE/images.sh"
         case "$name" in
-            pause:*) sha256sum <"$PAUSE_C"; gcc --version | head -1 ;;
+            pause:*) sha256sum <"$PAUSE_C"; gcc --version | sed -n 1p ;;  # sed reads it all: no SIGPIPE under pipefail
             busybox:*) sha256sum </bin/busybox ;;
         esac
     } | sha256sum | cut -d' ' -f1
@@ -72,7 +72,12 @@ is_built() {
     stamp="$layout.stamp"
     [[ -f "$layout/index.json" && -f "$stamp" ]] || return 1
     [[ "$(cat "$stamp")" == "$(input_hash "$name")" ]] || return 1
-    umoci ls --layout "$layout" 2>/dev/null | grep -qx "$(tag_of "$name")"
+    # The tags first, then the match: with pipefail, `umoci ls | grep -q` fails whenever grep
+    # stops at its match while umoci still writes (SIGPIPE): busybox:1.35, first of two
+    # tags, then read as not built, now and then.
+    local tags
+    tags="$(umoci ls --layout "$layout" 2>/dev/null)" || return 1
+    grep -qx "$(tag_of "$name")" <<<"$tags"
 }
 
 # new_image NAME: start a fresh empty image in its own OCI layout.
@@ -139,7 +144,7 @@ nogroup:x:65534:
 EOF
     echo "hello from kubelet-actors busybox" >"$root/var/www/index.html"
     new_image "$name"
-    umoci insert --image "$layout:$tag" --history.created_by "busybox-static $(/bin/busybox | head -1 | cut -d' ' -f2)" \
+    umoci insert --image "$layout:$tag" --history.created_by "busybox-static $(/bin/busybox | sed -n 1p | cut -d' ' -f2)" \
         "$root" /
     umoci config --image "$layout:$tag" \
         --clear=config.entrypoint --config.cmd sh \
