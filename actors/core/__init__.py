@@ -13,6 +13,7 @@ from actors.core.dispatch import ActorRef, Dispatch
 from actors.core.faults import ActorFault, DrillFault, FaultPlan
 from actors.core.hooks import FaultHooks, Recorder
 from actors.core.messages import ChildExited, ChildFailed, DeadLetter, RestartChild, Stop, Tick
+from actors.core.periodic import PeriodicJob
 from actors.core.supervision import ChildSpec, SupervisorActor, SupervisorSpec
 from actors.core.timers import ManualTimers, Timers, TimerService
 from actors.core.trace.names import MESSAGES, message
@@ -31,6 +32,7 @@ __all__ = [
     "FaultHooks",
     "FaultPlan",
     "ManualTimers",
+    "PeriodicJob",
     "Recorder",
     "RestartChild",
     "Stop",

@@ -17,16 +17,14 @@ decide nothing.
 from __future__ import annotations
 
 import time
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass
-from typing import Any
 
 from loguru import logger
 
-from actors.core.actor import Actor
 from actors.core.dispatch import Dispatch
-from actors.core.messages import Tick
-from actors.core.timers import Cancellable, Timers
+from actors.core.periodic import PeriodicJob
+from actors.core.timers import Timers
 from actors.core.trace.names import message
 from actors.kubelet import names
 from runtime.kuberuntime.log_rotation import DEFAULT_MONITOR_INTERVAL
@@ -52,17 +50,18 @@ class LogsRotated:
     error: str = ""
 
 
-class LogRotationActor(Actor):
+class LogRotationActor(PeriodicJob[LogsRotated]):
     """Runs a rotation pass per Tick, one at a time, and logs what it did."""
+
+    done_type = LogsRotated
 
     def __init__(self, dispatch: Dispatch, timers: Timers, parts: LogRotationParts | None,
                  incarnation: int = 0, executor: Executor | None = None) -> None:
-        super().__init__(names.LOG_ROTATION, dispatch, incarnation)
-        self._timers = timers
+        # A pass at once, then every period: upstream's wait.Forever.
+        super().__init__(names.LOG_ROTATION, dispatch, timers, names.TICK_LOG_ROTATION,
+                         parts.period if parts is not None else None, incarnation, executor,
+                         thread_prefix="logrot")
         self._parts = parts
-        self._pool: Executor = executor or ThreadPoolExecutor(1, thread_name_prefix="logrot")
-        self._busy = False
-        self._ticker: Cancellable | None = None
         self._log = logger.bind(pod="", uid="", container="")
 
     def on_start(self) -> None:
@@ -71,28 +70,9 @@ class LogRotationActor(Actor):
             self._log.info("container log rotation: every {}s, logs over {} bytes, at most "
                            "{} files per container", self._parts.period, policy.max_size,
                            policy.max_files)
-            # A pass at once, then every period: upstream's wait.Forever.
-            self._ticker = self._timers.every(names.TICK_LOG_ROTATION, self.name,
-                                              self._parts.period, first=0.0)
+        super().on_start()
 
-    def on_stop(self) -> None:
-        if self._ticker is not None:
-            self._ticker.cancel()
-        self._pool.shutdown(wait=False, cancel_futures=True)
-
-    def handle(self, message: Any) -> Any:
-        if isinstance(message, Tick) and message.kind == names.TICK_LOG_ROTATION:
-            if not self._busy and self._parts is not None:
-                self._busy = True
-                self._pool.submit(self._rotate, self._parts)
-        elif isinstance(message, LogsRotated):
-            self._busy = False
-            self._report(message)
-        else:
-            return super().handle(message)
-        return None
-
-    def _report(self, done: LogsRotated) -> None:
+    def finished(self, done: LogsRotated) -> None:
         if done.error:
             self._log.warning("failed to rotate container logs: {}", done.error)
         for r in done.rotations:
@@ -105,13 +85,13 @@ class LogRotationActor(Actor):
                          "compressed {}", r.path, r.size, r.rotated_to, len(r.removed),
                          len(r.compressed))
 
-    def _rotate(self, parts: LogRotationParts) -> None:
+    def job(self) -> LogsRotated:
+        assert self._parts is not None  # no Tick starts a job without them
         started = time.monotonic()
         try:
-            done = parts.rotator.rotate_all()
-            note = LogsRotated(time.monotonic() - started, done.containers, done.rotations,
+            done = self._parts.rotator.rotate_all()
+            return LogsRotated(time.monotonic() - started, done.containers, done.rotations,
                                done.error)
         except Exception as err:  # a bug: logged, and the next Tick tries again
             self._log.opt(exception=err).warning("container log rotation failed: {}", err)
-            note = LogsRotated(time.monotonic() - started, error=f"{type(err).__name__}: {err}")
-        self.send(self.name, note)
+            return LogsRotated(time.monotonic() - started, error=f"{type(err).__name__}: {err}")

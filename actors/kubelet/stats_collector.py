@@ -19,16 +19,14 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass
-from typing import Any
 
 from loguru import logger
 
-from actors.core.actor import Actor
 from actors.core.dispatch import Dispatch
-from actors.core.messages import Tick
-from actors.core.timers import Cancellable, Timers
+from actors.core.periodic import PeriodicJob
+from actors.core.timers import Timers
 from actors.core.trace.names import message
 from actors.kubelet import names
 from actors.kubelet.eviction import SignalsObserved
@@ -76,43 +74,26 @@ class StatsCollected:
     error: str = ""
 
 
-class StatsActor(Actor):
+class StatsActor(PeriodicJob[StatsCollected]):
     """Runs a collection per Tick, one at a time, and publishes it to the cache."""
+
+    done_type = StatsCollected
 
     def __init__(self, dispatch: Dispatch, timers: Timers, parts: StatsParts | None,
                  incarnation: int = 0, executor: Executor | None = None) -> None:
-        super().__init__(names.STATS, dispatch, incarnation)
-        self._timers = timers
+        super().__init__(names.STATS, dispatch, timers, names.TICK_STATS,
+                         parts.period if parts is not None else None, incarnation, executor,
+                         thread_prefix="stats")
         self._parts = parts
-        self._pool: Executor = executor or ThreadPoolExecutor(1, thread_name_prefix="stats")
-        self._busy = False
-        self._ticker: Cancellable | None = None
         self._log = logger.bind(pod="", uid="", container="")
 
-    def on_start(self) -> None:
-        if self._parts is not None:
-            self._ticker = self._timers.every(names.TICK_STATS, self.name,
-                                              self._parts.period, first=0.0)
+    def finished(self, done: StatsCollected) -> None:
+        if done.error:
+            self._log.warning("stats collection incomplete: {}", done.error)
 
-    def on_stop(self) -> None:
-        if self._ticker is not None:
-            self._ticker.cancel()
-        self._pool.shutdown(wait=False, cancel_futures=True)
-
-    def handle(self, message: Any) -> Any:
-        if isinstance(message, Tick) and message.kind == names.TICK_STATS:
-            if not self._busy and self._parts is not None:
-                self._busy = True
-                self._pool.submit(self._collect, self._parts)
-        elif isinstance(message, StatsCollected):
-            self._busy = False
-            if message.error:
-                self._log.warning("stats collection incomplete: {}", message.error)
-        else:
-            return super().handle(message)
-        return None
-
-    def _collect(self, parts: StatsParts) -> None:
+    def job(self) -> StatsCollected:
+        assert self._parts is not None  # no Tick starts a job without them
+        parts = self._parts
         started = time.monotonic()
         try:
             snapshot = parts.collector.collect()
@@ -124,6 +105,4 @@ class StatsActor(Actor):
         except Exception as err:  # the runtime away, a bug: the cache keeps the last one
             self._log.opt(exception=err).warning("stats collection failed: {}", err)
             error = f"{type(err).__name__}: {err}"
-        self.send(self.name, StatsCollected(time.monotonic() - started, error))
-
-
+        return StatsCollected(time.monotonic() - started, error)
