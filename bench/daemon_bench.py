@@ -272,8 +272,10 @@ class DaemonProc:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"the daemon exited with {self.proc.returncode}; "
-                                   f"see {self.log_path}")
+                # The log goes with the bench's directory: its end goes in the error.
+                tail = self.log_path.read_text(errors="replace").splitlines()[-5:]
+                raise RuntimeError(f"the daemon exited with {self.proc.returncode}: "
+                                   + "\n".join(tail))
             with contextlib.suppress(OSError, http.client.HTTPException):
                 if self.get("/healthz/ping")[0] == 200:
                     return

@@ -52,7 +52,7 @@ crashLoopBackOff:
   maxContainerRestartPeriod: 1s
 containerLogMaxSize: 1Mi
 containerLogMaxFiles: 3
-containerLogMonitorInterval: 2s
+containerLogMonitorInterval: 3s
 imageMinimumGCAge: 10s
 """
 """Upstream's KubeletConfiguration fields for an accelerated soak."""
