@@ -3,8 +3,8 @@
 `.venv/bin/python -m bench.trace_overhead [--pods N]`: on one private containerd, the
 daemon without a trace, then with one, then without again (so drift in the machine's load
 shows), each starting N pods one after another: manifest written until GET /pods shows the
-pod Running. Prints p50s and the overhead against the two untraced runs pooled; the issue's
-target is at most 10%.
+pod Running. Prints p50s and the overhead against the two untraced runs pooled, against the
+target of at most 5% (TARGET).
 """
 
 from __future__ import annotations
@@ -22,6 +22,9 @@ from rich.table import Table
 
 from actors.app.testbed import BENCH, machine_lock, private_containerd, serve_images
 from bench.daemon_bench import NODE, POLL_TIGHT, DaemonProc, pct, pod_uid, running, wait
+
+TARGET = 0.05
+"""Recording a trace may slow a pod start by this much at most (p50)."""
 
 
 def starts(daemon: DaemonProc, count: int, tag: str) -> list[float]:
@@ -86,8 +89,9 @@ def main(argv: list[str] | None = None) -> int:
         table.add_row(label, *(f"{v:.3f} s" for v in (pct(values, .5), pct(values, .9),
                                                        min(values), max(values))))
     console.print(table)
-    verdict = "met" if overhead <= 0.10 else "NOT met"
-    console.print(f"trace overhead on p50: {overhead * 100:+.1f}% (target <= 10%: {verdict})")
+    verdict = "met" if overhead <= TARGET else "NOT met"
+    console.print(f"trace overhead on p50: {overhead * 100:+.1f}% "
+                  f"(target <= {TARGET * 100:.0f}%: {verdict})")
     return 0
 
 
