@@ -12,9 +12,11 @@ the next 1 s tick; the ticks then relist only every EVENTED_RELIST_PERIOD as a s
 The runtime's own view may trail its event by a little (containerd's CRI plugin handles the
 same exit asynchronously), so an event the relist does not show yet is re-checked after
 RECHECK_DELAYS. On start path 2 (actors.kubelet.tree.START_PATH) a task start makes no
-relist: every start is the kubelet's own, and the pod worker whose sync made it asks for
-one (SyncChangedRuntime) once its runtime calls are done, when the relist shows it. When
-the stream breaks the PLEG relists on every tick again. Relisting on
+relist at once: the kubelet's own starts are relisted when the pod worker whose sync made
+them asks (SyncChangedRuntime, once its runtime calls are done); a start that no relist has
+shown UNKNOWN_START_DELAY later was not the kubelet's (a container run behind its back, an
+orphan to kill) and makes a relist then. When the stream breaks the PLEG relists on every
+tick again. Relisting on
 an event, rather than building lifecycle events from it, keeps the events exactly those of
 the relist, and replay answers the relist's runtime calls as it always has.
 """
@@ -63,6 +65,11 @@ EVENTED_RELIST_PERIOD = 300.0
 """Seconds between safety-net relists while events flow (upstream's evented PLEG: 300 s)."""
 RECHECK_DELAYS = (0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64)
 """Waits before relisting again when a relist does not yet show what an event said."""
+UNKNOWN_START_DELAY = 1.0
+"""How long a task start no relist has shown may wait for the relist of the sync that made
+it before the PLEG relists for it (the generic PLEG's period: an orphan is seen as soon)."""
+UNKNOWN_START = "unknown start"
+"""The RelistNow reason of that deferred relist."""
 SETTLE_DELAY = 1.0
 """A second relist this long after the stream (re)opens: an event published while the
 subscription was being set up may have been missed by the first."""
@@ -233,6 +240,8 @@ class PLEG(Actor):
         self._expected: dict[ContainerID, PlegState] = {}
         self._rechecks = 0
         self._recheck: Cancellable | None = None
+        self._unknown_starts: set[ContainerID] = set()  # started, shown by no relist yet
+        self._unknown_check: Cancellable | None = None
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -255,9 +264,10 @@ class PLEG(Actor):
         if self._subscription is not None:
             self._subscription.stop()
             self._subscription = None
-        if self._recheck is not None:
-            self._recheck.cancel()
-            self._recheck = None
+        for pending in (self._recheck, self._unknown_check):
+            if pending is not None:
+                pending.cancel()
+        self._recheck = self._unknown_check = None
 
     # --- messages -------------------------------------------------------------------------
 
@@ -269,6 +279,11 @@ class PLEG(Actor):
             self._event(message)
         elif isinstance(message, SyncChangedRuntime):
             self._queue_relist("sync")
+        elif isinstance(message, RelistNow) and message.reason == UNKNOWN_START:
+            self._unknown_check = None
+            if self._forget_shown_starts():
+                self.relist()
+                self._unknown_starts.clear()
         elif isinstance(message, RelistNow):
             self._relist_queued = False
             if message.reason == "recheck":
@@ -312,11 +327,23 @@ class PLEG(Actor):
         except ValueError:
             return
         if kind == EventKind.STARTED and self._starts_from_syncs:
-            return  # the sync that caused it asks for the relist once its calls are done
+            # The sync that caused it asks for the relist once its calls are done; a start
+            # no sync caused is relisted for UNKNOWN_START_DELAY later.
+            self._unknown_starts.add(ContainerID(seen.container_id))
+            if self._forget_shown_starts() and self._unknown_check is None and self._timers:
+                self._unknown_check = self._timers.once(UNKNOWN_START_DELAY, self.name,
+                                                        RelistNow(UNKNOWN_START))
+            return
         want = expected_state(kind)
         if want is not None:
             self._expected[ContainerID(seen.container_id)] = want
         self._queue_relist("event")
+
+    def _forget_shown_starts(self) -> bool:
+        """Drop the task starts a relist has shown; whether any is left."""
+        shown = {cid for pod in (self._states or {}).values() for cid in pod}
+        self._unknown_starts -= shown
+        return bool(self._unknown_starts)
 
     def _check_expected(self) -> None:
         """Re-check soon when the runtime does not yet show what its events said."""

@@ -14,7 +14,7 @@ from actors.core.timers import ManualTimers
 from actors.kubelet import names
 from actors.kubelet.messages import EventType, Relisted, RelistNow, SyncChangedRuntime
 from actors.kubelet.metrics import KubeletMetrics
-from actors.kubelet.pleg import PLEG, RECHECK_DELAYS
+from actors.kubelet.pleg import PLEG, RECHECK_DELAYS, UNKNOWN_START_DELAY
 from runtime.clock import FakeClock
 from runtime.containerd.events import EventKind, EventSink, RuntimeEvent
 from runtime.ids import ContainerID, PodUID
@@ -47,13 +47,29 @@ def rig() -> Iterator[Rig]:
         sync_loop.stop()
 
 
-def test_a_task_start_makes_no_relist_and_no_recheck(rig: Rig) -> None:
+def test_a_task_start_the_sync_relists_for_makes_no_relist_and_no_recheck(rig: Rig) -> None:
     settled = _connected(rig)
     _sandbox, container = _pod(rig.fake, "u1", "web")
     rig.sink.on_event(RuntimeEvent(EventKind.STARTED, container, 0))
     assert rig.settle() == settled
-    assert rig.timers.advance(sum(RECHECK_DELAYS)) == 0
+    rig.dispatch.tell(names.PLEG, SyncChangedRuntime(PodUID("u1")), sender="pod/u1")
+    _wait_relists(rig, settled + 1)
+    rig.timers.advance(max(sum(RECHECK_DELAYS), UNKNOWN_START_DELAY))
+    assert rig.settle() == settled + 1  # the sync's relist showed it: nothing more
+
+
+def test_a_task_start_no_sync_made_is_relisted_after_a_while(rig: Rig) -> None:
+    """A container run behind the kubelet's back (an orphan to kill) is seen within
+    UNKNOWN_START_DELAY, as the generic PLEG's 1 s relist would see it."""
+    settled = _connected(rig)
+    _sandbox, container = _pod(rig.fake, "stray", "web")
+    rig.sink.on_event(RuntimeEvent(EventKind.STARTED, container, 0))
     assert rig.settle() == settled
+    rig.timers.advance(UNKNOWN_START_DELAY)
+    relisted = _wait_relists(rig, settled + 1)[-1]
+    assert PodUID("stray") in {p.uid for p in relisted.pods}
+    rig.timers.advance(UNKNOWN_START_DELAY)
+    assert rig.settle() == settled + 1
 
 
 def test_a_sync_that_changed_the_runtime_relists(rig: Rig) -> None:
