@@ -27,6 +27,7 @@ from actors.app.node import node_ip
 from actors.app.testbed import (
     BUSYBOX_IMAGE,
     DRILLS,
+    LOCK_WAIT_S,
     Bed,
     cleanup_runtime_dir,
     machine_lock,
@@ -59,15 +60,17 @@ class DrillFailed(Exception):
 
 
 @contextlib.contextmanager
-def session(take_lock: bool = True, serve_registry: bool = True) -> Iterator[None]:
-    """The machine-wide lock and the registry, for a run of drills; without the lock (the
-    caller holds it), the drills' dirs of dead runs are still cleaned up.
+def session(take_lock: bool = True, serve_registry: bool = True,
+            lock_wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
+    """The machine-wide lock (waiting up to ``lock_wait_s`` for it) and the registry, for a
+    run of drills; without the lock (the caller holds it), the drills' dirs of dead runs
+    are still cleaned up.
 
     Raises actors.app.testbed.TestbedError when the test bed cannot be set up here.
     """
     with contextlib.ExitStack() as stack:
         if take_lock:
-            stack.enter_context(machine_lock(DRILLS))
+            stack.enter_context(machine_lock(DRILLS, lock_wait_s))
         else:
             for stale in DRILLS.dirs():
                 logger.warning("cleaning up the drill dir {} of an earlier run", stale)

@@ -12,6 +12,7 @@ other users of the machine get their turn during a long sweep.
 from __future__ import annotations
 
 import contextlib
+import functools
 import multiprocessing
 import os
 import shutil
@@ -27,11 +28,16 @@ from actors.app.drills.catalog import DRILLS as CATALOG
 from actors.app.drills.env import session
 from actors.app.drills.runner import Verdict, run_drill
 from actors.app.logging_setup import configure_logging
-from actors.app.testbed import DRILLS, MAX_SLOTS, Bed, TestbedError
+from actors.app.testbed import DRILLS, LOCK_WAIT_S, MAX_SLOTS, Bed, TestbedError
 
 BATCH_S = 180.0
 """How long a batch starts new runs under the lock; the runs then in flight finish, so the
 lock is held for about this plus one drill (well under the 5 minutes others may wait)."""
+
+BATCH_LOCK_WAIT_S = 24 * 3600.0
+"""How long a batch after the first waits for the machine-wide lock: a sweep runs for hours
+and an e2e run may hold the lock for many minutes in between. The first batch waits
+LOCK_WAIT_S, as any user of the test bed does."""
 
 LOCK_GAP_S = 1.0
 """The pause between two batches without the lock: longer than the lock's poll interval
@@ -211,12 +217,16 @@ def run_sweep(plan: SweepPlan, on_verdict: Callable[[Verdict], None], take_lock:
         return lambda run: executor.submit(work, run.drill, run.seed, str(plan.root),
                                            plan.keep)
 
-    first = True
+    first = first_batch = True
     while pending:
         if not first:
             pause(LOCK_GAP_S)  # without the lock: a waiting user takes it now
         first = False
-        with (batch or (lambda: session(take_lock, serve_registry)))(), \
+        # A batch after the first waits as long as it takes: a sweep runs for hours and
+        # lets others in between its batches, and an e2e run may hold the lock for long.
+        wait_s = LOCK_WAIT_S if first_batch else BATCH_LOCK_WAIT_S
+        first_batch = False
+        with (batch or functools.partial(session, take_lock, serve_registry, wait_s))(), \
                 (pool or (lambda: workers(plan.jobs, plan.log_level)))() as executor:
             until = clock() + plan.batch_s if take_lock else float("inf")
             run_batch(pending, submit_to(executor), plan.jobs, until, plan.root, collect,

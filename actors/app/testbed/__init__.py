@@ -18,7 +18,7 @@ from actors.app.testbed.beds import (
 )
 from actors.app.testbed.cleanup import cleanup_runtime_dir, mounts_under, shims_for
 from actors.app.testbed.containerd import new_embedded, private_containerd
-from actors.app.testbed.lock import LOCK_PATH, HeldLock, machine_lock
+from actors.app.testbed.lock import LOCK_PATH, LOCK_WAIT_S, HeldLock, machine_lock
 from actors.app.testbed.registry import (
     BUSYBOX_IMAGE,
     BUSYBOX_NONROOT_IMAGE,
@@ -37,6 +37,7 @@ __all__ = [
     "DRILLS",
     "E2E",
     "LOCK_PATH",
+    "LOCK_WAIT_S",
     "MAX_SLOTS",
     "PAUSE_IMAGE",
     "REGISTRY_ADDR",
