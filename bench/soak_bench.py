@@ -2,7 +2,9 @@
 
     .venv/bin/python -m bench.soak_bench [--minutes 30] [--sample 15] [--daemon-arg ARG]...
 
-One private embedded containerd (actors.app.testbed.BENCH, under the machine-wide lock) and
+One private embedded containerd (actors.app.testbed.SOAK, under the machine-wide lock unless
+``--share-machine``: a soak measures growth, not speed, and its bed's dirs, bridge and
+subnet are its own, so it may run beside drills and tests) and
 ``bin/kubelet-actors`` on it, running a mix of pods:
 
 - crash-looping: containers that exit 1 at once under restartPolicy Always (the back-off
@@ -22,6 +24,7 @@ here asserts; it prints.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import os
 import statistics
@@ -35,7 +38,7 @@ from loguru import logger
 from rich.console import Console
 from rich.table import Table
 
-from actors.app.testbed import BENCH, machine_lock, private_containerd, serve_images
+from actors.app.testbed import SOAK, machine_lock, private_containerd, serve_images
 from bench.daemon_bench import POLL_BULK, Bench, ProcStat, pod_uid, quiet_logs, running, wait
 
 CRASH = "exit 1"
@@ -181,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--logs", type=int, default=3, help="log-heavy pods (default 3)")
     parser.add_argument("--daemon-arg", action="append", default=[], metavar="ARG",
                         help="one more flag for the daemon (repeatable)")
+    parser.add_argument("--share-machine", action="store_true",
+                        help="run without the machine-wide lock, beside other users")
     args = parser.parse_args(argv)
     console = Console(width=170)
     if os.geteuid() != 0:
@@ -188,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     logger.remove()
     logger.add(sys.stderr, level="INFO")
-    with machine_lock(BENCH), serve_images(), private_containerd(BENCH) as emb:
+    lock = contextlib.nullcontext() if args.share_machine else machine_lock(SOAK)
+    with lock, serve_images(), private_containerd(SOAK) as emb:
         config = emb.base_dir / "soak-kubelet-config.yaml"
         config.write_text(CONFIG)
         bench = Bench(emb, console, quick=True,

@@ -13,6 +13,7 @@ from actors.app.testbed.beds import (
     DRILLS,
     E2E,
     MAX_SLOTS,
+    SOAK,
     Bed,
     TestbedError,
 )
@@ -41,6 +42,7 @@ __all__ = [
     "MAX_SLOTS",
     "PAUSE_IMAGE",
     "REGISTRY_ADDR",
+    "SOAK",
     "Bed",
     "HeldLock",
     "Registry",

@@ -80,3 +80,5 @@ DRILLS = Bed("drills", "kad-drill-", "kad0", "10.92.0.0/24")
 BENCH = Bed("bench", "kab-bench-", "kab0", "10.91.0.0/24")
 BENCH_WIDE = Bed("bench-wide", "kaw-bench-", "kaw0", "10.94.0.0/22")
 """For benchmarks of more pods than a /24 holds (bench.scale_bench runs 500)."""
+SOAK = Bed("soak", "kas-soak-", "kas0", "10.95.0.0/24")
+"""For bench.soak_bench: its own, so a soak may run beside the others without the lock."""

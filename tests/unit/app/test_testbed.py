@@ -18,6 +18,7 @@ from actors.app.testbed import (
     DRILLS,
     E2E,
     MAX_SLOTS,
+    SOAK,
     Bed,
     TestbedError,
     machine_lock,
@@ -60,7 +61,7 @@ def free(lock_path: Path) -> bool:
 
 
 def test_each_user_has_its_own_prefix_bridge_and_subnet() -> None:
-    users = (E2E, DRILLS, BENCH, BENCH_WIDE)
+    users = (E2E, DRILLS, BENCH, BENCH_WIDE, SOAK)
     assert len({b.dir_prefix for b in users}) == len({b.bridge for b in users}) == len(users)
     for a, b in itertools.combinations(users, 2):
         assert not a.dir_prefix.startswith(b.dir_prefix)
@@ -73,7 +74,7 @@ def test_slots_have_their_own_dirs_bridges_and_subnets() -> None:
     assert slots[0] == DRILLS and slots[3].bridge == "kad3"
     assert slots[3].subnet == "10.92.3.0/24" and slots[3].dir_prefix == "kad-drill-3-"
     assert len({s.bridge for s in slots}) == len({s.dir_prefix for s in slots}) == MAX_SLOTS
-    others = [ipaddress.ip_network(b.subnet) for b in (E2E, BENCH, BENCH_WIDE)]
+    others = [ipaddress.ip_network(b.subnet) for b in (E2E, BENCH, BENCH_WIDE, SOAK)]
     for a, b in itertools.combinations(slots, 2):
         assert not ipaddress.ip_network(a.subnet).overlaps(ipaddress.ip_network(b.subnet))
     for slot in slots:
