@@ -1,0 +1,291 @@
+"""How fast the daemon starts: imports, spawn to a healthy /healthz, and adopting running pods.
+
+    .venv/bin/python -m bench.startup_bench [--runs N] [--pods P] [--imports-only]
+
+1. Imports, no runtime needed: the CPU (user+sys of the child, from wait4) and wall time
+   of ``python -c pass`` (the interpreter alone: the floor), of importing ``bin.main``
+   (what every start pays before the flags are read) and of importing
+   ``actors.app.daemon`` (the daemon's code), each run N times; min and median, and the
+   ratio of each min to the floor's.
+2. Spawn to healthz, under the machine-wide lock on a private containerd of the test bed
+   (bench/daemon_bench.py's DaemonProc, its flags): ``python -m bin.main
+   --container-runtime-endpoint ...`` with no pods, from the spawn until GET /healthz on
+   the healthz port answers 200 (polled every 2 ms), N times; the wall time and the
+   daemon's CPU at that moment (/proc/<pid>/stat, in clock ticks).
+3. With ``--pods P``: P pods (one busybox container each) started through manifests, the
+   daemon stopped with SIGTERM (the pods keep running), started again: from that spawn
+   until /pods on the read-only port shows all P Running, with the same container IDs
+   and no restarts (adoption, not re-creation).
+
+The machine is shared: CPU time is the measure to compare, wall time is what a user sees.
+Not a test: nothing here asserts on time; it prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.client
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from loguru import logger
+from rich.console import Console
+from rich.table import Table
+
+from actors.app.testbed import (
+    BENCH,
+    BUSYBOX_IMAGE,
+    PAUSE_IMAGE,
+    machine_lock,
+    private_containerd,
+    serve_images,
+)
+from bench.daemon_bench import PYTHON, REPO, TICK_HZ, DaemonProc, ProcStat, pod_uid, running
+from runtime.containerd.embedded import EmbeddedContainerd
+from runtime.cri.client import CRIClient
+from runtime.cri.types import ImageSpec
+
+HEALTHZ_POLL_S = 0.002
+PODS_POLL_S = 0.02
+SPAWN_TIMEOUT_S = 30.0
+IMPORTS = (
+    ("python -c pass (floor)", "pass"),
+    ("import bin.main", "import bin.main"),
+    ("import actors.app.daemon", "import actors.app.daemon"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One run: seconds of wall time and of CPU (user+sys)."""
+
+    wall: float
+    cpu: float
+
+
+def child_sample(argv: list[str]) -> Sample:
+    """Run ``argv`` to its end; its wall time and its own CPU time (rusage from wait4)."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(argv, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{argv} exited with {proc.returncode}")
+    return Sample(wall, usage.ru_utime + usage.ru_stime)
+
+
+def import_samples(runs: int) -> dict[str, list[Sample]]:
+    """Each IMPORTS row run ``runs`` times, interleaved (the load moves while we measure)."""
+    out: dict[str, list[Sample]] = {label: [] for label, _ in IMPORTS}
+    for _ in range(runs):
+        for label, code in IMPORTS:
+            out[label].append(child_sample([str(PYTHON), "-c", code]))
+    return out
+
+
+class TimedDaemon(DaemonProc):
+    """DaemonProc whose start is timed: spawn to /healthz 200 on the healthz port."""
+
+    def spawn(self) -> Sample:
+        """Start the daemon; return when /healthz answers 200, with the time it took."""
+        command = self.command()
+        with self.log_path.open("ab") as log:
+            started = time.perf_counter()
+            self.proc = subprocess.Popen(command, cwd=REPO, stdout=log,
+                                         stderr=subprocess.STDOUT,
+                                         env={**os.environ, "PYTHONPATH": str(REPO)})
+        stat = ProcStat(self.proc.pid)
+        deadline = started + SPAWN_TIMEOUT_S
+        while time.perf_counter() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the daemon exited with {self.proc.returncode}; "
+                                   f"see {self.log_path}")
+            if self.healthz() == 200:
+                return Sample(time.perf_counter() - started, stat.cpu())
+            time.sleep(HEALTHZ_POLL_S)
+        raise RuntimeError(f"/healthz not 200 in {SPAWN_TIMEOUT_S:g} s; see {self.log_path}")
+
+    def healthz(self) -> int | None:
+        """The status of GET /healthz on the healthz port; None while nothing listens."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.hz_port, timeout=2)
+        try:
+            conn.request("GET", "/healthz")
+            return conn.getresponse().status
+        except (OSError, http.client.HTTPException):
+            return None
+        finally:
+            conn.close()
+
+    def terminate(self) -> None:
+        """SIGTERM and wait: the daemon stops, its pods keep running."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(timeout=60)
+
+
+def container_ids(pods: dict[str, dict[str, Any]]) -> dict[str, tuple[tuple[str, int], ...]]:
+    """Per pod UID: (containerID, restartCount) of each container."""
+    return {uid: tuple((s.get("containerID", ""), s.get("restartCount", 0))
+                       for s in p["status"].get("containerStatuses", []))
+            for uid, p in pods.items()}
+
+
+def wait_running(daemon: DaemonProc, uids: set[str], timeout: float) -> dict[str, dict[str, Any]]:
+    """Poll /pods until every pod of ``uids`` is Running; its pods then."""
+    deadline = time.perf_counter() + timeout
+    while True:
+        with contextlib.suppress(OSError, http.client.HTTPException, RuntimeError):
+            pods = daemon.pods()
+            if all(running(pods.get(uid)) for uid in uids):
+                return pods
+        if time.perf_counter() > deadline:
+            raise RuntimeError(f"not all {len(uids)} pods Running in {timeout:g} s; "
+                               f"see {daemon.log_path}")
+        time.sleep(PODS_POLL_S)
+
+
+@dataclass
+class Adoption:
+    """A restart with ``pods`` running: spawn to all Running, and whether they were kept."""
+
+    pods: int
+    healthz: Sample
+    all_running_s: float
+    same_containers: bool
+    restarts: int
+
+
+def adoption(emb: EmbeddedContainerd, work: Path, n_pods: int, runs: int) -> list[Adoption]:
+    """Start ``n_pods`` pods through manifests, then restart the daemon ``runs`` times."""
+    daemon = TimedDaemon(work / "adopt", emb.endpoint)
+    out: list[Adoption] = []
+    try:
+        daemon.spawn()
+        names = [f"adopt-{i:03d}" for i in range(n_pods)]
+        for name in names:
+            daemon.write(name)
+        uids = {pod_uid(name, "daemon") for name in names}  # as DaemonProc.write sets them
+        before = container_ids(wait_running(daemon, uids, 60.0 + 2.0 * n_pods))
+        for _ in range(runs):
+            daemon.terminate()
+            started = time.perf_counter()
+            hz = daemon.spawn()
+            pods = wait_running(daemon, uids, 60.0)
+            seen = time.perf_counter() - started
+            after = container_ids(pods)
+            restarts = sum(n for uid in uids for _, n in after[uid])
+            out.append(Adoption(n_pods, hz, seen,
+                                all(after[uid] == before[uid] for uid in uids), restarts))
+        for manifest in daemon.manifests.glob("*.yaml"):
+            manifest.unlink()
+        wait_gone(daemon, uids, 60.0 + n_pods)
+    finally:
+        daemon.stop()
+    return out
+
+
+def wait_gone(daemon: DaemonProc, uids: set[str], timeout: float) -> None:
+    deadline = time.perf_counter() + timeout
+    while time.perf_counter() < deadline:
+        with contextlib.suppress(OSError, http.client.HTTPException, RuntimeError):
+            if not uids & set(daemon.pods()):
+                return
+        time.sleep(PODS_POLL_S)
+    logger.warning("pods still listed after {:g} s; the containerd's cleanup removes them",
+                   timeout)
+
+
+def spawn_samples(emb: EmbeddedContainerd, work: Path, runs: int) -> list[Sample]:
+    """The daemon with no pods started and stopped ``runs`` times: spawn to healthz 200."""
+    out = []
+    for i in range(runs):
+        daemon = TimedDaemon(work / f"empty-{i}", emb.endpoint)
+        try:
+            out.append(daemon.spawn())
+        finally:
+            daemon.stop()
+    return out
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.0f}"
+
+
+def samples_table(title: str, rows: dict[str, list[Sample]], floor: Sample | None) -> Table:
+    table = Table(title=title)
+    for col in ("what", "runs", "CPU min ms", "CPU median ms", "wall min ms",
+                "wall median ms", "CPU min / floor"):
+        table.add_column(col, justify="left" if col == "what" else "right")
+    for label, samples in rows.items():
+        cpu = [s.cpu for s in samples]
+        wall = [s.wall for s in samples]
+        ratio = f"{min(cpu) / floor.cpu:.1f}x" if floor is not None and floor.cpu else "-"
+        table.add_row(label, str(len(samples)), ms(min(cpu)), ms(statistics.median(cpu)),
+                      ms(min(wall)), ms(statistics.median(wall)), ratio)
+    return table
+
+
+def adoption_table(results: list[Adoption]) -> Table:
+    table = Table(title=f"restart with {results[0].pods} running pods")
+    for col in ("run", "healthz wall ms", "healthz CPU ms", "all Running ms",
+                "same containers", "restarts"):
+        table.add_column(col, justify="right")
+    for i, r in enumerate(results, 1):
+        table.add_row(str(i), ms(r.healthz.wall), ms(r.healthz.cpu), ms(r.all_running_s),
+                      "yes" if r.same_containers else "NO", str(r.restarts))
+    return table
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.startup_bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=7, help="runs of each measurement (7)")
+    parser.add_argument("--pods", type=int, default=0,
+                        help="also time a restart with this many running pods (0: no)")
+    parser.add_argument("--adopt-runs", type=int, default=3, help="restarts with --pods (3)")
+    parser.add_argument("--imports-only", action="store_true",
+                        help="only the import timings (no containerd, no root needed)")
+    args = parser.parse_args(argv)
+    console = Console(width=150)
+    imports = import_samples(args.runs)
+    floor = min(imports[IMPORTS[0][0]], key=lambda s: s.cpu)
+    console.print(samples_table("imports (CPU = user+sys of the child)", imports, floor))
+    console.print(f"(CPU from /proc at healthz is in {1000 // TICK_HZ} ms ticks; "
+                  f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
+    if args.imports_only:
+        return 0
+    if os.geteuid() != 0:
+        console.print("run as root for the daemon runs: they start containerd")
+        return 2
+    logger.remove()
+    logger.add(sys.stderr, level="WARNING")
+    with machine_lock(BENCH), serve_images(), private_containerd(BENCH) as emb:
+        work = emb.base_dir / "startup-bench"
+        spawns = spawn_samples(emb, work, args.runs)
+        console.print(samples_table("spawn -> /healthz 200 (no pods)",
+                                    {"daemon": spawns}, floor))
+        if args.pods:
+            client = CRIClient(emb.endpoint, timeout=120.0)
+            try:
+                for image in (PAUSE_IMAGE, BUSYBOX_IMAGE):
+                    client.pull_image(ImageSpec(image=image))
+            finally:
+                client.close()
+            console.print(adoption_table(adoption(emb, work, args.pods, args.adopt_runs)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
