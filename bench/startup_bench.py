@@ -31,6 +31,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,7 +61,21 @@ IMPORTS = (
     ("python -c pass (floor)", "pass"),
     ("import bin.main", "import bin.main"),
     ("import actors.app.daemon", "import actors.app.daemon"),
+    ("import bin.main, actors.app.daemon", "import bin.main, actors.app.daemon"),
 )
+"""The last row is what the daemon imports, as it imports it: bin.main first (which turns
+the cyclic GC off for the start, see actors.app.startup)."""
+
+
+def child_env(pycache: Path | None) -> dict[str, str]:
+    """The environment of a child: with ``pycache``, bytecode is cached there (as an
+    installed wheel has its .pyc files); without, nothing is cached when the caller's
+    environment says PYTHONDONTWRITEBYTECODE (every start compiles every module)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    if pycache is not None:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(pycache)
+    return env
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,10 +86,10 @@ class Sample:
     cpu: float
 
 
-def child_sample(argv: list[str]) -> Sample:
+def child_sample(argv: list[str], env: dict[str, str]) -> Sample:
     """Run ``argv`` to its end; its wall time and its own CPU time (rusage from wait4)."""
     started = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    proc = subprocess.Popen(argv, cwd=REPO, env=env)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - started
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -83,17 +98,26 @@ def child_sample(argv: list[str]) -> Sample:
     return Sample(wall, usage.ru_utime + usage.ru_stime)
 
 
-def import_samples(runs: int) -> dict[str, list[Sample]]:
-    """Each IMPORTS row run ``runs`` times, interleaved (the load moves while we measure)."""
-    out: dict[str, list[Sample]] = {label: [] for label, _ in IMPORTS}
+def import_samples(runs: int, pycache: Path) -> dict[str, list[Sample]]:
+    """Each IMPORTS row run ``runs`` times without and with cached bytecode, interleaved
+    (the load moves while we measure)."""
+    modes = (("", child_env(None)), (" (.pyc)", child_env(pycache)))
+    child_sample([str(PYTHON), "-c", IMPORTS[-1][1]], modes[1][1])  # fills the cache
+    out: dict[str, list[Sample]] = {label + mode: [] for label, _ in IMPORTS
+                                    for mode, _ in modes}
     for _ in range(runs):
         for label, code in IMPORTS:
-            out[label].append(child_sample([str(PYTHON), "-c", code]))
+            for mode, env in modes:
+                out[label + mode].append(child_sample([str(PYTHON), "-c", code], env))
     return out
 
 
 class TimedDaemon(DaemonProc):
     """DaemonProc whose start is timed: spawn to /healthz 200 on the healthz port."""
+
+    def __init__(self, work: Path, endpoint: str, pycache: Path | None) -> None:
+        super().__init__(work, endpoint)
+        self.pycache = pycache
 
     def spawn(self) -> Sample:
         """Start the daemon; return when /healthz answers 200, with the time it took."""
@@ -102,7 +126,7 @@ class TimedDaemon(DaemonProc):
             started = time.perf_counter()
             self.proc = subprocess.Popen(command, cwd=REPO, stdout=log,
                                          stderr=subprocess.STDOUT,
-                                         env={**os.environ, "PYTHONPATH": str(REPO)})
+                                         env=child_env(self.pycache))
         stat = ProcStat(self.proc.pid)
         deadline = started + SPAWN_TIMEOUT_S
         while time.perf_counter() < deadline:
@@ -167,9 +191,10 @@ class Adoption:
     restarts: int
 
 
-def adoption(emb: EmbeddedContainerd, work: Path, n_pods: int, runs: int) -> list[Adoption]:
+def adoption(emb: EmbeddedContainerd, work: Path, n_pods: int, runs: int,
+             pycache: Path | None) -> list[Adoption]:
     """Start ``n_pods`` pods through manifests, then restart the daemon ``runs`` times."""
-    daemon = TimedDaemon(work / "adopt", emb.endpoint)
+    daemon = TimedDaemon(work / "adopt", emb.endpoint, pycache)
     out: list[Adoption] = []
     try:
         daemon.spawn()
@@ -207,11 +232,12 @@ def wait_gone(daemon: DaemonProc, uids: set[str], timeout: float) -> None:
                    timeout)
 
 
-def spawn_samples(emb: EmbeddedContainerd, work: Path, runs: int) -> list[Sample]:
+def spawn_samples(emb: EmbeddedContainerd, work: Path, runs: int,
+                  pycache: Path | None) -> list[Sample]:
     """The daemon with no pods started and stopped ``runs`` times: spawn to healthz 200."""
     out = []
     for i in range(runs):
-        daemon = TimedDaemon(work / f"empty-{i}", emb.endpoint)
+        daemon = TimedDaemon(work / f"empty-{i}", emb.endpoint, pycache)
         try:
             out.append(daemon.spawn())
         finally:
@@ -257,9 +283,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--adopt-runs", type=int, default=3, help="restarts with --pods (3)")
     parser.add_argument("--imports-only", action="store_true",
                         help="only the import timings (no containerd, no root needed)")
+    parser.add_argument("--no-pyc", action="store_true",
+                        help="run the daemon without cached bytecode (as PYTHONDONTWRITEBYTECODE "
+                             "in a checkout: every start compiles every module)")
     args = parser.parse_args(argv)
     console = Console(width=150)
-    imports = import_samples(args.runs)
+    with tempfile.TemporaryDirectory(prefix="startup-bench-pyc-") as pycache:
+        return run(args, console, Path(pycache))
+
+
+def run(args: argparse.Namespace, console: Console, pycache: Path) -> int:
+    imports = import_samples(args.runs, pycache)
     floor = min(imports[IMPORTS[0][0]], key=lambda s: s.cpu)
     console.print(samples_table("imports (CPU = user+sys of the child)", imports, floor))
     console.print(f"(CPU from /proc at healthz is in {1000 // TICK_HZ} ms ticks; "
@@ -273,9 +307,11 @@ def main(argv: list[str] | None = None) -> int:
     logger.add(sys.stderr, level="WARNING")
     with machine_lock(BENCH), serve_images(), private_containerd(BENCH) as emb:
         work = emb.base_dir / "startup-bench"
-        spawns = spawn_samples(emb, work, args.runs)
+        daemon_cache = None if args.no_pyc else pycache
+        spawns = spawn_samples(emb, work, args.runs, daemon_cache)
         console.print(samples_table("spawn -> /healthz 200 (no pods)",
-                                    {"daemon": spawns}, floor))
+                                    {"daemon" + ("" if args.no_pyc else " (.pyc)"): spawns},
+                                    floor))
         if args.pods:
             client = CRIClient(emb.endpoint, timeout=120.0)
             try:
@@ -283,7 +319,8 @@ def main(argv: list[str] | None = None) -> int:
                     client.pull_image(ImageSpec(image=image))
             finally:
                 client.close()
-            console.print(adoption_table(adoption(emb, work, args.pods, args.adopt_runs)))
+            console.print(adoption_table(adoption(emb, work, args.pods, args.adopt_runs,
+                                                  daemon_cache)))
     return 0
 
 
