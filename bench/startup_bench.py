@@ -27,12 +27,15 @@ import argparse
 import contextlib
 import http.client
 import os
+import re
+import shutil
 import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -189,10 +192,11 @@ class Adoption:
     all_running_s: float
     same_containers: bool
     restarts: int
+    cri_calls: Counter[str]
 
 
 def adoption(emb: EmbeddedContainerd, work: Path, n_pods: int, runs: int,
-             pycache: Path | None) -> list[Adoption]:
+             pycache: Path | None, keep_log: Path | None = None) -> list[Adoption]:
     """Start ``n_pods`` pods through manifests, then restart the daemon ``runs`` times."""
     daemon = TimedDaemon(work / "adopt", emb.endpoint, pycache)
     out: list[Adoption] = []
@@ -212,12 +216,26 @@ def adoption(emb: EmbeddedContainerd, work: Path, n_pods: int, runs: int,
             after = container_ids(pods)
             restarts = sum(n for uid in uids for _, n in after[uid])
             out.append(Adoption(n_pods, hz, seen,
-                                all(after[uid] == before[uid] for uid in uids), restarts))
+                                all(after[uid] == before[uid] for uid in uids), restarts,
+                                cri_calls(daemon)))
         for manifest in daemon.manifests.glob("*.yaml"):
             manifest.unlink()
         wait_gone(daemon, uids, 60.0 + n_pods)
     finally:
         daemon.stop()
+        if keep_log is not None and daemon.log_path.exists():
+            shutil.copyfile(daemon.log_path, keep_log)
+    return out
+
+
+def cri_calls(daemon: DaemonProc) -> Counter[str]:
+    """The CRI calls the daemon made so far, by method (kubelet_runtime_operations_total)."""
+    code, body = daemon.get("/metrics")
+    out: Counter[str] = Counter()
+    for line in body.decode().splitlines() if code == 200 else ():
+        m = re.match(r'kubelet_runtime_operations_total\{operation_type="([^"]+)"\} (\S+)', line)
+        if m:
+            out[m.group(1)] = int(float(m.group(2)))
     return out
 
 
@@ -266,11 +284,12 @@ def samples_table(title: str, rows: dict[str, list[Sample]], floor: Sample | Non
 def adoption_table(results: list[Adoption]) -> Table:
     table = Table(title=f"restart with {results[0].pods} running pods")
     for col in ("run", "healthz wall ms", "healthz CPU ms", "all Running ms",
-                "same containers", "restarts"):
+                "same containers", "restarts", "CRI calls by then"):
         table.add_column(col, justify="right")
     for i, r in enumerate(results, 1):
+        calls = ", ".join(f"{m} {n}" for m, n in r.cri_calls.most_common())
         table.add_row(str(i), ms(r.healthz.wall), ms(r.healthz.cpu), ms(r.all_running_s),
-                      "yes" if r.same_containers else "NO", str(r.restarts))
+                      "yes" if r.same_containers else "NO", str(r.restarts), calls)
     return table
 
 
@@ -286,8 +305,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-pyc", action="store_true",
                         help="run the daemon without cached bytecode (as PYTHONDONTWRITEBYTECODE "
                              "in a checkout: every start compiles every module)")
+    parser.add_argument("--keep-log", metavar="PATH", type=Path,
+                        help="with --pods: copy the daemon's log here before its dir goes")
     args = parser.parse_args(argv)
-    console = Console(width=150)
+    console = Console(width=170)
     with tempfile.TemporaryDirectory(prefix="startup-bench-pyc-") as pycache:
         return run(args, console, Path(pycache))
 
@@ -320,7 +341,7 @@ def run(args: argparse.Namespace, console: Console, pycache: Path) -> int:
             finally:
                 client.close()
             console.print(adoption_table(adoption(emb, work, args.pods, args.adopt_runs,
-                                                  daemon_cache)))
+                                                  daemon_cache, args.keep_log)))
     return 0
 
 
