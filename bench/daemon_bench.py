@@ -257,7 +257,8 @@ class DaemonProc:
 
     def start(self) -> None:
         with self.log_path.open("ab") as log:
-            self.proc = subprocess.Popen(self.command(), cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+            self.proc = subprocess.Popen(self.command(), cwd=REPO, stdout=log,
+                                         stderr=subprocess.STDOUT,
                                          env={**os.environ, "PYTHONPATH": str(REPO)})
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
