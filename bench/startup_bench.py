@@ -199,7 +199,8 @@ class Adoption:
 
 
 def adoption(emb: EmbeddedContainerd, work: Path, n_pods: int, runs: int,
-             pycache: Path | None, keep_log: Path | None = None) -> list[Adoption]:
+             pycache: Path | None, keep_log: Path | None = None,
+             profile: Path | None = None) -> list[Adoption]:
     """Start ``n_pods`` pods through manifests, then restart the daemon ``runs`` times."""
     daemon = TimedDaemon(work / "adopt", emb.endpoint, pycache)
     out: list[Adoption] = []
@@ -214,9 +215,15 @@ def adoption(emb: EmbeddedContainerd, work: Path, n_pods: int, runs: int,
             daemon.terminate()
             started = time.perf_counter()
             hz = daemon.spawn()
+            spy = None if profile is None else subprocess.Popen(
+                [str(PYTHON.parent / "py-spy"), "record", "--pid", str(daemon.pid), "--rate",
+                 "250", "--duration", "3", "--threads", "--format", "raw", "--output",
+                 str(profile)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             pods = wait_running(daemon, uids, 60.0)
             seen = time.perf_counter() - started
             cpu = ProcStat(daemon.pid).cpu()
+            if spy is not None:
+                spy.wait(timeout=30)
             after = container_ids(pods)
             restarts = sum(n for uid in uids for _, n in after[uid])
             out.append(Adoption(n_pods, hz, seen, cpu,
@@ -313,6 +320,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-pyc", action="store_true",
                         help="run the daemon without cached bytecode (as PYTHONDONTWRITEBYTECODE "
                              "in a checkout: every start compiles every module)")
+    parser.add_argument("--profile", metavar="PATH", type=Path,
+                        help="with --pods: record the restarted daemon's first 3 s with "
+                             "py-spy (pip install py-spy), collapsed stacks into PATH")
     parser.add_argument("--keep-log", metavar="PATH", type=Path,
                         help="with --pods: copy the daemon's log here before its dir goes")
     args = parser.parse_args(argv)
@@ -348,7 +358,7 @@ def run(args: argparse.Namespace, console: Console, pycache: Path) -> int:
             finally:
                 client.close()
             console.print(adoption_table(adoption(emb, work, args.pods, args.adopt_runs,
-                                                  daemon_cache, args.keep_log)))
+                                                  daemon_cache, args.keep_log, args.profile)))
     return 0
 
 
