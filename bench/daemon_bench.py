@@ -252,10 +252,11 @@ class DaemonProc:
         self.proc: subprocess.Popen[bytes] | None = None
         self._conn: http.client.HTTPConnection | None = None
 
-    def start(self) -> None:
+    def command(self) -> list[str]:
+        """The daemon's command line, its dirs made."""
         for d in (self.manifests, self.root_dir, self.logs_dir):
             d.mkdir(parents=True, exist_ok=True)
-        args = [
+        return [
             str(PYTHON), "-m", "bin.main",
             "--container-runtime-endpoint", self.endpoint,
             "--pod-manifest-path", str(self.manifests),
@@ -265,8 +266,10 @@ class DaemonProc:
             "--healthz-port", str(self.hz_port), "--log-level", "INFO",
             *self.extra_args,
         ]
+
+    def start(self) -> None:
         with self.log_path.open("ab") as log:
-            self.proc = subprocess.Popen(args, cwd=self.repo, stdout=log,
+            self.proc = subprocess.Popen(self.command(), cwd=self.repo, stdout=log,
                                          stderr=subprocess.STDOUT,
                                          env={**os.environ, "PYTHONPATH": str(self.repo)})
         deadline = time.monotonic() + 30

@@ -7,9 +7,13 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 
-from actors.app.main import main as app_main
+gc.disable()  # for the start only: see actors.app.startup
+
+from actors.app.main import main as app_main  # noqa: E402
+from actors.app.startup import end_of_start  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -17,6 +21,7 @@ def main(argv: list[str] | None = None) -> None:
     if args[:1] == ["trace"]:
         from actors.app.trace_cli import main as trace_main
 
+        end_of_start()
         sys.exit(trace_main(args[1:]))
     if args[:1] == ["explain"]:
         from actors.app.explain_cli import main as explain_main
@@ -25,18 +30,22 @@ def main(argv: list[str] | None = None) -> None:
     if args[:1] == ["drill"]:
         from actors.app.drills.cli import main as drill_main
 
+        end_of_start()
         sys.exit(drill_main(args[1:]))
     if args[:1] == ["logs"]:
         from actors.app.remote.logs_cli import main as logs_main
 
+        end_of_start()
         sys.exit(logs_main(args[1:]))
     if args[:1] in (["exec"], ["attach"]):
         from actors.app.remote.stream_cli import main as stream_main
 
+        end_of_start()
         sys.exit(stream_main(args))
     if args[:1] == ["port-forward"]:
         from actors.app.remote.portforward import main as forward_main
 
+        end_of_start()
         sys.exit(forward_main(args))
     sys.exit(app_main(args))
 

@@ -14,12 +14,11 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
 from actors.app.cgroups import start_pod_cgroups
-from actors.app.cluster import cluster_from_flags
 from actors.app.eviction_setup import wire_eviction
 from actors.app.feature_gates import EVENTED_PLEG, enabled
 from actors.app.flags import KubeletFlags
@@ -37,7 +36,6 @@ from actors.core.timers import TimerService
 from actors.core.trace.recording import RecordingClock, RecordingInterceptor
 from actors.core.trace.writer import TraceWriter
 from actors.kubelet import names, tree
-from actors.kubelet.cluster.context import Cluster
 from actors.kubelet.events import DispatchRecorder
 from actors.kubelet.messages import GetPods, RuntimePod
 from actors.kubelet.metrics import KubeletMetrics
@@ -53,12 +51,15 @@ from runtime.cri.service import CRIRuntime
 from runtime.cri.types import ContainerStatus
 from runtime.errors import CRINotFound
 from runtime.ids import ContainerID
-from runtime.kubeapi.objects import WatchingObjects
 from runtime.kuberuntime.host_paths import HOST_PATHS_TARGET, HostPaths, NodeHostPaths
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.object_source import ObjectSource
 from runtime.pod.model import Pod
 from runtime.status.types import PodStatus
+
+if TYPE_CHECKING:  # cluster mode's modules are imported only with --kubeconfig
+    from actors.kubelet.cluster.context import Cluster
+    from runtime.kubeapi.objects import WatchingObjects
 
 ASK_TIMEOUT = 5.0
 EXIT_OK, EXIT_SUPERVISOR_GAVE_UP = 0, 1
@@ -168,7 +169,11 @@ def start_kubelet(
     """
     real_clock = clock or RealClock()
     metrics = KubeletMetrics()
-    cluster = cluster_from_flags(flags, real_clock, node_ip)
+    cluster: Cluster | None = None
+    if flags.kubeconfig:
+        from actors.app.cluster import cluster_from_flags
+
+        cluster = cluster_from_flags(flags, real_clock, node_ip)
     if cluster is not None:
         node_ip = cluster.node.node_ip  # status.hostIP is the Node's InternalIP
     sources = Sources(flags.node_name, flags.pod_manifest_path, flags.manifest_url,
@@ -219,6 +224,8 @@ def start_kubelet(
     watching: WatchingObjects | None = None
     objects: ObjectSource | None = None
     if cluster is not None:
+        from runtime.kubeapi.objects import WatchingObjects
+
         watching = WatchingObjects(cluster.client, real_clock)
         watching.start_services()
         source: ObjectSource = watching

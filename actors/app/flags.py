@@ -7,7 +7,7 @@ import ipaddress
 import os
 import socket
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
@@ -23,7 +23,6 @@ from actors.kubelet.garbage_collector import GCSettings
 from runtime.cm.names import DRIVERS
 from runtime.errors import ConfigError
 from runtime.eviction.api import EvictionConfig
-from runtime.kubeapi.nodestatus import Taint, parse_taints
 from runtime.kuberuntime.log_rotation import (
     DEFAULT_MAX_FILES,
     DEFAULT_MAX_SIZE,
@@ -34,6 +33,9 @@ from runtime.kuberuntime.log_rotation import (
 )
 from runtime.pod.admission import sysctl_allowlist_error
 from runtime.pod.validation import validate_labels
+
+if TYPE_CHECKING:
+    from runtime.kubeapi.nodestatus import Taint
 
 DEFAULT_ROOT_DIR = "/var/lib/kubelet-actors"
 DEFAULT_ADDRESS = "127.0.0.1"
@@ -328,6 +330,17 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
     return parser
 
 
+def _taints(value: str | tuple[Taint, ...] | list[Taint]) -> tuple[Taint, ...]:
+    """--register-with-taints (text) or registerWithTaints (parsed by the config file)."""
+    if not isinstance(value, str):
+        return tuple(value)
+    if not value:
+        return ()
+    from runtime.kubeapi.nodestatus import parse_taints  # the Node's code: cluster mode's
+
+    return parse_taints(value)
+
+
 def parse_flags(argv: list[str]) -> KubeletFlags:
     """Parse and check flags; argparse exits with usage on syntax, ConfigError on meaning."""
     ns = build_parser().parse_args(argv)
@@ -453,8 +466,7 @@ def parse_flags(argv: list[str]) -> KubeletFlags:
         seccomp_default=ns.seccomp_default,
         kubeconfig=os.path.abspath(ns.kubeconfig) if ns.kubeconfig else "",
         register_node=bool(ns.kubeconfig) if ns.register_node is None else ns.register_node,
-        register_with_taints=parse_taints(ns.register_with_taints)
-        if isinstance(ns.register_with_taints, str) else tuple(ns.register_with_taints),
+        register_with_taints=_taints(ns.register_with_taints),
         node_status_update_frequency=ns.node_status_update_frequency,
         node_status_report_frequency=ns.node_status_report_frequency,
         volume_stats_agg_period=ns.volume_stats_agg_period,

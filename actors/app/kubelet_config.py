@@ -10,15 +10,17 @@ import argparse
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from actors.app.durations import parse_duration
 from actors.app.eviction_setup import CONFIG_FIELDS as EVICTION_FIELDS
 from runtime.errors import ConfigError
-from runtime.kubeapi.nodestatus import Taint, parse_taints
 from runtime.pod.admission import sysctl_allowlist_error
+
+if TYPE_CHECKING:
+    from runtime.kubeapi.nodestatus import Taint
 
 API_VERSION = "kubelet.config.k8s.io/v1beta1"
 KIND = "KubeletConfiguration"
@@ -88,6 +90,8 @@ def _feature_gates(value: Any) -> str:
 
 def _taints(value: Any) -> list[Taint]:
     """registerWithTaints: a list of core/v1 Taints (key, value, effect)."""
+    from runtime.kubeapi.nodestatus import parse_taints  # the Node's code: cluster mode's
+
     if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
         raise TypeError("expected a list of taints (key, value, effect)")
     text = ",".join(f"{t.get('key', '')}"

@@ -16,6 +16,7 @@ from actors.app.node import node_ip, node_settings, this_node
 from actors.app.report import print_json, print_table
 from actors.app.root_lock import hold_root_dir
 from actors.app.runonce import RunOnce
+from actors.app.startup import end_of_start
 from runtime.clock import RealClock
 from runtime.cri.client import CRIClient
 from runtime.errors import ConfigError, CRIError, KubeletError
@@ -117,6 +118,7 @@ def run_daemon(flags: KubeletFlags) -> int:
             open_runtime(flags, must_answer=False) as (client, embedded):
         kubelet = start_kubelet(flags, client, node_ip(flags), embedded,
                                 runtime_endpoint=client.endpoint)
+        end_of_start()
         return run_until_signalled(kubelet)
 
 
@@ -129,7 +131,10 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     configure_logging(flags.log_level, flags.log_format == "json")
     try:
-        return run_once(flags) if flags.runonce else run_daemon(flags)
+        if flags.runonce:
+            end_of_start()
+            return run_once(flags)
+        return run_daemon(flags)
     except KubeletError as err:
         print(f"kubelet-actors: {err}", file=sys.stderr)
         return EXIT_RUNTIME

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -21,12 +21,6 @@ from actors.core.dispatch import ActorRef, Dispatch
 from actors.core.supervision import ChildSpec
 from actors.core.timers import Timers
 from actors.kubelet import names
-from actors.kubelet.cluster.context import Cluster
-from actors.kubelet.cluster.event_writer import EventWriter
-from actors.kubelet.cluster.lease import LeaseActor
-from actors.kubelet.cluster.node_status import NodeStatusActor
-from actors.kubelet.cluster.pod_source import APISource
-from actors.kubelet.cluster.pod_writer import PodWriter
 from actors.kubelet.events import DispatchRecorder, EventsActor
 from actors.kubelet.eviction import EvictionManager, EvictionSettings
 from actors.kubelet.garbage_collector import GarbageCollector, GCSettings
@@ -65,6 +59,9 @@ container start, the worker reads the pod's status again after its sync, the PLE
 changed the runtime asks the PLEG to relist (SyncChangedRuntime), whose event brings the new
 status through the next sync, as upstream's PLEG and cache do; task starts (all of them
 the kubelet's own) make no relist of their own."""
+
+if TYPE_CHECKING:  # the cluster actors are imported in children(), in cluster mode only
+    from actors.kubelet.cluster.context import Cluster
 
 
 class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -244,6 +241,11 @@ def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
             {"metrics": p.metrics, "events": events})))
     cluster = p.cluster
     if cluster is not None:
+        from actors.kubelet.cluster.event_writer import EventWriter
+        from actors.kubelet.cluster.lease import LeaseActor
+        from actors.kubelet.cluster.node_status import NodeStatusActor
+        from actors.kubelet.cluster.pod_writer import PodWriter
+
         # Writers before the pod source: a new writer is told every API pod again by
         # the source that rest_for_one restarts after it.
         tree += [
@@ -266,6 +268,8 @@ def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
         tree.append((names.SOURCE_HTTP, lambda n: Construct(
             HTTPSource, (p.dispatch, sources.manifest_url, sources.node_name, p.clock, n))))
     if cluster is not None and sources is not None and sources.api:
+        from actors.kubelet.cluster.pod_source import APISource
+
         tree.append((names.SOURCE_API, lambda n: Construct(
             APISource, (p.dispatch, p.clock, cluster, n))))
     if p.config.stats and p.stats is not None:

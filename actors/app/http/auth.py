@@ -30,13 +30,15 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import falcon
 from loguru import logger
 
 from runtime import errors
-from runtime.kubeapi.client import KubeClient, Resource
+
+if TYPE_CHECKING:  # the API client is loaded only in cluster mode (APIReviews)
+    from runtime.kubeapi.client import KubeClient
 
 ANONYMOUS = "system:anonymous"
 UNAUTHENTICATED = "system:unauthenticated"
@@ -45,10 +47,6 @@ AUTHENTICATED = "system:authenticated"
 AuthorizationMode = Literal["AlwaysAllow", "Webhook"]
 ALWAYS_ALLOW: AuthorizationMode = "AlwaysAllow"
 WEBHOOK: AuthorizationMode = "Webhook"
-
-TOKEN_REVIEWS = Resource("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", False)
-SUBJECT_ACCESS_REVIEWS = Resource("authorization.k8s.io", "v1", "subjectaccessreviews",
-                                  "SubjectAccessReview", False)
 
 PEER_SUBJECT = "kubelet_actors.peer_subject"
 """WSGI environ key: the verified client certificate's subject (``ssl.getpeercert()``
@@ -119,15 +117,21 @@ class APIReviews:
     """Reviews POSTed to the API server with the kubelet's own client."""
 
     def __init__(self, client: KubeClient) -> None:
+        from runtime.kubeapi.client import Resource
+
         self._client = client
+        self._token_reviews = Resource("authentication.k8s.io", "v1", "tokenreviews",
+                                       "TokenReview", False)
+        self._access_reviews = Resource("authorization.k8s.io", "v1", "subjectaccessreviews",
+                                        "SubjectAccessReview", False)
 
     def token_review(self, token: str) -> Mapping[str, Any]:
-        answer = self._client.create(TOKEN_REVIEWS, {"spec": {"token": token}})
+        answer = self._client.create(self._token_reviews, {"spec": {"token": token}})
         status: Mapping[str, Any] = answer.get("status") or {}
         return status
 
     def subject_access_review(self, spec: Mapping[str, Any]) -> Mapping[str, Any]:
-        answer = self._client.create(SUBJECT_ACCESS_REVIEWS, {"spec": dict(spec)})
+        answer = self._client.create(self._access_reviews, {"spec": dict(spec)})
         status: Mapping[str, Any] = answer.get("status") or {}
         return status
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import ssl
+from typing import TYPE_CHECKING
 
 from actors.app.flags import KubeletFlags
 from actors.app.http.auth import ALWAYS_ALLOW, WEBHOOK, APIReviews, AuthSettings, KubeletAuth
 from actors.app.http.tls import TLSSettings, server_context, serving_pair
 from runtime.errors import ConfigError
-from runtime.kubeapi.client import KubeClient
+
+if TYPE_CHECKING:
+    from runtime.kubeapi.client import KubeClient
 
 
 def main_port_security(
