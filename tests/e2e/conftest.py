@@ -21,6 +21,7 @@ into test failures.
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
@@ -45,6 +46,7 @@ from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
 from runtime.errors import CRINotFound
 from runtime.ids import ContainerID, SandboxID
+from tests.helpers import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -111,9 +113,17 @@ def _remove_new_pod_cgroups(before: set[tuple[str, ...]]) -> None:
     """A test that leaves pods running (as SIGTERM does) leaves their cgroups when the
     pods are removed behind the daemon's back: remove those, now empty."""
     manager = CgroupFS("cgroupfs")
+
+    def destroyed(name: tuple[str, ...]) -> bool:
+        manager.destroy(name)
+        return True
+
     for name in _pod_cgroups() - before:
         if not manager.pids(name):
-            manager.destroy(name)
+            # A container's own cgroup may stay busy (EBUSY) a moment after its removal,
+            # while its shim tears it down: try again until it goes.
+            wait_for(functools.partial(destroyed, name), 10.0,
+                     f"the pod cgroup {'/'.join(name)} to be removable", ignore=(OSError,))
 
 
 def _remove_new(
