@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ from actors.app.explain_cli import (
 from actors.app.root_lock import LOCK_NAME
 from actors.core.trace.reader import read_trace
 from actors.kubelet.explain import known_pods
+from tests.helpers import wait_for
 
 TRACES = Path(__file__).resolve().parents[2] / "traces"
 KEPT = sorted(p.parent for p in TRACES.glob("*/trace-*.jsonl"))
@@ -98,10 +98,7 @@ def test_the_daemon_s_trace_dir_from_its_command_line(tmp_path: Path) -> None:
         [sys.executable, "-c", "import pathlib, sys, time; pathlib.Path(sys.argv[1]).touch();"
          " time.sleep(60)", str(ready), "--trace-dir", "rel/trace"], cwd=tmp_path)
     try:
-        deadline = time.monotonic() + 30
-        while not ready.exists():
-            assert time.monotonic() < deadline, "the stand-in did not start"
-            time.sleep(0.01)
+        wait_for(ready.exists, 30.0, "the stand-in to start")
         (tmp_path / LOCK_NAME).write_text(str(stand_in.pid))
         assert daemon_trace_dir(str(tmp_path)) == str(tmp_path / "rel" / "trace")
     finally:
