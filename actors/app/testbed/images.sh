@@ -240,7 +240,9 @@ cmd_serve() {
     else
         write_registry_config
         log "serve: starting docker-registry on $REGISTRY_ADDR (log $REGISTRY_LOG)"
-        setsid docker-registry serve "$REGISTRY_CONFIG" >>"$REGISTRY_LOG" 2>&1 </dev/null &
+        # 9>&-: the registry must not inherit the flock below, or it holds it for its whole life
+        # and every later images.sh (status, push, stop) waits on it for ever.
+        setsid docker-registry serve "$REGISTRY_CONFIG" >>"$REGISTRY_LOG" 2>&1 </dev/null 9>&- &
         pid=$!
         echo "$pid" >"$REGISTRY_PID"
         disown "$pid" 2>/dev/null || true
