@@ -19,6 +19,7 @@ from runtime.clock import FakeClock
 from runtime.containerd.events import EventKind, EventSink, RuntimeEvent
 from runtime.ids import ContainerID, PodUID
 from runtime.testing.fake_runtime import FakeRuntime
+from tests.helpers import wait_for
 from tests.unit.kubelet.test_pleg import _pod
 from tests.unit.kubelet.test_pleg_evented import FakeSubscription, Rig, _connected, _wait_relists
 
@@ -64,6 +65,10 @@ def test_a_task_start_no_sync_made_is_relisted_after_a_while(rig: Rig) -> None:
     settled = _connected(rig)
     _sandbox, container = _pod(rig.fake, "stray", "web")
     rig.sink.on_event(RuntimeEvent(EventKind.STARTED, container, 0))
+    # The event reaches the PLEG through its mailbox: the clock may move only once the PLEG
+    # has set its check (under load it may not have yet when the call above returns).
+    due = rig.clock.monotonic() + UNKNOWN_START_DELAY
+    wait_for(lambda: rig.timers.next_due() == due, 10.0, "the PLEG's check of the start")
     assert rig.settle() == settled
     rig.timers.advance(UNKNOWN_START_DELAY)
     relisted = _wait_relists(rig, settled + 1)[-1]
