@@ -268,8 +268,9 @@ class DaemonProc:
         ]
 
     def start(self) -> None:
+        command = self.command()  # makes the work dir the log goes in
         with self.log_path.open("ab") as log:
-            self.proc = subprocess.Popen(self.command(), cwd=self.repo, stdout=log,
+            self.proc = subprocess.Popen(command, cwd=self.repo, stdout=log,
                                          stderr=subprocess.STDOUT,
                                          env={**os.environ, "PYTHONPATH": str(self.repo)})
         deadline = time.monotonic() + 30
