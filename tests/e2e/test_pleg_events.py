@@ -34,9 +34,9 @@ class Collected:
         with self._lock:
             self.events.append(event)
 
-    def on_connected(self) -> None:
+    def on_connected(self, source: str) -> None:
         with self._lock:
-            self.states.append("connected")
+            self.states.append(f"connected: {source}")
 
     def on_lost(self, reason: str) -> None:
         with self._lock:
@@ -64,7 +64,8 @@ def test_containerd_events_drive_the_pleg_of_a_running_daemon(
     daemon = Daemon(workdir, manifests, "--container-runtime-endpoint", containerd.endpoint,
                     "--trace-dir", str(trace_dir))
     try:
-        wait_for(lambda: sink.states == ["connected"], 10.0, "the test's own subscription")
+        wait_for(lambda: sink.states == ["connected: containerd"], 10.0,
+                 "the test's own subscription")
         daemon.start()
         wait_for(lambda: "runtime events flowing" in daemon.log(), 30.0, "the PLEG's stream")
         (manifests / "exits.yaml").write_text(
@@ -84,7 +85,7 @@ def test_containerd_events_drive_the_pleg_of_a_running_daemon(
     finally:
         daemon.stop()
         subscription.stop()
-    assert sink.states == ["connected"]  # never lost while containerd ran
+    assert sink.states == ["connected: containerd"]  # never lost while containerd ran
 
     # In the daemon's trace, the relist that found the container dead was made on an
     # event (the PLEG's RelistNow to itself), not on its once-a-second tick.

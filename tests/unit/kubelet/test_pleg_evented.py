@@ -98,7 +98,7 @@ def rig() -> Iterator[Rig]:
 
 def _connected(rig: Rig) -> int:
     """Open the stream and let its settle relist pass; how many relists that made."""
-    rig.sink.on_connected()
+    rig.sink.on_connected("containerd")
     first = _wait_relists(rig, 1)[0]
     assert first.evented and [e.type for e in first.events] == [EventType.POD_SYNC] * len(
         first.pods)
@@ -163,12 +163,15 @@ def test_ticks_relist_only_every_evented_period_while_events_flow(rig: Rig) -> N
 
 def test_a_lost_stream_falls_back_to_relisting_every_tick(rig: Rig) -> None:
     settled = _connected(rig)
+    exposed = generate_latest(rig.metrics.registry).decode()
+    assert 'kubelet_actors_runtime_events_source{source="containerd"} 1.0' in exposed
     rig.sink.on_lost("event stream UNAVAILABLE: gone")
     lost = _wait_relists(rig, settled + 1)[-1]
     assert not lost.evented
     exposed = generate_latest(rig.metrics.registry).decode()
     assert "kubelet_evented_pleg_connection_success_count_total 1.0" in exposed
     assert "kubelet_evented_pleg_connection_error_count_total 1.0" in exposed
+    assert 'kubelet_actors_runtime_events_source{source="containerd"} 0.0' in exposed
     for n in range(3):
         rig.tick()
         _wait_relists(rig, settled + 2 + n)
