@@ -1,5 +1,7 @@
-"""The event-driven PLEG on the real containerd: its events service reports a container's
-start and exit, and the daemon's PLEG relists on the exit event rather than on a tick."""
+"""The event-driven PLEG on the real containerd: containerd 1.6 answers CRI
+GetContainerEvents with UNIMPLEMENTED, so the chooser reads its events service, which reports
+a container's start and exit, and the daemon's PLEG relists on the exit event rather than on
+a tick."""
 
 from __future__ import annotations
 
@@ -13,8 +15,11 @@ import pytest
 from actors.core.trace.names import MESSAGES
 from actors.core.trace.reader import read_trace
 from runtime.containerd.embedded import EmbeddedContainerd
-from runtime.containerd.events import EventKind, EventSubscription, RuntimeEvent
+from runtime.containerd.event_sources import EventSourceChooser
+from runtime.containerd.events import EventKind, RuntimeEvent
 from runtime.cri.client import CRIClient
+from runtime.cri.container_events import CRIEventSubscription
+from runtime.cri.runtime_events import EventSource
 from tests.e2e.daemon import Daemon
 from tests.e2e.test_daemon import manifest
 from tests.helpers import wait_for
@@ -60,14 +65,20 @@ def test_containerd_events_drive_the_pleg_of_a_running_daemon(
     manifests.mkdir(parents=True)
     trace_dir = workdir / "trace"
     sink = Collected()
-    subscription = EventSubscription(containerd.endpoint, sink).start()
+    chooser = EventSourceChooser(containerd.endpoint)
+    subscription = chooser(sink)
     daemon = Daemon(workdir, manifests, "--container-runtime-endpoint", containerd.endpoint,
                     "--trace-dir", str(trace_dir))
     try:
         wait_for(lambda: sink.states == ["connected: containerd"], 10.0,
                  "the test's own subscription")
         daemon.start()
+        assert chooser.known_source == EventSource.CONTAINERD  # 1.6: no GetContainerEvents
         wait_for(lambda: "runtime events flowing" in daemon.log(), 30.0, "the PLEG's stream")
+        assert "answered CRI GetContainerEvents with UNIMPLEMENTED" in daemon.log()
+        assert "runtime events flowing (from containerd)" in daemon.log()
+        wait_for(lambda: 'kubelet_actors_runtime_events_source{source="containerd"} 1.0'
+                 in daemon.get("/metrics")[1], 10.0, "the source in /metrics")
         (manifests / "exits.yaml").write_text(
             manifest("exits", "sleep 2; exit 3", policy="Never"))
         name = "exits-e2e-node"
@@ -98,3 +109,23 @@ def test_containerd_events_drive_the_pleg_of_a_running_daemon(
     cause = by_id[died[0]["parent"]]
     assert MESSAGES.short(cause["type"]) == "RelistNow", cause
     assert died[0]["body"]["evented"] is True
+    connected = [r for r in trace.messages()
+                 if MESSAGES.short(r["type"]) == "RuntimeEventsConnected"]
+    assert connected and all(r["body"]["source"] == "containerd" for r in connected)
+
+
+def test_containerd_1_6_answers_get_container_events_unimplemented(
+    containerd: EmbeddedContainerd
+) -> None:
+    """What the chooser relies on: the first call is answered at once with UNIMPLEMENTED
+    (no connection comes and goes); without a fallback the subscription keeps retrying."""
+    sink = Collected()
+    subscription = CRIEventSubscription(containerd.endpoint, sink, retry_first=0.05,
+                                        retry_max=0.1).start()
+    try:
+        wait_for(lambda: len(sink.states) >= 2, 20.0, "two refused calls")
+    finally:
+        subscription.stop()
+    assert sink.events == []
+    assert all(s.startswith("lost: GetContainerEvents UNIMPLEMENTED") for s in sink.states), (
+        sink.states)

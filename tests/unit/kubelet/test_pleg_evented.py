@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import msgspec
 import pytest
 from prometheus_client import generate_latest
 
@@ -13,8 +14,9 @@ from actors.core.dispatch import Dispatch
 from actors.core.messages import Tick
 from actors.core.testing import Inbox
 from actors.core.timers import ManualTimers
+from actors.core.trace.names import MESSAGES
 from actors.kubelet import names
-from actors.kubelet.messages import EventType, Relisted
+from actors.kubelet.messages import EventType, Relisted, RuntimeEventsConnected
 from actors.kubelet.metrics import KubeletMetrics
 from actors.kubelet.pleg import (
     EVENTED_RELIST_PERIOD,
@@ -221,3 +223,10 @@ def _envelope(topic: str, payload: object) -> pb.Envelope:
 def test_containerd_envelopes_decode_to_runtime_events(
         envelope: pb.Envelope, event: RuntimeEvent | None) -> None:
     assert decode(envelope) == event
+
+
+def test_an_older_trace_s_connection_message_rebuilds_without_a_source() -> None:
+    # Traces recorded before the PLEG learnt its events' source have an empty body.
+    rebuilt: object = msgspec.convert({}, MESSAGES.resolve("RuntimeEventsConnected"))
+    assert rebuilt == RuntimeEventsConnected("")
+    assert msgspec.convert({"source": "cri"}, RuntimeEventsConnected).source == "cri"
