@@ -30,8 +30,12 @@ PROBE, RETRY_FIRST, RETRY_MAX = 0.05, 0.01, 0.05
 """Short waits for these tests: a stream counts as open 50 ms after its call."""
 
 
-def chooser_of(endpoint: str) -> EventSourceChooser:
-    return EventSourceChooser(endpoint, probe_window=PROBE, retry_first=RETRY_FIRST,
+REFUSAL_PROBE = 3.0
+"""Where a test expects refusals: long enough for a refusal never to count as open."""
+
+
+def chooser_of(endpoint: str, probe_window: float = PROBE) -> EventSourceChooser:
+    return EventSourceChooser(endpoint, probe_window=probe_window, retry_first=RETRY_FIRST,
                               retry_max=RETRY_MAX)
 
 
@@ -218,7 +222,7 @@ def test_unimplemented_at_the_first_call_chooses_containerds_events(socket_dir: 
     # UNIMPLEMENTED, as containerd 1.6 does.
     events = ContainerdEvents()
     served = serve(socket_dir, api_grpc.RuntimeServiceServicer(), events)  # type: ignore[abstract]
-    chooser = chooser_of(served.endpoint)
+    chooser = chooser_of(served.endpoint, REFUSAL_PROBE)
     first, second = Collected(), Collected()
     subscriptions = [chooser(first)]
     try:
@@ -241,9 +245,34 @@ def test_unimplemented_at_the_first_call_chooses_containerds_events(socket_dir: 
     wait_for(no_event_threads, 5.0, "the streams' threads to end")
 
 
+def test_a_late_unimplemented_on_the_first_call_still_chooses_containerd(
+        socket_dir: Path) -> None:
+    # A slow runtime's refusal may come after the call counted as open: the connection is
+    # taken back before containerd's service is read.
+    runtime = EventsRuntime()  # type: ignore[abstract]  # serves GetContainerEvents only
+    events = ContainerdEvents()
+    served = serve(socket_dir, runtime, events)
+    chooser = chooser_of(served.endpoint)
+    sink = Collected()
+    subscription = chooser(sink)
+    try:
+        wait_for(lambda: sink.seen()[0] == ["connected: cri"], 10.0, "the call counted open")
+        runtime.send(grpc.StatusCode.UNIMPLEMENTED)
+        wait_for(lambda: len(sink.seen()[0]) == 3, 10.0, "the switch to containerd")
+    finally:
+        subscription.stop()
+        served.server.stop(None)
+    assert sink.seen()[0] == [
+        "connected: cri", "lost: GetContainerEvents UNIMPLEMENTED: ended by the test",
+        "connected: containerd"]
+    assert chooser.known_source == EventSource.CONTAINERD
+    assert runtime.calls() == 1
+    wait_for(no_event_threads, 5.0, "the streams' threads to end")
+
+
 def test_a_runtime_with_neither_stream_stays_lost(socket_dir: Path) -> None:
     served = serve(socket_dir, api_grpc.RuntimeServiceServicer())  # type: ignore[abstract]
-    chooser = chooser_of(served.endpoint)
+    chooser = chooser_of(served.endpoint, REFUSAL_PROBE)
     sink = Collected()
     subscription = chooser(sink)
     try:
@@ -254,6 +283,8 @@ def test_a_runtime_with_neither_stream_stays_lost(socket_dir: Path) -> None:
     states, events = sink.seen()
     assert chooser.known_source == EventSource.CONTAINERD
     assert events == []
+    # A refused call never counts as open: no connected/lost flapping (the PLEG relists
+    # every tick throughout), and the back-off grows.
     assert states and all(s.startswith("lost: event stream UNIMPLEMENTED") for s in states)
     wait_for(no_event_threads, 5.0, "the stream's thread to end")
 
