@@ -43,7 +43,7 @@ from actors.kubelet.pod_worker import WorkerTiming
 from actors.kubelet.sync_loop import GetHealth, GetRunningPods, SyncLoopSettings
 from actors.kubelet.tree import KubeletParts, ReplayConfig, Sources
 from runtime.clock import Clock, RealClock
-from runtime.containerd.events import containerd_subscriptions
+from runtime.containerd.event_sources import EventSourceChooser
 from runtime.containerd.managed import ManagedContainerd
 from runtime.cri.instrumented import Timing
 from runtime.cri.intercept import Interceptor, intercept
@@ -239,7 +239,7 @@ def start_kubelet(
                                  host_paths=host_paths,
                                  reuse_image_status=config.lean_start)
     timers = TimerService(dispatch, real_clock)
-    events = (containerd_subscriptions(runtime_endpoint)
+    events = (EventSourceChooser(runtime_endpoint)
               if runtime_endpoint and enabled(flags.feature_gates, EVENTED_PLEG) else None)
     parts = KubeletParts(dispatch, timers, clock, instrumented, manager, config, metrics,
                          containerd, sources, cluster=cluster, stats=stats_parts,

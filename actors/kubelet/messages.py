@@ -100,7 +100,7 @@ class Relisted:
 @message("RuntimeEventSeen")
 @dataclass(frozen=True, slots=True)
 class RuntimeEventSeen:
-    """The runtime's event stream reported a container change (runtime.containerd.events)."""
+    """The runtime's event stream reported a container change (runtime.cri.runtime_events)."""
 
     kind: str  # an EventKind value: "/tasks/exit", "/tasks/start", ...
     container_id: str
@@ -110,6 +110,8 @@ class RuntimeEventSeen:
 @dataclass(frozen=True, slots=True)
 class RuntimeEventsConnected:
     """The runtime's event stream is (again) open: the PLEG may relist less often."""
+
+    source: str = ""  # an EventSource value: "cri", "containerd"; "" in older traces
 
 
 @message("RuntimeEventsLost")

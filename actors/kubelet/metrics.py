@@ -41,6 +41,10 @@ class KubeletMetrics:
         self.evented_pleg_connection_error = Counter(
             "kubelet_evented_pleg_connection_error_count", "The number of errors encountered "
             "during the establishment of streaming connection with the runtime.", registry=r)
+        self.runtime_events_source = Gauge(
+            "kubelet_actors_runtime_events_source", "1 for the source of the runtime event "
+            "stream the PLEG holds open (cri: GetContainerEvents; containerd: its events "
+            "service), 0 once it is lost.", ["source"], registry=r)
         self.runtime_operations = Counter(
             "kubelet_runtime_operations", "Cumulative number of runtime operations by "
             "operation type.", ["operation_type"], registry=r)

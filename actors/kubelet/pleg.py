@@ -6,7 +6,8 @@ The result goes to the supervisor as one Relisted message: the events, and every
 runtime holds (for orphan clean-up and /runningpods/).
 
 Event-driven, as upstream's evented PLEG: while the runtime's event stream is up
-(runtime.containerd.events; its thread tells this actor RuntimeEventSeen), each event
+(CRI GetContainerEvents, or containerd's events service where the runtime lacks it:
+runtime.containerd.event_sources; its thread tells this actor RuntimeEventSeen), each event
 makes a relist at once, so an exit reaches the sync loop in milliseconds rather than at
 the next 1 s tick; the ticks then relist only every EVENTED_RELIST_PERIOD as a safety net.
 The runtime's own view may trail its event by a little (containerd's CRI plugin handles the
@@ -49,10 +50,10 @@ from actors.kubelet.messages import (
 )
 from actors.kubelet.metrics import KubeletMetrics
 from runtime.clock import Clock
-from runtime.containerd.events import (
+from runtime.cri.runtime_events import (
     EventKind,
-    EventSubscription,
     RuntimeEvent,
+    Subscription,
     SubscriptionFactory,
 )
 from runtime.cri.service import RuntimeService
@@ -204,8 +205,8 @@ class _TellPLEG:
     def on_event(self, event: RuntimeEvent) -> None:
         self._tell(RuntimeEventSeen(event.kind.value, event.container_id))
 
-    def on_connected(self) -> None:
-        self._tell(RuntimeEventsConnected())
+    def on_connected(self, source: str) -> None:
+        self._tell(RuntimeEventsConnected(source))
 
     def on_lost(self, reason: str) -> None:
         self._tell(RuntimeEventsLost(reason))
@@ -232,7 +233,8 @@ class PLEG(Actor):
         self._timers = timers
         self._events = runtime_events  # None: no stream (a replay, or none configured)
         self._metrics = metrics
-        self._subscription: EventSubscription | None = None
+        self._subscription: Subscription | None = None
+        self._source = ""  # where the open stream's events come from
         self._states: dict[PodUID, dict[ContainerID, PlegState]] | None = None
         self._evented = False
         self._last_relist: float | None = None
@@ -291,11 +293,14 @@ class PLEG(Actor):
             self.relist()
             self._check_expected()
         elif isinstance(message, RuntimeEventsConnected):
-            _log.info("PLEG: runtime events flowing; relisting every {:.0f}s as a safety net",
-                      EVENTED_RELIST_PERIOD)
+            _log.info("PLEG: runtime events flowing (from {}); relisting every {:.0f}s as a "
+                      "safety net", message.source or "the runtime", EVENTED_RELIST_PERIOD)
             self._evented = True
+            self._source = message.source
             if self._metrics is not None:
                 self._metrics.evented_pleg_connection_success.inc()
+                if message.source:
+                    self._metrics.runtime_events_source.labels(message.source).set(1)
             self._queue_relist("events connected")
             if self._timers is not None:
                 self._timers.once(SETTLE_DELAY, self.name, RelistNow("settle"))
@@ -306,6 +311,8 @@ class PLEG(Actor):
             self._evented = False
             if self._metrics is not None:
                 self._metrics.evented_pleg_connection_error.inc()
+                if self._source:
+                    self._metrics.runtime_events_source.labels(self._source).set(0)
             self._queue_relist("events lost")
         else:
             return super().handle(message)

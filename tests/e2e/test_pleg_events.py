@@ -1,5 +1,7 @@
-"""The event-driven PLEG on the real containerd: its events service reports a container's
-start and exit, and the daemon's PLEG relists on the exit event rather than on a tick."""
+"""The event-driven PLEG on the real containerd: containerd 1.6 answers CRI
+GetContainerEvents with UNIMPLEMENTED, so the chooser reads its events service, which reports
+a container's start and exit, and the daemon's PLEG relists on the exit event rather than on
+a tick."""
 
 from __future__ import annotations
 
@@ -13,8 +15,11 @@ import pytest
 from actors.core.trace.names import MESSAGES
 from actors.core.trace.reader import read_trace
 from runtime.containerd.embedded import EmbeddedContainerd
-from runtime.containerd.events import EventKind, EventSubscription, RuntimeEvent
+from runtime.containerd.event_sources import EventSourceChooser
+from runtime.containerd.events import EventKind, RuntimeEvent
 from runtime.cri.client import CRIClient
+from runtime.cri.container_events import CRIEventSubscription
+from runtime.cri.runtime_events import EventSource
 from tests.e2e.daemon import Daemon
 from tests.e2e.test_daemon import manifest
 from tests.helpers import wait_for
@@ -34,9 +39,9 @@ class Collected:
         with self._lock:
             self.events.append(event)
 
-    def on_connected(self) -> None:
+    def on_connected(self, source: str) -> None:
         with self._lock:
-            self.states.append("connected")
+            self.states.append(f"connected: {source}")
 
     def on_lost(self, reason: str) -> None:
         with self._lock:
@@ -45,6 +50,15 @@ class Collected:
     def of(self, container_id: str) -> list[RuntimeEvent]:
         with self._lock:
             return [e for e in self.events if e.container_id == container_id]
+
+
+def after_choice(states: list[str]) -> list[str]:
+    """The states after the chooser's: a refusal slower than the probe window shows first
+    as a CRI connection taken back."""
+    if states[:1] == ["connected: cri"] and states[1:2] and states[1].startswith(
+            "lost: GetContainerEvents UNIMPLEMENTED"):
+        return states[2:]
+    return states
 
 
 def _container_id(pod: dict[str, Any]) -> str:
@@ -60,13 +74,20 @@ def test_containerd_events_drive_the_pleg_of_a_running_daemon(
     manifests.mkdir(parents=True)
     trace_dir = workdir / "trace"
     sink = Collected()
-    subscription = EventSubscription(containerd.endpoint, sink).start()
+    chooser = EventSourceChooser(containerd.endpoint)
+    subscription = chooser(sink)
     daemon = Daemon(workdir, manifests, "--container-runtime-endpoint", containerd.endpoint,
                     "--trace-dir", str(trace_dir))
     try:
-        wait_for(lambda: sink.states == ["connected"], 10.0, "the test's own subscription")
+        wait_for(lambda: after_choice(sink.states) == ["connected: containerd"], 10.0,
+                 "the test's own subscription")
         daemon.start()
+        assert chooser.known_source == EventSource.CONTAINERD  # 1.6: no GetContainerEvents
         wait_for(lambda: "runtime events flowing" in daemon.log(), 30.0, "the PLEG's stream")
+        assert "answered CRI GetContainerEvents with UNIMPLEMENTED" in daemon.log()
+        assert "runtime events flowing (from containerd)" in daemon.log()
+        wait_for(lambda: 'kubelet_actors_runtime_events_source{source="containerd"} 1.0'
+                 in daemon.get("/metrics")[1], 10.0, "the source in /metrics")
         (manifests / "exits.yaml").write_text(
             manifest("exits", "sleep 2; exit 3", policy="Never"))
         name = "exits-e2e-node"
@@ -84,7 +105,8 @@ def test_containerd_events_drive_the_pleg_of_a_running_daemon(
     finally:
         daemon.stop()
         subscription.stop()
-    assert sink.states == ["connected"]  # never lost while containerd ran
+    # never lost while containerd ran
+    assert after_choice(sink.states) == ["connected: containerd"]
 
     # In the daemon's trace, the relist that found the container dead was made on an
     # event (the PLEG's RelistNow to itself), not on its once-a-second tick.
@@ -97,3 +119,23 @@ def test_containerd_events_drive_the_pleg_of_a_running_daemon(
     cause = by_id[died[0]["parent"]]
     assert MESSAGES.short(cause["type"]) == "RelistNow", cause
     assert died[0]["body"]["evented"] is True
+    connected = [r for r in trace.messages()
+                 if MESSAGES.short(r["type"]) == "RuntimeEventsConnected"]
+    assert connected and all(r["body"]["source"] == "containerd" for r in connected)
+
+
+def test_containerd_1_6_answers_get_container_events_unimplemented(
+    containerd: EmbeddedContainerd
+) -> None:
+    """What the chooser relies on: the first call is answered at once with UNIMPLEMENTED
+    (no connection comes and goes); without a fallback the subscription keeps retrying."""
+    sink = Collected()
+    subscription = CRIEventSubscription(containerd.endpoint, sink, probe_window=5.0,
+                                        retry_first=0.05, retry_max=0.1).start()
+    try:
+        wait_for(lambda: len(sink.states) >= 2, 20.0, "two refused calls")
+    finally:
+        subscription.stop()
+    assert sink.events == []
+    assert all(s.startswith("lost: GetContainerEvents UNIMPLEMENTED") for s in sink.states), (
+        sink.states)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import msgspec
 import pytest
 from prometheus_client import generate_latest
 
@@ -13,8 +14,9 @@ from actors.core.dispatch import Dispatch
 from actors.core.messages import Tick
 from actors.core.testing import Inbox
 from actors.core.timers import ManualTimers
+from actors.core.trace.names import MESSAGES
 from actors.kubelet import names
-from actors.kubelet.messages import EventType, Relisted
+from actors.kubelet.messages import EventType, Relisted, RuntimeEventsConnected
 from actors.kubelet.metrics import KubeletMetrics
 from actors.kubelet.pleg import (
     EVENTED_RELIST_PERIOD,
@@ -98,7 +100,7 @@ def rig() -> Iterator[Rig]:
 
 def _connected(rig: Rig) -> int:
     """Open the stream and let its settle relist pass; how many relists that made."""
-    rig.sink.on_connected()
+    rig.sink.on_connected("containerd")
     first = _wait_relists(rig, 1)[0]
     assert first.evented and [e.type for e in first.events] == [EventType.POD_SYNC] * len(
         first.pods)
@@ -163,12 +165,15 @@ def test_ticks_relist_only_every_evented_period_while_events_flow(rig: Rig) -> N
 
 def test_a_lost_stream_falls_back_to_relisting_every_tick(rig: Rig) -> None:
     settled = _connected(rig)
+    exposed = generate_latest(rig.metrics.registry).decode()
+    assert 'kubelet_actors_runtime_events_source{source="containerd"} 1.0' in exposed
     rig.sink.on_lost("event stream UNAVAILABLE: gone")
     lost = _wait_relists(rig, settled + 1)[-1]
     assert not lost.evented
     exposed = generate_latest(rig.metrics.registry).decode()
     assert "kubelet_evented_pleg_connection_success_count_total 1.0" in exposed
     assert "kubelet_evented_pleg_connection_error_count_total 1.0" in exposed
+    assert 'kubelet_actors_runtime_events_source{source="containerd"} 0.0' in exposed
     for n in range(3):
         rig.tick()
         _wait_relists(rig, settled + 2 + n)
@@ -218,3 +223,10 @@ def _envelope(topic: str, payload: object) -> pb.Envelope:
 def test_containerd_envelopes_decode_to_runtime_events(
         envelope: pb.Envelope, event: RuntimeEvent | None) -> None:
     assert decode(envelope) == event
+
+
+def test_an_older_trace_s_connection_message_rebuilds_without_a_source() -> None:
+    # Traces recorded before the PLEG learnt its events' source have an empty body.
+    rebuilt: object = msgspec.convert({}, MESSAGES.resolve("RuntimeEventsConnected"))
+    assert rebuilt == RuntimeEventsConnected("")
+    assert msgspec.convert({"source": "cri"}, RuntimeEventsConnected).source == "cri"
