@@ -32,25 +32,9 @@ def _string(value: Any) -> str:
     return value
 
 
-def _port(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"expected an integer, got {type(value).__name__}")
-    if not 0 <= value <= 65535:
-        raise ValueError("must be between 0 and 65535")
-    return value
-
-
 def _integer(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"expected an integer, got {type(value).__name__}")
-    return value
-
-
-def _positive(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"expected an integer, got {type(value).__name__}")
-    if value < 1:
-        raise ValueError("must be at least 1")
     return value
 
 
@@ -151,6 +135,10 @@ _SECURITY_FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
         "authorization_webhook_cache_unauthorized_ttl", _duration),
 }
 
+_CRASH_LOOP_FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "crashLoopBackOff.maxContainerRestartPeriod": ("max_container_restart_period", _duration),
+}
+
 SPREAD = "*"
 """The destination of a block whose converter returns several flag destinations."""
 
@@ -161,11 +149,11 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "containerRuntimeEndpoint": ("container_runtime_endpoint", _string),
     "podLogsDir": ("pod_logs_dir", _string),
     "address": ("address", _string),
-    "port": ("port", _port),
-    "readOnlyPort": ("read_only_port", _port),
-    "healthzPort": ("healthz_port", _port),
+    "port": ("port", _integer),
+    "readOnlyPort": ("read_only_port", _integer),
+    "healthzPort": ("healthz_port", _integer),
     "healthzBindAddress": ("healthz_bind_address", _string),
-    "maxPods": ("max_pods", _positive),
+    "maxPods": ("max_pods", _integer),
     "syncFrequency": ("sync_frequency", _duration),
     "fileCheckFrequency": ("file_check_frequency", _duration),
     "httpCheckFrequency": ("http_check_frequency", _duration),
@@ -185,7 +173,7 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "nodeStatusUpdateFrequency": ("node_status_update_frequency", _duration),
     "nodeStatusReportFrequency": ("node_status_report_frequency", _duration),
     "volumeStatsAggPeriod": ("volume_stats_agg_period", _duration),
-    "nodeLeaseDurationSeconds": ("node_lease_duration_seconds", _positive),
+    "nodeLeaseDurationSeconds": ("node_lease_duration_seconds", _integer),
     "nodeStatusMaxImages": ("node_status_max_images", _integer),
     "containerLogMaxSize": ("container_log_max_size", _string),
     "containerLogMaxFiles": ("container_log_max_files", _integer),
@@ -199,9 +187,7 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "imageGCLowThresholdPercent": ("image_gc_low_threshold", _integer),
     "imageMinimumGCAge": ("minimum_image_ttl_duration", _duration),
     "imageMaximumGCAge": ("image_maximum_gc_age", _duration),
-    "crashLoopBackOff": (SPREAD, lambda v: _block(v, {
-        "crashLoopBackOff.maxContainerRestartPeriod": (
-            "max_container_restart_period", _duration)}, "crashLoopBackOff")),
+    "crashLoopBackOff": (SPREAD, lambda v: _block(v, _CRASH_LOOP_FIELDS, "crashLoopBackOff")),
     "evictionMaxPodGracePeriod": ("eviction_max_pod_grace_period", _integer),
     "evictionPressureTransitionPeriod": ("eviction_pressure_transition_period", _duration),
     **EVICTION_FIELDS,
@@ -209,6 +195,13 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "authorization": (SPREAD, lambda v: _block(v, _SECURITY_FIELDS, "authorization")),
 }
 
+
+FIELD_OF_DEST: dict[str, str] = {
+    dest: field
+    for table in (FIELDS, _SECURITY_FIELDS, _CRASH_LOOP_FIELDS)
+    for field, (dest, _) in table.items() if dest != SPREAD
+}
+"""Each setting's KubeletConfiguration field, by flag destination (nested ones dotted)."""
 
 PATH_FIELDS = frozenset({"staticPodPath", "podLogsDir", "resolvConf", "tlsCertFile",
                          "tlsPrivateKeyFile"})
