@@ -17,7 +17,7 @@ from actors.app.feature_gates import DEFAULTS as GATE_DEFAULTS
 from actors.app.feature_gates import parse_feature_gates
 from actors.app.gc_flags import add_gc_flags, gc_settings, max_container_restart_period
 from actors.app.gostrconv import parse_bool
-from actors.app.kubelet_config import FIELD_OF_DEST, load_kubelet_config
+from actors.app.kubelet_config import DEST_OF_FIELD, load_kubelet_config
 from actors.app.origins import Origins, flag_names
 from actors.core.trace.writer import DEFAULT_MAX_FILES as TRACE_MAX_FILES
 from actors.kubelet.garbage_collector import GCSettings
@@ -45,7 +45,6 @@ DEFAULT_PORT = 10250
 """The main (HTTPS) port's defaults, as upstream's: where local clients find the daemon."""
 DEFAULT_POD_LOGS_DIR = "/var/log/pods"
 DEFAULT_PAUSE_IMAGE = "localhost:5000/kubelet-actors/pause:3.9"
-DEST_OF_FIELD = {field: dest for dest, field in FIELD_OF_DEST.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,11 +358,7 @@ def _merged(argv: list[str]) -> tuple[argparse.Namespace, Origins]:
     ns = parser.parse_args(argv)
     set_by_file: set[str] = set()
     if ns.config:
-        try:
-            from_file, ignored = load_kubelet_config(ns.config)
-        except ConfigError as err:
-            raise ConfigError(f"--config {err}", file=err.file, field=err.field,
-                              rule=err.rule) from err
+        from_file, ignored = load_kubelet_config(ns.config)
         given = vars(build_parser(only_given=True).parse_args(argv))
         for dest, value in from_file.items():
             if dest not in given:
@@ -420,7 +415,8 @@ def _checked(ns: argparse.Namespace) -> KubeletFlags:
         # Upstream lets 0 through ("must not be a negative number"); a node here runs a pod.
         raise _invalid("maxPods", f"invalid configuration: maxPods (--max-pods) {ns.max_pods} "
                                   "must be greater than 0")
-    _check_positive_periods(ns, ("syncFrequency", "fileCheckFrequency", "httpCheckFrequency"))
+    _check_positive_periods(ns, ("syncFrequency", "fileCheckFrequency", "httpCheckFrequency",
+                                 "runtimeRequestTimeout"))
     for name, address in (("address", ns.address),
                           ("healthzBindAddress", ns.healthz_bind_address)):
         try:
@@ -592,5 +588,5 @@ def _security_defaults(ns: argparse.Namespace) -> None:
                  else "authorization.mode")
         raise ConfigError("--authentication-token-webhook and --authorization-mode=Webhook "
                           "need --kubeconfig: the reviews go to the API server", field=field,
-                          rule="authentication.webhook.enabled and authorization.mode Webhook "
-                               "need --kubeconfig: the reviews go to the API server")
+                          rule="token webhook authentication and Webhook authorization need "
+                               "--kubeconfig: the reviews go to the API server")

@@ -83,8 +83,8 @@ def _taints(value: Any) -> list[Taint]:
                     + f":{t.get('effect', '')}" for t in value)
     try:
         return list(parse_taints(text, "registerWithTaints"))
-    except ConfigError as err:
-        raise ValueError(str(err)) from err
+    except ConfigError as err:  # the caller names the file and field
+        raise ValueError(str(err).removeprefix("registerWithTaints: ")) from err
 
 
 def _sysctl_patterns(value: Any) -> list[str]:
@@ -202,9 +202,17 @@ FIELD_OF_DEST: dict[str, str] = {
     for field, (dest, _) in table.items() if dest != SPREAD
 }
 """Each setting's KubeletConfiguration field, by flag destination (nested ones dotted)."""
+DEST_OF_FIELD = {field: dest for dest, field in FIELD_OF_DEST.items()}
 
 PATH_FIELDS = frozenset({"staticPodPath", "podLogsDir", "resolvConf", "tlsCertFile",
                          "tlsPrivateKeyFile"})
+
+
+def config_error(path: str, field: str, rule: str) -> ConfigError:
+    """The --config file's value of ``field`` (dotted when nested; "" for the file as a
+    whole) breaks ``rule``: the one wording of an error about the file's values."""
+    where = f"--config {path}: {field}" if field else f"--config {path}"
+    return ConfigError(f"{where}: {rule}", file=path, field=field, rule=rule)
 
 
 def load_kubelet_config(path: str) -> tuple[dict[str, Any], tuple[str, ...]]:
@@ -212,20 +220,18 @@ def load_kubelet_config(path: str) -> tuple[dict[str, Any], tuple[str, ...]]:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
-        raise ConfigError(f"{path}: cannot read: {err}", file=path) from err
+        raise config_error(path, "", f"cannot read: {err}") from err
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: invalid YAML: {err}", file=path) from err
+        raise config_error(path, "", f"invalid YAML: {err}") from err
     if not isinstance(document, dict):
-        raise ConfigError(f"{path}: expected a KubeletConfiguration object", file=path)
+        raise config_error(path, "", "expected a KubeletConfiguration object")
     kind, version = document.get("kind"), document.get("apiVersion")
     if kind != KIND:
-        raise ConfigError(f'{path}: kind: expected "{KIND}", got {kind!r}', file=path,
-                          field="kind")
+        raise config_error(path, "kind", f'expected "{KIND}", got {kind!r}')
     if version != API_VERSION:
-        raise ConfigError(f'{path}: apiVersion: expected "{API_VERSION}", got {version!r}',
-                          file=path, field="apiVersion")
+        raise config_error(path, "apiVersion", f'expected "{API_VERSION}", got {version!r}')
     values: dict[str, Any] = {}
     ignored: list[str] = []
     for field, value in document.items():
@@ -238,7 +244,10 @@ def load_kubelet_config(path: str) -> tuple[dict[str, Any], tuple[str, ...]]:
         try:
             converted = convert(value)
         except (TypeError, ValueError) as err:
-            raise ConfigError(f"{path}: {field}: {err}", file=path, field=field) from err
+            where, rule = field, str(err)
+            if dest == SPREAD and rule.startswith(f"{field}."):  # a nested field's own error
+                where, _, rule = rule.partition(": ")
+            raise config_error(path, where, rule) from err
         if dest == SPREAD:
             values.update(converted)
             ca = values.get("client_ca_file")

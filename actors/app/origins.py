@@ -15,7 +15,7 @@ import contextlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from actors.app.kubelet_config import FIELD_OF_DEST
+from actors.app.kubelet_config import DEST_OF_FIELD, FIELD_OF_DEST, config_error
 from runtime.errors import ConfigError
 
 
@@ -39,20 +39,16 @@ class Origins:
     flag_of: Mapping[str, str]  # flag destination -> "--flag"
 
     def where(self, dest: str) -> str:
-        """Where ``dest``'s value came from, as an error message starts."""
-        field = FIELD_OF_DEST.get(dest, dest)
-        if dest in self.from_file:
-            return f"--config {self.config}: {field}"
-        return self.flag_of.get(dest, field)
+        """The flag that sets ``dest`` (its field when it has none), as an error starts."""
+        return self.flag_of.get(dest, FIELD_OF_DEST.get(dest, dest))
 
     def locate(self, err: ConfigError) -> ConfigError:
         """``err`` saying where its value came from; unchanged if it names no field."""
-        dest = _DEST_OF_FIELD.get(err.field)
+        dest = DEST_OF_FIELD.get(err.field)
         if dest is None:
             return err
         if dest in self.from_file:
-            return ConfigError(f"{self.where(dest)}: {err.rule}", file=self.config,
-                               field=err.field, rule=err.rule)
+            return config_error(self.config, err.field, err.rule)
         flag = self.flag_of.get(dest, "")
         if flag and f"({flag})" in err.rule:
             # Upstream's "invalid configuration: maxPods (--max-pods) ..." names its flag.
@@ -72,5 +68,3 @@ class Origins:
                 raise
             raise located from err
 
-
-_DEST_OF_FIELD = {field: dest for dest, field in FIELD_OF_DEST.items()}

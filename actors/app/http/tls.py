@@ -82,11 +82,11 @@ class TLSSettings:
 def check_settings(settings: TLSSettings) -> None:
     """ConfigError for what upstream's flag validation refuses."""
     if bool(settings.cert_file) != bool(settings.key_file):
-        missing = "tlsPrivateKeyFile" if settings.cert_file else "tlsCertFile"
+        given = "tlsCertFile" if settings.cert_file else "tlsPrivateKeyFile"
         raise ConfigError("--tls-cert-file and --tls-private-key-file go together: give both "
-                          "or neither", field=missing,
-                          rule="tlsCertFile and tlsPrivateKeyFile go together: give both or "
-                               "neither")
+                          "or neither", field=given,
+                          rule="a serving certificate and its private key go together: give "
+                               "both or neither")
     if settings.min_version and settings.min_version not in TLS_VERSIONS:
         # upstream's words (cliflag.TLSVersion), then the names it takes
         rule = (f'unknown tls version "{settings.min_version}" (one of '
