@@ -117,14 +117,18 @@ class ConfigError(KubeletError):
     the flag's error with ``raise ... from``, keeping ``file`` and ``field``. ``rule`` is
     the rule broken, in upstream's words, without where the value came from (the message
     when not given): actors.app.origins puts the flag or file and field in front of it.
+    ``related`` are the other fields a rule between fields names (imageGCLowThresholdPercent
+    must be less than imageGCHighThresholdPercent): the error is reported at whichever of
+    them the file set.
     """
 
     def __init__(self, message: str, *, file: str = "", field: str = "",
-                 rule: str = "") -> None:
+                 rule: str = "", related: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.file = file
         self.field = field
         self.rule = rule or message
+        self.related = related
 
 
 # --- the API server ----------------------------------------------------------------------

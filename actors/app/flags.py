@@ -356,10 +356,10 @@ def _merged(argv: list[str]) -> tuple[argparse.Namespace, Origins]:
     """The flags with the --config file's values under them, and where each came from."""
     parser = build_parser()
     ns = parser.parse_args(argv)
+    given = frozenset(vars(build_parser(only_given=True).parse_args(argv)))
     set_by_file: set[str] = set()
     if ns.config:
         from_file, ignored = load_kubelet_config(ns.config)
-        given = vars(build_parser(only_given=True).parse_args(argv))
         for dest, value in from_file.items():
             if dest not in given:
                 setattr(ns, dest, value)
@@ -367,7 +367,7 @@ def _merged(argv: list[str]) -> tuple[argparse.Namespace, Origins]:
         if ignored:
             logger.warning("--config {}: not supported by kubelet-actors, ignored: {}",
                            ns.config, ", ".join(ignored))
-    return ns, Origins(ns.config, frozenset(set_by_file), flag_names(parser))
+    return ns, Origins(ns.config, frozenset(set_by_file), given, flag_names(parser))
 
 
 def _invalid(field: str, rule: str) -> ConfigError:
@@ -432,8 +432,9 @@ def _checked(ns: argparse.Namespace) -> KubeletFlags:
         raise _invalid("podCIDR", f'"{ns.pod_cidr}": {err}') from err
     if ns.cgroup_root and not ns.cgroup_root.startswith("/") and not (
             ns.cgroup_driver == "systemd" and ns.cgroup_root.endswith(".slice")):
-        raise _invalid("cgroupRoot", f'"{ns.cgroup_root}": must be an absolute cgroup path '
-                                     "(or a .slice with --cgroup-driver=systemd)")
+        raise ConfigError(f'"{ns.cgroup_root}": must be an absolute cgroup path (or a .slice '
+                          "with --cgroup-driver=systemd)", field="cgroupRoot",
+                          related=("cgroupDriver",))
     _check_tls(ns)
     node = (ns.node_name or socket.gethostname()).lower()
     gates = parse_feature_gates(ns.feature_gates)

@@ -31,11 +31,12 @@ def flag_names(parser: argparse.ArgumentParser) -> dict[str, str]:
 
 @dataclass(frozen=True, slots=True)
 class Origins:
-    """Which settings the ``config`` file set (and no flag overrode), and each setting's
-    flag; every other setting came from its flag or its default."""
+    """Which settings the ``config`` file set (and no flag overrode), which the command
+    line set, and each setting's flag; the others have their defaults."""
 
     config: str
     from_file: frozenset[str]  # flag destinations
+    from_flags: frozenset[str]
     flag_of: Mapping[str, str]  # flag destination -> "--flag"
 
     def where(self, dest: str) -> str:
@@ -44,18 +45,21 @@ class Origins:
 
     def locate(self, err: ConfigError) -> ConfigError:
         """``err`` saying where its value came from; unchanged if it names no field."""
-        dest = DEST_OF_FIELD.get(err.field)
-        if dest is None:
+        if err.field not in DEST_OF_FIELD:
             return err
+        # A rule between fields is reported at the one that was set, the field first.
+        field = next((f for f in (err.field, *err.related)
+                      if DEST_OF_FIELD.get(f) in self.from_file | self.from_flags), err.field)
+        dest = DEST_OF_FIELD[field]
         if dest in self.from_file:
-            return config_error(self.config, err.field, err.rule)
+            return config_error(self.config, field, err.rule)
         flag = self.flag_of.get(dest, "")
         if flag and f"({flag})" in err.rule:
             # Upstream's "invalid configuration: maxPods (--max-pods) ..." names its flag.
             message = err.rule
         else:
             message = f"{self.where(dest)}: {err.rule}"
-        return ConfigError(message, field=err.field, rule=err.rule)
+        return ConfigError(message, field=field, rule=err.rule)
 
     @contextlib.contextmanager
     def located(self) -> Iterator[None]:

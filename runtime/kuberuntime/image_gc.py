@@ -58,7 +58,7 @@ class ImageGCPolicy:
                 f"invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) "
                 f"{self.low_threshold} must be less than imageGCHighThresholdPercent "
                 f"(--image-gc-high-threshold) {self.high_threshold}",
-                field="imageGCLowThresholdPercent")
+                field="imageGCLowThresholdPercent", related=("imageGCHighThresholdPercent",))
         if self.min_age < 0:
             raise ConfigError(f"invalid configuration: imageMinimumGCAge "
                               f"{go_duration(self.min_age)} must not be negative",
@@ -71,7 +71,7 @@ class ImageGCPolicy:
             raise ConfigError(f"invalid configuration: imageMaximumGCAge "
                               f"{go_duration(self.max_age)} must be greater than "
                               f"imageMinimumGCAge {go_duration(self.min_age)}",
-                              field="imageMaximumGCAge")
+                              field="imageMaximumGCAge", related=("imageMinimumGCAge",))
 
 
 @dataclass(frozen=True, slots=True)

@@ -204,6 +204,26 @@ def test_a_flag_overriding_the_file_s_bad_value_is_not_reported(tmp_path: Path) 
     assert [t.signal for t in flags.eviction.thresholds] == ["memory.available"]
 
 
+@pytest.mark.parametrize(("body", "argv", "where"), [
+    # a rule between two fields is reported where the value that was set came from
+    ("imageGCHighThresholdPercent: 50\n", [], "--config {config}: imageGCHighThresholdPercent: "),
+    ("imageGCHighThresholdPercent: 50\n", ["--image-gc-low-threshold", "60"],
+     "invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) 60"),
+    ("imageMinimumGCAge: 2h\n", ["--image-maximum-gc-age", "1h"],
+     "--image-maximum-gc-age: invalid configuration: imageMaximumGCAge 1h0m0s"),
+    ("imageMinimumGCAge: 2h\nimageMaximumGCAge: 1h\n", [],
+     "--config {config}: imageMaximumGCAge: "),
+    ("cgroupDriver: systemd\ncgroupRoot: kube\n", [], "--config {config}: cgroupRoot: "),
+    ("cgroupDriver: systemd\n", ["--cgroup-root", "kube"], '--cgroup-root: "kube": '),
+])
+def test_a_rule_between_fields_is_reported_where_a_value_was_set(
+        tmp_path: Path, body: str, argv: list[str], where: str) -> None:
+    config = write_config(tmp_path, body)
+    with pytest.raises(ConfigError) as caught:
+        parse_flags([*BASE, "--config", str(config), *argv])
+    assert str(caught.value).startswith(where.format(config=config)), str(caught.value)
+
+
 def test_the_daemon_refuses_a_bad_file_before_it_starts_anything(tmp_path: Path) -> None:
     """Through the program itself: exit 2 with the error, and no root dir made (the
     embedded containerd and the actors live there), because config is checked first."""
