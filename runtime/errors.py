@@ -114,13 +114,21 @@ class ConfigError(KubeletError):
     The message names what is at fault (the flag, the file and field) and why. ``file``
     is the configuration file and ``field`` its field (``maxPods``, ``kind``), each ""
     when the error is not about one. An error about the file a flag names is wrapped in
-    the flag's error with ``raise ... from``, keeping ``file`` and ``field``.
+    the flag's error with ``raise ... from``, keeping ``file`` and ``field``. ``rule`` is
+    the rule broken, in upstream's words, without where the value came from (the message
+    when not given): actors.app.origins puts the flag or file and field in front of it.
+    ``related`` are the other fields a rule between fields names (imageGCLowThresholdPercent
+    must be less than imageGCHighThresholdPercent): the error is reported at whichever of
+    them the file set.
     """
 
-    def __init__(self, message: str, *, file: str = "", field: str = "") -> None:
+    def __init__(self, message: str, *, file: str = "", field: str = "",
+                 rule: str = "", related: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.file = file
         self.field = field
+        self.rule = rule or message
+        self.related = related
 
 
 # --- the API server ----------------------------------------------------------------------

@@ -64,7 +64,8 @@ def eviction_config(ns: argparse.Namespace) -> EvictionConfig:
         try:
             graces[signal] = parse_duration(text)
         except argparse.ArgumentTypeError as err:
-            raise ConfigError(f"--eviction-soft-grace-period: {err}") from err
+            raise ConfigError(f"--eviction-soft-grace-period: {err}",
+                              field="evictionSoftGracePeriod", rule=str(err)) from err
     return parse_threshold_config(
         parse_map(hard_text, "<", "--eviction-hard"),
         parse_map(ns.eviction_soft, "<", "--eviction-soft"), graces,

@@ -31,16 +31,17 @@ def parse_feature_gates(text: str) -> tuple[tuple[str, bool], ...]:
         name = name.strip()
         if not equals:
             raise ConfigError(f"--feature-gates {text!r}: missing bool value for {name}",
-                              field="featureGates")
+                              field="featureGates", rule=f"missing bool value for {name}")
         if name not in DEFAULTS:
             raise ConfigError(f"--feature-gates: unrecognized feature gate: {name}",
-                              field="featureGates")
+                              field="featureGates", rule=f"unrecognized feature gate: {name}")
         try:
             gates[name] = parse_bool(value.strip())
         except argparse.ArgumentTypeError:
-            raise ConfigError(f"--feature-gates: invalid value of {name}: {value.strip()}, "
-                              f"err: strconv.ParseBool: parsing {value.strip()!r}: invalid "
-                              f"syntax", field="featureGates") from None
+            rule = (f"invalid value of {name}: {value.strip()}, err: strconv.ParseBool: "
+                    f"parsing {value.strip()!r}: invalid syntax")
+            raise ConfigError(f"--feature-gates: {rule}", field="featureGates",
+                              rule=rule) from None
     return tuple(sorted(gates.items()))
 
 

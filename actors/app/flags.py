@@ -17,11 +17,13 @@ from actors.app.feature_gates import DEFAULTS as GATE_DEFAULTS
 from actors.app.feature_gates import parse_feature_gates
 from actors.app.gc_flags import add_gc_flags, gc_settings, max_container_restart_period
 from actors.app.gostrconv import parse_bool
-from actors.app.kubelet_config import load_kubelet_config
+from actors.app.kubelet_config import DEST_OF_FIELD, load_kubelet_config
+from actors.app.origins import Origins, flag_names
 from actors.core.trace.writer import DEFAULT_MAX_FILES as TRACE_MAX_FILES
 from actors.kubelet.garbage_collector import GCSettings
 from runtime.cm.names import DRIVERS
 from runtime.errors import ConfigError
+from runtime.events.v1 import go_duration
 from runtime.eviction.api import EvictionConfig
 from runtime.kuberuntime.log_rotation import (
     DEFAULT_MAX_FILES,
@@ -165,7 +167,8 @@ def parse_allowed_unsafe_sysctls(value: str | list[str]) -> tuple[str, ...]:
     items = value.split(",") if isinstance(value, str) else value
     patterns = tuple(s.strip() for s in items if s.strip())
     if error := sysctl_allowlist_error(patterns):
-        raise ConfigError(f"--allowed-unsafe-sysctls: {error}")
+        raise ConfigError(f"--allowed-unsafe-sysctls: {error}", field="allowedUnsafeSysctls",
+                          rule=error)
     return patterns
 
 
@@ -342,77 +345,97 @@ def _taints(value: str | tuple[Taint, ...] | list[Taint]) -> tuple[Taint, ...]:
 
 
 def parse_flags(argv: list[str]) -> KubeletFlags:
-    """Parse and check flags; argparse exits with usage on syntax, ConfigError on meaning."""
-    ns = build_parser().parse_args(argv)
+    """Parse and check flags; argparse exits with usage on syntax, ConfigError on meaning
+    (naming the flag, or the --config file and field, that set the value at fault)."""
+    ns, origins = _merged(argv)
+    with origins.located():
+        return _checked(ns)
+
+
+def _merged(argv: list[str]) -> tuple[argparse.Namespace, Origins]:
+    """The flags with the --config file's values under them, and where each came from."""
+    parser = build_parser()
+    ns = parser.parse_args(argv)
+    given = frozenset(vars(build_parser(only_given=True).parse_args(argv)))
+    set_by_file: set[str] = set()
     if ns.config:
-        try:
-            from_file, ignored = load_kubelet_config(ns.config)
-        except ConfigError as err:
-            raise ConfigError(f"--config {err}", file=err.file, field=err.field) from err
-        given = vars(build_parser(only_given=True).parse_args(argv))
+        from_file, ignored = load_kubelet_config(ns.config)
         for dest, value in from_file.items():
             if dest not in given:
                 setattr(ns, dest, value)
+                set_by_file.add(dest)
         if ignored:
             logger.warning("--config {}: not supported by kubelet-actors, ignored: {}",
                            ns.config, ", ".join(ignored))
+    return ns, Origins(ns.config, frozenset(set_by_file), given, flag_names(parser))
+
+
+def _invalid(field: str, rule: str) -> ConfigError:
+    """A merged setting breaks ``rule`` (upstream's words); Origins says where it came from."""
+    return ConfigError(rule, field=field)
+
+
+def _checked(ns: argparse.Namespace) -> KubeletFlags:
+    """The merged settings, checked as upstream checks them (ValidateKubeletConfiguration
+    and the managers' constructors), as KubeletFlags."""
     endpoint = ns.container_runtime_endpoint
     if endpoint and not (endpoint.startswith("unix://") or endpoint.startswith("/")):
-        raise ConfigError(
-            f'--container-runtime-endpoint "{endpoint}": only unix sockets are supported '
-            "(unix:///path/to.sock)"
-        )
+        raise _invalid("containerRuntimeEndpoint",
+                       f'"{endpoint}": only unix sockets are supported (unix:///path/to.sock)')
     if ns.runonce and not ns.pod_manifest_path:
         raise ConfigError("--runonce needs --pod-manifest-path: there is nothing to run")
     if not ns.runonce and not (ns.pod_manifest_path or ns.manifest_url or ns.kubeconfig):
         raise ConfigError("give --pod-manifest-path, --manifest-url or --kubeconfig: there is "
                           "nothing to run")
-    for flag, seconds in (("--node-status-update-frequency", ns.node_status_update_frequency),
-                          ("--node-status-report-frequency", ns.node_status_report_frequency)):
-        if seconds <= 0:
-            raise ConfigError(f"{flag} {seconds}: must be more than 0")
+    _check_positive_periods(ns, ("nodeStatusUpdateFrequency", "nodeStatusReportFrequency"))
     lease_seconds = getattr(ns, "node_lease_duration_seconds", 40)
     if ns.node_status_max_images < -1:
-        raise ConfigError("invalid configuration: nodeStatusMaxImages "
-                          f"(--node-status-max-images) {ns.node_status_max_images} must be -1 "
-                          "or greater")
-    if lease_seconds < 1:
-        raise ConfigError(f"nodeLeaseDurationSeconds {lease_seconds}: must be at least 1")
+        raise _invalid("nodeStatusMaxImages", "invalid configuration: nodeStatusMaxImages "
+                       f"(--node-status-max-images) {ns.node_status_max_images} must be -1 "
+                       "or greater")
+    if lease_seconds <= 0:
+        raise _invalid("nodeLeaseDurationSeconds", "invalid configuration: "
+                       "nodeLeaseDurationSeconds must be greater than 0")
     if ns.manifest_url and not ns.manifest_url.startswith(("http://", "https://")):
-        raise ConfigError(f'--manifest-url "{ns.manifest_url}": must be an http:// or https:// URL')
+        raise _invalid("staticPodURL",
+                       f'"{ns.manifest_url}": must be an http:// or https:// URL')
     _security_defaults(ns)
-    for flag, value in (("--port", ns.port), ("--read-only-port", ns.read_only_port),
-                        ("--healthz-port", ns.healthz_port)):
-        if not 0 <= value <= 65535:
-            raise ConfigError(f"{flag} {value}: must be between 0 and 65535")
+    # Upstream's words; here 0 also turns --port off (upstream requires it).
+    for name, flag, value, lowest in (("port", "--port", ns.port, 1),
+                                      ("readOnlyPort", "--read-only-port", ns.read_only_port, 0),
+                                      ("healthzPort", "--healthz-port", ns.healthz_port, 1)):
+        if value != 0 and not 1 <= value <= 65535:
+            raise _invalid(name, f"invalid configuration: {name} ({flag}) {value} must be "
+                                 f"between {lowest} and 65535, inclusive")
     if ns.trace_max_bytes < 4096:
         raise ConfigError(f"--trace-max-bytes {ns.trace_max_bytes}: must be at least 4096")
     if ns.trace_max_files < 1:
         raise ConfigError(f"--trace-max-files {ns.trace_max_files}: must be at least 1")
     if ns.max_pods < 1:
-        raise ConfigError(f"--max-pods {ns.max_pods}: must be at least 1")
-    for flag, seconds in (("--sync-frequency", ns.sync_frequency),
-                          ("--file-check-frequency", ns.file_check_frequency),
-                          ("--http-check-frequency", ns.http_check_frequency)):
-        if seconds <= 0:
-            raise ConfigError(f"{flag} {seconds}: must be more than 0")
-    for flag, address in (("--address", ns.address),
-                          ("--healthz-bind-address", ns.healthz_bind_address)):
+        # Upstream lets 0 through ("must not be a negative number"); a node here runs a pod.
+        raise _invalid("maxPods", f"invalid configuration: maxPods (--max-pods) {ns.max_pods} "
+                                  "must be greater than 0")
+    _check_positive_periods(ns, ("syncFrequency", "fileCheckFrequency", "httpCheckFrequency",
+                                 "runtimeRequestTimeout"))
+    for name, address in (("address", ns.address),
+                          ("healthzBindAddress", ns.healthz_bind_address)):
         try:
             ipaddress.ip_address(address)
         except ValueError as err:
-            raise ConfigError(f'{flag} "{address}": {err}') from err
+            raise _invalid(name, str(err)) from err
     log_rotation = _container_log_settings(ns)
     if ns.runonce_timeout <= 0:
         raise ConfigError(f"--runonce-timeout {ns.runonce_timeout}: must be more than 0")
     try:
         ipaddress.ip_network(ns.pod_cidr)
     except ValueError as err:
-        raise ConfigError(f'--pod-cidr "{ns.pod_cidr}": {err}') from err
+        raise _invalid("podCIDR", f'"{ns.pod_cidr}": {err}') from err
     if ns.cgroup_root and not ns.cgroup_root.startswith("/") and not (
             ns.cgroup_driver == "systemd" and ns.cgroup_root.endswith(".slice")):
-        raise ConfigError(f'--cgroup-root "{ns.cgroup_root}": must be an absolute cgroup path '
-                          "(or a .slice with --cgroup-driver=systemd)")
+        raise ConfigError(f'"{ns.cgroup_root}": must be an absolute cgroup path (or a .slice '
+                          "with --cgroup-driver=systemd)", field="cgroupRoot",
+                          related=("cgroupDriver",))
+    _check_tls(ns)
     node = (ns.node_name or socket.gethostname()).lower()
     gates = parse_feature_gates(ns.feature_gates)
     if ns.node_ip:
@@ -490,27 +513,44 @@ def parse_flags(argv: list[str]) -> KubeletFlags:
     )
 
 
+def _check_positive_periods(ns: argparse.Namespace, fields: tuple[str, ...]) -> None:
+    """Periods that must be more than 0 (upstream's words for draManagerReconcilePeriod)."""
+    for name in fields:
+        seconds = getattr(ns, DEST_OF_FIELD[name])
+        if seconds <= 0:
+            raise _invalid(name, f"invalid configuration: {name} {go_duration(seconds)} "
+                                 "must be greater than zero")
+
+
+def _check_tls(ns: argparse.Namespace) -> None:
+    """The main port's TLS settings, checked now: before anything starts."""
+    from actors.app.http.tls import TLSSettings, check_settings  # cryptography-free
+
+    check_settings(TLSSettings(cert_dir="", node_name="", cert_file=ns.tls_cert_file,
+                               key_file=ns.tls_private_key_file,
+                               min_version=ns.tls_min_version,
+                               cipher_suites=_names(ns.tls_cipher_suites)))
+
+
 def _container_log_settings(ns: argparse.Namespace) -> dict[str, Any]:
     """The container log rotation flags (and config-file-only fields), checked in
     upstream's words (NewContainerLogManager, ValidateKubeletConfiguration)."""
     try:
         max_size = parse_max_size(ns.container_log_max_size)
     except ValueError as err:
-        raise ConfigError(f"--container-log-max-size: {err}",
-                          field="containerLogMaxSize") from err
+        raise _invalid("containerLogMaxSize", str(err)) from err
     if ns.container_log_max_files <= 1:
-        raise ConfigError(f"--container-log-max-files: invalid MaxFiles "
-                          f"{ns.container_log_max_files}, must be > 1",
-                          field="containerLogMaxFiles")
+        raise _invalid("containerLogMaxFiles", "invalid configuration: containerLogMaxFiles "
+                                               "must be greater than 1")
     workers = getattr(ns, "container_log_max_workers", DEFAULT_MAX_WORKERS)
     if workers < 1:
-        raise ConfigError("invalid configuration: containerLogMaxWorkers must be greater "
-                          "than or equal to 1", field="containerLogMaxWorkers")
+        raise _invalid("containerLogMaxWorkers", "invalid configuration: containerLogMaxWorkers "
+                                                 "must be greater than or equal to 1")
     interval = getattr(ns, "container_log_monitor_interval", DEFAULT_MONITOR_INTERVAL)
     if interval < MIN_MONITOR_INTERVAL:
-        raise ConfigError("invalid configuration: containerLogMonitorInterval must be a "
-                          "positive time duration greater than or equal to 3s",
-                          field="containerLogMonitorInterval")
+        raise _invalid("containerLogMonitorInterval", "invalid configuration: "
+                       "containerLogMonitorInterval must be a positive time duration greater "
+                       "than or equal to 3s")
     return {"container_log_max_size": max_size,
             "container_log_max_files": ns.container_log_max_files,
             "container_log_max_workers": workers,
@@ -545,5 +585,9 @@ def _security_defaults(ns: argparse.Namespace) -> None:
             setattr(ns, dest, value)
     if not ns.kubeconfig and (ns.authentication_token_webhook
                               or ns.authorization_mode == "Webhook"):
+        field = ("authentication.webhook.enabled" if ns.authentication_token_webhook
+                 else "authorization.mode")
         raise ConfigError("--authentication-token-webhook and --authorization-mode=Webhook "
-                          "need --kubeconfig: the reviews go to the API server")
+                          "need --kubeconfig: the reviews go to the API server", field=field,
+                          rule="token webhook authentication and Webhook authorization need "
+                               "--kubeconfig: the reviews go to the API server")

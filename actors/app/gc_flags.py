@@ -95,6 +95,6 @@ def max_container_restart_period(ns: argparse.Namespace,
     if not MIN_RESTART_PERIOD <= value <= MAX_RESTART_PERIOD:
         raise ConfigError(f"invalid configuration: CrashLoopBackOff.MaxContainerRestartPeriod "
                           f"(got: {value:g} seconds) must be set between "
-                          f"{MIN_RESTART_PERIOD:g}s and {MAX_RESTART_PERIOD / 60:g}m0s",
+                          f"{MIN_RESTART_PERIOD:g}s and {MAX_RESTART_PERIOD:g}s",
                           field="crashLoopBackOff.maxContainerRestartPeriod")
     return float(value)

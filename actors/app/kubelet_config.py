@@ -32,25 +32,9 @@ def _string(value: Any) -> str:
     return value
 
 
-def _port(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"expected an integer, got {type(value).__name__}")
-    if not 0 <= value <= 65535:
-        raise ValueError("must be between 0 and 65535")
-    return value
-
-
 def _integer(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"expected an integer, got {type(value).__name__}")
-    return value
-
-
-def _positive(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"expected an integer, got {type(value).__name__}")
-    if value < 1:
-        raise ValueError("must be at least 1")
     return value
 
 
@@ -99,8 +83,8 @@ def _taints(value: Any) -> list[Taint]:
                     + f":{t.get('effect', '')}" for t in value)
     try:
         return list(parse_taints(text, "registerWithTaints"))
-    except ConfigError as err:
-        raise ValueError(str(err)) from err
+    except ConfigError as err:  # the caller names the file and field
+        raise ValueError(str(err).removeprefix("registerWithTaints: ")) from err
 
 
 def _sysctl_patterns(value: Any) -> list[str]:
@@ -151,6 +135,10 @@ _SECURITY_FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
         "authorization_webhook_cache_unauthorized_ttl", _duration),
 }
 
+_CRASH_LOOP_FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "crashLoopBackOff.maxContainerRestartPeriod": ("max_container_restart_period", _duration),
+}
+
 SPREAD = "*"
 """The destination of a block whose converter returns several flag destinations."""
 
@@ -161,11 +149,11 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "containerRuntimeEndpoint": ("container_runtime_endpoint", _string),
     "podLogsDir": ("pod_logs_dir", _string),
     "address": ("address", _string),
-    "port": ("port", _port),
-    "readOnlyPort": ("read_only_port", _port),
-    "healthzPort": ("healthz_port", _port),
+    "port": ("port", _integer),
+    "readOnlyPort": ("read_only_port", _integer),
+    "healthzPort": ("healthz_port", _integer),
     "healthzBindAddress": ("healthz_bind_address", _string),
-    "maxPods": ("max_pods", _positive),
+    "maxPods": ("max_pods", _integer),
     "syncFrequency": ("sync_frequency", _duration),
     "fileCheckFrequency": ("file_check_frequency", _duration),
     "httpCheckFrequency": ("http_check_frequency", _duration),
@@ -185,7 +173,7 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "nodeStatusUpdateFrequency": ("node_status_update_frequency", _duration),
     "nodeStatusReportFrequency": ("node_status_report_frequency", _duration),
     "volumeStatsAggPeriod": ("volume_stats_agg_period", _duration),
-    "nodeLeaseDurationSeconds": ("node_lease_duration_seconds", _positive),
+    "nodeLeaseDurationSeconds": ("node_lease_duration_seconds", _integer),
     "nodeStatusMaxImages": ("node_status_max_images", _integer),
     "containerLogMaxSize": ("container_log_max_size", _string),
     "containerLogMaxFiles": ("container_log_max_files", _integer),
@@ -199,9 +187,7 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "imageGCLowThresholdPercent": ("image_gc_low_threshold", _integer),
     "imageMinimumGCAge": ("minimum_image_ttl_duration", _duration),
     "imageMaximumGCAge": ("image_maximum_gc_age", _duration),
-    "crashLoopBackOff": (SPREAD, lambda v: _block(v, {
-        "crashLoopBackOff.maxContainerRestartPeriod": (
-            "max_container_restart_period", _duration)}, "crashLoopBackOff")),
+    "crashLoopBackOff": (SPREAD, lambda v: _block(v, _CRASH_LOOP_FIELDS, "crashLoopBackOff")),
     "evictionMaxPodGracePeriod": ("eviction_max_pod_grace_period", _integer),
     "evictionPressureTransitionPeriod": ("eviction_pressure_transition_period", _duration),
     **EVICTION_FIELDS,
@@ -210,8 +196,23 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
 }
 
 
+FIELD_OF_DEST: dict[str, str] = {
+    dest: field
+    for table in (FIELDS, _SECURITY_FIELDS, _CRASH_LOOP_FIELDS)
+    for field, (dest, _) in table.items() if dest != SPREAD
+}
+"""Each setting's KubeletConfiguration field, by flag destination (nested ones dotted)."""
+DEST_OF_FIELD = {field: dest for dest, field in FIELD_OF_DEST.items()}
+
 PATH_FIELDS = frozenset({"staticPodPath", "podLogsDir", "resolvConf", "tlsCertFile",
                          "tlsPrivateKeyFile"})
+
+
+def config_error(path: str, field: str, rule: str) -> ConfigError:
+    """The --config file's value of ``field`` (dotted when nested; "" for the file as a
+    whole) breaks ``rule``: the one wording of an error about the file's values."""
+    where = f"--config {path}: {field}" if field else f"--config {path}"
+    return ConfigError(f"{where}: {rule}", file=path, field=field, rule=rule)
 
 
 def load_kubelet_config(path: str) -> tuple[dict[str, Any], tuple[str, ...]]:
@@ -219,20 +220,18 @@ def load_kubelet_config(path: str) -> tuple[dict[str, Any], tuple[str, ...]]:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
-        raise ConfigError(f"{path}: cannot read: {err}", file=path) from err
+        raise config_error(path, "", f"cannot read: {err}") from err
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: invalid YAML: {err}", file=path) from err
+        raise config_error(path, "", f"invalid YAML: {err}") from err
     if not isinstance(document, dict):
-        raise ConfigError(f"{path}: expected a KubeletConfiguration object", file=path)
+        raise config_error(path, "", "expected a KubeletConfiguration object")
     kind, version = document.get("kind"), document.get("apiVersion")
     if kind != KIND:
-        raise ConfigError(f'{path}: kind: expected "{KIND}", got {kind!r}', file=path,
-                          field="kind")
+        raise config_error(path, "kind", f'expected "{KIND}", got {kind!r}')
     if version != API_VERSION:
-        raise ConfigError(f'{path}: apiVersion: expected "{API_VERSION}", got {version!r}',
-                          file=path, field="apiVersion")
+        raise config_error(path, "apiVersion", f'expected "{API_VERSION}", got {version!r}')
     values: dict[str, Any] = {}
     ignored: list[str] = []
     for field, value in document.items():
@@ -245,7 +244,10 @@ def load_kubelet_config(path: str) -> tuple[dict[str, Any], tuple[str, ...]]:
         try:
             converted = convert(value)
         except (TypeError, ValueError) as err:
-            raise ConfigError(f"{path}: {field}: {err}", file=path, field=field) from err
+            where, rule = field, str(err)
+            if dest == SPREAD and rule.startswith(f"{field}."):  # a nested field's own error
+                where, _, rule = rule.partition(": ")
+            raise config_error(path, where, rule) from err
         if dest == SPREAD:
             values.update(converted)
             ca = values.get("client_ca_file")

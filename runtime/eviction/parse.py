@@ -25,6 +25,20 @@ from runtime.pod.quantity import parse_quantity
 
 _BINARY_SUFFIXES = ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
 
+CONFIG_FIELD = {
+    "--eviction-hard": "evictionHard",
+    "--eviction-soft": "evictionSoft",
+    "--eviction-soft-grace-period": "evictionSoftGracePeriod",
+    "--eviction-minimum-reclaim": "evictionMinimumReclaim",
+    "--eviction-pressure-transition-period": "evictionPressureTransitionPeriod",
+}
+"""Each eviction flag's KubeletConfiguration field: errors carry it, so the app can say
+whether the flag or the --config file set the value."""
+
+
+def _error(flag: str, rule: str) -> ConfigError:
+    return ConfigError(f"{flag}: {rule}", field=CONFIG_FIELD.get(flag, ""), rule=rule)
+
 
 def parse_map(text: str, separator: str, flag: str) -> dict[str, str]:
     """``k<v,k2<v2`` (upstream's LangleSeparatedMapStringString) or ``k=v,k2=v2``."""
@@ -32,8 +46,8 @@ def parse_map(text: str, separator: str, flag: str) -> dict[str, str]:
     for pair in filter(None, (p.strip() for p in text.split(","))):
         key, sep, value = pair.partition(separator)
         if not sep:
-            raise ConfigError(f'{flag} "{text}": malformed pair "{pair}", expect '
-                              f"string{separator}string")
+            rule = f'"{text}": malformed pair "{pair}", expect string{separator}string'
+            raise ConfigError(f"{flag} {rule}", field=CONFIG_FIELD.get(flag, ""), rule=rule)
         out[key.strip()] = value.strip()
     return out
 
@@ -101,7 +115,7 @@ def _each(flag: str, statements: Mapping[str, str],
         try:
             parse(signal, text)
         except ValueError as err:
-            raise ConfigError(f"{flag}: {err}") from err
+            raise _error(flag, str(err)) from err
 
 
 def parse_threshold_config(
@@ -122,10 +136,10 @@ def parse_threshold_config(
     _each("--eviction-soft", soft, parse_threshold)
     for signal, seconds in graces.items():
         if signal not in SIGNAL_RESOURCE:
-            raise ConfigError(f"--eviction-soft-grace-period: {_unsupported(signal)}")
+            raise _error("--eviction-soft-grace-period", _unsupported(signal))
         if seconds < 0:
-            raise ConfigError(f"--eviction-soft-grace-period: invalid eviction grace period "
-                              f"specified: {seconds:g}s, must be a positive value")
+            raise _error("--eviction-soft-grace-period", f"invalid eviction grace period "
+                         f"specified: {seconds:g}s, must be a positive value")
     _each("--eviction-minimum-reclaim", reclaims, _min_reclaim)
     out: list[Threshold] = []
     for signal, text in hard.items():
@@ -136,13 +150,13 @@ def parse_threshold_config(
         if threshold is None:
             continue
         if signal not in graces:
-            raise ConfigError(f"--eviction-soft-grace-period: grace period must be specified "
-                              f"for the soft eviction threshold {signal}")
+            raise _error("--eviction-soft-grace-period", f"grace period must be specified "
+                         f"for the soft eviction threshold {signal}")
         out.append(Threshold(signal, threshold.value, graces[signal]))
     out = [Threshold(t.signal, t.value, t.grace_period,
                      _min_reclaim(t.signal, reclaims[t.signal]) if t.signal in reclaims
                      else None) for t in out]
     if pressure_transition_period < 0:
-        raise ConfigError(f"--eviction-pressure-transition-period "
-                          f"{pressure_transition_period:g}s: must not be negative")
+        raise _error("--eviction-pressure-transition-period",
+                     f"{pressure_transition_period:g}s: must not be negative")
     return EvictionConfig(tuple(out), pressure_transition_period, max_pod_grace_period)

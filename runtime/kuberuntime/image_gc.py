@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from runtime.errors import ConfigError
+from runtime.events.v1 import go_duration
 
 DEFAULT_HIGH_THRESHOLD = 85
 DEFAULT_LOW_THRESHOLD = 80
@@ -57,14 +58,20 @@ class ImageGCPolicy:
                 f"invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) "
                 f"{self.low_threshold} must be less than imageGCHighThresholdPercent "
                 f"(--image-gc-high-threshold) {self.high_threshold}",
-                field="imageGCLowThresholdPercent")
+                field="imageGCLowThresholdPercent", related=("imageGCHighThresholdPercent",))
+        if self.min_age < 0:
+            raise ConfigError(f"invalid configuration: imageMinimumGCAge "
+                              f"{go_duration(self.min_age)} must not be negative",
+                              field="imageMinimumGCAge")
         if self.max_age < 0:
-            raise ConfigError(f"invalid configuration: imageMaximumGCAge {self.max_age:g}s "
-                              "must not be negative", field="imageMaximumGCAge")
-        if self.max_age and self.max_age < self.min_age:
-            raise ConfigError(f"invalid configuration: imageMaximumGCAge {self.max_age:g}s "
-                              f"must be greater than imageMinimumGCAge {self.min_age:g}s",
+            raise ConfigError(f"invalid configuration: imageMaximumGCAge "
+                              f"{go_duration(self.max_age)} must not be negative",
                               field="imageMaximumGCAge")
+        if self.max_age > 0 and self.max_age <= self.min_age:
+            raise ConfigError(f"invalid configuration: imageMaximumGCAge "
+                              f"{go_duration(self.max_age)} must be greater than "
+                              f"imageMinimumGCAge {go_duration(self.min_age)}",
+                              field="imageMaximumGCAge", related=("imageMinimumGCAge",))
 
 
 @dataclass(frozen=True, slots=True)

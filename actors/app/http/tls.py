@@ -82,15 +82,21 @@ class TLSSettings:
 def check_settings(settings: TLSSettings) -> None:
     """ConfigError for what upstream's flag validation refuses."""
     if bool(settings.cert_file) != bool(settings.key_file):
+        given = "tlsCertFile" if settings.cert_file else "tlsPrivateKeyFile"
         raise ConfigError("--tls-cert-file and --tls-private-key-file go together: give both "
-                          "or neither")
+                          "or neither", field=given,
+                          rule="a serving certificate and its private key go together: give "
+                               "both or neither")
     if settings.min_version and settings.min_version not in TLS_VERSIONS:
-        raise ConfigError(f'--tls-min-version "{settings.min_version}": not one of '
-                          f"{', '.join(TLS_VERSIONS)}")
+        # upstream's words (cliflag.TLSVersion), then the names it takes
+        rule = (f'unknown tls version "{settings.min_version}" (one of '
+                f'{", ".join(TLS_VERSIONS)})')
+        raise ConfigError(f"--tls-min-version: {rule}", field="tlsMinVersion", rule=rule)
     unknown = [s for s in settings.cipher_suites
                if s not in CIPHER_SUITES and s not in TLS13_SUITES]
     if unknown:
-        raise ConfigError(f"--tls-cipher-suites: unknown or unsupported: {', '.join(unknown)}")
+        rule = f"Cipher suite {unknown[0]} not supported or doesn't exist"  # cliflag's
+        raise ConfigError(f"--tls-cipher-suites: {rule}", field="tlsCipherSuites", rule=rule)
 
 
 def serving_pair(settings: TLSSettings) -> tuple[str, str]:

@@ -60,8 +60,8 @@ def test_config_fields_set_the_image_policy(tmp_path: Path) -> None:
      "(--image-gc-high-threshold) 120 must be between 0 and 100, inclusive"),
     (["--image-gc-low-threshold", "90"], "imageGCLowThresholdPercent (--image-gc-low-threshold) "
      "90 must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) 85"),
-    (["--image-maximum-gc-age", "1m"], "imageMaximumGCAge 60s must be greater than "
-     "imageMinimumGCAge 120s"),
+    (["--image-maximum-gc-age", "1m"], "imageMaximumGCAge 1m0s must be greater than "
+     "imageMinimumGCAge 2m0s"),
     (["--kubelet-actors-image-gc-period", "0s"], "--kubelet-actors-image-gc-period 0s: must be "
      "more than 0"),
 ])
@@ -84,7 +84,7 @@ def test_max_container_restart_period_behind_its_gate(tmp_path: Path) -> None:
                        r"CrashLoopBackOff\.MaxContainerRestartPeriod must not be set"):
         parse_flags(["--config", str(_crash_config(tmp_path, "1s", gate=False))])
     with pytest.raises(ConfigError, match=r"CrashLoopBackOff.MaxContainerRestartPeriod \(got: "
-                       r"600 seconds\) must be set between 1s and 5m0s"):
+                       r"600 seconds\) must be set between 1s and 300s"):
         parse_flags(["--config", str(_crash_config(tmp_path, "10m", gate=True))])
 
 

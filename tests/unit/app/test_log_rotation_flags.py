@@ -37,7 +37,8 @@ def test_flags_and_the_config_file(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("argv", "body", "message", "field"), [
     (["--container-log-max-files", "1"], "",
-     "--container-log-max-files: invalid MaxFiles 1, must be > 1", "containerLogMaxFiles"),
+     "--container-log-max-files: invalid configuration: containerLogMaxFiles must be "
+     "greater than 1", "containerLogMaxFiles"),
     (["--container-log-max-size", "10MB"], "",
      '--container-log-max-size: failed to parse container log max size "10MB"',
      "containerLogMaxSize"),

@@ -184,8 +184,8 @@ def test_max_age_zero_never_removes_for_age() -> None:
     (ImageGCPolicy(high_threshold=80, low_threshold=80), "imageGCLowThresholdPercent "
      "(--image-gc-low-threshold) 80 must be less than imageGCHighThresholdPercent "
      "(--image-gc-high-threshold) 80"),
-    (ImageGCPolicy(min_age=120.0, max_age=60.0), "imageMaximumGCAge 60s must be greater than "
-                                                 "imageMinimumGCAge 120s"),
+    (ImageGCPolicy(min_age=120.0, max_age=60.0), "imageMaximumGCAge 1m0s must be greater than "
+                                                 "imageMinimumGCAge 2m0s"),
 ])
 def test_policy_validation(policy: ImageGCPolicy, message: str) -> None:
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):

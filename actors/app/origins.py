@@ -1,0 +1,74 @@
+"""Where each merged setting came from, so that a check's error says it.
+
+Settings are merged from flags and the ``--config`` KubeletConfiguration file (flags win)
+before they are checked. A check raises a ConfigError carrying the setting's
+KubeletConfiguration ``field`` and the broken ``rule`` in upstream's words; ``Origins``
+puts in front of the rule where the value came from: the file and field
+(``--config /etc/kubelet.yaml: evictionHard: ...``) when the file set it, else the flag
+(``--eviction-hard: ...``). This is the one place that knows; the checks do not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+from actors.app.kubelet_config import DEST_OF_FIELD, FIELD_OF_DEST, config_error
+from runtime.errors import ConfigError
+
+
+def flag_names(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """Each flag destination's flag, as the user writes it (its first long name)."""
+    names: dict[str, str] = {}
+    for action in parser._actions:  # argparse has no public list of its flags
+        long = [o for o in action.option_strings if o.startswith("--")]
+        if long and action.dest not in names:
+            names[action.dest] = long[0]
+    return names
+
+
+@dataclass(frozen=True, slots=True)
+class Origins:
+    """Which settings the ``config`` file set (and no flag overrode), which the command
+    line set, and each setting's flag; the others have their defaults."""
+
+    config: str
+    from_file: frozenset[str]  # flag destinations
+    from_flags: frozenset[str]
+    flag_of: Mapping[str, str]  # flag destination -> "--flag"
+
+    def where(self, dest: str) -> str:
+        """The flag that sets ``dest`` (its field when it has none), as an error starts."""
+        return self.flag_of.get(dest, FIELD_OF_DEST.get(dest, dest))
+
+    def locate(self, err: ConfigError) -> ConfigError:
+        """``err`` saying where its value came from; unchanged if it names no field."""
+        if err.field not in DEST_OF_FIELD:
+            return err
+        # A rule between fields is reported at the one that was set, the field first.
+        field = next((f for f in (err.field, *err.related)
+                      if DEST_OF_FIELD.get(f) in self.from_file | self.from_flags), err.field)
+        dest = DEST_OF_FIELD[field]
+        if dest in self.from_file:
+            return config_error(self.config, field, err.rule)
+        flag = self.flag_of.get(dest, "")
+        if flag and f"({flag})" in err.rule:
+            # Upstream's "invalid configuration: maxPods (--max-pods) ..." names its flag.
+            message = err.rule
+        else:
+            message = f"{self.where(dest)}: {err.rule}"
+        return ConfigError(message, field=field, rule=err.rule)
+
+    @contextlib.contextmanager
+    def located(self) -> Iterator[None]:
+        """Checks of merged settings run inside: their ConfigErrors leave located."""
+        try:
+            yield
+        except ConfigError as err:
+            located = self.locate(err)
+            if located is err:
+                raise
+            raise located from err
+
