@@ -38,9 +38,10 @@ DEFAULT_HARD_TEXT = ",".join(f"{k}<{v}" for k, v in DEFAULT_EVICTION_HARD.items(
 
 def add_eviction_flags(add: Any) -> None:
     """The eviction flags, on build_parser's ``add``."""
+    # argparse %-formats help texts: the defaults' % signs are doubled.
     add("--eviction-hard", default=None,
         help="hard eviction thresholds, signal<value,... (default "
-             f"{DEFAULT_HARD_TEXT}; \"\" for none)")
+             f"{DEFAULT_HARD_TEXT.replace('%', '%%')}; \"\" for none)")
     add("--eviction-soft", default="",
         help="soft eviction thresholds, signal<value,...; each needs a grace period")
     add("--eviction-soft-grace-period", default="",

@@ -9,7 +9,7 @@ import pytest
 from loguru import logger
 
 from actors.app.durations import parse_duration
-from actors.app.flags import parse_flags
+from actors.app.flags import build_parser, parse_flags
 from actors.app.main import EXIT_USAGE, main
 from runtime.errors import ConfigError, KubeletError
 
@@ -340,3 +340,9 @@ def test_config_authentication_authorization_and_tls_fields(tmp_path: Path) -> N
                       "authorization: {mode: Sometimes}\n")
     with pytest.raises(ConfigError, match=r"authorization\.mode"):
         parse_flags(["--kubeconfig", str(tmp_path / "kc"), "--config", str(config)])
+
+
+def test_help_lists_every_flag() -> None:
+    """--help formats every flag's help (argparse %-formats it: a bare % broke --help)."""
+    text = build_parser().format_help()
+    assert "--eviction-hard" in text and "nodefs.available<10%" in text
