@@ -40,7 +40,7 @@ class Dispatch:
         self._parents: dict[str, str] = {}
         self._lock = threading.Lock()
         self._next_id = 0
-        self._sender_seq: Counter[str] = Counter()
+        self._sender_seq: Counter[str] = Counter()  # per sender, while recording
         # Both None unless tracing or drilling: then a delivery costs one test each.
         self.recorder = recorder
         self.faults = faults
@@ -66,6 +66,9 @@ class Dispatch:
         with self._lock:
             if parent is None:
                 self._parents.pop(name, None)
+                # Its supervisor forgot it (a pod worker whose pod is gone): so does the
+                # sequence of what it sent, or every pod ever seen would keep a count.
+                self._sender_seq.pop(name, None)
             else:
                 self._parents[name] = parent
 
@@ -103,8 +106,9 @@ class Dispatch:
         with self._lock:
             self._next_id += 1
             delivery = self._next_id
-            self._sender_seq[sender] += 1
-            seq = self._sender_seq[sender]
+            seq = 0
+            if self.recorder is not None:  # only a trace reads it
+                seq = self._sender_seq[sender] = self._sender_seq[sender] + 1
             entry = self._actors.get(to)
             if entry is not None:
                 try:

@@ -186,6 +186,10 @@ class ProbeManager(Actor):
         finally:
             if self._state is not None and (self._touched or self._state_changed):
                 self._save_state()
+            else:
+                # Nowhere to save (a replay, runonce, tests): what a message touched is
+                # of no use past it, and kept it would name every probe ever run.
+                self._touched.clear()
 
     def _handle(self, message: Any) -> Any:
         if isinstance(message, Tick):

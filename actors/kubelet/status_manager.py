@@ -65,6 +65,16 @@ class _Entry:
     basis: tuple[Pod, RuntimePodStatus, PodSyncResult | None, tuple[str, str] | None] | None = None
 
 
+def _forget_removed_containers(entry: _Entry, runtime: RuntimePodStatus) -> None:
+    """Drop the probe results of containers the runtime no longer holds: a crash-looping
+    pod would otherwise keep one per container it ever ran (upstream's prober removes a
+    container's results when its worker moves on to the next container)."""
+    held = {c.id for c in runtime.container_statuses}
+    for table in (entry.readiness, entry.startup):
+        for gone in [cid for cid in table if cid not in held]:
+            del table[gone]
+
+
 def pending_status(pod: Pod, now: float) -> PodStatus:
     """What a pod looks like before its first sync: what the runtime holding nothing of it
     means by upstream's rules (Pending, containers creating or waiting on init)."""
@@ -184,6 +194,7 @@ class StatusManager(Actor):
                 message.pod, pending_status(message.pod, now), _seen_time(message.pod) or now)
         entry.pod = message.pod
         entry.runtime = message.runtime
+        _forget_removed_containers(entry, message.runtime)
         if message.failed_reason and entry.failed is None:
             entry.failed = (message.failed_reason, message.failed_message)
         if message.sync is not None:

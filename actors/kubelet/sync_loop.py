@@ -32,6 +32,7 @@ from actors.kubelet.messages import (
     GetGCPods,
     KillRuntimePod,
     PodForgotten,
+    PodLifecycleEvent,
     PodRejected,
     PodWorkerDone,
     ProbeKind,
@@ -457,11 +458,24 @@ class SyncLoop(SupervisorActor):
             self._metrics.pleg_last_seen.set(self._clock.now())
             self._metrics.running_containers.labels("running").set(relist.running_containers)
             self._metrics.running_pods.set(sum(1 for p in relist.pods if p.running))
+        self._forget_removed_verdicts(relist.events)
         if not self._runtime_ok:
             return
         for uid in dict.fromkeys(e.uid for e in relist.events
                                  if e.type != EventType.CONTAINER_REMOVED):
             self._dispatch_work(uid, UpdateKind.SYNC)
+
+    def _forget_removed_verdicts(self, events: tuple[PodLifecycleEvent, ...]) -> None:
+        """A removed container is never probed again: its verdicts go, or a crash-looping
+        pod would keep one per container it ever ran (upstream's prober removes a
+        container's results when its worker moves on)."""
+        for event in events:
+            entry = self._verdicts.get(event.uid)
+            if entry is None or event.type != EventType.CONTAINER_REMOVED \
+                    or event.container_id is None:
+                continue
+            entry.liveness.pop(event.container_id, None)
+            entry.startup.pop(event.container_id, None)
 
     def _probe(self, verdict: ProbeVerdict) -> None:
         if verdict.uid not in self._desired or verdict.kind == ProbeKind.READINESS:

@@ -37,7 +37,9 @@ from actors.kubelet.eviction import EvictionSettings
 from actors.kubelet.garbage_collector import GCSettings
 from actors.kubelet.log_rotation import LogRotationParts
 from actors.kubelet.messages import SourceSnapshot
+from actors.kubelet.metrics import KubeletMetrics
 from actors.kubelet.pod_worker import WorkerTiming
+from actors.kubelet.probe_metrics import ProbeMetrics
 from actors.kubelet.stats_collector import StatsCache, StatsParts
 from actors.kubelet.sync_loop import SyncLoopSettings, kubelet_child
 from actors.kubelet.tree import KubeletParts, ReplayConfig
@@ -240,7 +242,9 @@ class RecordedNode:
                  probe_state_file: ProbeStateSink | None = None,
                  trace_max_bytes: int = DEFAULT_MAX_BYTES,
                  events: bool = False,
-                 start_path: int = tree.START_PATH) -> None:
+                 start_path: int = tree.START_PATH,
+                 metrics: KubeletMetrics | None = None,
+                 probe_metrics: ProbeMetrics | None = None) -> None:
         # restart_of: a kubelet restarted on the same node (its runtime and clock go on).
         self.fake_clock: FakeClock = (restart_of.fake_clock if restart_of is not None
                                       else FakeClock())
@@ -284,6 +288,7 @@ class RecordedNode:
             self.fake, log_rotation, config.node.pod_logs_dir, now=self.fake_clock.now)
         ) if log_rotation is not None else None
         parts = KubeletParts(d, self.timers, clock, runtime, manager, config,
+                             metrics=metrics, probe_metrics=probe_metrics,
                              executor=self._pool, stats=self.stats,
                              log_rotation=self.log_rotation,
                              probe_state=probe_state_file)
