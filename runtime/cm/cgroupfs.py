@@ -46,17 +46,31 @@ class CgroupManager(Protocol):
         """The processes in the cgroup and its children."""
 
 
+_MOUNT_OPTIONS = frozenset(("rw", "ro", "xattr", "noprefix", "clone_children", "cpuset_v2_mode"))
+"""Options of a v1 cgroup mount that name no controller."""
+
+HYBRID_UNIFIED = "unified"
+"""v1_mounts' key for the cgroup2 hierarchy a hybrid machine mounts beside its v1 ones
+(systemd's /sys/fs/cgroup/unified). runc makes each container's cgroup there too, with
+its parents (the pod's); libcontainer's cgroupfs manager counts it among a cgroup's paths
+in hybrid mode, so the pod's directory there is made and removed with the others."""
+
+
 def v1_mounts(mountinfo: str = "/proc/self/mountinfo") -> dict[str, str]:
-    """Controller -> mount point of every cgroup v1 hierarchy ("name=systemd" too)."""
+    """Controller -> mount point of every cgroup v1 hierarchy ("name=systemd" too), and
+    HYBRID_UNIFIED -> the cgroup2 mount of a hybrid machine."""
     mounts: dict[str, str] = {}
     with open(mountinfo, encoding="utf-8") as f:
         for line in f:
             fields = line.split()
             sep = fields.index("-")
+            if fields[sep + 1] == "cgroup2":
+                mounts.setdefault(HYBRID_UNIFIED, fields[4])
+                continue
             if fields[sep + 1] != "cgroup":
                 continue
             for option in fields[sep + 3].split(","):
-                if option in ("rw", "ro") or ("=" in option and not option.startswith("name=")):
+                if option in _MOUNT_OPTIONS or ("=" in option and not option.startswith("name=")):
                     continue
                 mounts.setdefault(option, fields[4])
     return mounts

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from runtime.cm.cgroupfs import HYBRID_UNIFIED, v1_mounts
 from runtime.cm.oom import BESTEFFORT_OOM_SCORE_ADJ, GUARANTEED_OOM_SCORE_ADJ
 from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
@@ -197,11 +198,17 @@ def test_pod_cgroup_is_removed_after_the_pod_is_deleted(kubelet: Daemon) -> None
     pod = kubelet.wait_running("gone-e2e-node", timeout=90.0)
     cgroup = f"kubepods/burstable/pod{pod['metadata']['uid']}"
     assert (CGROUP / "cpu" / cgroup).is_dir() and (CGROUP / "memory" / cgroup).is_dir()
+    unified_dir = v1_mounts().get(HYBRID_UNIFIED)
+    assert unified_dir is None or (Path(unified_dir) / cgroup).is_dir()
     (kubelet.manifests / "gone.yaml").unlink()
     wait_for(lambda: "gone-e2e-node" not in kubelet.pods(), 60.0, "the pod to go")
-    wait_for(lambda: not any((CGROUP / c / cgroup).exists()
-                             for c in ("cpu", "cpuacct", "cpuset", "memory", "pids")),
-             30.0, f"{cgroup} to be removed")
+    # On a hybrid machine runc makes the pod's directory in the cgroup2 tree too.
+    hierarchies = [CGROUP / c for c in ("cpu", "cpuacct", "cpuset", "memory", "pids")]
+    unified = v1_mounts().get(HYBRID_UNIFIED)
+    if unified is not None:
+        hierarchies.append(Path(unified))
+    wait_for(lambda: not any((h / cgroup).exists() for h in hierarchies),
+             30.0, f"{cgroup} to be removed from {', '.join(map(str, hierarchies))}")
 
 
 def test_containers_terminated_by_oom_killer_have_reason_oomkilled(kubelet: Daemon) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from runtime.clock import FakeClock
 from runtime.cm.aggregate import pod_limits, pod_requests
-from runtime.cm.cgroupfs import CgroupFS
+from runtime.cm.cgroupfs import HYBRID_UNIFIED, CgroupFS, v1_mounts
 from runtime.cm.container_resources import (
     container_hugepage_limits,
     linux_container_resources,
@@ -532,3 +532,32 @@ def test_without_cgroups_per_qos_no_cgroup_parent(tmp_path: Path) -> None:
     assert manager.sync_pod(subject, manager.get_pod_status(PodUID("u-1"), "p", "default")).ok
     sandbox = manager.get_pod_status(PodUID("u-1"), "p", "default").sandbox_statuses[0]
     assert fake.sandbox_config(sandbox.id).cgroup_parent == ""
+
+
+HYBRID_MOUNTINFO = """\
+30 25 0:26 / /sys/fs/cgroup ro,nosuid - tmpfs tmpfs ro,mode=755
+41 30 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+42 30 0:39 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,xattr,name=systemd
+45 30 0:42 / /sys/fs/cgroup/cpu,cpuacct rw,relatime - cgroup cgroup rw,cpu,cpuacct
+46 30 0:43 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
+"""
+
+
+def test_v1_mounts_on_a_hybrid_machine_include_its_cgroup2_hierarchy(tmp_path: Path) -> None:
+    mountinfo = tmp_path / "mountinfo"
+    mountinfo.write_text(HYBRID_MOUNTINFO)
+    assert v1_mounts(str(mountinfo)) == {
+        HYBRID_UNIFIED: "/sys/fs/cgroup/unified", "name=systemd": "/sys/fs/cgroup/systemd",
+        "cpu": "/sys/fs/cgroup/cpu,cpuacct", "cpuacct": "/sys/fs/cgroup/cpu,cpuacct",
+        "memory": "/sys/fs/cgroup/memory"}
+
+
+def test_cgroupfs_destroy_on_a_hybrid_machine_removes_the_pod_from_cgroup2_too(
+        tmp_path: Path) -> None:
+    """runc makes a container's cgroup (and so its pod's) in the hybrid cgroup2 tree too:
+    left there, one empty directory stayed behind for every pod ever run."""
+    mounts = {c: str(tmp_path / c) for c in ("cpu", "memory", HYBRID_UNIFIED)}
+    for c in mounts:
+        (tmp_path / c / "kubepods" / "podu" / "container").mkdir(parents=True)
+    CgroupFS("cgroupfs", mounts=mounts).destroy(("kubepods", "podu"))
+    assert not any((tmp_path / c / "kubepods" / "podu").exists() for c in mounts)
