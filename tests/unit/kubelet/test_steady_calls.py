@@ -18,7 +18,9 @@ import pytest
 
 from actors.core.messages import Tick
 from actors.kubelet import names
+from actors.kubelet.messages import UpdateKind, UpdatePod
 from runtime.cri.types import ContainerState
+from runtime.ids import PodUID
 from runtime.kuberuntime.labels import parse_container_labels
 from runtime.kuberuntime.log_rotation import LogRotatePolicy
 from tests.traces.scenarios import RecordedNode, pod
@@ -38,10 +40,12 @@ STATS = {"list_pod_sandbox": 1, "list_containers": 1, "list_container_stats": 1,
 """A stats pass (every 10 s): one call per kind of object, none per pod."""
 RUNTIME_CHECK = {"status": 1}
 """The runtime monitor's check (every 1 s)."""
-WORKER_RESYNC = {"list_pod_sandbox": 1, "pod_sandbox_status": 1, "list_containers": 1,
-                 "container_status": 1}
-"""A pod worker's resync (every 60 s, plus up to half that of jitter): its pod's runtime
-status read afresh."""
+WORKER_SYNC = {"list_pod_sandbox": 1, "pod_sandbox_status": 1, "list_containers": 1,
+               "container_status": 1}
+"""A pod worker's sync on news of its pod (a PLEG event, a probe verdict, a spec change):
+its pod's runtime status read afresh. Its periodic resync (every 60 s, plus up to half
+that of jitter) of an idle pod reads none: the status its last sync found nothing to do
+with stands until such news (upstream's worker reads the PLEG's cache)."""
 
 
 @pytest.fixture
@@ -79,15 +83,35 @@ def test_a_minute_of_an_idle_node_is_the_sum_of_its_periods(node: RecordedNode) 
     node.fake.clear_calls()
     node.advance(60.0)
     counts = Counter(c.method for c in node.fake.calls)
-    # Each pod's worker resyncs at most once a minute; the periods make the rest.
-    resyncs = counts["pod_sandbox_status"]
-    assert 0 < resyncs <= PODS
     want: Counter[str] = Counter()
-    for per, times in ((RELIST, 60), (LOG_ROTATION, 6), (STATS, 6), (RUNTIME_CHECK, 60),
-                       (WORKER_RESYNC, resyncs)):
+    for per, times in ((RELIST, 60), (LOG_ROTATION, 6), (STATS, 6), (RUNTIME_CHECK, 60)):
         for method, n in per.items():
             want[method] += n * times
-    assert counts == want
+    assert counts == want  # and no resync of a pod's worker read its status
+
+
+def worker_calls(node: RecordedNode, *updates: UpdatePod) -> dict[str, int]:
+    """The calls the first pod's worker makes for ``updates``, told in a row."""
+    assert node.settle()
+    node.fake.clear_calls()
+    for update in updates:
+        node.dispatch.tell(names.worker_name(PodUID("u0")), update, sender=names.SYNC_LOOP)
+    assert node.settle()
+    return dict(Counter(c.method for c in node.fake.calls))
+
+
+def test_a_resync_of_an_idle_pod_reads_no_status(node: RecordedNode) -> None:
+    web = pod("u0", "web-0")
+    assert worker_calls(node, UpdatePod(web, UpdateKind.SYNC, resync=True)) == {}
+    assert worker_calls(node, UpdatePod(web, UpdateKind.SYNC)) == WORKER_SYNC
+    assert worker_calls(node, UpdatePod(web, UpdateKind.SYNC, resync=True)) == {}
+
+
+def test_news_of_a_pod_makes_its_next_resync_read_the_status(node: RecordedNode) -> None:
+    """A resync coalesced after news (both pending at once) still reads afresh."""
+    web = pod("u0", "web-0")
+    assert worker_calls(node, UpdatePod(web, UpdateKind.SYNC),
+                        UpdatePod(web, UpdateKind.SYNC, resync=True)) == WORKER_SYNC
 
 
 def test_the_rotators_log_path_is_the_one_the_kubelet_gave_the_runtime(
