@@ -127,7 +127,9 @@ class SyncLoopSettings:
     sync_tick: float = 1.0
     housekeeping_period: float = 2.0
     relist_period: float = 1.0
-    runtime_check_period: float = 1.0
+    # upstream's updateRuntimeUp period: a CRI Status every 5 s (a runtime error a sync
+    # meets asks for a check at once; the monitor rechecks faster while it is down).
+    runtime_check_period: float = 5.0
     file_check_frequency: float = 20.0
     http_check_frequency: float = 20.0
     expected_sources: frozenset[str] = frozenset({"file"})
