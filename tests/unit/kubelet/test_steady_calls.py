@@ -17,8 +17,11 @@ from pathlib import Path
 import pytest
 
 from actors.core.messages import Tick
+from actors.core.trace.reader import read_trace
+from actors.core.trace.replay import format_report, replay
 from actors.kubelet import names
 from actors.kubelet.messages import UpdateKind, UpdatePod
+from actors.kubelet.trace import KubeletWorld
 from runtime.cri.types import ContainerState
 from runtime.ids import PodUID
 from runtime.kuberuntime.labels import parse_container_labels
@@ -125,3 +128,24 @@ def test_the_rotators_log_path_is_the_one_the_kubelet_gave_the_runtime(
     for c in listed:
         info = parse_container_labels(c.labels, c.annotations)
         assert rotator.expected_log_path(c, info) == node.fake.container_status(c.id).log_path
+
+
+def test_resyncs_on_a_kept_status_replay_without_divergence(tmp_path: Path) -> None:
+    """The worker's choice to reuse its status is made from what the trace holds (the
+    UpdatePod's resync flag, its own earlier syncs): a replay makes the same calls. A
+    replay that read the status on every resync would diverge at the first resync."""
+    node = RecordedNode(tmp_path / "trace", tmp_path / "scratch")
+    try:
+        node.snapshot(*(pod(f"u{i}", f"web-{i}") for i in range(3)))
+        node.until("the pods to run", lambda: sum(
+            c.state is ContainerState.RUNNING for c in node.fake.list_containers()) == 3)
+        node.advance(200.0)  # two resyncs of each pod at least
+        assert node.settle()
+    finally:
+        node.close()
+    trace = read_trace(tmp_path / "trace")
+    resyncs = [r for r in trace.records if r["k"] == "msg"
+               and r.get("type") == "UpdatePod" and r["body"].get("resync")]
+    assert len(resyncs) >= 6
+    report = replay(trace, KubeletWorld())
+    assert report.ok, format_report(report)
