@@ -172,6 +172,11 @@ class UpdatePod:
     # eviction): once stopped, its status is Failed with this reason and message.
     failed_reason: str = ""
     failed_message: str = ""
+    # A periodic resync (the sync loop's requeue), not news of the pod: the worker may
+    # sync on the runtime status its last sync read and found nothing to do with, as
+    # upstream's worker reads its PLEG cache. False (every other update, and all those of
+    # older traces): the status is read afresh.
+    resync: bool = False
 
 
 class WorkerState(enum.Enum):

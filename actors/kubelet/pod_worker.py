@@ -105,6 +105,12 @@ class PodWorker(Actor):
         # When this worker first synced its pod: the start its active deadline counts
         # from (upstream: status.startTime, set at the pod's first status update).
         self._active_since: float | None = None
+        # The runtime status the last sync read and found nothing to do with (ok, no
+        # step); a periodic resync syncs on it without asking the runtime again, until
+        # any other update (a PLEG event, a probe verdict, a spec change) says the pod
+        # may have changed. Upstream's worker reads the PLEG's cache the same way: an
+        # idle pod's resync costs no runtime call.
+        self._idle_status: RuntimePodStatus | None = None
 
     # --- mailbox ---------------------------------------------------------------------------
 
@@ -119,6 +125,8 @@ class PodWorker(Actor):
         return None
 
     def _accept(self, update: UpdatePod) -> None:
+        if not update.resync:
+            self._idle_status = None
         if self.state == WorkerState.TERMINATED:
             # Finished: ignore updates until forgotten, but a pod that ended on its own
             # (terminal phase) may still be asked to be removed.
@@ -190,7 +198,8 @@ class PodWorker(Actor):
         self.send(names.PROBES, observed)
 
     def _sync(self, pod: Pod, update: UpdatePod) -> None:
-        status = self._status(pod)
+        idle, self._idle_status = self._idle_status, None
+        status = idle if update.resync and idle is not None else self._status(pod)
         phase = generate_pod_status(pod, status).phase
         now = self._clock.now()
         if self._active_since is None:
@@ -234,6 +243,8 @@ class PodWorker(Actor):
         elif changed and new_phase in TERMINAL_PHASES:
             self._done(0.0)  # a phase change is acted on right away
         else:
+            if not result.steps:
+                self._idle_status = after
             jitter = self._rng.uniform(0, RESYNC_JITTER) * self._timing.resync_interval
             self._done(_sooner(self._timing.resync_interval + jitter, deadline_in))
 

@@ -128,7 +128,9 @@ class SyncLoopSettings:
     sync_tick: float = 1.0
     housekeeping_period: float = 2.0
     relist_period: float = 1.0
-    runtime_check_period: float = 1.0
+    # upstream's updateRuntimeUp period: a CRI Status every 5 s (a runtime error a sync
+    # meets asks for a check at once; the monitor rechecks faster while it is down).
+    runtime_check_period: float = 5.0
     file_check_frequency: float = 20.0
     http_check_frequency: float = 20.0
     expected_sources: frozenset[str] = frozenset({"file"})
@@ -395,7 +397,7 @@ class SyncLoop(SupervisorActor):
         ref = worker.ref = self._worker_factory(uid, incarnation, worker.cancel)
         return ref
 
-    def _dispatch_work(self, uid: PodUID, kind: UpdateKind) -> None:
+    def _dispatch_work(self, uid: PodUID, kind: UpdateKind, resync: bool = False) -> None:
         worker = self._workers.get(uid)
         pod = self._desired.get(uid)
         if worker is None or pod is None or worker.state == WorkerState.TERMINATED:
@@ -403,8 +405,8 @@ class SyncLoop(SupervisorActor):
         verdicts = self._verdicts.get(uid, _Verdicts())
         self._requeue_at.pop(uid, None)
         self.dispatch.tell(names.worker_name(uid), UpdatePod(
-            pod, kind, tuple(verdicts.liveness.items()), tuple(verdicts.startup.items())),
-            sender=self.name)
+            pod, kind, tuple(verdicts.liveness.items()), tuple(verdicts.startup.items()),
+            resync=resync), sender=self.name)
 
     def _forget_worker(self, uid: PodUID) -> None:
         worker = self._workers.pop(uid, None)
@@ -444,7 +446,7 @@ class SyncLoop(SupervisorActor):
         if not self._runtime_ok:
             return  # upstream's syncLoop backs off while the runtime reports errors
         for uid in [u for u, due in self._requeue_at.items() if due <= now]:
-            self._dispatch_work(uid, UpdateKind.SYNC)
+            self._dispatch_work(uid, UpdateKind.SYNC, resync=True)
 
     # --- PLEG, probes, runtime ---------------------------------------------------------
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +22,7 @@ from runtime.kuberuntime.hooks import HandlerRunner
 from runtime.kuberuntime.host_paths import HostPaths
 from runtime.kuberuntime.images import ImageManager
 from runtime.kuberuntime.labels import hash_container, parse_container_labels
+from runtime.kuberuntime.log_layout import container_log_dir, restart_count_from_logs
 from runtime.kuberuntime.object_source import ObjectSource
 from runtime.kuberuntime.podstatus import RuntimePodStatus
 from runtime.kuberuntime.security_context import image_user
@@ -34,7 +34,6 @@ from runtime.pod.model import Container, LifecycleHandler, Pod
 MIN_GRACE_SECONDS = 2
 CRASH_BACKOFF_INITIAL = 10.0
 """Upstream's initial crash-loop back-off (initialContainerRestartBackoff)."""
-_LOG_NAME = re.compile(r"^(\d+)\.log")
 _IMAGE_ERRORS = frozenset({"InvalidImageName", "ErrImageNeverPull", "ImagePullBackOff",
                            "ErrImagePull"})
 """Image errors whose Failed event says only the reason ("Error: ErrImagePull"): upstream's
@@ -58,16 +57,6 @@ class CrashKey:
 def backoff_key(pod: Pod, container: Container) -> CrashKey:
     m = pod.metadata
     return CrashKey(m.uid, m.name, m.namespace, container.name, hash_container(container))
-
-
-def restart_count_from_logs(log_dir: str) -> int:
-    """One more than the highest ``<n>.log`` in the container's log dir (0 if none)."""
-    try:
-        names = os.listdir(log_dir)
-    except OSError:
-        return 0
-    counts = [int(m.group(1)) for n in names if (m := _LOG_NAME.match(n))]
-    return max(counts) + 1 if counts else 0
 
 
 class ContainerLifecycle:
@@ -167,7 +156,7 @@ class ContainerLifecycle:
         log = logger.bind(pod=pod.metadata.name, uid=pod.uid, container=container.name)
         ref = container_ref(pod, container)
         image_ref, image = self._images.ensure_image_status(pod, container, sandbox_config)
-        log_dir = os.path.join(sandbox_config.log_directory, container.name)
+        log_dir = container_log_dir(sandbox_config.log_directory, container.name)
         previous = status.find_container(container.name)
         if previous is not None and previous.state == ContainerState.CREATED:
             # Created but never started (the sync that created it died before

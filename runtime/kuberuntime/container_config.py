@@ -23,6 +23,7 @@ from runtime.kuberuntime.downward import DownwardAPIError, env_field_value, reso
 from runtime.kuberuntime.etc_hosts import pod_hosts_mount
 from runtime.kuberuntime.host_paths import HostPaths
 from runtime.kuberuntime.labels import container_annotations, container_labels
+from runtime.kuberuntime.log_layout import container_log_file
 from runtime.kuberuntime.object_source import ObjectSource
 from runtime.kuberuntime.security_context import (
     ROOT_USER,
@@ -220,7 +221,7 @@ def generate_container_config(
         mounts=make_mounts(pod, container, settings, restart_count, pod_ip, host_paths),
         labels=container_labels(pod, container),
         annotations=container_annotations(pod, container, restart_count),
-        log_path=os.path.join(container.name, f"{restart_count}.log"),
+        log_path=container_log_file(container.name, restart_count),
         stdin=container.stdin,
         stdin_once=container.stdin_once,
         tty=container.tty,

@@ -2,8 +2,14 @@
 log over the size rotated as runtime.kuberuntime.log_rotation plans it.
 
 A pass (upstream's rotateLogs and its workers' processContainer) lists the runtime's
-running containers (a container that is not running writes nothing more: its files are
-left as they are), asks each one's ContainerStatus for its log path, and:
+running containers with one ListContainers (a container that is not running writes
+nothing more: its files are left as they are) and finds each one's log. Upstream asks
+every container's ContainerStatus for its log path, every pass; but the kubelet chose that
+path itself (runtime.kuberuntime.log_layout), and a container's pod labels and metadata
+(name, attempt) say what it is. So this stats the file there, and asks ContainerStatus
+only when the file has reached the size or is missing, to act on the path the runtime
+really writes to; a container without the kubelet's labels (made by another tool) is
+asked every pass, as upstream asks all. Then, on the runtime's path:
 
 * skips a log outside the pod logs directory (not the kubelet's to touch);
 * when the log file is missing, asks the runtime to reopen it (upstream does, so a log
@@ -31,7 +37,8 @@ from runtime.cri.service import RuntimeService
 from runtime.cri.types import Container, ContainerFilter, ContainerState
 from runtime.errors import CRIError, CRINotFound, LogRotationError
 from runtime.ids import ContainerID
-from runtime.kuberuntime.labels import parse_container_labels
+from runtime.kuberuntime.labels import ContainerLabelInfo, parse_container_labels
+from runtime.kuberuntime.log_layout import container_log_path
 from runtime.kuberuntime.log_rotation import (
     COMPRESS_SUFFIX,
     TMP_SUFFIX,
@@ -76,6 +83,7 @@ class ContainerLogRotator:
                  now: Callable[[], float] = time.time, max_workers: int = 1) -> None:
         self._runtime = runtime
         self.policy = policy
+        self._pod_logs_dir = pod_logs_dir
         self._logs_dir = os.path.realpath(pod_logs_dir)
         self._now = now
         self._max_workers = max(1, max_workers)
@@ -98,6 +106,9 @@ class ContainerLogRotator:
         """Rotate ``container``'s log if it is due; None when nothing was due (or the
         container went away meanwhile)."""
         info = parse_container_labels(container.labels, container.annotations)
+        expected = self.expected_log_path(container, info)
+        if expected is not None and self._below_size(expected):
+            return None  # the common case: no runtime call
         try:
             status = self._runtime.container_status(container.id)
         except CRINotFound:
@@ -126,6 +137,25 @@ class ContainerLogRotator:
             return replace(base, size=size, error=str(err))
         return replace(base, size=size, rotated_to=plan.rotate_to,
                        removed=plan.unused + plan.excess, compressed=plan.compress)
+
+    def expected_log_path(self, container: Container,
+                          info: ContainerLabelInfo) -> str | None:
+        """Where the kubelet told the runtime to write ``container``'s log, from its
+        labels and metadata; None for a container without the kubelet's labels."""
+        name = container.metadata.name
+        if not (info.pod_name and info.pod_namespace and info.pod_uid and name
+                and info.container_name == name):
+            return None
+        return container_log_path(self._pod_logs_dir, info.pod_namespace, info.pod_name,
+                                  info.pod_uid, name, container.metadata.attempt)
+
+    def _below_size(self, path: str) -> bool:
+        """Whether the log at ``path`` is there and smaller than the policy's size: not
+        due, nothing to ask the runtime (a missing or unreadable file is asked about)."""
+        try:
+            return os.stat(path).st_size < self.policy.max_size
+        except OSError:
+            return False
 
     def _ours(self, path: str) -> bool:
         real = os.path.realpath(path)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from runtime.kuberuntime import log_layout
+
 
 @dataclass(frozen=True, slots=True)
 class NodeSettings:
@@ -44,5 +46,5 @@ class NodeSettings:
         return os.path.join(self.root_dir, "seccomp")
 
     def pod_log_dir(self, namespace: str, name: str, uid: str) -> str:
-        """``<pod-logs-dir>/<ns>_<name>_<uid>``, upstream's layout."""
-        return os.path.join(self.pod_logs_dir, f"{namespace}_{name}_{uid}")
+        """``<pod-logs-dir>/<ns>_<name>_<uid>`` (runtime.kuberuntime.log_layout)."""
+        return log_layout.pod_log_dir(self.pod_logs_dir, namespace, name, uid)

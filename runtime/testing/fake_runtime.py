@@ -312,6 +312,11 @@ class FakeRuntime(FakeImages):
                 raise CRIError("StartContainer", f"sandbox {c.sandbox_id} is not running")
             c.state = ContainerState.RUNNING
             c.started_at = self.clock.now()
+            # As containerd does on start: the log is opened (created) at its path, when
+            # the directory the kubelet made for it exists.
+            if c.log_path and os.path.isdir(os.path.dirname(c.log_path)):
+                with open(c.log_path, "ab"):
+                    pass
 
     def stop_container(self, container_id: ContainerID, timeout: int) -> None:
         with self._lock:
