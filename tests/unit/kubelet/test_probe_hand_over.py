@@ -93,6 +93,9 @@ def told_to_status(trace_dir: Path) -> list[tuple[str, str]]:
 def replays(trace_dir: Path) -> set[str]:
     report = replay(read_trace(trace_dir), KubeletWorld())
     assert report.ok, format_report(report)
+    # The probe manager alone too: its successor needs nothing but the recorded hand-over.
+    alone = replay(read_trace(trace_dir), KubeletWorld(), only_actor=names.PROBES)
+    assert alone.ok and alone.actors == {names.PROBES}, format_report(alone)
     return report.actors
 
 
