@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from actors.app.drills.actor_drills import FIRE_TIMEOUT, RECOVER_TIMEOUT, START_TIMEOUT, restarts_of
 from actors.app.drills.env import NODE, SERVE, Env
 from actors.app.drills.runner import Drill
-from actors.app.http.server import READ_ONLY
+from actors.app.http.server import ANY_PORT, READ_ONLY
 from actors.core.faults import ActorFault
 from actors.kubelet import names
 
@@ -80,6 +80,7 @@ class ReadyWatch:
 def kill_probes_ready(env: Env) -> None:
     """The probe manager dies (as its handler of a probe answer begins, or as it returns)
     while a pod is Ready; the restarted one continues the results: Ready never flips."""
+    env.read_only_port = ANY_PORT  # /pods is polled there
     env.start()
     assert env.kubelet is not None
     with env.step("start a pod with a readiness probe"):
