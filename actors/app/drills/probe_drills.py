@@ -20,6 +20,9 @@ from actors.app.drills.runner import Drill
 from actors.app.http.server import ANY_PORT, READ_ONLY
 from actors.core.faults import ActorFault
 from actors.kubelet import names
+from actors.kubelet.messages import ProbeKind
+from actors.kubelet.probe_manager import ProbeQuery, ProbeSnapshot
+from runtime.prober.results import ProbeResult
 
 POD = "ready"
 POLL_EVERY = 0.05
@@ -77,6 +80,19 @@ class ReadyWatch:
         return [s for s in self.seen[first:] if s != "ready"]
 
 
+def probing_ready(env: Env) -> bool:
+    """Whether the running probe manager has a readiness worker of the pod at Success."""
+    ref = env.kubelet.dispatch.ref(names.PROBES) if env.kubelet is not None else None
+    if ref is None:
+        return False
+    try:
+        snapshot: ProbeSnapshot = ref.ask(ProbeQuery(), block=True, timeout=5.0)
+    except Exception:  # stopping or restarting: not yet
+        return False
+    return any(w.kind == ProbeKind.READINESS and w.result == ProbeResult.SUCCESS
+               for w in snapshot.workers)
+
+
 def kill_probes_ready(env: Env) -> None:
     """The probe manager dies (as its handler of a probe answer begins, or as it returns)
     while a pod is Ready; the restarted one continues the results: Ready never flips."""
@@ -105,6 +121,9 @@ def kill_probes_ready(env: Env) -> None:
         with env.step("the probe manager was restarted by its supervisor"):
             env.wait(lambda: restarts_of(env, names.PROBES) > before, 10.0,
                      "a restart of probes")
+        with env.step("the restarted probe manager probes the pod, from Success"):
+            env.wait(lambda: probing_ready(env), RECOVER_TIMEOUT,
+                     "a readiness worker at Success in the new probe manager")
         with env.step("the pod stays Ready in /pods through the restart"):
             mark = len(watch.seen)
             env.wait(lambda: len(watch.seen) >= mark + int(AFTER_RESTART / POLL_EVERY),
