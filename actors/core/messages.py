@@ -67,3 +67,22 @@ class Stop:
 
     reason: str
 
+
+
+@message("HandOver")
+@dataclass(frozen=True, slots=True)
+class HandOver:
+    """What a supervised actor leaves its successor: told to its supervisor, which keeps the
+    newest per child and starts the child's next incarnation from it (ChildSpec.resume).
+
+    The rule: ``state`` is a value, never a live object. Frozen dataclasses or structs,
+    tuples, strings and numbers only: no actor ref, pool, lock, file or anything that
+    changes after it is sent. It is recorded in the trace like every message, and a
+    replay builds the successor from the recorded copy, so the successor must not depend
+    on anything the copy lacks. A child whose spec has no ``resume`` hands over nothing
+    (its hand-overs are dropped), and incarnation 0 never gets one.
+    """
+
+    name: str  # the child that hands over
+    incarnation: int  # its incarnation: a replaced one's late hand-over is stale
+    state: object

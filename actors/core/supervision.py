@@ -26,7 +26,12 @@ A supervisor owns children declared by ``ChildSpec`` and restarts them by its
   one kind only the newest, and whatever the spec's ``redundant`` predicate names (e.g.
   updates that the supervisor's rebuild message supersedes);
 - shutdown: children stop in reverse start order, each given its ``shutdown_timeout``; one
-  that does not stop in time is logged and abandoned.
+  that does not stop in time is logged and abandoned;
+- hand-over: a child may tell its supervisor a ``HandOver`` (a value, see its docstring);
+  the newest of its current incarnation is kept, and a restart of a child whose spec has
+  ``resume`` starts the next incarnation with ``resume(incarnation, state)`` instead of
+  ``start``. What was handed over is recorded as a ``hand-over`` decision just before the
+  successor is made, so a replay builds that successor from the trace alone.
 
 All time is the injected clock's, except the shutdown wait, which waits on the child's
 thread (a real event; the wait is injectable).
@@ -44,7 +49,14 @@ from loguru import logger
 
 from actors.core.actor import Actor
 from actors.core.dispatch import ActorRef, Dispatch
-from actors.core.messages import ChildExited, ChildFailed, DeadLetter, RestartChild, Tick
+from actors.core.messages import (
+    ChildExited,
+    ChildFailed,
+    DeadLetter,
+    HandOver,
+    RestartChild,
+    Tick,
+)
 from actors.core.timers import Cancellable, Timers
 from runtime.clock import Clock
 
@@ -52,6 +64,11 @@ RestartType = Literal["permanent", "transient", "temporary"]
 Strategy = Literal["one_for_one", "rest_for_one", "one_for_all"]
 StartChild = Callable[[int], ActorRef]  # incarnation -> a started actor
 WaitStopped = Callable[[ActorRef, float], bool]  # (ref, timeout) -> stopped in time
+ResumeChild = Callable[[int, object], ActorRef]  # (incarnation, hand-over) -> a started actor
+
+HAND_OVER = "hand-over"
+"""The decision recorded as a successor is made from a hand-over (detail: child,
+incarnation, state); a replay reads it back (actors.core.trace.replay)."""
 
 CHILD_SHUTDOWN_TIMEOUT = 10.0
 HELD_LIMIT = 10_000  # dead letters held per child while it is down
@@ -68,6 +85,9 @@ class ChildSpec:
     shutdown_timeout: float = 5.0
     # Queued or held messages the next incarnation does not need (its rebuild covers them).
     redundant: Callable[[object], bool] | None = None
+    # How to start an incarnation > 0 from what the previous one handed over (HandOver);
+    # None: the child's hand-overs are dropped and every incarnation starts with ``start``.
+    resume: ResumeChild | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +113,7 @@ class _Child:
     held: list[object] = field(default_factory=list)
     timer: Cancellable | None = None  # a delayed restart with this child at its head
     group: tuple[str, ...] = ()  # what that restart starts, in start order
+    handed_over: object = None  # the newest HandOver state (None: none yet)
 
 
 @dataclass(slots=True)
@@ -178,7 +199,13 @@ class Supervision:
         return child
 
     def _start(self, child: _Child) -> None:
-        child.ref = child.spec.start(child.incarnation)
+        resume, state = child.spec.resume, child.handed_over
+        if resume is not None and state is not None and child.incarnation > 0:
+            self._decide(HAND_OVER, child=child.spec.name, incarnation=child.incarnation,
+                         state=state)
+            child.ref = resume(child.incarnation, state)
+        else:
+            child.ref = child.spec.start(child.incarnation)
         child.started_at = self._clock.monotonic()
         child.reported = False
         self._dispatch.register(child.spec.name, child.ref, child.incarnation)
@@ -389,6 +416,19 @@ class Supervision:
             what = f"{count} restarts in {within} ({parts}), {name} last"
         return f"{self.owner}: {what} (last: {error}): giving up"
 
+    # --- hand-overs ---------------------------------------------------------------------
+
+    def handed_over(self, message: HandOver) -> None:
+        """Keep the newest state a running child leaves its successor."""
+        child = self._children.get(message.name)
+        if child is None or child.spec.resume is None:
+            logger.debug("{}: hand-over of {} dropped: no successor takes one", self.owner,
+                         message.name)
+            return
+        if child.incarnation != message.incarnation:
+            return  # a replaced incarnation's, sent as it stopped: its successor runs
+        child.handed_over = message.state
+
     # --- dead letters ------------------------------------------------------------------
 
     def _dead_letter_hook(self, sender: str, to: str, message: object) -> bool | None:
@@ -497,6 +537,8 @@ class SupervisorActor(Actor):
             self.supervision.restart_due(message)
         elif isinstance(message, DeadLetter):
             self.supervision.dead_letter(message)
+        elif isinstance(message, HandOver):
+            self.supervision.handed_over(message)
         else:
             return super().handle(message)
         return None

@@ -22,7 +22,12 @@ the schedule:
   and recorded with the trace's start config); a new worker continues from its entry
   when the entry names the same container id and that container runs, else it starts
   from the initial result. After each message the workers it touched are compared with
-  what was last saved, and ``state`` is given the whole set only when one changed.
+  what was last saved, and ``state`` is given the whole set only when one changed;
+- across its own restart by the sync loop: with ``hand_over``, that same set also goes to
+  the sync loop as a HandOver (actors.core.messages) whenever it changes, and the sync
+  loop starts the next incarnation with it as ``restored`` (actors.kubelet.tree
+  successors), checked against the container ids as above, so a ready pod stays ready
+  through a crash of the probe manager.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from loguru import logger
 
 from actors.core.actor import Actor
 from actors.core.dispatch import Dispatch
-from actors.core.messages import Tick
+from actors.core.messages import HandOver, Tick
 from actors.core.timers import Cancellable, Timers
 from actors.core.trace.names import message
 from actors.kubelet import names
@@ -153,6 +158,7 @@ class ProbeManager(Actor):
         probe_metrics: ProbeMetrics | None = None,
         restored: tuple[SavedProbe, ...] = (),
         state: ProbeStateSink | None = None,
+        hand_over: bool = False,
     ) -> None:
         super().__init__(names.PROBES, dispatch, incarnation)
         self._events = events
@@ -174,6 +180,7 @@ class ProbeManager(Actor):
         self._restored: dict[tuple[PodUID, str, str], SavedProbe] = {
             saved.key: saved for saved in restored}
         self._state = state
+        self._hand_over = hand_over
         self._saved: dict[Key, SavedProbe] = {}
         self._touched: set[Key] = set()
         self._state_changed = False
@@ -184,7 +191,8 @@ class ProbeManager(Actor):
         try:
             return self._handle(message)
         finally:
-            if self._state is not None and (self._touched or self._state_changed):
+            if ((self._state is not None or self._hand_over)
+                    and (self._touched or self._state_changed)):
                 self._save_state()
             else:
                 # Nowhere to save (a replay, runonce, tests): what a message touched is
@@ -297,7 +305,7 @@ class ProbeManager(Actor):
         self._state_changed |= bool(stale)
 
     def _save_state(self) -> None:
-        assert self._state is not None
+        """Give the file and the successor what the workers reached, if it changed."""
         changed = self._state_changed
         for key in self._touched:
             entry = self._workers.get(key)
@@ -312,8 +320,14 @@ class ProbeManager(Actor):
         self._state_changed = False
         if not changed:
             return
+        probes = tuple(sorted((*self._saved.values(), *self._restored.values()),
+                              key=lambda saved: saved.key))
+        if self._hand_over:
+            self.send(names.SYNC_LOOP, HandOver(self.name, self.incarnation, probes))
+        if self._state is None:
+            return
         try:
-            self._state.save((*self._saved.values(), *self._restored.values()))
+            self._state.save(probes)
         except OSError as err:  # a full disk must not stop probing; the next change retries
             logger.bind(pod="", uid="", container="").warning(
                 "cannot save the probe results: {}", err)

@@ -78,6 +78,10 @@ def _stub_ref(incarnation: int) -> ActorRef:
     return cast(ActorRef, _StubRef())
 
 
+def _stub_resumed(incarnation: int, state: object) -> ActorRef:
+    return _stub_ref(incarnation)
+
+
 class KubeletWorld:
     """Implements actors.core.trace.stubs.World for the kubelet's actors."""
 
@@ -106,14 +110,25 @@ class KubeletWorld:
                        record.get("code", "UNKNOWN"))
         return recorded_error(record)
 
-    def build(self, actor: str, incarnation: int, stubs: Stubs) -> Any:
+    def build(self, actor: str, incarnation: int, stubs: Stubs,
+              handed_over: object = None) -> Any:
         parts = self._parts(stubs)
+        if handed_over is not None:
+            successor = tree.successors(parts).get(actor)
+            if successor is None:
+                raise ValueError(f"{actor!r} was started from a hand-over, which this "
+                                 "build's recipe for it does not take")
+            return successor(incarnation, handed_over).build()
         if names.is_worker(actor):
             return tree.worker(parts, names.worker_uid(actor), incarnation,
                                threading.Event()).build()
         if actor == names.SYNC_LOOP:
-            specs: list[ChildSpec] = [kubelet_child((name, _stub_ref))
-                                      for name, _ in tree.children(parts)]
+            later = tree.successors(parts)
+            # Children that take a hand-over keep it here too, as the daemon's sync loop.
+            specs: list[ChildSpec] = [
+                dataclasses.replace(kubelet_child((name, _stub_ref)),
+                                    resume=_stub_resumed if name in later else None)
+                for name, _ in tree.children(parts)]
             if parts.config.cluster:  # the API writers, in the order tree.children has them
                 specs += [kubelet_child((name, _stub_ref)) for name in
                           (names.POD_WRITER, names.NODE_STATUS, names.NODE_LEASE)]

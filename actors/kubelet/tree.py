@@ -8,6 +8,7 @@ the wiring a trace records (in every file's header) so a replay builds the same 
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
@@ -88,6 +89,9 @@ class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
     # incarnation of the status and probe managers: an input, so it is in the header.
     probe_state: tuple[SavedProbe, ...] = ()
     start_path: int = START_PATH  # see START_PATH (a header without it: path 1)
+    # A restarted probe manager continues its predecessor's results (a HandOver to the
+    # sync loop); a header without it: every restart started from the initial results.
+    probe_hand_over: bool = True
 
     @property
     def lean_start(self) -> bool:
@@ -106,6 +110,7 @@ class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
         raw = dict(config)
         raw.setdefault("node", {"node_name": ""})
         raw.setdefault("start_path", 1)  # recorded before the field: the first start path
+        raw.setdefault("probe_hand_over", False)  # recorded before probe hand-overs
         supervisor = dict(raw.get("supervisor") or {})
         supervisor.setdefault("node", {"name": raw["node"].get("node_name", "")})
         raw["supervisor"] = supervisor
@@ -198,19 +203,16 @@ def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
         return {} if p.executor is None else {"executor": p.executor()}
 
     def restored(n: int) -> dict[str, Any]:
-        # Only the first incarnation continues the previous run's probe results: a
-        # restarted one starts over, as every actor restarted by its supervisor does.
+        # Only the status manager's first incarnation continues the previous run's probe
+        # results; a restarted one hears them again from the probe manager, which
+        # continues its predecessor's (successors(), from its hand-over).
         return {"restored": p.config.probe_state} if n == 0 and p.config.probe_state else {}
 
     tree: list[tuple[str, Recipe]] = [
         (names.STATUS, lambda n: Construct(
             StatusManager, (p.dispatch, p.clock, p.metrics, p.config.host_ip, n),
             {**({"api": p.config.cluster} if p.config.cluster else {}), **restored(n)})),
-        (names.PROBES, lambda n: Construct(
-            ProbeManager, (p.dispatch, p.timers, p.runtime, p.clock, n),
-            {**pool(), **({"events": events} if p.config.events else {}),
-             **({"probe_metrics": p.probe_metrics} if p.probe_metrics else {}),
-             **restored(n), **({"state": p.probe_state} if p.probe_state else {})})),
+        (names.PROBES, lambda n: probe_manager(p, n, p.config.probe_state if n == 0 else ())),
         (names.KILLER, lambda n: Construct(
             PodKiller, (p.dispatch, p.manager), {"incarnation": n, **pool()})),
         (names.PLEG, lambda n: Construct(PLEG, (p.dispatch, p.runtime, p.clock, n),
@@ -285,6 +287,38 @@ def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
     return tree
 
 
+def probe_manager(parts: KubeletParts, incarnation: int,
+                  restored: tuple[SavedProbe, ...]) -> Construct:
+    """How to make incarnation ``incarnation`` of the probe manager, continuing ``restored``
+    (the previous run's results for the first, its predecessor's hand-over for a later)."""
+    p = parts
+    extra: dict[str, Any] = {} if p.executor is None else {"executor": p.executor()}
+    if p.config.events:
+        extra["events"] = recorder(p)
+    if p.probe_metrics:
+        extra["probe_metrics"] = p.probe_metrics
+    if restored:
+        extra["restored"] = restored
+    if p.probe_state:
+        extra["state"] = p.probe_state
+    return Construct(ProbeManager, (p.dispatch, p.timers, p.runtime, p.clock, incarnation),
+                     {**extra, "hand_over": p.config.probe_hand_over})
+
+
+Successor = Callable[[int, object], Construct]
+"""(incarnation > 0, the state its predecessor handed over) -> how to make it."""
+
+
+def successors(parts: KubeletParts) -> dict[str, Successor]:
+    """The children that continue from what their predecessor handed over
+    (actors.core.messages.HandOver), by name. Each decodes the state with msgspec, so the
+    live value and a replay's recorded JSON make the same successor."""
+    if not parts.config.probe_hand_over:
+        return {}
+    return {names.PROBES: lambda n, state: probe_manager(
+        parts, n, msgspec.convert(state, tuple[SavedProbe, ...]))}
+
+
 def worker(parts: KubeletParts, uid: PodUID, incarnation: int,
            cancel: threading.Event) -> Construct:
     """How to make incarnation ``incarnation`` of the pod worker for ``uid``."""
@@ -308,9 +342,16 @@ def _starter(recipe: Recipe) -> Callable[[int], ActorRef]:
     return lambda incarnation: recipe(incarnation).start()
 
 
+def _resumer(successor: Successor) -> Callable[[int, object], ActorRef]:
+    return lambda incarnation, state: successor(incarnation, state).start()
+
+
 def child_specs(parts: KubeletParts) -> list[ChildSpec]:
     """The sync loop's static children as it supervises them, started for real."""
-    return [kubelet_child((name, _starter(recipe))) for name, recipe in children(parts)]
+    later = successors(parts)
+    specs = [kubelet_child((name, _starter(recipe))) for name, recipe in children(parts)]
+    return [dataclasses.replace(spec, resume=_resumer(later[spec.name]))
+            if spec.name in later else spec for spec in specs]
 
 
 def start_worker(parts: KubeletParts) -> WorkerFactory:

@@ -10,6 +10,7 @@ side by side each take a slot of it (``DRILLS.slot(n)``: a bridge and subnet of 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import threading
@@ -125,6 +126,8 @@ class Env:
         self.expect_escalation = False
         self.view_override: Callable[[], list[SeenPod] | None] | None = None
         self.extra_flags: list[str] = []  # e.g. the API drills' --kubeconfig
+        # The read-only port: 0 (off), or ANY_PORT for a drill that polls it (bound_ports).
+        self.read_only_port = 0
         self.closers: list[Callable[[], None]] = []  # run first by close(), last added first
         self._watching = threading.Event()
         self._watcher: threading.Thread | None = None
@@ -183,6 +186,8 @@ class Env:
             flags = parse_flags([*self.flags(trace_dir), "--port", "0", "--read-only-port",
                                  "0", "--healthz-port", "0",
                                  "--container-runtime-endpoint", self.emb.endpoint])
+            if self.read_only_port:  # any free port: past the flags' check, on purpose
+                flags = dataclasses.replace(flags, read_only_port=self.read_only_port)
             runtime = CRIClient(self.emb.endpoint, timeout=flags.runtime_request_timeout)
             # Joined to a cluster, the Node's InternalIP is this machine's (as the daemon's).
             address = node_ip(flags) if flags.kubeconfig else ""

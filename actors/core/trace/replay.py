@@ -19,6 +19,9 @@ cannot be replayed whole: an actor that started before its first kept file had s
 trace no longer shows, and fed only the rest of its mail it would diverge where the code
 did nothing wrong. So such a run replays only the actors that started (a spawn record)
 within the kept files, and the report names the others and why they were left out.
+
+An incarnation its supervisor started from a hand-over (actors.core.messages.HandOver) is
+built from the state the ``hand-over`` decision recorded just before its spawn.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from typing import Any
 
 from actors.core import context
 from actors.core.faults import fault_point
+from actors.core.supervision import HAND_OVER
 from actors.core.trace.names import MESSAGES
 from actors.core.trace.reader import Trace, TraceError, read_trace
 from actors.core.trace.stubs import (
@@ -80,11 +84,20 @@ class _Index:
         # pair names several actors in turn. Each was spawned (a spawn record) before it
         # was registered, so a delivery goes to the newest spawned when it was recorded.
         self.instance: dict[int, int] = {}
+        # What each (actor, incarnation, instance) was started from, if a hand-over: the
+        # decision comes just before the spawn it is for.
+        self.handed_over: dict[tuple[str, int, int], object] = {}
         spawned: dict[tuple[str, int], int] = defaultdict(int)
         for r in trace.records:
             kind = r["k"]
             if kind == "spawn":
                 spawned[(r["actor"], r["inc"])] += 1
+            elif kind == "decision" and r.get("what") == HAND_OVER:
+                detail = r.get("detail", {})
+                child, inc = detail.get("child"), detail.get("incarnation")
+                if isinstance(child, str) and isinstance(inc, int):
+                    self.handed_over[(child, inc, spawned[(child, inc)] + 1)] = detail.get(
+                        "state")
             elif kind == "msg":
                 self.msgs[r["id"]] = r
                 self.instance[r["id"]] = spawned.get((r["to"], r["inc"]), 0)
@@ -202,7 +215,7 @@ def _replay(trace: Trace, world: World, until: int | None, only_actor: str | Non
                                 "trace (an older, rotated file?); skipped")
             continue
         if key not in instances:
-            instances[key] = world.build(actor, inc, stubs)
+            instances[key] = world.build(actor, inc, stubs, index.handed_over.get(key))
         message = decode_message(msg)
         # A version 1 trace's code knew fewer fields: compare only the keys it recorded.
         step = Step(msg, index.sent[delivery], index.calls[delivery], index.inputs[delivery],

@@ -28,8 +28,11 @@ Record = dict[str, Any]
 class World(Protocol):
     """What replay needs of the system whose trace it replays (its plug-in to core)."""
 
-    def build(self, actor: str, incarnation: int, stubs: Stubs) -> Any:
-        """A fresh, unstarted instance of ``actor`` wired to ``stubs``."""
+    def build(self, actor: str, incarnation: int, stubs: Stubs,
+              handed_over: object = None) -> Any:
+        """A fresh, unstarted instance of ``actor`` wired to ``stubs``; ``handed_over``:
+        the recorded state its supervisor started it from (a HandOver's, as JSON), or None
+        when it was started without one."""
         ...
 
     def replayable(self, actor: str) -> bool:

@@ -73,7 +73,7 @@ def test_every_drill_the_issue_names_is_there() -> None:
                                    "source-file", "pod")}
     assert kills | {"raise-in-on-start", "raise-in-on-start-escalate",
                     "crash-between-create-and-start", "kill-containerd", "sigkill-daemon",
-                    "flood-mailbox", "corrupt-manifest"} | {
+                    "flood-mailbox", "corrupt-manifest", "kill-probes-ready"} | {
         f"api-{f}" for f in ("500s", "429s", "dropped-watches", "410-gone", "partition",
                              "slow-writes", "kubelet-restart")} == set(DRILLS)
 

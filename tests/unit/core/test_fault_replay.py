@@ -39,7 +39,8 @@ class ToyWorld:
     """A world of toy handlers: every actor replayable, answers None, errors rebuilt by
     name (ReplayAnswers uses the last two)."""
 
-    def build(self, actor: str, incarnation: int, stubs: Stubs) -> Any:
+    def build(self, actor: str, incarnation: int, stubs: Stubs,
+              handed_over: object = None) -> Any:
         return Toy()
 
     def replayable(self, actor: str) -> bool:
