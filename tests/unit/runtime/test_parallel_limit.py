@@ -10,7 +10,12 @@ from typing import Any
 import pytest
 
 from runtime.cri.intercept import intercept
-from runtime.cri.parallel_limit import HEAVY_CALLS, ParallelLimit, default_limit
+from runtime.cri.parallel_limit import (
+    HEAVY_CALLS,
+    STOPS_PER_CPU,
+    ParallelLimit,
+    default_limit,
+)
 from runtime.cri.service import CRIRuntime
 from runtime.errors import CRIError
 
@@ -51,6 +56,9 @@ class Gate:
 
     def create_container(self, *args: Any) -> None:
         self._call(fail=True)
+
+    def stop_container(self, container_id: str, timeout: int) -> None:
+        self._call()
 
     def list_containers(self, filter: Any = None) -> tuple[()]:
         self._call()
@@ -108,8 +116,22 @@ def test_a_failed_call_gives_its_slot_back() -> None:
     join(threads)
 
 
-def test_stop_container_and_reads_are_not_heavy() -> None:
-    assert "stop_container" not in HEAVY_CALLS  # it waits out grace periods
+def test_stops_have_slots_of_their_own() -> None:
+    """Pods waiting out their grace periods do not hold up other pods' starts."""
+    gate = Gate()
+    runtime: Any = intercept(gate, CRIRuntime, ParallelLimit(1, stop_limit=2))
+    threads = run_all([lambda: runtime.stop_container("c", 30)] * 5
+                      + [lambda: runtime.start_container("c")] * 5)
+    gate.wait_inside(3)  # two stops and one start
+    with gate._lock:
+        assert gate.inside == 3
+    gate.release.set()
+    join(threads)
+    assert gate.most == 3
+
+
+def test_reads_are_not_heavy() -> None:
+    assert "stop_container" not in HEAVY_CALLS  # it has slots of its own
     assert {"list_containers", "list_pod_sandbox", "container_status"}.isdisjoint(HEAVY_CALLS)
     assert {"run_pod_sandbox", "create_container", "start_container"} <= HEAVY_CALLS
 
@@ -125,3 +147,6 @@ def test_the_default_grows_with_the_cpus(cpus: int | None, limit: int | None) ->
 def test_a_limit_below_one_is_refused() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         ParallelLimit(0)
+    with pytest.raises(ValueError, match="at least 1"):
+        ParallelLimit(4, stop_limit=0)
+    assert ParallelLimit(stop_limit=None).stop_limit == default_limit(per_cpu=STOPS_PER_CPU)
