@@ -46,7 +46,13 @@ from loguru import logger
 from rich.console import Console
 from rich.table import Table
 
-from actors.app.testbed import BENCH_WIDE, machine_lock, private_containerd, serve_images
+from actors.app.testbed import (
+    BENCH_WIDE,
+    LOCK_WAIT_S,
+    machine_lock,
+    private_containerd,
+    serve_images,
+)
 from bench.daemon_bench import (
     POLL_BULK,
     Bench,
@@ -300,6 +306,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep-log", type=Path, metavar="DIR",
                         help="copy the daemon's, containerd's and the bench's logs into DIR "
                              "before the bench's directory goes (also when it fails)")
+    parser.add_argument("--lock-wait", type=float, default=LOCK_WAIT_S, metavar="S",
+                        help=f"seconds to wait for the machine-wide lock (default "
+                             f"{LOCK_WAIT_S:g})")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     console = Console(width=200)
@@ -310,7 +319,8 @@ def main(argv: list[str] | None = None) -> int:
     logger.add(sys.stderr, level="INFO")
     results: list[SizeResult] = []
     daemon_args = ("--max-pods", str(MAX_PODS), *args.daemon_arg)
-    with machine_lock(BENCH_WIDE), serve_images(), private_containerd(BENCH_WIDE) as emb:
+    with (machine_lock(BENCH_WIDE, args.lock_wait), serve_images(),
+          private_containerd(BENCH_WIDE) as emb):
         bench = Bench(emb, console, quick=True, daemon_args=daemon_args)
         watch = NodeWatch(lambda: emb.pid,
                           lambda: bench.daemon.proc.pid if bench.daemon.proc else None).start()
