@@ -400,7 +400,15 @@ class SyncLoop(SupervisorActor):
     def _dispatch_work(self, uid: PodUID, kind: UpdateKind, resync: bool = False) -> None:
         worker = self._workers.get(uid)
         pod = self._desired.get(uid)
-        if worker is None or pod is None or worker.state == WorkerState.TERMINATED:
+        if worker is None or worker.state == WorkerState.TERMINATED:
+            return
+        if pod is None:
+            # Gone from its source and not stopped yet (its stop failed and the worker asked
+            # to be run again): the kill again, as upstream's pod workers retry a terminating
+            # pod until it is terminated. Without it such a pod ran on for ever.
+            if worker.kill is not None:
+                self._requeue_at.pop(uid, None)
+                self.dispatch.tell(names.worker_name(uid), worker.kill, sender=self.name)
             return
         verdicts = self._verdicts.get(uid, _Verdicts())
         self._requeue_at.pop(uid, None)

@@ -22,7 +22,7 @@ from actors.kubelet.sync_loop import KUBELET_SUPERVISION, GetHealth, SyncLoopSet
 from actors.kubelet.tree import KubeletParts, ReplayConfig
 from runtime.clock import FakeClock
 from runtime.cri.types import ContainerState, PodSandboxConfig, PodSandboxMetadata
-from runtime.errors import CRIUnavailable
+from runtime.errors import CRIDeadlineExceeded, CRIUnavailable
 from runtime.kuberuntime import labels as L
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.settings import NodeSettings
@@ -128,6 +128,19 @@ def test_a_pod_removed_from_its_source_is_stopped_and_removed(node: Node) -> Non
     node.until("the container to run", lambda: node.running("u1") == ["c"])
     node.snapshot()
     node.until("the pod to be removed", lambda: node.fake.list_pod_sandbox() == ())
+    node.until("its status to go", lambda: "u1" not in node.statuses())
+
+
+def test_a_removed_pod_whose_stop_failed_is_stopped_on_the_retry(node: Node) -> None:
+    """A StopContainer past its deadline (500 pods removed at once on a small node) does
+    not leave the pod running: the worker's retry brings the kill again."""
+    node.snapshot(pod("u1"))
+    node.until("the container to run", lambda: node.running("u1") == ["c"])
+    node.fake.fail("stop_container", CRIDeadlineExceeded("StopContainer", "Deadline Exceeded"),
+                   times=2)
+    node.snapshot()
+    node.until("the pod to be removed", lambda: node.fake.list_pod_sandbox() == ())
+    assert node.fake.called("stop_container") == 3
     node.until("its status to go", lambda: "u1" not in node.statuses())
 
 
