@@ -30,6 +30,8 @@ _KNOWN_VALUES = 4096
 """How many encoded values the writer keeps by identity (the most recently seen)."""
 
 Encode = Callable[[object], bytes]
+_ATOMIC = frozenset({str, int, float, bool, type(None), bytes})
+"""Types whose values are never worth a reference (and cost nothing to write in place)."""
 
 
 class UnknownValue(LookupError):
@@ -68,7 +70,7 @@ class Interner:
 
     def _id(self, value: object) -> int | None:
         """The id of ``value`` in the current file (written now if new), or None: small."""
-        if value is None or isinstance(value, str | int | float | bool):
+        if type(value) in _ATOMIC:
             return None
         data = self._encoded(value)
         if len(data) < INTERN_MIN_BYTES:
@@ -97,26 +99,35 @@ class Interner:
         return (None, vid) if vid is not None else (value, None)
 
     def message(self, message: object, interned: dict[str, Any]) -> object:
-        """A message's body with its large fields interned (noted in ``interned``)."""
+        """A message's body with its large fields interned (noted in ``interned``): the
+        message itself when it has none."""
         names = self._names(message)
         if names is None:
             return message
-        body: dict[str, Any] = {}
+        body: dict[str, Any] | None = None
         for name in names:
             field = getattr(message, name)
-            if isinstance(field, tuple) and field:
+            kind = type(field)
+            if kind in _ATOMIC:
+                continue
+            value: Any
+            if kind is tuple:
                 ids = [self._id(item) for item in field]
-                if any(i is not None for i in ids):
-                    interned[f"body.{name}"] = ids
-                    field = [None if i is not None else item for item, i in zip(field, ids,
-                                                                                strict=True)]
+                if ids.count(None) == len(ids):
+                    continue
+                interned[f"body.{name}"] = ids
+                value = [None if i is not None else item for item, i in zip(field, ids,
+                                                                            strict=True)]
             else:
                 vid = self._id(field)
-                if vid is not None:
-                    interned[f"body.{name}"] = vid
-                    field = None
-            body[name] = field
-        return body
+                if vid is None:
+                    continue
+                interned[f"body.{name}"] = vid
+                value = None
+            if body is None:
+                body = {n: getattr(message, n) for n in names}
+            body[name] = value
+        return message if body is None else body
 
     def _names(self, message: object) -> tuple[str, ...] | None:
         """A message type's fields, if a dict of them encodes as the message does (checked

@@ -6,6 +6,9 @@ building dicts key by key and encoding them one by one cost more than the rest o
 recording. A field at ``UNSET`` is left out of the line (``carried`` and ``interned``
 when there is nothing to say, ``error`` or ``result`` of a call, ``error`` of an end),
 so the lines are the JSON objects the reader always read (actors.core.trace.reader).
+Records are not tracked by the garbage collector (``gc=False``: nothing refers back to a
+record, so it is never in a cycle): thousands a second would otherwise bring on
+collections of the daemon's whole heap more often.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 
-class MsgRecord(msgspec.Struct, tag_field="k", tag="msg"):
+class MsgRecord(msgspec.Struct, tag_field="k", tag="msg", gc=False):
     """A delivery or dead letter: ``type`` and the ``body`` are filled in by the writer."""
 
     id: int
@@ -34,7 +37,7 @@ class MsgRecord(msgspec.Struct, tag_field="k", tag="msg"):
     interned: dict[str, Any] | UnsetType = UNSET
 
 
-class BeginRecord(msgspec.Struct, tag_field="k", tag="begin"):
+class BeginRecord(msgspec.Struct, tag_field="k", tag="begin", gc=False):
     id: int
     actor: str
     inc: int
@@ -42,7 +45,7 @@ class BeginRecord(msgspec.Struct, tag_field="k", tag="begin"):
     m: float
 
 
-class EndRecord(msgspec.Struct, tag_field="k", tag="end"):
+class EndRecord(msgspec.Struct, tag_field="k", tag="end", gc=False):
     id: int
     actor: str
     inc: int
@@ -51,7 +54,7 @@ class EndRecord(msgspec.Struct, tag_field="k", tag="end"):
     error: str | UnsetType = UNSET
 
 
-class CallRecord(msgspec.Struct, tag_field="k", tag="call"):
+class CallRecord(msgspec.Struct, tag_field="k", tag="call", gc=False):
     """A call of an outside service; the writer fills in ``error`` or ``result``."""
 
     target: str
@@ -68,7 +71,7 @@ class CallRecord(msgspec.Struct, tag_field="k", tag="call"):
     interned: dict[str, Any] | UnsetType = UNSET
 
 
-class InputRecord(msgspec.Struct, tag_field="k", tag="input"):
+class InputRecord(msgspec.Struct, tag_field="k", tag="input", gc=False):
     name: str
     value: Any
     actor: str
@@ -78,14 +81,14 @@ class InputRecord(msgspec.Struct, tag_field="k", tag="input"):
     m: float
 
 
-class SpawnRecord(msgspec.Struct, tag_field="k", tag="spawn"):
+class SpawnRecord(msgspec.Struct, tag_field="k", tag="spawn", gc=False):
     actor: str
     inc: int
     t: float
     m: float
 
 
-class DecisionRecord(msgspec.Struct, tag_field="k", tag="decision"):
+class DecisionRecord(msgspec.Struct, tag_field="k", tag="decision", gc=False):
     actor: str
     what: str
     detail: dict[str, Any]
@@ -93,7 +96,7 @@ class DecisionRecord(msgspec.Struct, tag_field="k", tag="decision"):
     m: float
 
 
-class ValueRecord(msgspec.Struct, tag_field="k", tag="val"):
+class ValueRecord(msgspec.Struct, tag_field="k", tag="val", gc=False):
     """A large value, once per file (actors.core.trace.interning); ``value``: its JSON."""
 
     id: int

@@ -258,6 +258,9 @@ class TraceWriter(Recorder):
         interner = self._interner
         ready: list[Record] = []
         for record in batch:
+            if type(record) not in _PREPARED:
+                ready.append(record)
+                continue
             try:
                 self._prepare(record)
             except (TypeError, ValueError, msgspec.EncodeError) as err:
@@ -324,6 +327,10 @@ class TraceWriter(Recorder):
         self._drain()
         self._file.flush()
         self._file.close()
+
+
+_PREPARED = (MsgRecord, CallRecord)
+"""The records the writer thread completes (the others are whole when made)."""
 
 
 def _kind(record: Record) -> str:
