@@ -67,7 +67,6 @@ values are written once per file in ``val`` records and referred to by id
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_FILES = 50
 _FLUSH_EVERY = 0.05
-_IDLE_WAIT = 0.4
 _BATCH = 256
 _RECORD_BYTES = 4096
 
@@ -103,9 +102,11 @@ class TraceWriter(Recorder):
 
     A hook only makes its record (actors.core.trace.records) and appends it to a deque,
     which wakes nobody: the writer thread takes what has gathered every ``_FLUSH_EVERY``
-    seconds (less often while nothing comes), fills in what can wait (a message's type
-    name, the values it interns) and encodes and writes the batch. A thread woken for
-    every record would take the GIL from the actors hundreds of times a pod.
+    seconds, fills in what can wait (a message's type name, the values it interns) and
+    encodes and writes the batch. A thread woken for every record would take the GIL from
+    the actors hundreds of times a pod. Once an interval passes with nothing recorded the
+    writer sleeps until the next record wakes it, so an idle kubelet's writer wakes
+    nobody either, and a record is in the file ``_FLUSH_EVERY`` seconds after it was made.
     """
 
     def __init__(
@@ -127,6 +128,7 @@ class TraceWriter(Recorder):
         self._pending: deque[Record] = deque()
         self._wake = threading.Event()
         self._closing = False
+        self._idle = False  # the writer waits for a hook to wake it (nothing came for a while)
         self._flushed = threading.Condition()
         self._asked = self._done = 0
         existing = sorted(self.directory.glob("trace-*.jsonl"))
@@ -145,18 +147,24 @@ class TraceWriter(Recorder):
 
     # --- recording (any thread; only appends) ---------------------------------------------
 
+    def _add(self, record: Record) -> None:
+        self._pending.append(record)
+        if self._idle:  # the first record after a quiet spell: the writer sleeps until now
+            self._idle = False
+            self._wake.set()
+
     def delivery(self, id: int, sender: str, sender_seq: int, receiver: str,
                  incarnation: int, parent: int | None, message: object, dead: bool) -> None:
         # type and body: the writer's (messages are immutable, so they can wait).
-        self._pending.append(MsgRecord(id, sender, sender_seq, receiver, incarnation, parent,
+        self._add(MsgRecord(id, sender, sender_seq, receiver, incarnation, parent,
                                        dead, "", message, time.time(), time.monotonic()))
 
     def begin(self, id: int, actor: str, incarnation: int) -> None:
-        self._pending.append(BeginRecord(id, actor, incarnation, time.time(),
+        self._add(BeginRecord(id, actor, incarnation, time.time(),
                                          time.monotonic()))
 
     def end(self, id: int, actor: str, incarnation: int, error: BaseException | None) -> None:
-        self._pending.append(EndRecord(id, actor, incarnation, time.time(), time.monotonic(),
+        self._add(EndRecord(id, actor, incarnation, time.time(), time.monotonic(),
                                        UNSET if error is None else repr(error)))
 
     def call(self, target: str, method: str, args: tuple[Any, ...], duration: float,
@@ -173,22 +181,22 @@ class TraceWriter(Recorder):
             record.error = error  # made a record by the writer (error_record)
         else:
             record.result = result
-        self._pending.append(record)
+        self._add(record)
 
     def input(self, name: str, value: object) -> None:
         handling = context.current()
         if handling is None:
-            self._pending.append(InputRecord(name, value, "", -1, None, time.time(),
+            self._add(InputRecord(name, value, "", -1, None, time.time(),
                                              time.monotonic()))
         else:
-            self._pending.append(InputRecord(name, value, handling.actor, handling.incarnation,
+            self._add(InputRecord(name, value, handling.actor, handling.incarnation,
                                              handling.delivery, time.time(), time.monotonic()))
 
     def spawn(self, actor: str, incarnation: int) -> None:
-        self._pending.append(SpawnRecord(actor, incarnation, time.time(), time.monotonic()))
+        self._add(SpawnRecord(actor, incarnation, time.time(), time.monotonic()))
 
     def decision(self, actor: str, what: str, detail: Mapping[str, Any]) -> None:
-        self._pending.append(DecisionRecord(actor, what, dict(detail), time.time(),
+        self._add(DecisionRecord(actor, what, dict(detail), time.time(),
                                             time.monotonic()))
 
     def flush(self, timeout: float = 10.0) -> bool:
@@ -308,10 +316,14 @@ class TraceWriter(Recorder):
 
     def _run(self) -> None:
         self._open()
-        wait = _FLUSH_EVERY
+        sleeping = False
         while True:
-            self._wake.wait(wait)
+            self._wake.wait(None if sleeping else _FLUSH_EVERY)
             self._wake.clear()
+            if sleeping and not self._closing and not self._flush_asked():
+                # A hook woke it: let the burst that record begins gather, then write it.
+                self._wake.wait(_FLUSH_EVERY)
+                self._wake.clear()
             with self._flushed:
                 asked = self._asked
             written = self._drain()
@@ -322,11 +334,21 @@ class TraceWriter(Recorder):
                 self._flushed.notify_all()
             if self._closing:
                 break
-            # Nothing came: look less often (a trace of an idle kubelet wakes nobody).
-            wait = _FLUSH_EVERY if written else min(wait * 2, _IDLE_WAIT)
+            sleeping = False
+            if not written:
+                # Nothing came for a while: sleep until a hook wakes it (an idle kubelet's
+                # trace wakes nobody). A record added before _idle was set saw it False.
+                self._idle = True
+                sleeping = not self._pending
+                if not sleeping:
+                    self._idle = False
         self._drain()
         self._file.flush()
         self._file.close()
+
+    def _flush_asked(self) -> bool:
+        with self._flushed:
+            return self._asked > self._done
 
 
 _PREPARED = (MsgRecord, CallRecord)

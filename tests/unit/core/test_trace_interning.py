@@ -20,6 +20,7 @@ from actors.core.trace.reader import TraceError, read_trace
 from actors.core.trace.stubs import plain
 from actors.core.trace.writer import TRACE_VERSION, TraceWriter
 from runtime.pod.model import Container, ObjectMeta, Pod, PodSpec
+from tests.helpers import wait_for
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,3 +161,21 @@ def test_a_mutable_answer_is_recorded_as_it_was_each_time(tmp_path: Path) -> Non
         writer.close()
     first, second = (r["result"] for r in read_trace(tmp_path).records)
     assert len(first["items"]) == 8 and len(second["items"]) == 1
+
+
+def test_a_record_after_a_quiet_spell_wakes_the_sleeping_writer(tmp_path: Path) -> None:
+    writer = TraceWriter(tmp_path)
+
+    def written() -> int:
+        files = sorted(tmp_path.glob("trace-*.jsonl"))  # none until the writer opens one
+        return len(read_trace(tmp_path).records) if files else 0
+
+    try:
+        writer.spawn("first", 0)
+        wait_for(lambda: written() == 1, 10.0, "the first record in the file")
+        wait_for(lambda: writer._idle, 10.0, "the writer to sleep, nothing coming")
+        writer.spawn("second", 0)  # no flush: the record itself wakes the writer
+        wait_for(lambda: written() == 2, 10.0, "the second record in the file")
+    finally:
+        writer.close()
+    assert [r["actor"] for r in read_trace(tmp_path).records] == ["first", "second"]
