@@ -156,16 +156,15 @@ class TraceWriter(Recorder):
     def delivery(self, id: int, sender: str, sender_seq: int, receiver: str,
                  incarnation: int, parent: int | None, message: object, dead: bool) -> None:
         # type and body: the writer's (messages are immutable, so they can wait).
-        self._add(MsgRecord(id, sender, sender_seq, receiver, incarnation, parent,
-                                       dead, "", message, time.time(), time.monotonic()))
+        self._add(MsgRecord(id, sender, sender_seq, receiver, incarnation, parent, dead, "",
+                            message, time.time(), time.monotonic()))
 
     def begin(self, id: int, actor: str, incarnation: int) -> None:
-        self._add(BeginRecord(id, actor, incarnation, time.time(),
-                                         time.monotonic()))
+        self._add(BeginRecord(id, actor, incarnation, time.time(), time.monotonic()))
 
     def end(self, id: int, actor: str, incarnation: int, error: BaseException | None) -> None:
         self._add(EndRecord(id, actor, incarnation, time.time(), time.monotonic(),
-                                       UNSET if error is None else repr(error)))
+                            UNSET if error is None else repr(error)))
 
     def call(self, target: str, method: str, args: tuple[Any, ...], duration: float,
              result: object, error: BaseException | None) -> None:
@@ -186,18 +185,16 @@ class TraceWriter(Recorder):
     def input(self, name: str, value: object) -> None:
         handling = context.current()
         if handling is None:
-            self._add(InputRecord(name, value, "", -1, None, time.time(),
-                                             time.monotonic()))
+            self._add(InputRecord(name, value, "", -1, None, time.time(), time.monotonic()))
         else:
             self._add(InputRecord(name, value, handling.actor, handling.incarnation,
-                                             handling.delivery, time.time(), time.monotonic()))
+                                  handling.delivery, time.time(), time.monotonic()))
 
     def spawn(self, actor: str, incarnation: int) -> None:
         self._add(SpawnRecord(actor, incarnation, time.time(), time.monotonic()))
 
     def decision(self, actor: str, what: str, detail: Mapping[str, Any]) -> None:
-        self._add(DecisionRecord(actor, what, dict(detail), time.time(),
-                                            time.monotonic()))
+        self._add(DecisionRecord(actor, what, dict(detail), time.time(), time.monotonic()))
 
     def flush(self, timeout: float = 10.0) -> bool:
         """Write everything recorded so far to the file now; False if not done in time."""
