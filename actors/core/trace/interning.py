@@ -11,10 +11,12 @@ reads a trace (replay, ``trace show``, the timeline page) sees every record whol
 trace written before interning (format version 2) has it.
 
 Messages and what they carry are immutable (tuples, frozen dataclasses and Structs): such a
-value already encoded is known by its identity (held here, so its id is not reused) and is
-not encoded again; a mutable one (a dict, a list) is encoded each time and found by its
-content. Each file has its own ids
-and writes its own values, so any file of a trace can be read without the ones before it.
+large value already encoded is known by its identity (held here, so its id is not reused)
+and is not encoded again; a mutable one (a dict, a list) is encoded each time and found by
+its content. Each file has its own ids and writes its own values, so any file of a trace
+can be read without the ones before it. What the writer holds is bounded (the values it
+saw last, by count and by bytes): a value it has let go is written again when it comes
+back, under a new id.
 """
 
 from __future__ import annotations
@@ -26,8 +28,10 @@ from typing import Any
 
 INTERN_MIN_BYTES = 256
 """A value smaller than this is written in place: a reference would save little."""
-_KNOWN_VALUES = 4096
-"""How many encoded values the writer keeps by identity (the most recently seen)."""
+_KNOWN_VALUES = 1024
+"""How many large values the writer keeps by identity (the most recently seen)."""
+_KNOWN_BYTES = 8 * 1024 * 1024
+"""How many bytes of values the writer remembers its file holds (the most recently used)."""
 
 Encode = Callable[[object], bytes]
 _ATOMIC = frozenset({str, int, float, bool, type(None), bytes})
@@ -44,7 +48,9 @@ class Interner:
     def __init__(self, encode: Encode) -> None:
         self._encode = encode
         self._by_identity: OrderedDict[int, tuple[object, bytes]] = OrderedDict()
-        self._ids: dict[bytes, int] = {}
+        self._ids: OrderedDict[bytes, int] = OrderedDict()
+        self._id_bytes = 0
+        self._next_id = 0
         self._field_names: dict[type, tuple[str, ...] | None] = {}
         self._frozen_types: dict[type, bool] = {}
         self.pending: list[tuple[int, bytes]] = []
@@ -53,6 +59,7 @@ class Interner:
     def new_file(self) -> None:
         """A new file starts: it holds no value yet."""
         self._ids.clear()
+        self._id_bytes = self._next_id = 0
 
     def _encoded(self, value: object) -> bytes:
         if not self._frozen(type(value)):
@@ -63,9 +70,10 @@ class Interner:
             self._by_identity.move_to_end(key)
             return known[1]
         data = self._encode(value)
-        self._by_identity[key] = (value, data)
-        if len(self._by_identity) > _KNOWN_VALUES:
-            self._by_identity.popitem(last=False)
+        if len(data) >= INTERN_MIN_BYTES:
+            self._by_identity[key] = (value, data)
+            if len(self._by_identity) > _KNOWN_VALUES:
+                self._by_identity.popitem(last=False)
         return data
 
     def _id(self, value: object) -> int | None:
@@ -75,10 +83,17 @@ class Interner:
         data = self._encoded(value)
         if len(data) < INTERN_MIN_BYTES:
             return None
-        vid = self._ids.get(data)
-        if vid is None:
-            vid = self._ids[data] = len(self._ids) + 1
-            self.pending.append((vid, data))
+        ids = self._ids
+        vid = ids.get(data)
+        if vid is not None:
+            ids.move_to_end(data)
+            return vid
+        self._next_id += 1
+        vid = ids[data] = self._next_id
+        self._id_bytes += len(data)
+        while self._id_bytes > _KNOWN_BYTES:
+            self._id_bytes -= len(ids.popitem(last=False)[0])
+        self.pending.append((vid, data))
         return vid
 
     def _frozen(self, cls: type) -> bool:

@@ -179,3 +179,19 @@ def test_a_record_after_a_quiet_spell_wakes_the_sleeping_writer(tmp_path: Path) 
     finally:
         writer.close()
     assert [r["actor"] for r in read_trace(tmp_path).records] == ["first", "second"]
+
+
+def test_a_value_the_writer_let_go_is_written_again_under_a_new_id(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from actors.core.trace import interning
+
+    pods = [big_pod(str(n)) for n in range(3)]
+    monkeypatch.setattr(interning, "_KNOWN_BYTES", 2 * len(msgspec.json.encode(pods[0])))
+    sent = [Carries(pods[n % 3], (), str(n)) for n in range(6)]  # a, b, c, a, b, c
+    writer = TraceWriter(tmp_path)
+    for n, message in enumerate(sent):
+        writer.delivery(n + 1, "a", n + 1, "b", 0, None, message, dead=False)
+    writer.close()
+    (file,) = sorted(tmp_path.glob("trace-*.jsonl"))
+    assert [r["id"] for r in lines(file) if r["k"] == "val"] == [1, 2, 3, 4, 5, 6]
+    assert [r["body"] for r in read_trace(tmp_path).messages()] == [plain(m) for m in sent]
