@@ -8,6 +8,9 @@ may have lost its first files to retention (--trace-max-files). Each file's head
 which run it belongs to (``run``) and which of its files it is (``part``, from 1), so
 ``Trace.runs()`` splits a trace into its runs and ``Trace.begins_mid_run`` tells one whose
 beginning is gone. Files written before headers said so count as one run per pid, whole.
+
+Large values a file holds once (``val`` records, format version 3) are put back into the
+records that refer to them (actors.core.trace.interning), so every record reads whole.
 """
 
 from __future__ import annotations
@@ -20,7 +23,12 @@ from typing import Any
 
 import msgspec
 
+from actors.core.trace.interning import UnknownValue, resolve
+from actors.core.trace.records import ValueRecord
+
 _decoder = msgspec.json.Decoder()
+_value_decoder = msgspec.json.Decoder(ValueRecord)
+_VALUE_LINE = b'{"k":"val",'
 
 
 class TraceError(Exception):
@@ -135,12 +143,21 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
     for file in files:
         start = len(records)
         file_header: dict[str, Any] = {}
+        values: dict[int, bytes] = {}
         lines = file.read_bytes().split(b"\n")
         for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
+                if line.startswith(_VALUE_LINE):
+                    value = _value_decoder.decode(line)
+                    values[value.id] = bytes(value.value)
+                    continue
                 record = _decoder.decode(line)
+                if "interned" in record:
+                    resolve(record, values, _decoder.decode)
+            except UnknownValue as err:
+                raise TraceError(f"{file}: line {number}: {err}") from err
             except msgspec.DecodeError as err:
                 if number >= len(lines) - 1:
                     torn.append(f"{file}: line {number} is torn (the kubelet stopped mid-write)")

@@ -8,18 +8,20 @@ holds the whole start config, the run it belongs to (``run``: one id per writer,
 daemon restarted on the same directory starts a new run) and which file of that run it is
 (``part``, from 1): any suffix of a run's files can be read on its own, and a reader
 knows when a run's beginning was deleted (actors.core.trace.reader). Callers only
-enqueue (messages are immutable, so they can be encoded later); one writer thread encodes
-and appends whole lines, so a kubelet killed mid-write leaves a trace readable up to its
-last whole record.
+note their arguments (messages are immutable, so they can be encoded later); one writer
+thread builds the records, encodes them and appends whole lines, so a kubelet killed
+mid-write leaves a trace readable up to its last whole record.
 
 Record kinds (field ``k``), all with wall time ``t`` and monotonic time ``m``:
   header    v, pid, run, part, argv, config             first record of every file
             (v: TRACE_VERSION; traces without one are version 1)
-  msg       id, from, seq, to, inc, parent, dead, type, body [, carried]
+  msg       id, from, seq, to, inc, parent, dead, type, body [, carried] [, interned]
                                                         a delivery or dead letter; carried:
                                                         the types of messages it holds
   begin/end id, actor, inc [, error]                    a handler ran for delivery ``id``
-  call      actor, inc, in, method, args, dur, result, error     a runtime call
+  call      actor, inc, in, method, args, dur, result, error [, interned]   a runtime call
+  val       id, value                                   a large value, written once a file;
+            (no t, m)                                   records name it in ``interned``
   input     actor, inc, in, name, value                 a clock read or another input
   spawn     actor, inc                                  an actor (re)started
   decision  actor, what, detail                         a supervisor decision
@@ -29,28 +31,44 @@ from __future__ import annotations
 
 import itertools
 import os
-import queue
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import msgspec
 from loguru import logger
+from msgspec import UNSET
 
 from actors.core import context
 from actors.core.hooks import Recorder
+from actors.core.trace.interning import Interner
 from actors.core.trace.names import MESSAGES
+from actors.core.trace.records import (
+    BeginRecord,
+    CallRecord,
+    DecisionRecord,
+    EndRecord,
+    InputRecord,
+    MsgRecord,
+    Record,
+    SpawnRecord,
+)
 
-TRACE_VERSION = 2
+TRACE_VERSION = 3
 """The format of the records (the header's ``v``). 2: message bodies may hold fields that
 version 1's code did not have (StepResult.backoff); replay compares a version 1 trace's
-bodies only on the keys they hold (actors.core.trace.stubs.known_keys_only)."""
+bodies only on the keys they hold (actors.core.trace.stubs.known_keys_only). 3: large
+values are written once per file in ``val`` records and referred to by id
+(actors.core.trace.interning); the reader puts them back, so records read as before."""
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_FILES = 50
 _FLUSH_EVERY = 0.05
+_BATCH = 256
+_RECORD_BYTES = 4096
 
 
 def _enc_hook(value: Any) -> Any:
@@ -80,7 +98,16 @@ def error_record(error: BaseException) -> dict[str, Any]:
 
 
 class TraceWriter(Recorder):
-    """The recorder that writes traces: every hook becomes a record."""
+    """The recorder that writes traces: every hook becomes a record.
+
+    A hook only makes its record (actors.core.trace.records) and appends it to a deque,
+    which wakes nobody: the writer thread takes what has gathered every ``_FLUSH_EVERY``
+    seconds, fills in what can wait (a message's type name, the values it interns) and
+    encodes and writes the batch. A thread woken for every record would take the GIL from
+    the actors hundreds of times a pod. Once an interval passes with nothing recorded the
+    writer sleeps until the next record wakes it, so an idle kubelet's writer wakes
+    nobody either, and a record is in the file ``_FLUSH_EVERY`` seconds after it was made.
+    """
 
     def __init__(
         self,
@@ -96,7 +123,14 @@ class TraceWriter(Recorder):
         self.max_files = max_files
         self.config = dict(config or {})
         self.argv = argv
-        self._queue: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
+        # deque.append and popleft are atomic: the hooks' threads and the writer share it
+        # without a lock.
+        self._pending: deque[Record] = deque()
+        self._wake = threading.Event()
+        self._closing = False
+        self._idle = False  # the writer waits for a hook to wake it (nothing came for a while)
+        self._flushed = threading.Condition()
+        self._asked = self._done = 0
         existing = sorted(self.directory.glob("trace-*.jsonl"))
         start = int(existing[-1].stem.split("-")[1]) + 1 if existing else 1
         self._index = itertools.count(start)
@@ -104,71 +138,100 @@ class TraceWriter(Recorder):
         self._part = itertools.count(1)
         self._file: Any = None
         self._size = 0
+        self._interner = Interner(encode)
         self.records = 0
+        self.values = 0
         self.dropped = 0
         self._thread = threading.Thread(target=self._run, name="trace-writer", daemon=True)
         self._thread.start()
 
-    # --- recording (any thread; only enqueues) --------------------------------------------
+    # --- recording (any thread; only appends) ---------------------------------------------
 
-    def _put(self, record: dict[str, Any]) -> None:
-        record["t"] = time.time()
-        record["m"] = time.monotonic()
-        self._queue.put(record)
+    def _add(self, record: Record) -> None:
+        self._pending.append(record)
+        if self._idle:  # the first record after a quiet spell: the writer sleeps until now
+            self._idle = False
+            self._wake.set()
 
     def delivery(self, id: int, sender: str, sender_seq: int, receiver: str,
                  incarnation: int, parent: int | None, message: object, dead: bool) -> None:
-        record: dict[str, Any] = {
-            "k": "msg", "id": id, "from": sender, "seq": sender_seq, "to": receiver,
-            "inc": incarnation, "parent": parent, "dead": dead,
-            "type": MESSAGES.name_of(message), "body": message}
-        carried = MESSAGES.carried(message)
-        if carried:
-            record["carried"] = carried  # replay rebuilds held mail as what it was
-        self._put(record)
+        # type and body: the writer's (messages are immutable, so they can wait).
+        self._add(MsgRecord(id, sender, sender_seq, receiver, incarnation, parent, dead, "",
+                            message, time.time(), time.monotonic()))
 
     def begin(self, id: int, actor: str, incarnation: int) -> None:
-        self._put({"k": "begin", "id": id, "actor": actor, "inc": incarnation})
+        self._add(BeginRecord(id, actor, incarnation, time.time(), time.monotonic()))
 
     def end(self, id: int, actor: str, incarnation: int, error: BaseException | None) -> None:
-        record: dict[str, Any] = {"k": "end", "id": id, "actor": actor, "inc": incarnation}
-        if error is not None:
-            record["error"] = repr(error)
-        self._put(record)
+        self._add(EndRecord(id, actor, incarnation, time.time(), time.monotonic(),
+                            UNSET if error is None else repr(error)))
 
     def call(self, target: str, method: str, args: tuple[Any, ...], duration: float,
              result: object, error: BaseException | None) -> None:
-        record = self._attributed({"k": "call", "target": target, "method": method,
-                                   "args": args, "dur": duration})
-        if error is not None:
-            record["error"] = error_record(error)
+        handling = context.current()
+        if handling is None:
+            record = CallRecord(target, method, args, duration, "", -1, None, time.time(),
+                                time.monotonic())
         else:
-            record["result"] = result
-        self._put(record)
+            record = CallRecord(target, method, args, duration, handling.actor,
+                                handling.incarnation, handling.delivery, time.time(),
+                                time.monotonic())
+        if error is not None:
+            record.error = error  # made a record by the writer (error_record)
+        else:
+            record.result = result
+        self._add(record)
 
     def input(self, name: str, value: object) -> None:
-        self._put(self._attributed({"k": "input", "name": name, "value": value}))
+        handling = context.current()
+        if handling is None:
+            self._add(InputRecord(name, value, "", -1, None, time.time(), time.monotonic()))
+        else:
+            self._add(InputRecord(name, value, handling.actor, handling.incarnation,
+                                  handling.delivery, time.time(), time.monotonic()))
 
     def spawn(self, actor: str, incarnation: int) -> None:
-        self._put({"k": "spawn", "actor": actor, "inc": incarnation})
+        self._add(SpawnRecord(actor, incarnation, time.time(), time.monotonic()))
 
     def decision(self, actor: str, what: str, detail: Mapping[str, Any]) -> None:
-        self._put({"k": "decision", "actor": actor, "what": what, "detail": dict(detail)})
+        self._add(DecisionRecord(actor, what, dict(detail), time.time(), time.monotonic()))
 
-    @staticmethod
-    def _attributed(record: dict[str, Any]) -> dict[str, Any]:
-        handling = context.current()
-        record["actor"] = handling.actor if handling else ""
-        record["inc"] = handling.incarnation if handling else -1
-        record["in"] = handling.delivery if handling else None
-        return record
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Write everything recorded so far to the file now; False if not done in time."""
+        with self._flushed:
+            self._asked += 1
+            asked = self._asked
+            self._wake.set()
+            return self._flushed.wait_for(lambda: self._done >= asked or
+                                          not self._thread.is_alive(), timeout)
 
     def close(self, timeout: float = 10.0) -> None:
-        """Write everything enqueued so far, then stop the writer thread."""
-        self._queue.put(None)
+        """Write everything recorded so far, then stop the writer thread."""
+        self._closing = True
+        self._wake.set()
         self._thread.join(timeout)
 
     # --- the writer thread ----------------------------------------------------------------
+
+    def _prepare(self, record: Record) -> None:
+        """Fill in what the hook left to the writer; its new values go to ``pending``."""
+        if type(record) is MsgRecord:
+            message = record.body
+            record.type = MESSAGES.name_of(message)
+            carried = MESSAGES.carried(message)
+            if carried:
+                record.carried = carried  # replay rebuilds held mail as what it was
+            interned: dict[str, Any] = {}
+            record.body = self._interner.message(message, interned)
+            if interned:
+                record.interned = interned
+        elif type(record) is CallRecord:
+            if record.error is not UNSET:
+                record.error = error_record(record.error)
+            else:
+                record.result, vid = self._interner.value(record.result)
+                if vid is not None:
+                    record.interned = {"result": vid}
 
     def _open(self) -> None:
         if self._file is not None:
@@ -176,6 +239,7 @@ class TraceWriter(Recorder):
         path = self.directory / f"trace-{next(self._index):06d}.jsonl"
         self._file = path.open("ab", buffering=1024 * 1024)
         self._size = 0
+        self._interner.new_file()
         self._write({"k": "header", "v": TRACE_VERSION, "pid": os.getpid(), "run": self.run,
                      "part": next(self._part), "argv": self.argv, "config": self.config,
                      "t": time.time(), "m": time.monotonic()})
@@ -186,33 +250,107 @@ class TraceWriter(Recorder):
         for old in files[: max(len(files) - self.max_files, 0)]:
             old.unlink(missing_ok=True)
 
-    def _write(self, record: dict[str, Any]) -> None:
-        try:
-            line = encode(record) + b"\n"
-        except (TypeError, ValueError, msgspec.EncodeError) as err:
-            self.dropped += 1
-            logger.warning("trace: cannot encode a {} record: {}", record.get("k"), err)
-            return
+    def _line(self, line: bytes) -> None:
         self._file.write(line)
         self._size += len(line)
+
+    def _write(self, record: dict[str, Any]) -> None:
+        self._line(encode(record) + b"\n")
         self.records += 1
+
+    def _write_batch(self, batch: list[Record]) -> None:
+        """Prepare and write ``batch``, its new values before it (all in one file)."""
+        interner = self._interner
+        ready: list[Record] = []
+        for record in batch:
+            if type(record) not in _PREPARED:
+                ready.append(record)
+                continue
+            try:
+                self._prepare(record)
+            except (TypeError, ValueError, msgspec.EncodeError) as err:
+                self.dropped += 1
+                logger.warning("trace: cannot encode a {} record: {}", _kind(record), err)
+                continue
+            ready.append(record)
+        try:
+            lines = _encoder.encode_lines(ready)
+        except (TypeError, ValueError, msgspec.EncodeError):
+            lines = b"".join(self._encoded_alone(record) for record in ready)
+        for vid, data in interner.pending:
+            self._line(b'{"k":"val","id":%d,"value":%b}\n' % (vid, data))
+            self.values += 1
+        interner.pending.clear()
+        self._line(lines)
+        self.records += len(ready)
+
+    def _encoded_alone(self, record: Record) -> bytes:
+        """One record's line, or nothing (counted, logged) if it cannot be encoded."""
+        try:
+            return encode(record) + b"\n"
+        except (TypeError, ValueError, msgspec.EncodeError) as err:
+            self.dropped += 1
+            self.records -= 1
+            logger.warning("trace: cannot encode a {} record: {}", _kind(record), err)
+            return b""
+
+    def _drain(self) -> int:
+        """Write what the hooks have recorded; how many records that was."""
+        pending = self._pending
+        count = len(pending)
+        batch = [pending.popleft() for _ in range(count)]
+        # A file ends at the first record past max_bytes: one at a time near the end, in
+        # batches of fewer records than the room left would hold at _RECORD_BYTES each
+        # before it (so a file passes max_bytes by about one record, as ever).
+        start = 0
+        while start < count:
+            if self._size >= self.max_bytes:
+                self._open()
+            step = min(_BATCH, max(1, (self.max_bytes - self._size) // _RECORD_BYTES))
+            self._write_batch(batch[start:start + step])
+            start += step
+        return count
 
     def _run(self) -> None:
         self._open()
-        last_flush = time.monotonic()
+        sleeping = False
         while True:
-            try:
-                record = self._queue.get(timeout=_FLUSH_EVERY)
-            except queue.Empty:
-                record = {}
-            if record is None:
-                break
-            if record:
-                if self._size >= self.max_bytes:
-                    self._open()
-                self._write(record)
-            if time.monotonic() - last_flush >= _FLUSH_EVERY or not record:
+            self._wake.wait(None if sleeping else _FLUSH_EVERY)
+            self._wake.clear()
+            if sleeping and not self._closing and not self._flush_asked():
+                # A hook woke it: let the burst that record begins gather, then write it.
+                self._wake.wait(_FLUSH_EVERY)
+                self._wake.clear()
+            with self._flushed:
+                asked = self._asked
+            written = self._drain()
+            if written:
                 self._file.flush()
-                last_flush = time.monotonic()
+            with self._flushed:
+                self._done = asked
+                self._flushed.notify_all()
+            if self._closing:
+                break
+            sleeping = False
+            if not written:
+                # Nothing came for a while: sleep until a hook wakes it (an idle kubelet's
+                # trace wakes nobody). A record added before _idle was set saw it False.
+                self._idle = True
+                sleeping = not self._pending
+                if not sleeping:
+                    self._idle = False
+        self._drain()
         self._file.flush()
         self._file.close()
+
+    def _flush_asked(self) -> bool:
+        with self._flushed:
+            return self._asked > self._done
+
+
+_PREPARED = (MsgRecord, CallRecord)
+"""The records the writer thread completes (the others are whole when made)."""
+
+
+def _kind(record: Record) -> str:
+    return str(type(record).__struct_config__.tag)

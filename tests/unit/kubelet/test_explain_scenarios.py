@@ -243,7 +243,7 @@ def test_admission_failure(scenario: Scenario) -> None:
 
 
 def _messages(scenario: Scenario) -> list[dict[str, Any]]:
-    scenario.node.writer._queue.put({})  # the writer flushes when it sees an empty record
+    scenario.node.writer.flush()
     scenario.node.settle()
     try:
         return [r for r in read_trace(scenario.directory).records if r["k"] == "msg"]

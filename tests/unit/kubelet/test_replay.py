@@ -150,7 +150,7 @@ def _without_remove(trace: Trace) -> Trace:
 
 def test_a_version_1_trace_lacking_a_newer_field_still_replays(recorded: Path) -> None:
     trace = read_trace(recorded)
-    assert trace.version == TRACE_VERSION == 2
+    assert trace.version == TRACE_VERSION == 3
     old = _without_remove(trace)
     old.header["v"] = 1
     report = replay(old, WORLD)
