@@ -43,6 +43,7 @@ from runtime.pod.model import Pod
 from runtime.pod.static import CONFIG_SEEN
 from runtime.prober.results import ProbeResult
 from runtime.prober.state import SavedProbe
+from runtime.status.failed import failed_status
 from runtime.status.generate import generate_pod_status, qos_class
 from runtime.status.messages import cap_termination_messages
 from runtime.status.types import PodStatus, rfc3339
@@ -227,8 +228,7 @@ class StatusManager(Actor):
             now=self._clock.now(), previous=failed_as, host_ip=self._host_ip,
         )
         if entry.failed is not None:
-            status = msgspec.structs.replace(status, phase="Failed", reason=entry.failed[0],
-                                             message=entry.failed[1])
+            status = failed_status(status, *entry.failed, rfc3339(self._clock.now()), previous)
         entry.status = cap_termination_messages(entry.pod, status)
         entry.basis = (entry.pod, entry.runtime, entry.sync, entry.failed)
         if previous is None or previous.phase != entry.status.phase:

@@ -221,11 +221,17 @@ class EvictionOrder:
 
 def choose(config: EvictionConfig, threshold: Threshold, resource: str, pods: Sequence[Pod],
            signals: NodeSignals, starved: Sequence[Threshold]) -> EvictionOrder | None:
-    """The pod to evict this pass (one per pass): the first ranked that is not critical."""
-    grace = IMMEDIATE_GRACE_PERIOD if threshold.hard else config.max_pod_grace_period
+    """The pod to evict this pass (one per pass): the first ranked that is not critical,
+    killed with a grace of 1 s for a hard threshold, else ``--eviction-max-pod-grace-period``
+    or the pod's own terminationGracePeriodSeconds when that is shorter."""
     for pod in rank(threshold.signal, pods, signals):
         if is_critical(pod):
             continue
+        grace = IMMEDIATE_GRACE_PERIOD
+        if not threshold.hard:
+            own = pod.spec.termination_grace_period_seconds
+            grace = config.max_pod_grace_period if own is None else min(
+                config.max_pod_grace_period, own)
         return EvictionOrder(pod.uid, threshold.signal, grace,
                              eviction_message(resource, pod, signals, starved))
     return None

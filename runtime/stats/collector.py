@@ -35,6 +35,7 @@ from runtime.kuberuntime.labels import CONTAINER_NAME, POD_NAME, POD_NAMESPACE, 
 from runtime.stats import build
 from runtime.stats import summary as s
 from runtime.stats.host import (
+    CgroupSample,
     DiskUsage,
     FsSample,
     HostPaths,
@@ -89,6 +90,17 @@ class StatsSettings:
     pod_logs_dir: str
     paths: HostPaths = field(default_factory=HostPaths)
     fs_period: float = FS_PERIOD_S
+
+
+def node_memory(paths: HostPaths, at: float, root: CgroupSample | None = None
+                ) -> s.MemoryStats | None:
+    """The node's memory as the summary reports it (``root``: the root cgroup, read here
+    when not given): availableBytes, what the eviction manager takes as memory.available,
+    is the memory capacity (MemTotal) less the root cgroup's working set (its usage less
+    its inactive file pages), not /proc/meminfo's MemAvailable."""
+    if root is None:
+        root = read_cgroup(paths, "")
+    return build.cgroup_memory(root, at, memory_total(paths)) if root is not None else None
 
 
 class StatsCollector:
@@ -293,10 +305,9 @@ class StatsCollector:
               image_fs: FsSample | None, at: float) -> s.NodeStats:
         paths = self._settings.paths
         root = read_cgroup(paths, "")
-        cpu = memory = None
-        if root is not None:
-            cpu = build.cgroup_cpu(root, at, self._rate("", at, root.cpu_usage_ns))
-            memory = build.cgroup_memory(root, at, memory_total(paths))
+        cpu = build.cgroup_cpu(root, at, self._rate("", at, root.cpu_usage_ns)) \
+            if root is not None else None
+        memory = node_memory(paths, at, root)
         max_pid, procs = rlimit(paths)
         system: tuple[s.ContainerStats, ...] | None = None
         pods = read_cgroup(paths, KUBEPODS)

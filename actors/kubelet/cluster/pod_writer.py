@@ -70,10 +70,13 @@ def status_json(status: PodStatus) -> dict[str, Any]:
 
 
 def merge_status(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
-    """mergePodStatus: ours, plus the API's conditions the kubelet does not own."""
+    """mergePodStatus: ours, plus the API's conditions the kubelet does not own and did
+    not set itself (a DisruptionTarget it added replaces the API's, never doubles it)."""
     merged = dict(new)
+    ours = {c.get("type") for c in new.get("conditions") or [] if isinstance(c, Mapping)}
     kept = [c for c in old.get("conditions") or []
-            if isinstance(c, Mapping) and c.get("type") not in KUBELET_CONDITIONS]
+            if isinstance(c, Mapping) and c.get("type") not in KUBELET_CONDITIONS
+            and c.get("type") not in ours]
     if kept:
         merged["conditions"] = [*merged.get("conditions", []), *kept]
     return merged

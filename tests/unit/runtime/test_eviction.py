@@ -3,6 +3,7 @@ cases ported from upstream's helpers_test.go and eviction_manager_test.go."""
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from runtime.errors import ConfigError
@@ -326,6 +327,12 @@ def test_soft_evictions_use_the_max_pod_grace_period() -> None:
     order = choose(config, soft, "memory", [make_pod("p")],
                    node(1.0, memory=Mi, pods=(usage("p", Mi),)), (soft,))
     assert order is not None and order.grace_period == 7
+    # A pod whose own grace period is shorter gets its own, as upstream.
+    quick = msgspec.structs.replace(make_pod("q"), spec=msgspec.structs.replace(
+        make_pod("q").spec, termination_grace_period_seconds=3))
+    order = choose(config, soft, "memory", [quick],
+                   node(1.0, memory=Mi, pods=(usage("q", Mi),)), (soft,))
+    assert order is not None and order.grace_period == 3
 
 
 # --- the message ------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from runtime.ids import ContainerID
 from runtime.kuberuntime import labels as L
 from runtime.stats import build, host
 from runtime.stats import summary as s
-from runtime.stats.collector import StatsCollector, StatsSettings
+from runtime.stats.collector import StatsCollector, StatsSettings, node_memory
 from runtime.testing.fake_runtime import FakeRuntime
 from tests.stats_v1alpha1 import decode
 
@@ -108,6 +108,18 @@ def test_the_v2_root_cgroup_memory_comes_from_meminfo(tmp_path: Path) -> None:
     sample = host.read_cgroup(host.HostPaths(proc=str(proc), cgroup=str(cg)), "")
     assert sample is not None
     assert (sample.memory_usage, sample.working_set) == (6000 * 1024, 6000 * 1024 - 2048)
+
+
+def test_node_memory_available_is_capacity_less_the_root_working_set(tmp_path: Path) -> None:
+    """memory.available as the eviction manager sees it: MemTotal less the root cgroup's
+    usage less its inactive file pages (not MemAvailable, not MemFree)."""
+    paths = fake_v1_tree(tmp_path)
+    memory = node_memory(paths, 5.0)
+    assert memory is not None
+    assert memory.working_set_bytes == 4_000_000 - 1_000_000
+    assert memory.available_bytes == 10000 * 1024 - 3_000_000
+    assert node_memory(host.HostPaths(proc=str(tmp_path / "proc"),
+                                      cgroup=str(tmp_path / "none")), 5.0) is None
 
 
 @pytest.mark.parametrize(("usage", "inactive", "expected"), [

@@ -1,0 +1,37 @@
+"""The status of a pod the kubelet itself failed (a pod-level verdict: DeadlineExceeded,
+Evicted): phase Failed with the verdict's reason and message and, for an eviction, the
+DisruptionTarget condition upstream's eviction manager adds (status True, reason
+TerminationByKubelet, the eviction message), which tells controllers the pod was disrupted
+rather than failed by itself.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import msgspec
+
+from runtime.events import reasons
+from runtime.status.types import PodCondition, PodStatus
+
+DISRUPTION_TARGET: Final = "DisruptionTarget"
+TERMINATION_BY_KUBELET: Final = "TerminationByKubelet"
+DISRUPTING_REASONS: Final = frozenset({reasons.EVICTED})
+"""The verdicts that disrupt a pod (upstream adds the condition on eviction)."""
+
+
+def failed_status(status: PodStatus, reason: str, message: str, now: str,
+                  previous: PodStatus | None = None) -> PodStatus:
+    """``status`` failed with ``reason`` and ``message``; ``now`` (RFC 3339) stamps a new
+    DisruptionTarget condition, which keeps its time from ``previous`` after that."""
+    failed = msgspec.structs.replace(status, phase="Failed", reason=reason, message=message)
+    if reason not in DISRUPTING_REASONS:
+        return failed
+    old = previous.condition(DISRUPTION_TARGET) if previous is not None else None
+    since = old.last_transition_time if old is not None and old.status == "True" else now
+    condition = PodCondition(type=DISRUPTION_TARGET, status="True",
+                             reason=TERMINATION_BY_KUBELET, message=message,
+                             last_transition_time=since)
+    others = tuple(c for c in failed.conditions if c.type != DISRUPTION_TARGET)
+    # Upstream's generateAPIPodStatus puts the kept DisruptionTarget before its own ones.
+    return msgspec.structs.replace(failed, conditions=(condition, *others))

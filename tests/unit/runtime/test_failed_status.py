@@ -1,0 +1,31 @@
+"""A pod the kubelet failed: its phase, reason and message, and an eviction's
+DisruptionTarget condition (runtime.status.failed)."""
+
+from __future__ import annotations
+
+from runtime.status.failed import failed_status
+from runtime.status.types import PodCondition, PodStatus
+
+READY = PodCondition(type="Ready", status="False", reason="PodFailed",
+                     last_transition_time="2026-01-01T00:00:00Z")
+RUNNING = PodStatus(phase="Running", conditions=(READY,))
+EARLY, LATE = "2026-01-01T00:00:05Z", "2026-01-01T00:00:09Z"
+
+
+def test_a_deadline_fails_the_pod_without_a_disruption_condition() -> None:
+    status = failed_status(RUNNING, "DeadlineExceeded", "Pod was active too long", EARLY)
+    assert (status.phase, status.reason, status.message) == (
+        "Failed", "DeadlineExceeded", "Pod was active too long")
+    assert status.conditions == (READY,)
+
+
+def test_an_eviction_adds_disruption_target_and_keeps_its_transition_time() -> None:
+    message = "The node was low on resource: memory. "
+    first = failed_status(RUNNING, "Evicted", message, EARLY)
+    assert (first.phase, first.reason, first.message) == ("Failed", "Evicted", message)
+    assert first.conditions == (
+        PodCondition(type="DisruptionTarget", status="True", reason="TerminationByKubelet",
+                     message=message, last_transition_time=EARLY), READY)
+    # Recomputed later from a fresh status: one condition, still stamped when it came.
+    again = failed_status(RUNNING, "Evicted", message, LATE, previous=first)
+    assert again.conditions == first.conditions
