@@ -5,7 +5,6 @@ a tick."""
 
 from __future__ import annotations
 
-import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -16,40 +15,16 @@ from actors.core.trace.names import MESSAGES
 from actors.core.trace.reader import read_trace
 from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.containerd.event_sources import EventSourceChooser
-from runtime.containerd.events import EventKind, RuntimeEvent
+from runtime.containerd.events import EventKind
 from runtime.cri.client import CRIClient
 from runtime.cri.container_events import CRIEventSubscription
 from runtime.cri.runtime_events import EventSource
+from runtime.testing.event_sink import CollectingSink
 from tests.e2e.daemon import Daemon
 from tests.e2e.test_daemon import manifest
 from tests.helpers import wait_for
 
 pytestmark = pytest.mark.e2e
-
-
-class Collected:
-    """An event sink that keeps what it is told."""
-
-    def __init__(self) -> None:
-        self.events: list[RuntimeEvent] = []
-        self.states: list[str] = []
-        self._lock = threading.Lock()
-
-    def on_event(self, event: RuntimeEvent) -> None:
-        with self._lock:
-            self.events.append(event)
-
-    def on_connected(self, source: str) -> None:
-        with self._lock:
-            self.states.append(f"connected: {source}")
-
-    def on_lost(self, reason: str) -> None:
-        with self._lock:
-            self.states.append(f"lost: {reason}")
-
-    def of(self, container_id: str) -> list[RuntimeEvent]:
-        with self._lock:
-            return [e for e in self.events if e.container_id == container_id]
 
 
 def after_choice(states: list[str]) -> list[str]:
@@ -73,7 +48,7 @@ def test_containerd_events_drive_the_pleg_of_a_running_daemon(
     manifests = workdir / "manifests"
     manifests.mkdir(parents=True)
     trace_dir = workdir / "trace"
-    sink = Collected()
+    sink = CollectingSink()
     chooser = EventSourceChooser(containerd.endpoint)
     subscription = chooser(sink)
     daemon = Daemon(workdir, manifests, "--container-runtime-endpoint", containerd.endpoint,
@@ -129,7 +104,7 @@ def test_containerd_1_6_answers_get_container_events_unimplemented(
 ) -> None:
     """What the chooser relies on: the first call is answered at once with UNIMPLEMENTED
     (no connection comes and goes); without a fallback the subscription keeps retrying."""
-    sink = Collected()
+    sink = CollectingSink()
     subscription = CRIEventSubscription(containerd.endpoint, sink, probe_window=5.0,
                                         retry_first=0.05, retry_max=0.1).start()
     try:

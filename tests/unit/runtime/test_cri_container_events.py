@@ -24,6 +24,7 @@ from proto import containerd_events_pb2_grpc as ev_grpc
 from runtime.containerd.event_sources import EventSourceChooser
 from runtime.cri.container_events import CRIEventSubscription, decode
 from runtime.cri.runtime_events import EventKind, EventSource, RuntimeEvent
+from runtime.testing.event_sink import CollectingSink
 from tests.helpers import wait_for
 
 PROBE, RETRY_FIRST, RETRY_MAX = 0.05, 0.01, 0.05
@@ -37,31 +38,6 @@ REFUSAL_PROBE = 3.0
 def chooser_of(endpoint: str, probe_window: float = PROBE) -> EventSourceChooser:
     return EventSourceChooser(endpoint, probe_window=probe_window, retry_first=RETRY_FIRST,
                               retry_max=RETRY_MAX)
-
-
-class Collected:
-    """An event sink that keeps what it is told."""
-
-    def __init__(self) -> None:
-        self.events: list[RuntimeEvent] = []
-        self.states: list[str] = []
-        self._lock = threading.Lock()
-
-    def on_event(self, event: RuntimeEvent) -> None:
-        with self._lock:
-            self.events.append(event)
-
-    def on_connected(self, source: str) -> None:
-        with self._lock:
-            self.states.append(f"connected: {source}")
-
-    def on_lost(self, reason: str) -> None:
-        with self._lock:
-            self.states.append(f"lost: {reason}")
-
-    def seen(self) -> tuple[list[str], list[RuntimeEvent]]:
-        with self._lock:
-            return list(self.states), list(self.events)
 
 
 class EventsRuntime(api_grpc.RuntimeServiceServicer):
@@ -168,7 +144,7 @@ def test_cri_responses_decode_to_runtime_events(
 def test_a_cri_stream_reports_its_events(socket_dir: Path) -> None:
     runtime = EventsRuntime()  # type: ignore[abstract]  # serves GetContainerEvents only
     served = serve(socket_dir, runtime)
-    sink = Collected()
+    sink = CollectingSink()
     subscription = CRIEventSubscription(served.endpoint, sink, probe_window=PROBE,
                                         retry_first=RETRY_FIRST).start()
     try:
@@ -195,7 +171,7 @@ def test_a_broken_cri_stream_is_lost_then_reconnected(
     runtime = EventsRuntime()  # type: ignore[abstract]  # serves GetContainerEvents only
     events = ContainerdEvents()
     served = serve(socket_dir, runtime, events)
-    sink = Collected()
+    sink = CollectingSink()
     subscription = chooser_of(served.endpoint)(sink)
     try:
         wait_for(lambda: sink.seen()[0] == ["connected: cri"], 10.0, "the stream open")
@@ -223,7 +199,7 @@ def test_unimplemented_at_the_first_call_chooses_containerds_events(socket_dir: 
     events = ContainerdEvents()
     served = serve(socket_dir, api_grpc.RuntimeServiceServicer(), events)  # type: ignore[abstract]
     chooser = chooser_of(served.endpoint, REFUSAL_PROBE)
-    first, second = Collected(), Collected()
+    first, second = CollectingSink(), CollectingSink()
     subscriptions = [chooser(first)]
     try:
         wait_for(lambda: first.seen()[0] == ["connected: containerd"], 10.0, "the fallback")
@@ -253,7 +229,7 @@ def test_a_late_unimplemented_on_the_first_call_still_chooses_containerd(
     events = ContainerdEvents()
     served = serve(socket_dir, runtime, events)
     chooser = chooser_of(served.endpoint)
-    sink = Collected()
+    sink = CollectingSink()
     subscription = chooser(sink)
     try:
         wait_for(lambda: sink.seen()[0] == ["connected: cri"], 10.0, "the call counted open")
@@ -273,7 +249,7 @@ def test_a_late_unimplemented_on_the_first_call_still_chooses_containerd(
 def test_a_runtime_with_neither_stream_stays_lost(socket_dir: Path) -> None:
     served = serve(socket_dir, api_grpc.RuntimeServiceServicer())  # type: ignore[abstract]
     chooser = chooser_of(served.endpoint, REFUSAL_PROBE)
-    sink = Collected()
+    sink = CollectingSink()
     subscription = chooser(sink)
     try:
         wait_for(lambda: len(sink.seen()[0]) >= 2, 10.0, "two failed subscriptions")
