@@ -16,14 +16,13 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from actors.app.drills.probe_drills import ReadyWatch
 from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
 from runtime.cri.types import ContainerFilter, ContainerState
@@ -36,7 +35,6 @@ from tests.helpers import wait_for
 pytestmark = pytest.mark.e2e
 
 POD = "probed-e2e-node"
-POLL_EVERY = 0.05
 
 
 def probed(initial_delay: int = 0) -> str:
@@ -46,42 +44,6 @@ def probed(initial_delay: int = 0) -> str:
       periodSeconds: 10
       initialDelaySeconds: {initial_delay}
 """)
-
-
-@dataclass
-class Poller:
-    """GETs /pods every 50 ms and notes the pod's Ready condition (or down / missing)."""
-
-    port: int
-    seen: list[tuple[float, str]] = field(default_factory=list)
-    stop: threading.Event = field(default_factory=threading.Event)
-
-    def sample(self) -> str:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/pods",
-                                        timeout=2) as response:
-                items = json.loads(response.read())["items"]
-        except OSError:
-            return "down"
-        pod = next((p for p in items if p["metadata"]["name"] == POD), None)
-        if pod is None:
-            return "missing"
-        ready = next((c["status"] for c in pod["status"].get("conditions", [])
-                      if c["type"] == "Ready"), None)
-        return "ready" if ready == "True" else f"not-ready({ready})"
-
-    def run(self) -> None:
-        while not self.stop.wait(POLL_EVERY):
-            self.seen.append((time.monotonic(), self.sample()))
-
-    def flips(self) -> list[str]:
-        """Every answer after the first Ready=True that shows the pod not ready."""
-        states = [s for _, s in self.seen]
-        first = states.index("ready") if "ready" in states else len(states)
-        return [s for s in states[first:] if s.startswith("not-ready")]
-
-    def since(self, mark: float) -> list[str]:
-        return [s for t, s in self.seen if t >= mark]
 
 
 @pytest.fixture
@@ -100,8 +62,8 @@ def daemon(containerd: EmbeddedContainerd, cri: CRIClient, workdir: Path) -> Ite
 
 
 @pytest.fixture
-def poller(daemon: Daemon) -> Iterator[Poller]:
-    p = Poller(daemon.read_only_port)
+def poller(daemon: Daemon) -> Iterator[ReadyWatch]:
+    p = ReadyWatch(daemon.read_only_port, POD)
     thread = threading.Thread(target=p.run, name="poller", daemon=True)
     thread.start()
     yield p
@@ -130,7 +92,7 @@ def replays(trace_dir: Path) -> str:
 
 
 def test_a_ready_pod_stays_ready_across_a_restart(
-        daemon: Daemon, cri: CRIClient, poller: Poller, workdir: Path) -> None:
+        daemon: Daemon, cri: CRIClient, poller: ReadyWatch, workdir: Path) -> None:
     (daemon.manifests / "probed.yaml").write_text(probed())
     daemon.start()
     wait_for(lambda: ready_in_pods(daemon), 30.0, "the pod Ready")
@@ -152,7 +114,7 @@ def test_a_ready_pod_stays_ready_across_a_restart(
     served = len(poller.since(mark))
     wait_for(lambda: len(poller.since(mark)) >= served + 40, 20.0, "more answers")
 
-    assert poller.flips() == [], poller.seen
+    assert poller.flips(tolerated=("down", "missing")) == [], poller.seen
     assert "ready" in poller.since(mark)
     assert not [s for s in poller.since(mark) if s.startswith("not-ready")]
     assert ("readiness probe result Success continued from the previous run"
@@ -165,7 +127,7 @@ def test_a_ready_pod_stays_ready_across_a_restart(
 
 
 def test_a_container_replaced_while_the_kubelet_is_down_starts_over(
-        daemon: Daemon, cri: CRIClient, poller: Poller, workdir: Path) -> None:
+        daemon: Daemon, cri: CRIClient, poller: ReadyWatch, workdir: Path) -> None:
     # initialDelaySeconds 5: the replacement reads not ready long enough to be seen.
     (daemon.manifests / "probed.yaml").write_text(probed(initial_delay=5))
     daemon.start()

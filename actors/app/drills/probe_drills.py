@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import urllib.request
 from dataclasses import dataclass, field
 
@@ -50,10 +51,15 @@ spec:
 
 @dataclass
 class ReadyWatch:
-    """GETs /pods every 50 ms; notes the pod's Ready condition (or down / missing)."""
+    """GETs /pods every 50 ms; notes when, and the pod's Ready condition (or down / missing).
+
+    Shared with the e2e test of probe state across a daemon restart, which polls the same
+    way while the daemon is down for a moment.
+    """
 
     port: int
-    seen: list[str] = field(default_factory=list)
+    pod: str = f"{POD}-{NODE}"
+    seen: list[tuple[float, str]] = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event)
 
     def sample(self) -> str:
@@ -63,7 +69,7 @@ class ReadyWatch:
                 items = json.loads(response.read())["items"]
         except (OSError, ValueError, KeyError):
             return "down"
-        pod = next((p for p in items if p["metadata"]["name"] == f"{POD}-{NODE}"), None)
+        pod = next((p for p in items if p["metadata"]["name"] == self.pod), None)
         if pod is None:
             return "missing"
         ready = next((c["status"] for c in pod["status"].get("conditions", [])
@@ -72,12 +78,20 @@ class ReadyWatch:
 
     def run(self) -> None:
         while not self.stop.wait(POLL_EVERY):
-            self.seen.append(self.sample())
+            self.seen.append((time.monotonic(), self.sample()))
 
-    def flips(self) -> list[str]:
-        """Every answer after the first that read Ready and did not."""
-        first = self.seen.index("ready") if "ready" in self.seen else len(self.seen)
-        return [s for s in self.seen[first:] if s != "ready"]
+    def states(self) -> list[str]:
+        return [s for _, s in self.seen]
+
+    def flips(self, tolerated: tuple[str, ...] = ()) -> list[str]:
+        """Every answer after the first that read Ready and did not (``tolerated``:
+        answers that do not count, e.g. "down" while a daemon restarts)."""
+        states = self.states()
+        first = states.index("ready") if "ready" in states else len(states)
+        return [s for s in states[first:] if s != "ready" and s not in tolerated]
+
+    def since(self, mark: float) -> list[str]:
+        return [s for t, s in self.seen if t >= mark]
 
 
 def probing_ready(env: Env) -> bool:
@@ -108,7 +122,7 @@ def kill_probes_ready(env: Env) -> None:
     env.closers.append(watch.stop.set)
     try:
         with env.step("the pod reads Ready in /pods"):
-            env.wait(lambda: watch.seen and watch.seen[-1] == "ready", START_TIMEOUT,
+            env.wait(lambda: watch.states()[-1:] == ["ready"], START_TIMEOUT,
                      "Ready in /pods")
         before = restarts_of(env, names.PROBES)
         call = env.plan.rng.randint(0, 1)  # 0: as the handler begins; 1: as it returns
