@@ -16,7 +16,7 @@ import urllib.request
 from dataclasses import dataclass, field
 
 from actors.app.drills.actor_drills import FIRE_TIMEOUT, RECOVER_TIMEOUT, START_TIMEOUT, restarts_of
-from actors.app.drills.env import NODE, SERVE, Env
+from actors.app.drills.env import NODE, Env, manifest
 from actors.app.drills.runner import Drill
 from actors.app.http.server import ANY_PORT, READ_ONLY
 from actors.core.faults import ActorFault
@@ -33,18 +33,8 @@ AFTER_RESTART = 3.0  # seconds of answers after the restart: past the new manage
 def probed_manifest(image: str) -> str:
     # periodSeconds 1: answers (ProbeOutcome) come often, and the restarted manager probes
     # again within the watch.
-    return f"""apiVersion: v1
-kind: Pod
-metadata:
-  name: {POD}
-spec:
-  terminationGracePeriodSeconds: 2
-  containers:
-  - name: main
-    image: {image}
-    command: ["sh", "-c", "{SERVE}"]
-    readinessProbe:
-      exec: {{command: ["true"]}}
+    return manifest(POD, image) + """    readinessProbe:
+      exec: {command: ["true"]}
       periodSeconds: 1
 """
 
