@@ -11,6 +11,7 @@ back-off doubling from RETRY_FIRST up to RETRY_MAX seconds.
 
 from __future__ import annotations
 
+import abc
 import enum
 import threading
 from collections.abc import Callable
@@ -94,7 +95,7 @@ def rpc_status(err: grpc.RpcError) -> tuple[str, str]:
             details if isinstance(details, str) and details else str(err))
 
 
-class ReconnectingStream:
+class ReconnectingStream(abc.ABC):
     """A thread holding one server stream to the runtime open, reconnecting when it breaks.
 
     A subclass opens the stream and feeds the sink in :meth:`_stream`; this class keeps the
@@ -144,9 +145,9 @@ class ReconnectingStream:
             self._stop.wait(delay)
         self._close_channel()
 
+    @abc.abstractmethod
     def _stream(self) -> tuple[bool, str]:
         """Hold one stream until it ends: (whether it opened, why it ended)."""
-        raise NotImplementedError
 
     def _carry_on(self, opened: bool, reason: str) -> bool:
         """Whether to report the break and reconnect (False: this thread's work is over)."""
