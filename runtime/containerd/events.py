@@ -15,9 +15,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import grpc
-from loguru import logger
-
 from proto import containerd_events_pb2 as pb
 from proto import containerd_events_pb2_grpc as pb_grpc
 from runtime.cri.runtime_events import (
@@ -30,7 +27,6 @@ from runtime.cri.runtime_events import (
     ReconnectingStream,
     RuntimeEvent,
     SubscriptionFactory,
-    rpc_status,
 )
 
 __all__ = [
@@ -49,7 +45,6 @@ _TOPICS = tuple(kind.value for kind in EventKind)
 # One filter per topic: filters are ORed, a filter's terms ANDed.
 FILTERS = tuple(f'namespace=={CRI_NAMESPACE},topic=="{topic}"' for topic in _TOPICS)
 
-_log = logger.bind(pod="", uid="", container="")
 
 _PAYLOADS: dict[EventKind, Any] = {
     EventKind.STARTED: pb.TaskStart,
@@ -84,34 +79,18 @@ def decode(envelope: pb.Envelope) -> RuntimeEvent | None:
 class EventSubscription(ReconnectingStream):
     """A thread holding containerd's event stream open, reconnecting when it breaks."""
 
-    def _stream(self) -> tuple[bool, str]:
-        """Hold one Subscribe stream until it ends: (whether it opened, why it ended)."""
-        opened = False
-        try:
-            stub = pb_grpc.EventsStub(self._connect())
-            call: Any = self._place(
-                lambda: stub.Subscribe(pb.SubscribeRequest(filters=list(FILTERS))))
-            if call is None:
-                return opened, ""
-            if self._unanswered(call):
-                opened = True
-                self._sink.on_connected(EventSource.CONTAINERD.value)
-            for envelope in call:
-                if not opened:
-                    opened = True
-                    self._sink.on_connected(EventSource.CONTAINERD.value)
-                event = decode(envelope)
-                if event is not None:
-                    self._sink.on_event(event)
-            return opened, "the runtime ended the event stream"
-        except grpc.FutureTimeoutError:
-            return opened, f"cannot reach {self._endpoint} for events"
-        except grpc.RpcError as err:
-            name, details = rpc_status(err)
-            _log.debug("runtime event stream ended: {} {}", name, details)
-            return opened, f"event stream {name}: {details}"
-        finally:
-            self._clear_call()
+    stream_name = "event stream"
+    call_name = "event stream"
+
+    def _open(self, channel: Any) -> Any:
+        return pb_grpc.EventsStub(channel).Subscribe(pb.SubscribeRequest(filters=list(FILTERS)))
+
+    def _decode(self, item: Any) -> RuntimeEvent | None:
+        return decode(item)
+
+    def _opened(self) -> bool:
+        self._sink.on_connected(EventSource.CONTAINERD.value)
+        return True
 
 
 def containerd_subscriptions(endpoint: str) -> SubscriptionFactory:

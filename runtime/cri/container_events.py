@@ -30,7 +30,6 @@ from runtime.cri.runtime_events import (
     EventSource,
     ReconnectingStream,
     RuntimeEvent,
-    rpc_status,
 )
 
 # No CONTAINER_CREATED_EVENT, as the containerd path asks for no /containers/create: a
@@ -82,35 +81,24 @@ class CRIEventSubscription(ReconnectingStream):
         self._proven = False
         self._unimplemented: str | None = None
 
-    def _stream(self) -> tuple[bool, str]:
-        """Hold one GetContainerEvents stream until it ends: (whether it opened, why)."""
-        opened = False
-        try:
-            stub = api_grpc.RuntimeServiceStub(self._connect())
-            call: Any = self._place(lambda: stub.GetContainerEvents(api.GetEventsRequest()))
-            if call is None:
-                return opened, ""
-            if self._unanswered(call):
-                opened = self._opened()
-            for response in call:
-                self._proven = True
-                if not opened:
-                    opened = self._opened()
-                event = decode(response)
-                if event is not None:
-                    self._sink.on_event(event)
-            return opened, "the runtime ended the GetContainerEvents stream"
-        except grpc.FutureTimeoutError:
-            return opened, f"cannot reach {self._endpoint} for events"
-        except grpc.RpcError as err:
-            name, details = rpc_status(err)
-            if name == grpc.StatusCode.UNIMPLEMENTED.name and not self._proven:
-                self._unimplemented = details
-            _log.debug("GetContainerEvents stream ended: {} {}", name, details)
-            return opened, f"GetContainerEvents {name}: {details}"
-        finally:
-            self._proven = self._proven or opened
-            self._clear_call()
+    stream_name = "GetContainerEvents stream"
+    call_name = "GetContainerEvents"
+
+    def _open(self, channel: Any) -> Any:
+        return api_grpc.RuntimeServiceStub(channel).GetContainerEvents(api.GetEventsRequest())
+
+    def _decode(self, item: Any) -> RuntimeEvent | None:
+        return decode(item)
+
+    def _received(self) -> None:
+        self._proven = True
+
+    def _ended(self, code: str, details: str) -> None:
+        if code == grpc.StatusCode.UNIMPLEMENTED.name and not self._proven:
+            self._unimplemented = details
+
+    def _stream_over(self, opened: bool) -> None:
+        self._proven = self._proven or opened
 
     def _opened(self) -> bool:
         if not self._logged:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import grpc
+from loguru import logger
 
 from runtime.cri.client import grpc_target
 
@@ -95,6 +96,9 @@ def rpc_status(err: grpc.RpcError) -> tuple[str, str]:
             details if isinstance(details, str) and details else str(err))
 
 
+_log = logger.bind(pod="", uid="", container="")
+
+
 class ReconnectingStream(abc.ABC):
     """A thread holding one server stream to the runtime open, reconnecting when it breaks.
 
@@ -145,9 +149,59 @@ class ReconnectingStream(abc.ABC):
             self._stop.wait(delay)
         self._close_channel()
 
+    stream_name = "runtime event stream"
+    call_name = "runtime event stream"
+    """What the stream, and its call in a status, are called in the reasons of breaks."""
+
     @abc.abstractmethod
+    def _open(self, channel: Any) -> Any:
+        """Start the streaming call on ``channel``."""
+
+    @abc.abstractmethod
+    def _decode(self, item: Any) -> RuntimeEvent | None:
+        """The event one streamed item reports (None: one the kubelet does not follow)."""
+
+    @abc.abstractmethod
+    def _opened(self) -> bool:
+        """Tell the sink the stream is open (with its source); True."""
+
+    def _received(self) -> None:  # noqa: B027 (a hook: nothing by default)
+        """An item came (the runtime has the call)."""
+
+    def _ended(self, code: str, details: str) -> None:  # noqa: B027 (a hook: nothing by default)
+        """The call ended with status ``code``."""
+
     def _stream(self) -> tuple[bool, str]:
         """Hold one stream until it ends: (whether it opened, why it ended)."""
+        opened = False
+        try:
+            channel = self._connect()
+            call: Any = self._place(lambda: self._open(channel))
+            if call is None:
+                return opened, ""
+            if self._unanswered(call):
+                opened = self._opened()
+            for item in call:
+                self._received()
+                if not opened:
+                    opened = self._opened()
+                event = self._decode(item)
+                if event is not None:
+                    self._sink.on_event(event)
+            return opened, f"the runtime ended the {self.stream_name}"
+        except grpc.FutureTimeoutError:
+            return opened, f"cannot reach {self._endpoint} for events"
+        except grpc.RpcError as err:
+            name, details = rpc_status(err)
+            self._ended(name, details)
+            _log.debug("{} ended: {} {}", self.stream_name, name, details)
+            return opened, f"{self.call_name} {name}: {details}"
+        finally:
+            self._stream_over(opened)
+            self._clear_call()
+
+    def _stream_over(self, opened: bool) -> None:  # noqa: B027 (a hook: nothing by default)
+        """One stream is over; ``opened``: it had counted as open."""
 
     def _carry_on(self, opened: bool, reason: str) -> bool:
         """Whether to report the break and reconnect (False: this thread's work is over)."""
