@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from pathlib import Path
 
 from runtime.clock import Clock
 from runtime.cri.sandbox_stats import SandboxStats
@@ -315,8 +316,7 @@ class FakeRuntime(FakeImages):
             # As containerd does on start: the log is opened (created) at its path, when
             # the directory the kubelet made for it exists.
             if c.log_path and os.path.isdir(os.path.dirname(c.log_path)):
-                with open(c.log_path, "ab"):
-                    pass
+                Path(c.log_path).open("ab").close()  # opened for appending: made if missing
 
     def stop_container(self, container_id: ContainerID, timeout: int) -> None:
         with self._lock:
@@ -412,8 +412,7 @@ class FakeRuntime(FakeImages):
             # As a runtime does: the log at its path is opened again (created if a
             # rotation renamed it away), when its pod's log directory exists.
             if c.log_path and os.path.isdir(os.path.dirname(c.log_path)):
-                with open(c.log_path, "ab"):
-                    pass
+                Path(c.log_path).open("ab").close()  # opened for appending: made if missing
 
 
 def _implements_cri_runtime(fake: FakeRuntime) -> CRIRuntime:
