@@ -44,7 +44,7 @@ from runtime.cm.cgroupfs import CgroupFS
 from runtime.cm.pod_cgroups import PodCgroups
 from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
-from runtime.errors import CRINotFound
+from runtime.errors import CRIError, CRINotFound
 from runtime.ids import ContainerID, SandboxID
 from tests.helpers import wait_for
 
@@ -129,11 +129,19 @@ def _remove_new_pod_cgroups(before: set[tuple[str, ...]]) -> None:
 def _remove_new(
     client: CRIClient, pods_before: set[SandboxID], containers_before: set[ContainerID]
 ) -> None:
+    def gone(container_id: ContainerID) -> bool:
+        with contextlib.suppress(CRINotFound):
+            client.stop_container(container_id, 0)
+            client.remove_container(container_id)
+        return True
+
     for c in client.list_containers():
         if c.id not in containers_before:
-            with contextlib.suppress(CRINotFound):
-                client.stop_container(c.id, 0)
-                client.remove_container(c.id)
+            # containerd may still call it running a moment after its stop ("container is
+            # still running, to stop first") while its shim reports the exit: again until
+            # it goes.
+            wait_for(functools.partial(gone, c.id), 30.0, f"container {c.id} removed",
+                     ignore=(CRIError,))
     for p in client.list_pod_sandbox():
         if p.id not in pods_before:
             with contextlib.suppress(CRINotFound):
