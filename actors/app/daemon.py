@@ -11,7 +11,8 @@ import dataclasses
 import signal
 import sys
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,7 @@ from actors.app.http.stream_routes import stream_host
 from actors.app.log_rotation_setup import log_rotation_parts
 from actors.app.node import node_settings, this_node
 from actors.app.probe_state import probe_state_file, restore_probe_state
+from actors.app.process_memory import TRIM_PERIOD_S, give_back_free_memory
 from actors.app.stats_setup import stats_wiring
 from actors.core.dispatch import ActorRef, Dispatch
 from actors.core.faults import FaultPlan
@@ -277,9 +279,15 @@ def start_kubelet(
     return Kubelet(dispatch, timers, sync_loop, http, metrics, writer, cluster, watching)
 
 
-def run_until_signalled(kubelet: Kubelet) -> int:
-    """Block until SIGTERM/SIGINT or until the sync loop gives up; then stop in order."""
+def run_until_signalled(kubelet: Kubelet, upkeep: Callable[[], object] = give_back_free_memory,
+                        upkeep_period: float = TRIM_PERIOD_S) -> int:
+    """Block until SIGTERM/SIGINT or until the sync loop gives up; then stop in order.
+
+    Meanwhile ``upkeep`` runs every ``upkeep_period`` seconds on this (otherwise idle)
+    thread: the process's own housekeeping, which no actor owns (actors.app.process_memory).
+    """
     stop = threading.Event()
+    next_upkeep = time.monotonic() + upkeep_period
     received: list[int] = []
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -292,6 +300,9 @@ def run_until_signalled(kubelet: Kubelet) -> int:
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
         while not stop.wait(0.5):
+            if time.monotonic() >= next_upkeep:
+                upkeep()
+                next_upkeep = time.monotonic() + upkeep_period
             if not kubelet.sync_loop.is_alive():
                 logger.error("the sync loop stopped: the kubelet cannot go on")
                 kubelet.stop()

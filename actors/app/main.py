@@ -13,6 +13,7 @@ from actors.app.cgroups import start_pod_cgroups
 from actors.app.flags import KubeletFlags, parse_flags
 from actors.app.logging_setup import configure_logging
 from actors.app.node import node_ip, node_settings, this_node
+from actors.app.process_memory import limit_arenas
 from actors.app.report import print_json, print_table
 from actors.app.root_lock import hold_root_dir
 from actors.app.runonce import RunOnce
@@ -114,6 +115,7 @@ def run_daemon(flags: KubeletFlags) -> int:
         # Upstream's CheckLimitsForResolvConf, once at start (a warning event on the node).
         logger.warning("CheckLimitsForResolvConf: {}", problem)
 
+    limit_arenas()  # before the daemon's threads start: see actors.app.process_memory
     with hold_root_dir(flags.root_dir), \
             open_runtime(flags, must_answer=False) as (client, embedded):
         kubelet = start_kubelet(flags, client, node_ip(flags), embedded,

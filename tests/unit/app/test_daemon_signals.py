@@ -44,3 +44,20 @@ def test_two_signals_at_once_stop_the_daemon_once() -> None:
     assert code == EXIT_OK
     assert kubelet.stopped == 1
     assert {s: signal.getsignal(s) for s in before} == before
+
+
+def test_the_upkeep_runs_on_its_period_until_the_signal() -> None:
+    kubelet = _FakeKubelet()
+    upkeeps: list[None] = []
+
+    def send() -> None:
+        wait_for(lambda: len(upkeeps) >= 2, 10, "two upkeeps", interval=0.01)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    code = run_until_signalled(cast(Kubelet, cast(Any, kubelet)),
+                               upkeep=lambda: upkeeps.append(None), upkeep_period=0.01)
+    sender.join(10)
+    assert code == EXIT_OK
+    assert len(upkeeps) >= 2
