@@ -1,5 +1,8 @@
 """Prometheus metrics, named as upstream's kubelet names them where it has them.
 
+A ``Counter`` is exported as ``<name>_total`` (upstream's ``_total`` names); an
+``ExactCounter`` as ``<name>`` (upstream's counters named without it).
+
 One registry per kubelet (not the global default), so tests and several kubelets in one
 process never share counters.
 """
@@ -7,6 +10,8 @@ process never share counters.
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from actors.kubelet.metric_text import ExactCounter
 
 _DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 _START_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 20.0, 30.0, 45.0,
@@ -35,10 +40,10 @@ class KubeletMetrics:
         self.pleg_last_seen = Gauge(
             "kubelet_pleg_last_seen_seconds",
             "Timestamp in seconds when PLEG was last seen active.", registry=r)
-        self.evented_pleg_connection_success = Counter(
+        self.evented_pleg_connection_success = ExactCounter(
             "kubelet_evented_pleg_connection_success_count", "The number of times a "
             "streaming client was obtained to receive events from the runtime.", registry=r)
-        self.evented_pleg_connection_error = Counter(
+        self.evented_pleg_connection_error = ExactCounter(
             "kubelet_evented_pleg_connection_error_count", "The number of errors encountered "
             "during the establishment of streaming connection with the runtime.", registry=r)
         self.runtime_events_source = Gauge(
@@ -83,7 +88,7 @@ class KubeletMetrics:
             "kubelet_image_garbage_collected", "Total number of images garbage "
             "collected by the kubelet, whether through disk usage or image age.", ["reason"],
             registry=r)
-        self.evictions = Counter(
+        self.evictions = ExactCounter(
             "kubelet_evictions", "Cumulative number of pod evictions by eviction signal",
             ["eviction_signal"], registry=r)
         self.eviction_stats_age = Histogram(

@@ -15,11 +15,12 @@ from typing import Any, TypeAlias
 import falcon
 import msgspec
 from loguru import logger
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from actors.app.http.container_logs import ContainerLogsResource
 from actors.app.http.stats import StatsEndpoints, add_stats_routes
 from actors.app.http.view import KubeletView
+from actors.kubelet.metric_text import prometheus_text
 from runtime.pod.defaults import api_defaults, to_api_object
 from runtime.status.types import PodStatus
 
@@ -245,7 +246,7 @@ class MetricsResource:
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         self._view.refresh_metrics()
         resp.content_type = CONTENT_TYPE_LATEST
-        resp.data = generate_latest(self._view.metrics().registry)
+        resp.data = prometheus_text(self._view.metrics().registry)
 
     on_head = on_get
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import falcon
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
 
 from actors.app.http.stats_metrics import CadvisorMetrics, ResourceMetrics
+from actors.kubelet.metric_text import prometheus_text
 from actors.kubelet.probe_metrics import ProbeMetrics
 from actors.kubelet.stats_collector import StatsCache
 from runtime.stats import summary as s
@@ -67,7 +68,7 @@ class RegistryResource:
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         resp.content_type = CONTENT_TYPE_LATEST
-        resp.data = generate_latest(self._registry)
+        resp.data = prometheus_text(self._registry)
 
     on_head = on_get
 

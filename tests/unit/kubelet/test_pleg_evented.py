@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 import msgspec
 import pytest
-from prometheus_client import generate_latest
 
 from actors.core.dispatch import Dispatch
 from actors.core.messages import Tick
@@ -17,6 +16,7 @@ from actors.core.timers import ManualTimers
 from actors.core.trace.names import MESSAGES
 from actors.kubelet import names
 from actors.kubelet.messages import EventType, Relisted, RuntimeEventsConnected
+from actors.kubelet.metric_text import prometheus_text
 from actors.kubelet.metrics import KubeletMetrics
 from actors.kubelet.pleg import (
     EVENTED_RELIST_PERIOD,
@@ -165,14 +165,14 @@ def test_ticks_relist_only_every_evented_period_while_events_flow(rig: Rig) -> N
 
 def test_a_lost_stream_falls_back_to_relisting_every_tick(rig: Rig) -> None:
     settled = _connected(rig)
-    exposed = generate_latest(rig.metrics.registry).decode()
+    exposed = prometheus_text(rig.metrics.registry).decode()
     assert 'kubelet_actors_runtime_events_source{source="containerd"} 1.0' in exposed
     rig.sink.on_lost("event stream UNAVAILABLE: gone")
     lost = _wait_relists(rig, settled + 1)[-1]
     assert not lost.evented
-    exposed = generate_latest(rig.metrics.registry).decode()
-    assert "kubelet_evented_pleg_connection_success_count_total 1.0" in exposed
-    assert "kubelet_evented_pleg_connection_error_count_total 1.0" in exposed
+    exposed = prometheus_text(rig.metrics.registry).decode()
+    assert "kubelet_evented_pleg_connection_success_count 1.0" in exposed
+    assert "kubelet_evented_pleg_connection_error_count 1.0" in exposed
     assert 'kubelet_actors_runtime_events_source{source="containerd"} 0.0' in exposed
     for n in range(3):
         rig.tick()
