@@ -136,7 +136,8 @@ def disruption(status: dict[str, Any]) -> tuple[str, str, str]:
 def evictions_counted(c: Cluster, signal: str) -> float:
     code, text = c.daemon.get("/metrics")
     assert code == 200, text
-    match = re.search(r'^kubelet_evictions(?:_total)?\{eviction_signal="' + re.escape(signal)
+    # Upstream's name: kubelet_evictions, no _total (actors.kubelet.metric_text).
+    match = re.search(r'^kubelet_evictions\{eviction_signal="' + re.escape(signal)
                       + r'"\} (\S+)$', text, re.MULTILINE)
     return float(match.group(1)) if match else 0.0
 
