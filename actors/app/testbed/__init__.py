@@ -17,6 +17,7 @@ from actors.app.testbed.beds import (
     Bed,
     TestbedError,
 )
+from actors.app.testbed.cgroup_root import cgroup_root_of, own_cgroup_root
 from actors.app.testbed.cleanup import cleanup_runtime_dir, mounts_under, shims_for
 from actors.app.testbed.containerd import new_embedded, private_containerd
 from actors.app.testbed.lock import LOCK_PATH, LOCK_WAIT_S, HeldLock, machine_lock
@@ -47,10 +48,12 @@ __all__ = [
     "HeldLock",
     "Registry",
     "TestbedError",
+    "cgroup_root_of",
     "cleanup_runtime_dir",
     "machine_lock",
     "mounts_under",
     "new_embedded",
+    "own_cgroup_root",
     "private_containerd",
     "serve_images",
     "shims_for",
