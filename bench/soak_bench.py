@@ -38,7 +38,13 @@ from loguru import logger
 from rich.console import Console
 from rich.table import Table
 
-from actors.app.testbed import SOAK, machine_lock, private_containerd, serve_images
+from actors.app.testbed import (
+    SOAK,
+    machine_lock,
+    own_cgroup_root,
+    private_containerd,
+    serve_images,
+)
 from bench.daemon_bench import POLL_BULK, Bench, ProcStat, pod_uid, quiet_logs, running, wait
 
 CRASH = "exit 1"
@@ -194,11 +200,14 @@ def main(argv: list[str] | None = None) -> int:
     logger.remove()
     logger.add(sys.stderr, level="INFO")
     lock = contextlib.nullcontext() if args.share_machine else machine_lock(SOAK)
-    with lock, serve_images(), private_containerd(SOAK) as emb:
+    # Its own cgroup root: the QoS cgroups under / belong to the kubelets it runs beside.
+    with lock, serve_images(), own_cgroup_root(SOAK) as cgroup_root, \
+            private_containerd(SOAK) as emb:
         config = emb.base_dir / "soak-kubelet-config.yaml"
         config.write_text(CONFIG)
         bench = Bench(emb, console, quick=True,
-                      daemon_args=("--config", str(config), *args.daemon_arg))
+                      daemon_args=("--config", str(config), "--cgroup-root", cgroup_root,
+                                   *args.daemon_arg))
         soak = Soak(bench, console, args.crash, args.logs)
         try:
             with quiet_logs(bench.work / "bench.log"):
