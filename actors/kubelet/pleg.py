@@ -61,6 +61,7 @@ from runtime.cri.types import ContainerState, SandboxState
 from runtime.errors import CRIError
 from runtime.ids import ContainerID, PodUID
 from runtime.kuberuntime import labels as L
+from runtime.kuberuntime.podstatus import ListedSandbox, PodListing
 
 EVENTED_RELIST_PERIOD = 300.0
 """Seconds between safety-net relists while events flow (upstream's evented PLEG: 300 s)."""
@@ -102,6 +103,8 @@ class _Snapshot:
     states: dict[PodUID, dict[ContainerID, PlegState]]
     pods: tuple[RuntimePod, ...]
     running_containers: int
+    # Each pod's sandboxes and containers as a label-filtered listing would show them.
+    listings: tuple[PodListing, ...] = ()
 
 
 def events_for(
@@ -163,8 +166,12 @@ def take_snapshot(runtime: RuntimeService) -> _Snapshot:
     names: dict[PodUID, tuple[str, str]] = {}
     running: dict[PodUID, bool] = {}
     members: dict[PodUID, list[RuntimeContainer]] = {}
+    listed: dict[PodUID, list[ListedSandbox]] = {}
     for s in sandboxes:
         uid = PodUID(s.labels.get(L.POD_UID, s.metadata.uid))
+        if L.POD_UID in s.labels:  # as get_pod_status's label filter finds them
+            listed.setdefault(uid, []).append(ListedSandbox(s.id, s.created_at,
+                                                            s.metadata.attempt))
         ready = s.state == SandboxState.READY
         states.setdefault(uid, {})[ContainerID(s.id)] = (
             PlegState.RUNNING if ready else PlegState.EXITED
@@ -190,7 +197,11 @@ def take_snapshot(runtime: RuntimeService) -> _Snapshot:
                    tuple(members.get(uid, ())))
         for uid in sorted(states)
     )
-    return _Snapshot(states, pods, running_containers)
+    listings = tuple(
+        PodListing(uid, tuple(listed.get(uid, ())), tuple(c.id for c in members.get(uid, ())))
+        for uid in sorted(states) if uid in listed or uid in members
+    )
+    return _Snapshot(states, pods, running_containers, listings)
 
 
 class _TellPLEG:
@@ -220,13 +231,19 @@ class PLEG(Actor):
         self, dispatch: Dispatch, runtime: RuntimeService, clock: Clock, incarnation: int = 0,
         *, timers: Timers | None = None, runtime_events: SubscriptionFactory | None = None,
         metrics: KubeletMetrics | None = None, starts_from_syncs: bool = False,
+        first_listings: bool = False,
     ) -> None:
         """``starts_from_syncs``: the pod workers tell this actor when their syncs changed
         the runtime (SyncChangedRuntime), so a task start (always the kubelet's own
         RunPodSandbox or StartContainer) makes no relist or re-check of its own; during a
         pod start those ran while the runtime call was still in flight, and found nothing
-        the relist after the sync would not. False: relist on task starts (old traces)."""
+        the relist after the sync would not. False: relist on task starts (old traces).
+        ``first_listings``: the first relist also tells each pod's sandboxes and containers
+        (Relisted.listings), which the first sync of each pod then reads its status from,
+        as upstream's pod workers read the cache the PLEG's relist filled. False: not told
+        (traces from before)."""
         super().__init__(names.PLEG, dispatch, incarnation)
+        self._first_listings = first_listings
         self._starts_from_syncs = starts_from_syncs
         self._runtime = runtime
         self._clock = clock
@@ -388,14 +405,17 @@ class PLEG(Actor):
         self._last_relist = started
         # The first relist after a (re)start has nothing to compare with: every pod gets a
         # sync event, so a new incarnation rebuilds its view from the runtime.
+        listings = None
         if self._states is None:
             events = tuple(
                 PodLifecycleEvent(uid, EventType.POD_SYNC) for uid in sorted(snapshot.states)
             )
+            listings = snapshot.listings if self._first_listings else None
         else:
             events = diff(self._states, snapshot.states)
         self._states = snapshot.states
         self.send(names.SYNC_LOOP, Relisted(
             events=events, pods=snapshot.pods, running_containers=snapshot.running_containers,
             duration=self._clock.monotonic() - started, evented=self._evented,
+            listings=listings,
         ))

@@ -56,6 +56,7 @@ from runtime.events.recorder import NULL_RECORDER, EventRecorder, pod_ref
 from runtime.eviction.admit import admit_under_pressure
 from runtime.ids import ContainerID, PodUID
 from runtime.kuberuntime.container_gc import PodsForGC
+from runtime.kuberuntime.podstatus import PodListing
 from runtime.pod.admission import Node, admit
 from runtime.pod.model import Pod
 from runtime.pod.static import CONFIG_HASH, CONFIG_SOURCE
@@ -209,6 +210,13 @@ class SyncLoop(SupervisorActor):
         self._static_told: tuple[str, ...] | None = None
         self._pressure: tuple[str, ...] = ()  # node conditions from the eviction manager
         self._active_told: tuple[str, ...] | None = None
+        # What the PLEG's first relist listed of each pod, until every source has spoken
+        # (the pods to adopt then have their workers): the first update of a pod's first
+        # worker carries it (see PodListing), except for pods that had a worker when it
+        # came (theirs may have made things since) or have had one. Only a pod's worker
+        # makes things of it, so it cannot miss anything; what went since is not found.
+        self._listings: dict[PodUID, PodListing] | None = None
+        self._listed_had_worker: set[PodUID] = set()
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -343,7 +351,7 @@ class SyncLoop(SupervisorActor):
             return
         self._desired[uid] = pod
         self._start_worker(uid, pod)
-        self._dispatch_work(uid, UpdateKind.CREATE)
+        self._dispatch_work(uid, UpdateKind.CREATE, listing=self._first_listing(uid))
 
     def _update(self, pod: Pod) -> None:
         uid = PodUID(pod.uid)
@@ -397,7 +405,15 @@ class SyncLoop(SupervisorActor):
         ref = worker.ref = self._worker_factory(uid, incarnation, worker.cancel)
         return ref
 
-    def _dispatch_work(self, uid: PodUID, kind: UpdateKind, resync: bool = False) -> None:
+    def _first_listing(self, uid: PodUID) -> PodListing | None:
+        """What the PLEG's first relist listed of ``uid``, for its first worker; once."""
+        if self._listings is None or uid in self._listed_had_worker:
+            return None
+        self._listed_had_worker.add(uid)
+        return self._listings.pop(uid, PodListing(uid))
+
+    def _dispatch_work(self, uid: PodUID, kind: UpdateKind, resync: bool = False,
+                       listing: PodListing | None = None) -> None:
         worker = self._workers.get(uid)
         pod = self._desired.get(uid)
         if worker is None or worker.state == WorkerState.TERMINATED:
@@ -414,7 +430,7 @@ class SyncLoop(SupervisorActor):
         self._requeue_at.pop(uid, None)
         self.dispatch.tell(names.worker_name(uid), UpdatePod(
             pod, kind, tuple(verdicts.liveness.items()), tuple(verdicts.startup.items()),
-            resync=resync), sender=self.name)
+            resync=resync, listing=listing), sender=self.name)
 
     def _forget_worker(self, uid: PodUID) -> None:
         worker = self._workers.pop(uid, None)
@@ -463,6 +479,9 @@ class SyncLoop(SupervisorActor):
         self._relist_evented = relist.evented
         self._relist_error = ""
         self._runtime_pods = relist.pods
+        if relist.listings is not None:
+            self._listings = {listing.uid: listing for listing in relist.listings}
+            self._listed_had_worker = set(self._workers)
         if self._metrics is not None:
             self._metrics.pleg_relist_duration.observe(relist.duration)
             self._metrics.pleg_last_seen.set(self._clock.now())
@@ -506,6 +525,8 @@ class SyncLoop(SupervisorActor):
     def _housekeeping(self) -> None:
         if not self._config.sources_ready(self.settings.expected_sources):
             return  # never kill what a source that has not spoken yet may still want
+        self._listings = None
+        self._listed_had_worker.clear()
         if "api" in self.settings.expected_sources:
             self._tell_static_pods()
         if self.settings.eviction:
