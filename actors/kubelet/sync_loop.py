@@ -9,9 +9,10 @@ and actors.kubelet.tree wires it), and stop when it stops: nothing outlives it.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -217,6 +218,7 @@ class SyncLoop(SupervisorActor):
         # makes things of it, so it cannot miss anything; what went since is not found.
         self._listings: dict[PodUID, PodListing] | None = None
         self._listed_had_worker: set[PodUID] = set()
+        self._held: list[tuple[str, object]] | None = None  # see _holding_sends
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -287,7 +289,31 @@ class SyncLoop(SupervisorActor):
 
     # --- sources and admission ---------------------------------------------------------
 
+    def send(self, to: str, message: object) -> bool:
+        if self._held is not None:
+            self._held.append((to, message))
+            return True
+        return super().send(to, message)
+
+    @contextlib.contextmanager
+    def _holding_sends(self) -> Iterator[None]:
+        """What the handler sends goes out when it is done, in the order it was sent: a
+        snapshot of many new pods starts all their workers first, so each worker's thread
+        starts while the others are still idle rather than busy syncing (the starts are
+        serial, on this thread; a started worker's sync holds the interpreter from it)."""
+        self._held = []
+        try:
+            yield
+        finally:
+            held, self._held = self._held, None
+            for to, message in held:
+                super().send(to, message)
+
     def _source(self, snapshot: SourceSnapshot) -> None:
+        with self._holding_sends():
+            self._source_changes(snapshot)
+
+    def _source_changes(self, snapshot: SourceSnapshot) -> None:
         self._note_problems(snapshot)
         changes = self._config.apply(snapshot)
         for conflict in changes.conflicts:
@@ -390,7 +416,7 @@ class SyncLoop(SupervisorActor):
             kill = replace(kill, remove=remove or worker.kill.remove, grace_override=(
                 old if old is not None and (grace is None or old < grace) else grace))
         worker.kill = kill
-        self.dispatch.tell(names.worker_name(uid), kill, sender=self.name)
+        self.send(names.worker_name(uid), kill)
 
     # --- pod workers -------------------------------------------------------------------
 
@@ -424,13 +450,13 @@ class SyncLoop(SupervisorActor):
             # pod until it is terminated. Without it such a pod ran on for ever.
             if worker.kill is not None:
                 self._requeue_at.pop(uid, None)
-                self.dispatch.tell(names.worker_name(uid), worker.kill, sender=self.name)
+                self.send(names.worker_name(uid), worker.kill)
             return
         verdicts = self._verdicts.get(uid, _Verdicts())
         self._requeue_at.pop(uid, None)
-        self.dispatch.tell(names.worker_name(uid), UpdatePod(
+        self.send(names.worker_name(uid), UpdatePod(
             pod, kind, tuple(verdicts.liveness.items()), tuple(verdicts.startup.items()),
-            resync=resync, listing=listing), sender=self.name)
+            resync=resync, listing=listing))
 
     def _forget_worker(self, uid: PodUID) -> None:
         worker = self._workers.pop(uid, None)
@@ -587,7 +613,7 @@ class SyncLoop(SupervisorActor):
                          failed_message=order.message)
         worker.kill = kill
         worker.state = WorkerState.TERMINATING
-        self.dispatch.tell(names.worker_name(uid), kill, sender=self.name)
+        self.send(names.worker_name(uid), kill)
         if self.settings.eviction:
             self._tell_active_pods()
 
@@ -634,4 +660,4 @@ class SyncLoop(SupervisorActor):
         worker.cancel.set()
         logger.bind(pod=worker.pod.metadata.name, uid=uid, container="").info(
             "issuing the kill in flight again: {}", worker.kill.reason)
-        self.dispatch.tell(names.worker_name(uid), worker.kill, sender=self.name)
+        self.send(names.worker_name(uid), worker.kill)

@@ -157,11 +157,27 @@ def test_only_workers_started_after_the_first_relist_and_before_the_sources_spok
         node.advance(2.0)  # housekeeping, the file source heard: the listings go
         node.snapshot(pod("early", "early"), pod("late", "late"))
         assert node.settle()
-        relists = [r["body"].get("listings") for r in read_trace(tmp_path / "trace").messages()
-                   if MESSAGES.short(r["type"]) == "Relisted"]
     finally:
         node.close()
+    relists = [r["body"].get("listings") for r in read_trace(tmp_path / "trace").messages()
+               if MESSAGES.short(r["type"]) == "Relisted"]
     assert relists[0] is not None and all(r is None for r in relists[1:])
     assert updates_with_listing(tmp_path / "trace") == {"early": False, "late": False}
     report = replay(read_trace(tmp_path / "trace"), KubeletWorld())
     assert report.ok, format_report(report)
+
+
+def test_a_snapshot_of_many_pods_starts_every_worker_before_any_syncs(
+        tmp_path: Path, scratch: Path) -> None:
+    """The sync loop holds what it sends while it handles a snapshot: each worker's thread
+    starts while the others are idle, not busy with their first syncs; the updates then
+    go out in the order they were made (a replay compares that order)."""
+    first = first_kubelet(tmp_path, scratch)
+    restart(first, tmp_path, scratch).close()
+    records = read_trace(tmp_path / "second").records
+    spawns = [i for i, r in enumerate(records)
+              if r["k"] == "spawn" and r["actor"].startswith("pod/")]
+    updates = [i for i, r in enumerate(records) if r["k"] == "msg"
+               and MESSAGES.short(r["type"]) == "UpdatePod"]
+    assert len(spawns) == len(updates) == PODS
+    assert max(spawns) < min(updates)
