@@ -159,7 +159,8 @@ def caught_up(want: PlegState, have: PlegState) -> bool:
     return have == want or (want == PlegState.RUNNING and have == PlegState.EXITED)
 
 
-def take_snapshot(runtime: RuntimeService) -> _Snapshot:
+def take_snapshot(runtime: RuntimeService, with_listings: bool = False) -> _Snapshot:
+    """One relist; ``with_listings``: with each pod's listing too (a first relist)."""
     sandboxes = runtime.list_pod_sandbox()
     containers = runtime.list_containers()
     states: dict[PodUID, dict[ContainerID, PlegState]] = {}
@@ -169,7 +170,7 @@ def take_snapshot(runtime: RuntimeService) -> _Snapshot:
     listed: dict[PodUID, list[ListedSandbox]] = {}
     for s in sandboxes:
         uid = PodUID(s.labels.get(L.POD_UID, s.metadata.uid))
-        if L.POD_UID in s.labels:  # as get_pod_status's label filter finds them
+        if with_listings and L.POD_UID in s.labels:  # as get_pod_status's filter finds them
             listed.setdefault(uid, []).append(ListedSandbox(s.id, s.created_at,
                                                             s.metadata.attempt))
         ready = s.state == SandboxState.READY
@@ -200,7 +201,7 @@ def take_snapshot(runtime: RuntimeService) -> _Snapshot:
     listings = tuple(
         PodListing(uid, tuple(listed.get(uid, ())), tuple(c.id for c in members.get(uid, ())))
         for uid in sorted(states) if uid in listed or uid in members
-    )
+    ) if with_listings else ()
     return _Snapshot(states, pods, running_containers, listings)
 
 
@@ -396,8 +397,9 @@ class PLEG(Actor):
 
     def relist(self) -> None:
         started = self._clock.monotonic()
+        listing = self._states is None and self._first_listings
         try:
-            snapshot = take_snapshot(self._runtime)
+            snapshot = take_snapshot(self._runtime, with_listings=listing)
         except CRIError as err:
             logger.warning("PLEG relist failed: {}", err)
             self.send(names.SYNC_LOOP, RelistFailed(str(err)))
@@ -405,17 +407,15 @@ class PLEG(Actor):
         self._last_relist = started
         # The first relist after a (re)start has nothing to compare with: every pod gets a
         # sync event, so a new incarnation rebuilds its view from the runtime.
-        listings = None
         if self._states is None:
             events = tuple(
                 PodLifecycleEvent(uid, EventType.POD_SYNC) for uid in sorted(snapshot.states)
             )
-            listings = snapshot.listings if self._first_listings else None
         else:
             events = diff(self._states, snapshot.states)
         self._states = snapshot.states
         self.send(names.SYNC_LOOP, Relisted(
             events=events, pods=snapshot.pods, running_containers=snapshot.running_containers,
             duration=self._clock.monotonic() - started, evented=self._evented,
-            listings=listings,
+            listings=snapshot.listings if listing else None,
         ))

@@ -23,9 +23,21 @@ import pytest
 from actors.core.trace.names import MESSAGES
 from actors.core.trace.reader import read_trace
 from actors.core.trace.replay import format_report, replay
+from actors.kubelet.pleg import take_snapshot
 from actors.kubelet.trace import KubeletWorld
-from runtime.cri.types import ContainerState
-from runtime.ids import ContainerID
+from runtime.clock import FakeClock
+from runtime.cri.types import (
+    ContainerConfig,
+    ContainerMetadata,
+    ContainerState,
+    ImageSpec,
+    PodSandboxConfig,
+    PodSandboxMetadata,
+)
+from runtime.ids import ContainerID, PodUID
+from runtime.kuberuntime import labels as L
+from runtime.kuberuntime.podstatus import get_pod_status
+from runtime.testing.fake_runtime import FakeRuntime
 from tests.traces.scenarios import RecordedNode, pod
 
 PODS = 20
@@ -181,3 +193,27 @@ def test_a_snapshot_of_many_pods_starts_every_worker_before_any_syncs(
                and MESSAGES.short(r["type"]) == "UpdatePod"]
     assert len(spawns) == len(updates) == PODS
     assert max(spawns) < min(updates)
+
+
+def test_a_first_relists_listing_is_what_the_label_filtered_listings_find() -> None:
+    """Per pod, the sandboxes and containers get_pod_status would list with its label
+    filter: the same status comes of the listing, with two calls fewer."""
+    fake = FakeRuntime(FakeClock(), images=["img"])
+    for uid in ("a", "b"):
+        labels = {L.POD_UID: uid, L.POD_NAME: uid, L.POD_NAMESPACE: "default"}
+        config = PodSandboxConfig(PodSandboxMetadata(uid, uid, "default"), labels=labels)
+        sandbox = fake.run_pod_sandbox(config)
+        made = fake.create_container(sandbox, ContainerConfig(
+            ContainerMetadata("c"), ImageSpec("img"), labels={**labels, L.CONTAINER_NAME: "c"}),
+            config)
+        fake.start_container(made)
+    # A sandbox without the kubelet's UID label is a pod's to the PLEG, not to the filter.
+    fake.run_pod_sandbox(PodSandboxConfig(PodSandboxMetadata("x", "unlabelled", "default")))
+    assert take_snapshot(fake).listings == ()  # only a first relist lists
+    listings = {p.uid: p for p in take_snapshot(fake, with_listings=True).listings}
+    assert set(listings) == {"a", "b"}
+    for uid, listing in listings.items():
+        fake.clear_calls()
+        listed = get_pod_status(fake, PodUID(uid), uid, "default", listing=listing)
+        assert [c.method for c in fake.calls] == ["pod_sandbox_status", "container_status"]
+        assert listed == get_pod_status(fake, PodUID(uid), uid, "default")
