@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from actors.core.trace.names import message
 from runtime.ids import ContainerID, PodUID
 from runtime.kuberuntime.container_gc import PodsForGC
-from runtime.kuberuntime.podstatus import RuntimePodStatus
+from runtime.kuberuntime.podstatus import PodListing, RuntimePodStatus
 from runtime.kuberuntime.result import PodSyncResult
 from runtime.pod.model import Pod
 from runtime.prober.results import ProbeResult
@@ -95,6 +95,10 @@ class Relisted:
     # The runtime's event stream was up: relists are then a safety net run every
     # EVENTED_RELIST_PERIOD, and the PLEG counts as healthy for longer between them.
     evented: bool = False
+    # A PLEG's first relist: every pod's sandboxes and containers (a pod not in it has
+    # none), for the first sync of each pod admitted while the sources are not all heard
+    # from (see PodListing). None: a later relist, or a trace from before.
+    listings: tuple[PodListing, ...] | None = None
 
 
 @message("RuntimeEventSeen")
@@ -177,6 +181,10 @@ class UpdatePod:
     # upstream's worker reads its PLEG cache. False (every other update, and all those of
     # older traces): the status is read afresh.
     resync: bool = False
+    # The first update of a pod's first worker after the PLEG's first relist (at start):
+    # what that relist showed of the pod, so the worker's first sync lists nothing again
+    # (see PodListing). None: the worker lists the pod's sandboxes and containers itself.
+    listing: PodListing | None = None
 
 
 class WorkerState(enum.Enum):

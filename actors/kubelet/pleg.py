@@ -61,6 +61,7 @@ from runtime.cri.types import ContainerState, SandboxState
 from runtime.errors import CRIError
 from runtime.ids import ContainerID, PodUID
 from runtime.kuberuntime import labels as L
+from runtime.kuberuntime.podstatus import ListedSandbox, PodListing
 
 EVENTED_RELIST_PERIOD = 300.0
 """Seconds between safety-net relists while events flow (upstream's evented PLEG: 300 s)."""
@@ -102,6 +103,8 @@ class _Snapshot:
     states: dict[PodUID, dict[ContainerID, PlegState]]
     pods: tuple[RuntimePod, ...]
     running_containers: int
+    # Each pod's sandboxes and containers as a label-filtered listing would show them.
+    listings: tuple[PodListing, ...] = ()
 
 
 def events_for(
@@ -156,15 +159,20 @@ def caught_up(want: PlegState, have: PlegState) -> bool:
     return have == want or (want == PlegState.RUNNING and have == PlegState.EXITED)
 
 
-def take_snapshot(runtime: RuntimeService) -> _Snapshot:
+def take_snapshot(runtime: RuntimeService, with_listings: bool = False) -> _Snapshot:
+    """One relist; ``with_listings``: with each pod's listing too (a first relist)."""
     sandboxes = runtime.list_pod_sandbox()
     containers = runtime.list_containers()
     states: dict[PodUID, dict[ContainerID, PlegState]] = {}
     names: dict[PodUID, tuple[str, str]] = {}
     running: dict[PodUID, bool] = {}
     members: dict[PodUID, list[RuntimeContainer]] = {}
+    listed: dict[PodUID, list[ListedSandbox]] = {}
     for s in sandboxes:
         uid = PodUID(s.labels.get(L.POD_UID, s.metadata.uid))
+        if with_listings and L.POD_UID in s.labels:  # as get_pod_status's filter finds them
+            listed.setdefault(uid, []).append(ListedSandbox(s.id, s.created_at,
+                                                            s.metadata.attempt))
         ready = s.state == SandboxState.READY
         states.setdefault(uid, {})[ContainerID(s.id)] = (
             PlegState.RUNNING if ready else PlegState.EXITED
@@ -190,7 +198,11 @@ def take_snapshot(runtime: RuntimeService) -> _Snapshot:
                    tuple(members.get(uid, ())))
         for uid in sorted(states)
     )
-    return _Snapshot(states, pods, running_containers)
+    listings = tuple(
+        PodListing(uid, tuple(listed.get(uid, ())), tuple(c.id for c in members.get(uid, ())))
+        for uid in sorted(states) if uid in listed or uid in members
+    ) if with_listings else ()
+    return _Snapshot(states, pods, running_containers, listings)
 
 
 class _TellPLEG:
@@ -220,13 +232,19 @@ class PLEG(Actor):
         self, dispatch: Dispatch, runtime: RuntimeService, clock: Clock, incarnation: int = 0,
         *, timers: Timers | None = None, runtime_events: SubscriptionFactory | None = None,
         metrics: KubeletMetrics | None = None, starts_from_syncs: bool = False,
+        first_listings: bool = False,
     ) -> None:
         """``starts_from_syncs``: the pod workers tell this actor when their syncs changed
         the runtime (SyncChangedRuntime), so a task start (always the kubelet's own
         RunPodSandbox or StartContainer) makes no relist or re-check of its own; during a
         pod start those ran while the runtime call was still in flight, and found nothing
-        the relist after the sync would not. False: relist on task starts (old traces)."""
+        the relist after the sync would not. False: relist on task starts (old traces).
+        ``first_listings``: the first relist also tells each pod's sandboxes and containers
+        (Relisted.listings), which the first sync of each pod then reads its status from,
+        as upstream's pod workers read the cache the PLEG's relist filled. False: not told
+        (traces from before)."""
         super().__init__(names.PLEG, dispatch, incarnation)
+        self._first_listings = first_listings
         self._starts_from_syncs = starts_from_syncs
         self._runtime = runtime
         self._clock = clock
@@ -379,8 +397,9 @@ class PLEG(Actor):
 
     def relist(self) -> None:
         started = self._clock.monotonic()
+        listing = self._states is None and self._first_listings
         try:
-            snapshot = take_snapshot(self._runtime)
+            snapshot = take_snapshot(self._runtime, with_listings=listing)
         except CRIError as err:
             logger.warning("PLEG relist failed: {}", err)
             self.send(names.SYNC_LOOP, RelistFailed(str(err)))
@@ -398,4 +417,5 @@ class PLEG(Actor):
         self.send(names.SYNC_LOOP, Relisted(
             events=events, pods=snapshot.pods, running_containers=snapshot.running_containers,
             duration=self._clock.monotonic() - started, evented=self._evented,
+            listings=snapshot.listings if listing else None,
         ))

@@ -38,7 +38,7 @@ from runtime.events import reasons
 from runtime.events.recorder import NULL_RECORDER, EventRecorder, pod_ref
 from runtime.ids import PodUID
 from runtime.kuberuntime.manager import KubeRuntimeManager
-from runtime.kuberuntime.podstatus import RuntimePodStatus
+from runtime.kuberuntime.podstatus import PodListing, RuntimePodStatus
 from runtime.kuberuntime.result import PodSyncResult
 from runtime.kuberuntime.volumes import tear_down_empty_dirs
 from runtime.pod import active_deadline
@@ -188,8 +188,16 @@ class PodWorker(Actor):
         """Whether the supervisor cancelled this sync (set from its thread: an input)."""
         return bool(self.dispatch.observe("cancelled", self.cancel.is_set()))
 
-    def _status(self, pod: Pod) -> RuntimePodStatus:
-        return self._manager.get_pod_status(self.uid, pod.metadata.name, pod.metadata.namespace)
+    def _status(self, pod: Pod, listing: PodListing | None = None) -> RuntimePodStatus:
+        return self._manager.get_pod_status(self.uid, pod.metadata.name, pod.metadata.namespace,
+                                            listing)
+
+    def _first_status(self, pod: Pod, update: UpdatePod) -> RuntimePodStatus:
+        """The status of this worker's first sync: from what the PLEG's first relist
+        listed of the pod when the update carries it (nothing of the pod's can have been
+        made since: only its worker makes things, and this one has not synced yet)."""
+        fresh = self._active_since is None and self.incarnation == 0
+        return self._status(pod, update.listing if fresh else None)
 
     def _observe(self, pod: Pod, status: RuntimePodStatus, result: PodSyncResult | None,
                  failed_reason: str = "", failed_message: str = "") -> None:
@@ -199,7 +207,7 @@ class PodWorker(Actor):
 
     def _sync(self, pod: Pod, update: UpdatePod) -> None:
         idle, self._idle_status = self._idle_status, None
-        status = idle if update.resync and idle is not None else self._status(pod)
+        status = idle if update.resync and idle is not None else self._first_status(pod, update)
         phase = generate_pod_status(pod, status).phase
         now = self._clock.now()
         if self._active_since is None:

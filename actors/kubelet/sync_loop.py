@@ -9,9 +9,10 @@ and actors.kubelet.tree wires it), and stop when it stops: nothing outlives it.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -56,6 +57,7 @@ from runtime.events.recorder import NULL_RECORDER, EventRecorder, pod_ref
 from runtime.eviction.admit import admit_under_pressure
 from runtime.ids import ContainerID, PodUID
 from runtime.kuberuntime.container_gc import PodsForGC
+from runtime.kuberuntime.podstatus import PodListing
 from runtime.pod.admission import Node, admit
 from runtime.pod.model import Pod
 from runtime.pod.static import CONFIG_HASH, CONFIG_SOURCE
@@ -209,6 +211,14 @@ class SyncLoop(SupervisorActor):
         self._static_told: tuple[str, ...] | None = None
         self._pressure: tuple[str, ...] = ()  # node conditions from the eviction manager
         self._active_told: tuple[str, ...] | None = None
+        # What the PLEG's first relist listed of each pod, until every source has spoken
+        # (the pods to adopt then have their workers): the first update of a pod's first
+        # worker carries it (see PodListing), except for pods that had a worker when it
+        # came (theirs may have made things since) or have had one. Only a pod's worker
+        # makes things of it, so it cannot miss anything; what went since is not found.
+        self._listings: dict[PodUID, PodListing] | None = None
+        self._listed_had_worker: set[PodUID] = set()
+        self._held: list[tuple[str, object]] | None = None  # see _holding_sends
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -279,7 +289,31 @@ class SyncLoop(SupervisorActor):
 
     # --- sources and admission ---------------------------------------------------------
 
+    def send(self, to: str, message: object) -> bool:
+        if self._held is not None:
+            self._held.append((to, message))
+            return True
+        return super().send(to, message)
+
+    @contextlib.contextmanager
+    def _holding_sends(self) -> Iterator[None]:
+        """What the handler sends goes out when it is done, in the order it was sent: a
+        snapshot of many new pods starts all their workers first, so each worker's thread
+        starts while the others are still idle rather than busy syncing (the starts are
+        serial, on this thread; a started worker's sync holds the interpreter from it)."""
+        self._held = []
+        try:
+            yield
+        finally:
+            held, self._held = self._held, None
+            for to, message in held:
+                super().send(to, message)
+
     def _source(self, snapshot: SourceSnapshot) -> None:
+        with self._holding_sends():
+            self._source_changes(snapshot)
+
+    def _source_changes(self, snapshot: SourceSnapshot) -> None:
         self._note_problems(snapshot)
         changes = self._config.apply(snapshot)
         for conflict in changes.conflicts:
@@ -343,7 +377,7 @@ class SyncLoop(SupervisorActor):
             return
         self._desired[uid] = pod
         self._start_worker(uid, pod)
-        self._dispatch_work(uid, UpdateKind.CREATE)
+        self._dispatch_work(uid, UpdateKind.CREATE, listing=self._first_listing(uid))
 
     def _update(self, pod: Pod) -> None:
         uid = PodUID(pod.uid)
@@ -382,7 +416,7 @@ class SyncLoop(SupervisorActor):
             kill = replace(kill, remove=remove or worker.kill.remove, grace_override=(
                 old if old is not None and (grace is None or old < grace) else grace))
         worker.kill = kill
-        self.dispatch.tell(names.worker_name(uid), kill, sender=self.name)
+        self.send(names.worker_name(uid), kill)
 
     # --- pod workers -------------------------------------------------------------------
 
@@ -397,7 +431,15 @@ class SyncLoop(SupervisorActor):
         ref = worker.ref = self._worker_factory(uid, incarnation, worker.cancel)
         return ref
 
-    def _dispatch_work(self, uid: PodUID, kind: UpdateKind, resync: bool = False) -> None:
+    def _first_listing(self, uid: PodUID) -> PodListing | None:
+        """What the PLEG's first relist listed of ``uid``, for its first worker; once."""
+        if self._listings is None or uid in self._listed_had_worker:
+            return None
+        self._listed_had_worker.add(uid)
+        return self._listings.pop(uid, PodListing(uid))
+
+    def _dispatch_work(self, uid: PodUID, kind: UpdateKind, resync: bool = False,
+                       listing: PodListing | None = None) -> None:
         worker = self._workers.get(uid)
         pod = self._desired.get(uid)
         if worker is None or worker.state == WorkerState.TERMINATED:
@@ -408,13 +450,13 @@ class SyncLoop(SupervisorActor):
             # pod until it is terminated. Without it such a pod ran on for ever.
             if worker.kill is not None:
                 self._requeue_at.pop(uid, None)
-                self.dispatch.tell(names.worker_name(uid), worker.kill, sender=self.name)
+                self.send(names.worker_name(uid), worker.kill)
             return
         verdicts = self._verdicts.get(uid, _Verdicts())
         self._requeue_at.pop(uid, None)
-        self.dispatch.tell(names.worker_name(uid), UpdatePod(
+        self.send(names.worker_name(uid), UpdatePod(
             pod, kind, tuple(verdicts.liveness.items()), tuple(verdicts.startup.items()),
-            resync=resync), sender=self.name)
+            resync=resync, listing=listing))
 
     def _forget_worker(self, uid: PodUID) -> None:
         worker = self._workers.pop(uid, None)
@@ -463,6 +505,9 @@ class SyncLoop(SupervisorActor):
         self._relist_evented = relist.evented
         self._relist_error = ""
         self._runtime_pods = relist.pods
+        if relist.listings is not None:
+            self._listings = {listing.uid: listing for listing in relist.listings}
+            self._listed_had_worker = set(self._workers)
         if self._metrics is not None:
             self._metrics.pleg_relist_duration.observe(relist.duration)
             self._metrics.pleg_last_seen.set(self._clock.now())
@@ -506,6 +551,8 @@ class SyncLoop(SupervisorActor):
     def _housekeeping(self) -> None:
         if not self._config.sources_ready(self.settings.expected_sources):
             return  # never kill what a source that has not spoken yet may still want
+        self._listings = None
+        self._listed_had_worker.clear()
         if "api" in self.settings.expected_sources:
             self._tell_static_pods()
         if self.settings.eviction:
@@ -566,7 +613,7 @@ class SyncLoop(SupervisorActor):
                          failed_message=order.message)
         worker.kill = kill
         worker.state = WorkerState.TERMINATING
-        self.dispatch.tell(names.worker_name(uid), kill, sender=self.name)
+        self.send(names.worker_name(uid), kill)
         if self.settings.eviction:
             self._tell_active_pods()
 
@@ -613,4 +660,4 @@ class SyncLoop(SupervisorActor):
         worker.cancel.set()
         logger.bind(pod=worker.pod.metadata.name, uid=uid, container="").info(
             "issuing the kill in flight again: {}", worker.kill.reason)
-        self.dispatch.tell(names.worker_name(uid), worker.kill, sender=self.name)
+        self.send(names.worker_name(uid), worker.kill)

@@ -92,6 +92,9 @@ class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
     # A restarted probe manager continues its predecessor's results (a HandOver to the
     # sync loop); a header without it: every restart started from the initial results.
     probe_hand_over: bool = True
+    # The PLEG's first relist tells what it listed of each pod, and each pod's first sync
+    # reads its status from that (actors.kubelet.pleg); a header without it: not told.
+    first_listings: bool = True
 
     @property
     def lean_start(self) -> bool:
@@ -111,6 +114,7 @@ class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
         raw.setdefault("node", {"node_name": ""})
         raw.setdefault("start_path", 1)  # recorded before the field: the first start path
         raw.setdefault("probe_hand_over", False)  # recorded before probe hand-overs
+        raw.setdefault("first_listings", False)  # recorded before the first relist's listings
         supervisor = dict(raw.get("supervisor") or {})
         supervisor.setdefault("node", {"name": raw["node"].get("node_name", "")})
         raw["supervisor"] = supervisor
@@ -218,7 +222,8 @@ def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
         (names.PLEG, lambda n: Construct(PLEG, (p.dispatch, p.runtime, p.clock, n),
                                          {"timers": p.timers, "runtime_events": p.runtime_events,
                                           "metrics": p.metrics,
-                                          "starts_from_syncs": p.config.lean_start})),
+                                          "starts_from_syncs": p.config.lean_start,
+                                          "first_listings": p.config.first_listings})),
         (names.RUNTIME_MONITOR, lambda n: Construct(
             RuntimeMonitor, (p.dispatch, p.timers, p.runtime, p.clock, p.containerd,
                              p.metrics, n))),

@@ -41,7 +41,7 @@ from runtime.kuberuntime.host_paths import HostPaths
 from runtime.kuberuntime.hostname import HostnameError
 from runtime.kuberuntime.images import ImageManager
 from runtime.kuberuntime.object_source import ObjectSource
-from runtime.kuberuntime.podstatus import RuntimePodStatus, get_pod_status
+from runtime.kuberuntime.podstatus import PodListing, RuntimePodStatus, get_pod_status
 from runtime.kuberuntime.result import PodSyncResult, StepResult
 from runtime.kuberuntime.sandbox import generate_sandbox_config
 from runtime.kuberuntime.settings import NodeSettings
@@ -94,8 +94,12 @@ class KubeRuntimeManager:
         self.events = events
         self.images.events = self.containers.events = events
 
-    def get_pod_status(self, uid: PodUID, name: str, namespace: str) -> RuntimePodStatus:
-        return get_pod_status(self.runtime, uid, name, namespace, self._termination_message)
+    def get_pod_status(self, uid: PodUID, name: str, namespace: str,
+                       listing: PodListing | None = None) -> RuntimePodStatus:
+        """``listing``: what a listing of the whole runtime showed of the pod (the PLEG's
+        first relist): its sandboxes and containers are not listed again."""
+        return get_pod_status(self.runtime, uid, name, namespace, self._termination_message,
+                              listing)
 
     def _termination_message(self, status: ContainerStatus) -> str:
         """Read from the node's files, so observed: a replay answers as recorded."""

@@ -20,7 +20,7 @@ from runtime.cri.types import (
     SandboxState,
 )
 from runtime.errors import CRINotFound
-from runtime.ids import ContainerID, PodUID
+from runtime.ids import ContainerID, PodUID, SandboxID
 from runtime.kuberuntime import labels as L
 from runtime.kuberuntime.termination_message import combine
 
@@ -108,16 +108,54 @@ def container_runtime_status(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class ListedSandbox:
+    """A sandbox as a listing shows it: what orders a pod's sandboxes, newest first."""
+
+    id: SandboxID
+    created_at: float
+    attempt: int
+
+
+@dataclass(frozen=True, slots=True)
+class PodListing:
+    """What one listing of the whole runtime held of a pod (upstream's PLEG relist, which
+    fills its cache): its sandboxes and the ids of its containers. A pod the listing did
+    not show has an empty one. Reading a pod's status from it saves the two listings of
+    get_pod_status; the status calls are still made, so states and times are fresh."""
+
+    uid: PodUID
+    sandboxes: tuple[ListedSandbox, ...] = ()
+    containers: tuple[ContainerID, ...] = ()
+
+
+def _selector(uid: PodUID) -> dict[str, str]:
+    return {L.POD_UID: str(uid)}
+
+
+def _list_sandboxes(runtime: RuntimeService, uid: PodUID) -> tuple[ListedSandbox, ...]:
+    listed = runtime.list_pod_sandbox(SandboxFilter(label_selector=_selector(uid)))
+    return tuple(ListedSandbox(s.id, s.created_at, s.metadata.attempt) for s in listed)
+
+
+def _list_containers(runtime: RuntimeService, uid: PodUID) -> tuple[ContainerID, ...]:
+    listed = runtime.list_containers(ContainerFilter(label_selector=_selector(uid)))
+    return tuple(c.id for c in listed)
+
+
 def get_pod_status(
     runtime: RuntimeService, uid: PodUID, name: str, namespace: str,
-    read_message: MessageReader = _no_message,
+    read_message: MessageReader = _no_message, listing: PodListing | None = None,
 ) -> RuntimePodStatus:
-    """Ask the runtime for everything it holds of one pod (upstream GetPodStatus)."""
-    selector = {L.POD_UID: str(uid)}
+    """Ask the runtime for everything it holds of one pod (upstream GetPodStatus).
+
+    ``listing``: what a listing of the whole runtime already showed of it (see
+    PodListing); without it the pod's sandboxes and containers are listed first."""
+    listed = listing.sandboxes if listing is not None else _list_sandboxes(runtime, uid)
     sandboxes = sorted(
-        runtime.list_pod_sandbox(SandboxFilter(label_selector=selector)),
+        listed,
         # Equal timestamps (a coarse clock) fall back to the attempt number.
-        key=lambda s: (s.created_at, s.metadata.attempt),
+        key=lambda s: (s.created_at, s.attempt),
         reverse=True,
     )
     sandbox_statuses: list[PodSandboxStatus] = []
@@ -130,11 +168,11 @@ def get_pod_status(
     if sandbox_statuses and sandbox_statuses[0].state == SandboxState.READY:
         newest = sandbox_statuses[0]
         ips = tuple(ip for ip in (newest.ip, *newest.additional_ips) if ip)
-    containers = runtime.list_containers(ContainerFilter(label_selector=selector))
+    containers = listing.containers if listing is not None else _list_containers(runtime, uid)
     statuses: list[ContainerRuntimeStatus] = []
     for container in containers:
         try:
-            statuses.append(container_runtime_status(runtime.container_status(container.id),
+            statuses.append(container_runtime_status(runtime.container_status(container),
                                                      read_message))
         except CRINotFound:
             continue

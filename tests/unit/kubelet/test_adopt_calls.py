@@ -1,0 +1,219 @@
+"""What a restarted kubelet costs in CRI calls to adopt its running pods, on the fake runtime.
+
+A kubelet starts PODS pods and stops (its pods keep running); a second one starts on the
+same runtime and the same pods come back from its source. The PLEG's first relist lists
+the whole runtime once (ListPodSandbox, ListContainers), and each pod's first sync reads
+its status from what that relist listed (Relisted.listings, carried to the pod's worker
+in its first UpdatePod): one PodSandboxStatus and one ContainerStatus per pod, no listing
+per pod, as upstream's pod workers read the cache the PLEG's relist filled. No container
+is made, started or stopped; a container that died while the kubelet was down is still
+restarted; and the restarted kubelet's trace replays without divergence.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from actors.core.trace.names import MESSAGES
+from actors.core.trace.reader import read_trace
+from actors.core.trace.replay import format_report, replay
+from actors.kubelet.pleg import take_snapshot
+from actors.kubelet.trace import KubeletWorld
+from runtime.clock import FakeClock
+from runtime.cri.types import (
+    ContainerConfig,
+    ContainerMetadata,
+    ContainerState,
+    ImageSpec,
+    PodSandboxConfig,
+    PodSandboxMetadata,
+)
+from runtime.ids import ContainerID, PodUID
+from runtime.kuberuntime import labels as L
+from runtime.kuberuntime.podstatus import get_pod_status
+from runtime.testing.fake_runtime import FakeRuntime
+from tests.traces.scenarios import RecordedNode, pod
+
+PODS = 20
+
+RELIST = {"list_pod_sandbox": 1, "list_containers": 1}
+"""The PLEG's first relist: the whole runtime, listed once."""
+ADOPT_ONE = {"pod_sandbox_status": 1, "container_status": 1}
+"""Each adopted pod's first sync: the status of its sandbox and of its container, from
+what the relist listed (without the listing: 4 calls, the two filtered listings too)."""
+
+
+def running(node: RecordedNode) -> dict[str, ContainerID]:
+    """The running container of each pod, by pod UID."""
+    return {c.labels["io.kubernetes.pod.uid"]: c.id for c in node.fake.list_containers()
+            if c.state is ContainerState.RUNNING}
+
+
+@pytest.fixture
+def scratch() -> Iterator[Path]:
+    made = Path(tempfile.mkdtemp(prefix="adopt-"))
+    try:
+        yield made
+    finally:
+        shutil.rmtree(made, ignore_errors=True)
+
+
+def first_kubelet(tmp_path: Path, scratch: Path) -> RecordedNode:
+    """A kubelet that started PODS pods, stopped with them running."""
+    node = RecordedNode(tmp_path / "first", scratch)
+    try:
+        node.snapshot(*(pod(f"u{i}", f"web-{i}") for i in range(PODS)))
+        node.until("the pods to run", lambda: len(running(node)) == PODS)
+        assert node.settle()
+    finally:
+        node.close()
+    return node
+
+
+def restart(first: RecordedNode, tmp_path: Path, scratch: Path) -> RecordedNode:
+    """The second kubelet on the same runtime: its PLEG relists (at start, as the daemon's
+    first tick does), then its source tells the same pods."""
+    node = RecordedNode(tmp_path / "second", scratch, restart_of=first)
+    node.fake.clear_calls()
+    node.advance(0.0)  # the timers due at start: the PLEG's first relist among them
+    assert node.settle()
+    node.snapshot(*(pod(f"u{i}", f"web-{i}") for i in range(PODS)))
+    assert node.settle()
+    return node
+
+
+def test_adopting_running_pods_lists_the_runtime_once(tmp_path: Path, scratch: Path) -> None:
+    first = first_kubelet(tmp_path, scratch)
+    before = running(first)
+    second = restart(first, tmp_path, scratch)
+    try:
+        counts = Counter(c.method for c in second.fake.calls)
+        counts.pop("status", None)  # the runtime monitor's check, due at start too
+        want = Counter(RELIST)
+        for method, n in ADOPT_ONE.items():
+            want[method] += n * PODS
+        assert counts == want
+        assert running(second) == before  # every container kept: none made, none stopped
+    finally:
+        second.close()
+    report = replay(read_trace(tmp_path / "second"), KubeletWorld())
+    assert report.ok, format_report(report)
+
+
+def test_a_container_that_died_while_down_is_restarted(tmp_path: Path, scratch: Path) -> None:
+    """The listing says which containers there are; their states come from the status
+    calls, so an exit while the kubelet was down is seen and acted on as before."""
+    first = first_kubelet(tmp_path, scratch)
+    before = running(first)
+    first.fake.exit_container(before["u0"], 1)
+    second = restart(first, tmp_path, scratch)
+    try:
+        second.until("u0 to run again", lambda: "u0" in running(second))
+        after = running(second)
+        assert after["u0"] != before["u0"]
+        assert {u: c for u, c in after.items() if u != "u0"} == \
+            {u: c for u, c in before.items() if u != "u0"}
+        restarted = next(c for c in second.fake.list_containers() if c.id == after["u0"])
+        assert restarted.annotations["io.kubernetes.container.restartCount"] == "1"
+    finally:
+        second.close()
+    report = replay(read_trace(tmp_path / "second"), KubeletWorld())
+    assert report.ok, format_report(report)
+
+
+def test_a_pod_new_at_start_lists_nothing_before_its_sandbox(tmp_path: Path,
+                                                             scratch: Path) -> None:
+    """A pod the first relist did not show has an empty listing: its first sync makes its
+    sandbox without listing the runtime for it."""
+    node = RecordedNode(tmp_path / "trace", scratch)
+    try:
+        node.advance(0.0)
+        assert node.settle()
+        node.fake.clear_calls()
+        node.snapshot(pod("u1", "web"))
+        assert node.settle()
+        methods = [c.method for c in node.fake.calls]
+        assert methods[0] == "run_pod_sandbox"  # (then the PLEG relists: the sync asks)
+    finally:
+        node.close()
+    report = replay(read_trace(tmp_path / "trace"), KubeletWorld())
+    assert report.ok, format_report(report)
+
+
+def updates_with_listing(directory: Path) -> dict[str, bool]:
+    """Per pod UID: whether its worker's first UpdatePod carried a listing."""
+    out: dict[str, bool] = {}
+    for record in read_trace(directory).messages():
+        if MESSAGES.short(record["type"]) == "UpdatePod":
+            uid = record["body"]["pod"]["metadata"]["uid"]
+            out.setdefault(uid, record["body"].get("listing") is not None)
+    return out
+
+
+def test_only_workers_started_after_the_first_relist_and_before_the_sources_spoke_get_it(
+        tmp_path: Path, scratch: Path) -> None:
+    """A pod whose worker was there before the relist may have had things made since; a
+    pod admitted once every source has spoken (and housekeeping ran) lists for itself."""
+    node = RecordedNode(tmp_path / "trace", scratch)
+    try:
+        node.snapshot(pod("early", "early"))  # before the first relist: a worker syncs
+        assert node.settle()
+        node.advance(0.0)  # the PLEG's first relist, with its listings
+        assert node.settle()
+        node.advance(2.0)  # housekeeping, the file source heard: the listings go
+        node.snapshot(pod("early", "early"), pod("late", "late"))
+        assert node.settle()
+    finally:
+        node.close()
+    relists = [r["body"].get("listings") for r in read_trace(tmp_path / "trace").messages()
+               if MESSAGES.short(r["type"]) == "Relisted"]
+    assert relists[0] is not None and all(r is None for r in relists[1:])
+    assert updates_with_listing(tmp_path / "trace") == {"early": False, "late": False}
+    report = replay(read_trace(tmp_path / "trace"), KubeletWorld())
+    assert report.ok, format_report(report)
+
+
+def test_a_snapshot_of_many_pods_starts_every_worker_before_any_syncs(
+        tmp_path: Path, scratch: Path) -> None:
+    """The sync loop holds what it sends while it handles a snapshot: each worker's thread
+    starts while the others are idle, not busy with their first syncs; the updates then
+    go out in the order they were made (a replay compares that order)."""
+    first = first_kubelet(tmp_path, scratch)
+    restart(first, tmp_path, scratch).close()
+    records = read_trace(tmp_path / "second").records
+    spawns = [i for i, r in enumerate(records)
+              if r["k"] == "spawn" and r["actor"].startswith("pod/")]
+    updates = [i for i, r in enumerate(records) if r["k"] == "msg"
+               and MESSAGES.short(r["type"]) == "UpdatePod"]
+    assert len(spawns) == len(updates) == PODS
+    assert max(spawns) < min(updates)
+
+
+def test_a_first_relists_listing_is_what_the_label_filtered_listings_find() -> None:
+    """Per pod, the sandboxes and containers get_pod_status would list with its label
+    filter: the same status comes of the listing, with two calls fewer."""
+    fake = FakeRuntime(FakeClock(), images=["img"])
+    for uid in ("a", "b"):
+        labels = {L.POD_UID: uid, L.POD_NAME: uid, L.POD_NAMESPACE: "default"}
+        config = PodSandboxConfig(PodSandboxMetadata(uid, uid, "default"), labels=labels)
+        sandbox = fake.run_pod_sandbox(config)
+        made = fake.create_container(sandbox, ContainerConfig(
+            ContainerMetadata("c"), ImageSpec("img"), labels={**labels, L.CONTAINER_NAME: "c"}),
+            config)
+        fake.start_container(made)
+    # A sandbox without the kubelet's UID label is a pod's to the PLEG, not to the filter.
+    fake.run_pod_sandbox(PodSandboxConfig(PodSandboxMetadata("x", "unlabelled", "default")))
+    assert take_snapshot(fake).listings == ()  # only a first relist lists
+    listings = {p.uid: p for p in take_snapshot(fake, with_listings=True).listings}
+    assert set(listings) == {"a", "b"}
+    for uid, listing in listings.items():
+        fake.clear_calls()
+        listed = get_pod_status(fake, PodUID(uid), uid, "default", listing=listing)
+        assert [c.method for c in fake.calls] == ["pod_sandbox_status", "container_status"]
+        assert listed == get_pod_status(fake, PodUID(uid), uid, "default")
