@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cheroot import wsgi as cheroot_wsgi
+from cheroot.ssl import Adapter
 from cheroot.ssl.builtin import BuiltinSSLAdapter
 from loguru import logger
 from waitress import create_server, wasyncore
@@ -109,8 +110,14 @@ class _PeerSubjectAdapter(BuiltinSSLAdapter):
     subject (checked by the handshake) to the app."""
 
     def __init__(self, context: ssl.SSLContext, cert: str, key: str) -> None:
-        super().__init__(cert, key)
+        # Only the base Adapter's attributes, not BuiltinSSLAdapter.__init__: that builds an
+        # SSL context of its own (reading the system's CA bundle) which ours replaces, and
+        # parses the serving certificate through a TLS handshake with itself (a second
+        # context, a socket pair, a thread), some 30 ms of CPU before the daemon serves,
+        # only to put SSL_SERVER_* into every request's environ, which nothing here reads.
+        Adapter.__init__(self, cert, key)
         self.context = context
+        self._server_env: dict[str, Any] = {}
 
     def get_environ(self, sock: ssl.SSLSocket) -> dict[str, Any]:  # type: ignore[override]
         env: dict[str, Any] = super().get_environ(sock)  # type: ignore[no-untyped-call]
