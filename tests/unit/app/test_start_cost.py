@@ -7,6 +7,7 @@ imported, an SSL context not built), so that the start stays as cheap as it was 
 from __future__ import annotations
 
 import json
+import os
 import ssl
 import subprocess
 import sys
@@ -27,6 +28,7 @@ from runtime.pod.model import Pod
 from runtime.status.types import PodStatus
 
 REPO = Path(__file__).resolve().parents[3]
+PACKAGES = ("actors", "runtime", "proto", "bin")
 
 LEFT_FOR_LATER = (
     "rich",  # the timeline page's colours and the trace tools' tables
@@ -71,6 +73,38 @@ def test_the_daemons_imports_leave_the_timeline_page_and_cryptography_out() -> N
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True,
                          capture_output=True, text=True, timeout=120).stdout
     assert json.loads(out.splitlines()[-1]) == []
+
+
+def test_the_setup_steps_bytecode_is_what_the_daemons_imports_read(tmp_path: Path) -> None:
+    """scripts/setup.sh's compile step (scripts/compile_bytecode.sh) leaves a current .pyc
+    for every module of ours a start imports: importing them, with bytecode writes allowed,
+    compiles (writes) nothing."""
+    prefix = tmp_path / "pyc"
+    env = {**os.environ, "PYTHONPYCACHEPREFIX": str(prefix)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    subprocess.run([str(REPO / "scripts" / "compile_bytecode.sh"), sys.executable], env=env,
+                   check=True, timeout=300)
+    checkout = prefix / REPO.relative_to(REPO.anchor)
+
+    def cached() -> dict[Path, int]:
+        return {p: p.stat().st_mtime_ns for package in PACKAGES
+                for p in (checkout / package).rglob("*.pyc")}
+
+    made = cached()
+    code = ("import json, sys, bin.main, actors.app.daemon\n"
+            "print(json.dumps(sorted(m for m in sys.modules"
+            f" if m.split('.')[0] in {PACKAGES!r})))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, check=True,
+                         capture_output=True, text=True, timeout=120).stdout
+    imported = json.loads(out.splitlines()[-1])
+    assert len(imported) > 100, imported  # the daemon's modules, from the checkout
+    assert cached() == made
+
+
+def test_bytecode_in_the_checkout_is_ignored_by_git() -> None:
+    for path in ("actors/app/__pycache__/main.cpython-311.pyc", "bin/__pycache__/x.pyc"):
+        subprocess.run(["git", "-C", str(REPO), "check-ignore", "-q", path], check=True,
+                       timeout=30)
 
 
 def test_the_https_listener_starts_on_the_daemons_context_alone(
