@@ -231,18 +231,21 @@ class KubeletHTTPServer:
             raise RuntimeError("the kubelet HTTP server is already started")
         self._stopping.clear()
         self._sessions = StreamSessions()
-        apps = {
-            MAIN: build_app(self._view, self._stopping,
-                            [self._auth.middleware()] if self._auth is not None else (),
-                            self._stats),
-            READ_ONLY: build_app(self._view, self._stopping, stats=self._stats),
-            HEALTHZ: build_healthz_app(self._view),
-        }
-        if self._streams is not None:
-            add_stream_routes(apps[MAIN], self._streams)
-        add_disabled_stream_routes(apps[READ_ONLY])
-        for name in (MAIN, READ_ONLY):
-            add_timeline_route(apps[name], self._trace_dir)
+        enabled = {name for name, _, port in self._wanted if port != DISABLED}
+        apps: dict[str, WSGIApp] = {}  # only the enabled listeners': each costs milliseconds
+        if MAIN in enabled:
+            apps[MAIN] = build_app(self._view, self._stopping,
+                                   [self._auth.middleware()] if self._auth is not None else (),
+                                   self._stats)
+            if self._streams is not None:
+                add_stream_routes(apps[MAIN], self._streams)
+            add_timeline_route(apps[MAIN], self._trace_dir)
+        if READ_ONLY in enabled:
+            apps[READ_ONLY] = build_app(self._view, self._stopping, stats=self._stats)
+            add_disabled_stream_routes(apps[READ_ONLY])
+            add_timeline_route(apps[READ_ONLY], self._trace_dir)
+        if HEALTHZ in enabled:
+            apps[HEALTHZ] = build_healthz_app(self._view)
         listeners: list[_Listener] = []
         try:
             for name, address, port in self._wanted:
