@@ -20,6 +20,7 @@ from typing import Any, NoReturn
 import pytest
 
 from actors.app.http import tls as tls_module
+from actors.app.http.routes import build_app
 from actors.app.http.server import ANY_PORT, DISABLED, MAIN, KubeletHTTPServer
 from actors.app.http.tls import TLSSettings, server_context, serving_pair, start_serving_pair
 from actors.kubelet.messages import RuntimePod
@@ -177,3 +178,20 @@ def test_a_begun_serving_pair_is_only_for_its_own_settings(tmp_path: Path) -> No
     start_serving_pair(begun)
     assert serving_pair(other)[0] == str(tmp_path / "b" / "kubelet.crt")
     assert serving_pair(begun)[0] == str(tmp_path / "a" / "kubelet.crt")
+
+
+def test_a_disabled_listener_gets_no_app(monkeypatch: pytest.MonkeyPatch) -> None:
+    built: list[str] = []
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        built.append("app")
+        return build_app(*args, **kwargs)
+
+    monkeypatch.setattr("actors.app.http.server.build_app", counted)
+    server = KubeletHTTPServer(HealthyView(), port=ANY_PORT, read_only_port=DISABLED,
+                               healthz_port=ANY_PORT)
+    server.start()
+    try:
+        assert built == ["app"]  # the main port's; none for the read-only port
+    finally:
+        server.stop()
