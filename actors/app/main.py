@@ -108,27 +108,20 @@ def run_once(flags: KubeletFlags) -> int:
 
 
 def run_daemon(flags: KubeletFlags) -> int:
+    from actors.app.daemon import run_until_signalled, start_kubelet
+
     if flags.resolv_conf and (problem := resolv_conf_limit_problem(flags.resolv_conf,
                                                                     flags.cluster_domain)):
         # Upstream's CheckLimitsForResolvConf, once at start (a warning event on the node).
         logger.warning("CheckLimitsForResolvConf: {}", problem)
 
     limit_arenas()  # before the daemon's threads start: see actors.app.process_memory
-    host_ip = node_ip(flags)
-    with hold_root_dir(flags.root_dir):
-        if flags.port and not flags.kubeconfig:  # cluster mode's node IP is the Node's
-            # The serving pair is begun in a thread (actors.app.http.tls) while the
-            # daemon's code is imported and its runtime reached.
-            from actors.app.http.tls import start_serving_pair, tls_settings
-
-            start_serving_pair(tls_settings(flags, (host_ip,)))
-        from actors.app.daemon import run_until_signalled, start_kubelet
-
-        with open_runtime(flags, must_answer=False) as (client, embedded):
-            kubelet = start_kubelet(flags, client, host_ip, embedded,
-                                    runtime_endpoint=client.endpoint)
-            end_of_start()
-            return run_until_signalled(kubelet)
+    with hold_root_dir(flags.root_dir), \
+            open_runtime(flags, must_answer=False) as (client, embedded):
+        kubelet = start_kubelet(flags, client, node_ip(flags), embedded,
+                                runtime_endpoint=client.endpoint)
+        end_of_start()
+        return run_until_signalled(kubelet)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,9 +16,7 @@ Go's servers) and ``--tls-cipher-suites`` (Go's names, TLS 1.2 suites; Python ca
 narrow TLS 1.3's) set what the handshake accepts.
 
 ``cryptography`` is imported only to make a pair (about 25 ms and 8 MiB): a kubelet
-restarted with its pair on disk does not load it. A daemon begins the pair early, in a
-thread (``start_serving_pair``), so that the two RSA keys (some 100 ms of CPU, spent with
-the GIL released) are made while its start goes on; ``serving_pair`` then takes that.
+restarted with its pair on disk does not load it.
 """
 
 from __future__ import annotations
@@ -27,19 +25,13 @@ import datetime
 import ipaddress
 import os
 import ssl
-import threading
 import time
-from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from loguru import logger
 
 from runtime.errors import ConfigError
-
-if TYPE_CHECKING:
-    from actors.app.flags import KubeletFlags
 
 CERT_NAME, KEY_NAME = "kubelet.crt", "kubelet.key"
 
@@ -87,16 +79,6 @@ class TLSSettings:
     node_ips: tuple[str, ...] = ()
 
 
-def tls_settings(flags: KubeletFlags, node_ips: tuple[str, ...] = ()) -> TLSSettings:
-    """The main port's TLS settings from the flags; ``node_ips`` go in a self-signed
-    certificate's SANs."""
-    return TLSSettings(
-        cert_dir=flags.cert_dir, node_name=flags.node_name, cert_file=flags.tls_cert_file,
-        key_file=flags.tls_private_key_file, min_version=flags.tls_min_version,
-        cipher_suites=flags.tls_cipher_suites, client_ca_file=flags.client_ca_file,
-        node_ips=tuple(ip for ip in node_ips if ip))
-
-
 def check_settings(settings: TLSSettings) -> None:
     """ConfigError for what upstream's flag validation refuses."""
     if bool(settings.cert_file) != bool(settings.key_file):
@@ -117,56 +99,15 @@ def check_settings(settings: TLSSettings) -> None:
         raise ConfigError(f"--tls-cipher-suites: {rule}", field="tlsCipherSuites", rule=rule)
 
 
-_BEGUN: dict[TLSSettings, Future[tuple[str, str]]] = {}
-"""Pairs ``start_serving_pair`` is seeing to, by settings, until ``serving_pair`` takes
-them (a lock: the daemon's start is on one thread, tests may start daemons on several)."""
-_BEGUN_LOCK = threading.Lock()
-
-
-def start_serving_pair(settings: TLSSettings) -> None:
-    """Begin, in a thread, what ``serving_pair(settings)`` does when it may have a pair to
-    make (no --tls-cert-file); ``serving_pair`` with equal settings waits for it and
-    answers as it would have (the files, or the error). Settings upstream refuses are left
-    for ``serving_pair`` to refuse."""
-    try:
-        check_settings(settings)
-    except ConfigError:
-        return
-    if settings.cert_file:
-        return
-    future: Future[tuple[str, str]] = Future()
-    with _BEGUN_LOCK:
-        if settings in _BEGUN:
-            return
-        _BEGUN[settings] = future
-
-    def run() -> None:
-        try:
-            future.set_result(_self_signed_files(settings))
-        except BaseException as err:  # handed to the caller of serving_pair
-            future.set_exception(err)
-
-    threading.Thread(target=run, name="serving-pair").start()
-
-
 def serving_pair(settings: TLSSettings) -> tuple[str, str]:
     """The serving certificate and key files: the flags', else the self-signed pair in
     ``cert_dir`` (made now if it is not there or cannot be read)."""
     check_settings(settings)
-    with _BEGUN_LOCK:
-        begun = _BEGUN.pop(settings, None)
-    if begun is not None:
-        return begun.result()
     if settings.cert_file:
         for path in (settings.cert_file, settings.key_file):
             if not os.access(path, os.R_OK):
                 raise ConfigError(f"--tls-cert-file/--tls-private-key-file: cannot read {path}")
         return settings.cert_file, settings.key_file
-    return _self_signed_files(settings)
-
-
-def _self_signed_files(settings: TLSSettings) -> tuple[str, str]:
-    """The self-signed pair's files in ``cert_dir``, made if missing or unusable."""
     cert = os.path.join(settings.cert_dir, CERT_NAME)
     key = os.path.join(settings.cert_dir, KEY_NAME)
     if _loadable(cert, key):

@@ -11,7 +11,6 @@ import os
 import ssl
 import subprocess
 import sys
-import threading
 import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,10 +18,9 @@ from typing import Any, NoReturn
 
 import pytest
 
-from actors.app.http import tls as tls_module
 from actors.app.http.routes import build_app
 from actors.app.http.server import ANY_PORT, DISABLED, MAIN, KubeletHTTPServer
-from actors.app.http.tls import TLSSettings, server_context, serving_pair, start_serving_pair
+from actors.app.http.tls import TLSSettings, server_context, serving_pair
 from actors.kubelet.messages import RuntimePod
 from actors.kubelet.metrics import KubeletMetrics
 from runtime.cri.types import ContainerStatus
@@ -135,51 +133,6 @@ def test_the_https_listener_starts_on_the_daemons_context_alone(
             assert (answer.status, answer.read()) == (200, b"ok")
     finally:
         server.stop()
-
-
-def test_a_begun_serving_pair_is_made_on_its_thread_and_taken_by_serving_pair(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    makers: list[str] = []
-    make = tls_module.self_signed_pair
-
-    def recorded(host: str, ips: tuple[str, ...] = ()) -> tuple[bytes, bytes]:
-        makers.append(threading.current_thread().name)
-        return make(host, ips)
-
-    monkeypatch.setattr(tls_module, "self_signed_pair", recorded)
-    settings = TLSSettings(cert_dir=str(tmp_path / "pki"), node_name="node",
-                           node_ips=("10.0.0.7",))
-    start_serving_pair(settings)
-    cert, key = serving_pair(settings)
-    assert makers == ["serving-pair"]
-    assert (cert, key) == (str(tmp_path / "pki" / "kubelet.crt"),
-                           str(tmp_path / "pki" / "kubelet.key"))
-    server_context(settings, cert, key)  # a usable pair
-    assert serving_pair(settings) == (cert, key)  # read back, not made again
-    assert makers == ["serving-pair"]
-
-
-def test_a_begun_serving_pair_that_fails_fails_serving_pair_as_making_it_there_would(
-        tmp_path: Path) -> None:
-    (tmp_path / "file").write_text("")
-    settings = TLSSettings(cert_dir=str(tmp_path / "file" / "pki"), node_name="node")
-    with pytest.raises(OSError) as there:
-        serving_pair(settings)
-    start_serving_pair(settings)
-    with pytest.raises(OSError) as begun:
-        serving_pair(settings)
-    assert type(begun.value) is type(there.value)
-    assert begun.value.filename == there.value.filename
-
-
-def test_a_begun_serving_pair_is_only_for_its_own_settings(tmp_path: Path) -> None:
-    begun = TLSSettings(cert_dir=str(tmp_path / "a"), node_name="node")
-    other = TLSSettings(cert_dir=str(tmp_path / "b"), node_name="node")
-    start_serving_pair(begun)
-    assert serving_pair(other)[0] == str(tmp_path / "b" / "kubelet.crt")
-    assert serving_pair(begun)[0] == str(tmp_path / "a" / "kubelet.crt")
-
-
 def test_a_disabled_listener_gets_no_app(monkeypatch: pytest.MonkeyPatch) -> None:
     built: list[str] = []
 
