@@ -1,6 +1,7 @@
 """How fast the daemon starts: imports, spawn to a healthy /healthz, and adopting running pods.
 
     .venv/bin/python -m bench.startup_bench [--runs N] [--pods P] [--imports-only]
+        [--no-pyc | --after-setup]
 
 1. Imports, no runtime needed: the CPU (user+sys of the child, from wait4) and wall time
    of ``python -c pass`` (the interpreter alone: the floor), of importing ``bin.main``
@@ -16,6 +17,12 @@
    daemon stopped with SIGTERM (the pods keep running), started again: from that spawn
    until /pods on the read-only port shows all P Running, with the same container IDs
    and no restarts (adoption, not re-creation).
+
+Bytecode of the daemon runs: by default a private cache filled by the import runs (a
+restart: everything cached); ``--no-pyc``, none of ours (a checkout before setup's
+compile step: every start compiles every module of ours); ``--after-setup``, only what
+scripts/setup.sh makes (its scripts/compile_bytecode.sh, run into the checkout first: a
+user's first start after setup). In the last two the daemon writes no bytecode.
 
 The machine is shared: CPU time is the measure to compare, wall time is what a user sees.
 Not a test: nothing here asserts on time; it prints a table.
@@ -72,15 +79,27 @@ IMPORTS = (
 the cyclic GC off for the start, see actors.app.startup)."""
 
 
+PACKAGES = ("actors", "runtime", "proto", "bin")
+"""Ours: the packages scripts/compile_bytecode.sh compiles."""
+
+
 def child_env(pycache: Path | None) -> dict[str, str]:
     """The environment of a child: with ``pycache``, bytecode is cached there (as an
-    installed wheel has its .pyc files); without, nothing is cached when the caller's
-    environment says PYTHONDONTWRITEBYTECODE (every start compiles every module)."""
+    installed wheel has its .pyc files); without, the checkout's own __pycache__ are read
+    and nothing is written (every start compiles what has no .pyc there)."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("PYTHONPYCACHEPREFIX", None)
     if pycache is not None:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env["PYTHONPYCACHEPREFIX"] = str(pycache)
+    else:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
+
+
+def checkout_bytecode() -> list[Path]:
+    """The __pycache__ directories of our packages in the checkout."""
+    return [p for package in PACKAGES for p in (REPO / package).rglob("__pycache__")]
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,9 +123,10 @@ def child_sample(argv: list[str], env: dict[str, str]) -> Sample:
 
 
 def import_samples(runs: int, pycache: Path) -> dict[str, list[Sample]]:
-    """Each IMPORTS row run ``runs`` times without and with cached bytecode, interleaved
-    (the load moves while we measure)."""
-    modes = (("", child_env(None)), (" (.pyc)", child_env(pycache)))
+    """Each IMPORTS row run ``runs`` times with the checkout's bytecode (none, or setup's)
+    and with everything cached, interleaved (the load moves while we measure)."""
+    ours = " (setup's .pyc)" if checkout_bytecode() else ""
+    modes = ((ours, child_env(None)), (" (.pyc)", child_env(pycache)))
     child_sample([str(PYTHON), "-c", IMPORTS[-1][1]], modes[1][1])  # fills the cache
     out: dict[str, list[Sample]] = {label + mode: [] for label, _ in IMPORTS
                                     for mode, _ in modes}
@@ -317,9 +337,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--adopt-runs", type=int, default=3, help="restarts with --pods (3)")
     parser.add_argument("--imports-only", action="store_true",
                         help="only the import timings (no containerd, no root needed)")
-    parser.add_argument("--no-pyc", action="store_true",
-                        help="run the daemon without cached bytecode (as PYTHONDONTWRITEBYTECODE "
-                             "in a checkout: every start compiles every module)")
+    bytecode = parser.add_mutually_exclusive_group()
+    bytecode.add_argument("--no-pyc", action="store_true",
+                          help="run the daemon with no bytecode of ours (a checkout before "
+                               "setup's compile step: every start compiles every module)")
+    bytecode.add_argument("--after-setup", action="store_true",
+                          help="run the daemon with only the bytecode setup makes "
+                               "(scripts/compile_bytecode.sh, run into the checkout first)")
     parser.add_argument("--profile", metavar="PATH", type=Path,
                         help="with --pods: record the restarted daemon's first 3 s with "
                              "py-spy (pip install py-spy), collapsed stacks into PATH")
@@ -332,8 +356,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace, console: Console, pycache: Path) -> int:
+    if args.after_setup:
+        subprocess.run([str(REPO / "scripts" / "compile_bytecode.sh"), str(PYTHON)],
+                       check=True, env=child_env(None))
     imports = import_samples(args.runs, pycache)
-    floor = min(imports[IMPORTS[0][0]], key=lambda s: s.cpu)
+    floor = min(imports[IMPORTS[0][0] + " (.pyc)"], key=lambda s: s.cpu)
     console.print(samples_table("imports (CPU = user+sys of the child)", imports, floor))
     console.print(f"(CPU from /proc at healthz is in {1000 // TICK_HZ} ms ticks; "
                   f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
@@ -344,11 +371,16 @@ def run(args: argparse.Namespace, console: Console, pycache: Path) -> int:
         return 2
     logger.remove()
     logger.add(sys.stderr, level="WARNING")
+    if args.no_pyc and (found := checkout_bytecode()):
+        console.print(f"--no-pyc: the checkout has bytecode of ours ({found[0]}, ...); remove "
+                      f"it first: find {' '.join(PACKAGES)} -name __pycache__ -exec rm -r {{}} +")
+        return 2
     with machine_lock(BENCH), serve_images(), private_containerd(BENCH) as emb:
         work = emb.base_dir / "startup-bench"
-        daemon_cache = None if args.no_pyc else pycache
+        daemon_cache = None if args.no_pyc or args.after_setup else pycache
         spawns = spawn_samples(emb, work, args.runs, daemon_cache)
-        mode = "no .pyc" if args.no_pyc else ".pyc"
+        mode = ("no .pyc of ours" if args.no_pyc else
+                "only setup's .pyc" if args.after_setup else ".pyc")
         console.print(samples_table(f"spawn -> /healthz 200, no pods ({mode})", spawns, floor))
         if args.pods:
             client = CRIClient(emb.endpoint, timeout=120.0)

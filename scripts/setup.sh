@@ -9,7 +9,8 @@
 #      (a system containerd, a system docker-registry on :5000) are kept from starting: the
 #      kubelet runs its own containerd and the tests their own registry.
 #   2. .venv in the repo (python3 -m venv) with `pip install -e '.[dev]'`, skipped while
-#      setup.cfg and pyproject.toml are unchanged since the last install.
+#      setup.cfg and pyproject.toml are unchanged since the last install; then the
+#      checkout's bytecode (scripts/compile_bytecode.sh), so the first start reads .pyc.
 #   3. scripts/images.sh build serve push: the pause and busybox images on localhost:5000.
 #
 # Options: --no-images (skip step 3), --no-venv (skip step 2).
@@ -44,7 +45,7 @@ for arg in "$@"; do
     case "$arg" in
         --no-images) do_images=0 ;;
         --no-venv) do_venv=0 ;;
-        -h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "setup.sh: unknown option $arg" >&2; exit 2 ;;
     esac
 done
@@ -137,7 +138,11 @@ setup_venv() {
     echo "$want" >"$STAMP"
 }
 
-if ((do_venv)); then setup_venv; fi
+if ((do_venv)); then
+    setup_venv
+    log "bytecode: compiling actors runtime proto bin"
+    "$HERE/compile_bytecode.sh" "$VENV/bin/python"
+fi
 
 # --- 3. images ---------------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cheroot import wsgi as cheroot_wsgi
+from cheroot.ssl import Adapter
 from cheroot.ssl.builtin import BuiltinSSLAdapter
 from loguru import logger
 from waitress import create_server, wasyncore
@@ -109,8 +110,14 @@ class _PeerSubjectAdapter(BuiltinSSLAdapter):
     subject (checked by the handshake) to the app."""
 
     def __init__(self, context: ssl.SSLContext, cert: str, key: str) -> None:
-        super().__init__(cert, key)
+        # Only the base Adapter's attributes, not BuiltinSSLAdapter.__init__: that builds an
+        # SSL context of its own (reading the system's CA bundle) which ours replaces, and
+        # parses the serving certificate through a TLS handshake with itself (a second
+        # context, a socket pair, a thread), some 30 ms of CPU before the daemon serves,
+        # only to put SSL_SERVER_* into every request's environ, which nothing here reads.
+        Adapter.__init__(self, cert, key)
         self.context = context
+        self._server_env: dict[str, Any] = {}
 
     def get_environ(self, sock: ssl.SSLSocket) -> dict[str, Any]:  # type: ignore[override]
         env: dict[str, Any] = super().get_environ(sock)  # type: ignore[no-untyped-call]
@@ -224,18 +231,21 @@ class KubeletHTTPServer:
             raise RuntimeError("the kubelet HTTP server is already started")
         self._stopping.clear()
         self._sessions = StreamSessions()
-        apps = {
-            MAIN: build_app(self._view, self._stopping,
-                            [self._auth.middleware()] if self._auth is not None else (),
-                            self._stats),
-            READ_ONLY: build_app(self._view, self._stopping, stats=self._stats),
-            HEALTHZ: build_healthz_app(self._view),
-        }
-        if self._streams is not None:
-            add_stream_routes(apps[MAIN], self._streams)
-        add_disabled_stream_routes(apps[READ_ONLY])
-        for name in (MAIN, READ_ONLY):
-            add_timeline_route(apps[name], self._trace_dir)
+        enabled = {name for name, _, port in self._wanted if port != DISABLED}
+        apps: dict[str, WSGIApp] = {}  # only the enabled listeners': each costs milliseconds
+        if MAIN in enabled:
+            apps[MAIN] = build_app(self._view, self._stopping,
+                                   [self._auth.middleware()] if self._auth is not None else (),
+                                   self._stats)
+            if self._streams is not None:
+                add_stream_routes(apps[MAIN], self._streams)
+            add_timeline_route(apps[MAIN], self._trace_dir)
+        if READ_ONLY in enabled:
+            apps[READ_ONLY] = build_app(self._view, self._stopping, stats=self._stats)
+            add_disabled_stream_routes(apps[READ_ONLY])
+            add_timeline_route(apps[READ_ONLY], self._trace_dir)
+        if HEALTHZ in enabled:
+            apps[HEALTHZ] = build_healthz_app(self._view)
         listeners: list[_Listener] = []
         try:
             for name, address, port in self._wanted:

@@ -9,19 +9,15 @@ authentication and authorization (subresource ``proxy``, as upstream's /debug pa
 on the read-only port. Without a trace the answer is 404 saying how to record one.
 
 Building the page reads the whole trace in the request's thread: it is a debugging aid,
-not something to poll.
+not something to poll. The page's code (the trace reader, the kubelet's plug-ins, rich's
+colours) is imported by the first request for it, not at the daemon's start, which it
+would cost some 20 ms of CPU before /healthz answers.
 """
 
 from __future__ import annotations
 
 import falcon
 from loguru import logger
-
-# The kubelet's plug-ins, for what they register: message names, summaries, pods, labels.
-import actors.kubelet.timeline_labels
-import actors.kubelet.trace_tools  # noqa: F401
-from actors.core.trace.page_html import trace_page
-from actors.core.trace.reader import TraceError, read_trace
 
 TIMELINE_PATH = "/debug/timeline"
 
@@ -37,6 +33,13 @@ class TimelineResource:
             raise falcon.HTTPNotFound(
                 description="no trace is recorded: start the kubelet with --trace-dir to see "
                             "its timeline here")
+        # The kubelet's plug-ins, for what they register: message names, summaries, pods,
+        # labels.
+        import actors.kubelet.timeline_labels
+        import actors.kubelet.trace_tools  # noqa: F401
+        from actors.core.trace.page_html import trace_page
+        from actors.core.trace.reader import TraceError, read_trace
+
         try:
             trace = read_trace(self._trace_dir)
         except (TraceError, OSError) as err:
