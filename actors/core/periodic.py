@@ -8,6 +8,7 @@ period makes Ticks pass, never pile up.
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, Generic, TypeVar
 
@@ -39,13 +40,21 @@ class PeriodicJob(Actor, Generic[Done]):
             1, thread_name_prefix=thread_prefix or name)
         self._busy = False
         self._ticker: Cancellable | None = None
+        self._stopping = threading.Event()  # set from the actor's thread, read by a job's
 
     def on_start(self) -> None:
         if self._period is not None:
             self._ticker = self._timers.every(self._tick_kind, self.name, self._period,
                                               first=0.0)
 
+    @property
+    def stopping(self) -> bool:
+        """Whether the actor is stopping: a job that fails now may fail for that (the
+        daemon closes what the job uses once its actors stop, without waiting for it)."""
+        return self._stopping.is_set()
+
     def on_stop(self) -> None:
+        self._stopping.set()
         if self._ticker is not None:
             self._ticker.cancel()
         self._pool.shutdown(wait=False, cancel_futures=True)

@@ -103,6 +103,9 @@ class StatsActor(PeriodicJob[StatsCollected]):
                 self.send(names.EVICTION, SignalsObserved(
                     observe(snapshot.summary, snapshot.taken_at)))
         except Exception as err:  # the runtime away, a bug: the cache keeps the last one
-            self._log.opt(exception=err).warning("stats collection failed: {}", err)
+            if self.stopping:  # the daemon closed the runtime's channel under it
+                self._log.debug("stats collection ended by the stop: {}", err)
+            else:
+                self._log.opt(exception=err).warning("stats collection failed: {}", err)
             error = f"{type(err).__name__}: {err}"
         return StatsCollected(time.monotonic() - started, error)

@@ -77,3 +77,44 @@ def test_without_a_period_no_job_ever_runs() -> None:
         assert seen.started == 0
     finally:
         ref.stop()
+
+
+
+class Watching(Counter):
+    """Notes, in ``seen.reports``, whether its job saw the actor stopping when it ended."""
+
+    def job(self) -> Counted:
+        self.seen.started += 1
+        self.seen.release.wait(10)
+        self.seen.reports.append(int(self.stopping))
+        return Counted(0)
+
+    def finished(self, done: Counted) -> None:
+        pass  # the job noted what it saw
+
+
+def test_a_job_running_through_the_stop_sees_the_actor_stopping() -> None:
+    dispatch = Dispatch()
+    timers = ManualTimers(dispatch, FakeClock())
+    seen = Seen()
+    ref = Watching.start(dispatch, timers, 1.0, seen)
+    dispatch.register("counter", ref)
+    timers.advance(0.0)
+    wait_for(lambda: seen.started == 1, 5.0, "the job")
+    ref.stop()
+    seen.release.set()
+    wait_for(lambda: seen.reports == [1], 5.0, "the job's end")
+
+
+def test_a_job_of_a_running_actor_does_not_see_it_stopping() -> None:
+    dispatch = Dispatch()
+    timers = ManualTimers(dispatch, FakeClock())
+    seen = Seen()
+    ref = Watching.start(dispatch, timers, 1.0, seen)
+    dispatch.register("counter", ref)
+    try:
+        timers.advance(0.0)
+        seen.release.set()
+        wait_for(lambda: seen.reports == [0], 5.0, "the job's end")
+    finally:
+        ref.stop()
