@@ -75,7 +75,7 @@ class Link:
     sent: float  # monotonic seconds
     began: float
     ended: float  # its handler's end, or when it sent the next link if that came first
-    calls: tuple[tuple[str, float], ...]
+    calls: tuple[tuple[str, float, float], ...]  # method, duration, end (monotonic)
 
     @property
     def queued(self) -> float:
@@ -85,6 +85,18 @@ class Link:
     @property
     def handled(self) -> float:
         return self.ended - self.began
+
+
+def runtime_time(links: list[Link]) -> float:
+    """The time the chain waited on the runtime: the union of its calls' intervals (calls
+    made beside each other, as the image checks beside RunPodSandbox, count once)."""
+    intervals = sorted((end - dur, end) for x in links for _, dur, end in x.calls)
+    total, reach = 0.0, float("-inf")
+    for begin, end in intervals:
+        if end > reach:
+            total += end - max(begin, reach)
+            reach = end
+    return total
 
 
 def span(links: list[Link]) -> float:
@@ -124,7 +136,7 @@ def chain(trace: Trace, last: int) -> list[Link]:
     while at is not None and at in messages:
         m = messages[at]
         start, stop = began.get(at, m["m"]), ended.get(at, m["m"])
-        on_path = tuple((name, dur) for name, dur, done in calls.get(at, ()) if done <= child_sent)
+        on_path = tuple(c for c in calls.get(at, ()) if c[2] <= child_sent)
         links.append(Link(at, m["to"], m["from"], MESSAGES.short(m["type"]), m["m"], start,
                           min(stop, child_sent), on_path))
         child_sent = m["m"]
@@ -142,11 +154,35 @@ def chain_table(title: str, links: list[Link]) -> Table:
         t.add_row(str(link.id), f"{link.actor} <- {link.sender}", link.type,
                   f"+{(link.sent - origin) * 1000:.1f}", f"{link.queued * 1000:.1f}",
                   f"{link.handled * 1000:.1f}",
-                  ", ".join(f"{name} {dur * 1000:.1f}" for name, dur in link.calls))
+                  ", ".join(f"{name} {dur * 1000:.1f}" for name, dur, _ in link.calls))
     total = span(links)
-    runtime = sum(d for x in links for _, d in x.calls)
+    runtime = runtime_time(links)
     t.add_row("", "", "[bold]chain[/bold]", "", "", f"[bold]{total * 1000:.1f}[/bold]",
               f"runtime {runtime * 1000:.1f} ms, kubelet {(total - runtime) * 1000:.1f} ms")
+    return t
+
+
+def handler_table(title: str, link: Link) -> Table:
+    """One handler's runtime calls in time: when each began (after the handler did), how
+    long it took, and the handler's own time since the call before it ended (what it
+    computed, wrote or logged in between); calls beside another show no gap."""
+    t = Table(title=title)
+    for col in ("call", "began at ms", "took ms", "own time before it ms"):
+        t.add_column(col)
+    reach = link.began
+    own = 0.0
+    for name, dur, end in sorted(link.calls, key=lambda c: c[2] - c[1]):
+        began = end - dur
+        gap = max(began - reach, 0.0)
+        own += gap
+        t.add_row(name, f"+{(began - link.began) * 1000:.1f}", f"{dur * 1000:.1f}",
+                  f"{gap * 1000:.1f}")
+        reach = max(reach, end)
+    tail = max(link.ended - reach, 0.0)
+    own += tail
+    t.add_row("(handler end)", f"+{(link.ended - link.began) * 1000:.1f}", "",
+              f"{tail * 1000:.1f}")
+    t.add_row("", "", "[bold]own[/bold]", f"[bold]{own * 1000:.1f}[/bold]")
     return t
 
 
@@ -154,7 +190,7 @@ def summary(title: str, chains: Iterable[list[Link]]) -> str:
     totals, runtime = [], []
     for links in chains:
         totals.append(span(links))
-        runtime.append(sum(d for x in links for _, d in x.calls))
+        runtime.append(runtime_time(links))
     if not totals:
         return f"{title}: no chains found"
     return (f"{title}: chain p50 {statistics.median(totals) * 1000:.1f} ms, of which runtime "
@@ -233,6 +269,10 @@ def main(argv: list[str] | None = None) -> int:
     if starts:
         console.print(chain_table(f"{names[-1]}: manifest -> running in the status manager",
                                   starts[-1]))
+    if starts:
+        longest = max(starts[-1], key=lambda x: x.handled)
+        console.print(handler_table(f"{names[-1]}: the sync that made it (#{longest.id})",
+                                    longest))
     if exits:
         console.print(chain_table(f"{names[-1]}: container exit -> exited in the status manager",
                                   exits[-1]))

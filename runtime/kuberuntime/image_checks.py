@@ -17,9 +17,10 @@ is a check that failed (the start asks again and reports the error as it always 
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextvars
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import TypeVar
 
 from runtime.cri.service import ImageService
@@ -36,6 +37,8 @@ PresentImages = Mapping[str, Image]
 """The images found present by the checks, by the name the pod spec gives."""
 
 NO_IMAGES: PresentImages = {}
+CHECK_THREADS = 2
+"""Image checks at once (of pods made at once; each is one short ImageStatus call)."""
 
 
 def images_to_check(pod: Pod, plan: PodActions) -> tuple[str, ...]:
@@ -71,9 +74,15 @@ def check_images(runtime: ImageService, images: tuple[str, ...]) -> PresentImage
     return present
 
 
-def beside(call: Callable[[], T], runtime: ImageService, images: tuple[str, ...]
-           ) -> tuple[T, PresentImages]:
-    """``call()`` on this thread while ``images`` are checked on another; both results.
+def check_pool() -> Executor:
+    """Where a kubelet's image checks run: a few threads, kept (a thread made for each
+    sync would cost more CPU than the check it runs)."""
+    return ThreadPoolExecutor(CHECK_THREADS, thread_name_prefix="image-check")
+
+
+def beside(call: Callable[[], T], runtime: ImageService, images: tuple[str, ...],
+           pool: Executor) -> tuple[T, PresentImages]:
+    """``call()`` on this thread while ``images`` are checked on ``pool``; both results.
 
     The checks run in a copy of this thread's context, so a trace counts their calls as
     the caller's handler's; and they have ended when this returns, even when ``call``
@@ -82,8 +91,10 @@ def beside(call: Callable[[], T], runtime: ImageService, images: tuple[str, ...]
     """
     if not images:
         return call(), NO_IMAGES
-    # Leaving the block, by return or by call()'s exception, waits for the checks.
-    with ThreadPoolExecutor(1, thread_name_prefix="image-check") as pool:
-        checks = pool.submit(contextvars.copy_context().run, check_images, runtime, images)
+    checks = pool.submit(contextvars.copy_context().run, check_images, runtime, images)
+    try:
         result = call()
-        return result, checks.result()
+    except BaseException:
+        concurrent.futures.wait((checks,))
+        raise
+    return result, checks.result()

@@ -44,7 +44,13 @@ from runtime.kuberuntime.dns import ResolvConfError
 from runtime.kuberuntime.ephemeral import as_container, ephemeral_containers, target_id
 from runtime.kuberuntime.host_paths import HostPaths
 from runtime.kuberuntime.hostname import HostnameError
-from runtime.kuberuntime.image_checks import NO_IMAGES, PresentImages, beside, images_to_check
+from runtime.kuberuntime.image_checks import (
+    NO_IMAGES,
+    PresentImages,
+    beside,
+    check_pool,
+    images_to_check,
+)
 from runtime.kuberuntime.images import ImageManager
 from runtime.kuberuntime.object_source import ObjectSource
 from runtime.kuberuntime.podstatus import RuntimePodStatus, get_pod_status
@@ -104,6 +110,7 @@ class KubeRuntimeManager:
         self.events = events
         self.images.events = self.containers.events = events
         self._image_checks_beside_sandbox = image_checks_beside_sandbox
+        self._check_pool = check_pool()  # its threads start with the first check
 
     def get_pod_status(self, uid: PodUID, name: str, namespace: str) -> RuntimePodStatus:
         return get_pod_status(self.runtime, uid, name, namespace, self._termination_message)
@@ -251,7 +258,8 @@ class KubeRuntimeManager:
                     made_id = self.runtime.run_pod_sandbox(made, self.settings.runtime_handler)
                     return made_id, self.runtime.pod_sandbox_status(made_id)
 
-                (sandbox_id, sandbox), present_images = beside(create, self.runtime, checked)
+                (sandbox_id, sandbox), present_images = beside(create, self.runtime, checked,
+                                                               self._check_pool)
             except (CRIError, OSError, HostnameError, ResolvConfError) as err:
                 detail = err.detail if isinstance(err, CRIError) else str(err)
                 log.warning("creating the pod sandbox failed: {}", detail)
