@@ -1,6 +1,6 @@
 """The kubelet-actors daemon against raw CRI on one private embedded containerd.
 
-    .venv/bin/python -m bench.daemon_bench [--quick] [--profile]
+    .venv/bin/python -m bench.daemon_bench [--quick] [--profile] [--repo PATH]
 
 One run, one containerd (actors.app.testbed: the benchmarks' own dir under /var/tmp,
 bridge and subnet, under the machine-wide lock). Raw CRI baselines run first, with no
@@ -393,13 +393,14 @@ class Results:
 
 class Bench:
     def __init__(self, emb: EmbeddedContainerd, console: Console, quick: bool,
-                 daemon_args: tuple[str, ...] = (), samples: int = 0) -> None:
+                 daemon_args: tuple[str, ...] = (), samples: int = 0, repo: Path = REPO
+                 ) -> None:
         self.emb = emb
         self.console = console
         self.quick = quick
         self.work = emb.base_dir / "daemon-bench"
         self.client = TimedCRIClient(emb.endpoint, timeout=120.0)
-        self.daemon = DaemonProc(self.work, emb.endpoint, daemon_args)
+        self.daemon = DaemonProc(self.work, emb.endpoint, daemon_args, repo=repo)
         # Raw CRI writes into the same dirs the daemon will use.
         self.settings = NodeSettings(node_name=NODE, root_dir=str(self.daemon.root_dir),
                                      pod_logs_dir=str(self.daemon.logs_dir))
@@ -1116,6 +1117,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samples", type=int, default=0, metavar="N",
                         help="pods per sequential measurement (start, exit, OOM; default 15, "
                              "8 with --quick): 100 or more for a p99 worth the name")
+    parser.add_argument("--repo", type=Path, default=REPO,
+                        help="the source tree whose daemon runs (default: this one), so an "
+                             "older checkout is measured the same way")
     parser.add_argument("--keep-log", metavar="PATH",
                         help="copy the daemon's log here before its directory goes")
     args = parser.parse_args(argv)
@@ -1126,7 +1130,8 @@ def main(argv: list[str] | None = None) -> int:
     logger.remove()
     logger.add(sys.stderr, level="INFO")
     with machine_lock(BENCH), serve_images() as images, private_containerd(BENCH) as emb:
-        bench = Bench(emb, console, args.quick, tuple(args.daemon_arg), args.samples)
+        bench = Bench(emb, console, args.quick, tuple(args.daemon_arg), args.samples,
+                      args.repo)
         console.print(f"containerd {emb.endpoint} (ready in {emb.last_startup_seconds or 0:.2f}"
                       f" s); registry {'started here' if images.started_here else 'already up'}; "
                       f"daemon log {bench.daemon.log_path}")
