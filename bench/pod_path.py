@@ -1,6 +1,6 @@
 """Where the time goes in one pod start and one container exit, read from the daemon's trace.
 
-    .venv/bin/python -m bench.pod_path [--pods N] [--daemon-arg=ARG ...]
+    .venv/bin/python -m bench.pod_path [--pods N] [--repo PATH] [--daemon-arg=ARG ...]
 
 One run on the benchmarks' own containerd (under the machine-wide lock): the daemon runs as a
 subprocess with ``--trace-dir``; N one-container pods (``sleep 2; exit 1``, restartPolicy
@@ -29,6 +29,7 @@ import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from loguru import logger
@@ -38,7 +39,7 @@ from rich.table import Table
 from actors.app.testbed import BENCH, machine_lock, private_containerd, serve_images
 from actors.core.trace.names import MESSAGES
 from actors.core.trace.reader import Trace, read_trace
-from bench.daemon_bench import EXIT_1, DaemonProc, pod_uid, running, terminated
+from bench.daemon_bench import EXIT_1, REPO, DaemonProc, pod_uid, running, terminated
 from runtime.cri.types import ContainerState
 
 # What ends a chain: a status manager update whose runtime status shows this state.
@@ -216,6 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.pod_path", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pods", type=int, default=3, help="pods one after another (3)")
+    parser.add_argument("--repo", type=Path, default=REPO,
+                        help="the source tree whose daemon runs (this one)")
     parser.add_argument("--daemon-arg", action="append", default=[], metavar="ARG",
                         help="one more flag for the daemon (repeatable)")
     args = parser.parse_args(argv)
@@ -229,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         work = emb.base_dir / "pod-path"
         trace_dir = work / "trace"
         daemon = DaemonProc(work, emb.endpoint,
-                            ("--trace-dir", str(trace_dir), *args.daemon_arg))
+                            ("--trace-dir", str(trace_dir), *args.daemon_arg), repo=args.repo)
         names = [f"path-{i:02d}" for i in range(args.pods)]
         ends: dict[str, Ends] = {}
         try:
