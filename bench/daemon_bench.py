@@ -75,7 +75,7 @@ from actors.app.testbed import (
 from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
 from runtime.cri.types import ContainerFilter, ImageSpec, SandboxFilter
-from runtime.errors import CRIError, CRINotFound
+from runtime.errors import CRIError
 from runtime.ids import PodUID
 from runtime.kuberuntime import labels as L
 from runtime.kuberuntime.container_config import generate_container_config
@@ -524,12 +524,21 @@ class Bench:
             shutil.rmtree(entry, ignore_errors=True)
 
     def raw_teardown_quiet(self) -> None:
-        for sandbox in self.client.list_pod_sandbox():
-            if sandbox.labels.get(L.POD_UID) in self.daemon_uids:
-                continue
-            with contextlib.suppress(CRINotFound):
-                self.client.stop_pod_sandbox(sandbox.id)
-                self.client.remove_pod_sandbox(sandbox.id)
+        """Remove the raw pods beside the daemon. The daemon may be removing one as an
+        orphan at the same moment (containerd: NotFound, or "already in removing"): the
+        error is let pass, and the raw pods are waited for until they are gone."""
+        def raw_left() -> list[Any]:
+            return [s for s in self.client.list_pod_sandbox()
+                    if s.labels.get(L.POD_UID) not in self.daemon_uids]
+
+        def removed() -> bool:
+            for sandbox in raw_left():
+                with contextlib.suppress(CRIError):
+                    self.client.stop_pod_sandbox(sandbox.id)
+                    self.client.remove_pod_sandbox(sandbox.id)
+            return not raw_left()
+
+        wait(removed, POLL_BULK, 60, "the raw pods removed")
         self.reset_logs()
 
     def raw_after(self) -> None:
