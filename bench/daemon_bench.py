@@ -1,6 +1,6 @@
 """The kubelet-actors daemon against raw CRI on one private embedded containerd.
 
-    .venv/bin/python -m bench.daemon_bench [--quick] [--profile]
+    .venv/bin/python -m bench.daemon_bench [--quick] [--profile] [--repo PATH]
 
 One run, one containerd (actors.app.testbed: the benchmarks' own dir under /var/tmp,
 bridge and subnet, under the machine-wide lock). Raw CRI baselines run first, with no
@@ -75,7 +75,7 @@ from actors.app.testbed import (
 from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
 from runtime.cri.types import ContainerFilter, ImageSpec, SandboxFilter
-from runtime.errors import CRIError, CRINotFound
+from runtime.errors import CRIError
 from runtime.ids import PodUID
 from runtime.kuberuntime import labels as L
 from runtime.kuberuntime.container_config import generate_container_config
@@ -393,13 +393,14 @@ class Results:
 
 class Bench:
     def __init__(self, emb: EmbeddedContainerd, console: Console, quick: bool,
-                 daemon_args: tuple[str, ...] = (), samples: int = 0) -> None:
+                 daemon_args: tuple[str, ...] = (), samples: int = 0, repo: Path = REPO
+                 ) -> None:
         self.emb = emb
         self.console = console
         self.quick = quick
         self.work = emb.base_dir / "daemon-bench"
         self.client = TimedCRIClient(emb.endpoint, timeout=120.0)
-        self.daemon = DaemonProc(self.work, emb.endpoint, daemon_args)
+        self.daemon = DaemonProc(self.work, emb.endpoint, daemon_args, repo=repo)
         # Raw CRI writes into the same dirs the daemon will use.
         self.settings = NodeSettings(node_name=NODE, root_dir=str(self.daemon.root_dir),
                                      pod_logs_dir=str(self.daemon.logs_dir))
@@ -523,12 +524,21 @@ class Bench:
             shutil.rmtree(entry, ignore_errors=True)
 
     def raw_teardown_quiet(self) -> None:
-        for sandbox in self.client.list_pod_sandbox():
-            if sandbox.labels.get(L.POD_UID) in self.daemon_uids:
-                continue
-            with contextlib.suppress(CRINotFound):
-                self.client.stop_pod_sandbox(sandbox.id)
-                self.client.remove_pod_sandbox(sandbox.id)
+        """Remove the raw pods beside the daemon. The daemon may be removing one as an
+        orphan at the same moment (containerd: NotFound, or "already in removing"): the
+        error is let pass, and the raw pods are waited for until they are gone."""
+        def raw_left() -> list[Any]:
+            return [s for s in self.client.list_pod_sandbox()
+                    if s.labels.get(L.POD_UID) not in self.daemon_uids]
+
+        def removed() -> bool:
+            for sandbox in raw_left():
+                with contextlib.suppress(CRIError):
+                    self.client.stop_pod_sandbox(sandbox.id)
+                    self.client.remove_pod_sandbox(sandbox.id)
+            return not raw_left()
+
+        wait(removed, POLL_BULK, 60, "the raw pods removed")
         self.reset_logs()
 
     def raw_after(self) -> None:
@@ -1116,6 +1126,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samples", type=int, default=0, metavar="N",
                         help="pods per sequential measurement (start, exit, OOM; default 15, "
                              "8 with --quick): 100 or more for a p99 worth the name")
+    parser.add_argument("--repo", type=Path, default=REPO,
+                        help="the source tree whose daemon runs (default: this one), so an "
+                             "older checkout is measured the same way")
     parser.add_argument("--keep-log", metavar="PATH",
                         help="copy the daemon's log here before its directory goes")
     args = parser.parse_args(argv)
@@ -1126,7 +1139,8 @@ def main(argv: list[str] | None = None) -> int:
     logger.remove()
     logger.add(sys.stderr, level="INFO")
     with machine_lock(BENCH), serve_images() as images, private_containerd(BENCH) as emb:
-        bench = Bench(emb, console, args.quick, tuple(args.daemon_arg), args.samples)
+        bench = Bench(emb, console, args.quick, tuple(args.daemon_arg), args.samples,
+                      args.repo)
         console.print(f"containerd {emb.endpoint} (ready in {emb.last_startup_seconds or 0:.2f}"
                       f" s); registry {'started here' if images.started_here else 'already up'}; "
                       f"daemon log {bench.daemon.log_path}")

@@ -243,7 +243,8 @@ def start_kubelet(
                                  observe=dispatch.observe, cgroups=cgroups,
                                  objects=objects, events=DispatchRecorder(dispatch),
                                  host_paths=host_paths,
-                                 reuse_image_status=config.lean_start)
+                                 reuse_image_status=config.lean_start,
+                                 image_checks_beside_sandbox=config.image_checks_beside_sandbox)
     timers = TimerService(dispatch, real_clock)
     events = (EventSourceChooser(runtime_endpoint)
               if runtime_endpoint and enabled(flags.feature_gates, EVENTED_PLEG) else None)

@@ -180,7 +180,8 @@ class KubeletWorld:
         manager = KubeRuntimeManager(runtime, node, clock, node_ip=config.host_ip,
                                      observe=stubs.dispatch.observe, objects=objects,
                                      events=events, host_paths=host_paths,
-                                     reuse_image_status=config.lean_start)
+                                     reuse_image_status=config.lean_start,
+                                     image_checks_beside_sandbox=config.image_checks_beside_sandbox)
         return KubeletParts(stubs.dispatch, timers, clock, runtime, manager, config,
                             containerd=containerd, executor=InertExecutor)
 

@@ -53,13 +53,15 @@ from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.settings import NodeSettings
 from runtime.prober.state import ProbeStateSink, SavedProbe
 
-START_PATH = 2
+START_PATH = 3
 """How this build starts a pod (ReplayConfig.start_path). 1: two ImageStatus calls per
 container start, the worker reads the pod's status again after its sync, the PLEG relists
 (and re-checks) on every task start. 2: one ImageStatus per container start; a sync that
 changed the runtime asks the PLEG to relist (SyncChangedRuntime), whose event brings the new
 status through the next sync, as upstream's PLEG and cache do; task starts (all of them
-the kubelet's own) make no relist of their own."""
+the kubelet's own) make no relist of their own. 3: as 2, and a sync that creates the
+sandbox asks for its containers' images' statuses while RunPodSandbox runs
+(runtime.kuberuntime.image_checks)."""
 
 if TYPE_CHECKING:  # the cluster actors are imported in children(), in cluster mode only
     from actors.kubelet.cluster.context import Cluster
@@ -100,6 +102,11 @@ class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
     def lean_start(self) -> bool:
         """Path 2 or later: see START_PATH."""
         return self.start_path >= 2
+
+    @property
+    def image_checks_beside_sandbox(self) -> bool:
+        """Path 3 or later: see START_PATH."""
+        return self.start_path >= 3
 
     def to_header(self) -> dict[str, Any]:
         header: dict[str, Any] = msgspec.to_builtins(self)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,7 +11,7 @@ from loguru import logger
 
 from runtime.clock import Clock
 from runtime.cri.service import CRIRuntime
-from runtime.cri.types import ContainerState, ImageSpec, PodSandboxConfig
+from runtime.cri.types import ContainerState, Image, ImageSpec, PodSandboxConfig
 from runtime.errors import CRIError, CRINotFound, SyncError
 from runtime.events import reasons
 from runtime.events.recorder import NULL_RECORDER, EventRecorder, container_ref
@@ -129,13 +130,15 @@ class ContainerLifecycle:
         status: RuntimePodStatus,
         pod_ip: str,
         pid_target: str = "",
+        present_images: Mapping[str, Image] | None = None,
     ) -> ContainerID:
         """Pull, create, start and run the postStart hook; SyncError with the reason.
-        ``pid_target``: the container whose PID namespace this one joins (ephemeral)."""
+        ``pid_target``: the container whose PID namespace this one joins (ephemeral).
+        ``present_images``: images this sync already found present (ImageManager)."""
         self.check_crash_backoff(pod, container, status)
         try:
             return self._start(pod, container, sandbox_id, sandbox_config, status, pod_ip,
-                               pid_target)
+                               pid_target, present_images)
         except SyncError as err:
             if err.reason != "PostStartHookError":  # that one has its own event
                 text = err.reason if err.reason in _IMAGE_ERRORS else err.message
@@ -152,10 +155,12 @@ class ContainerLifecycle:
         status: RuntimePodStatus,
         pod_ip: str,
         pid_target: str,
+        present_images: Mapping[str, Image] | None = None,
     ) -> ContainerID:
         log = logger.bind(pod=pod.metadata.name, uid=pod.uid, container=container.name)
         ref = container_ref(pod, container)
-        image_ref, image = self._images.ensure_image_status(pod, container, sandbox_config)
+        image_ref, image = self._images.ensure_image_status(pod, container, sandbox_config,
+                                                            present_images)
         log_dir = container_log_dir(sandbox_config.log_directory, container.name)
         previous = status.find_container(container.name)
         if previous is not None and previous.state == ContainerState.CREATED:

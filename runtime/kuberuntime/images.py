@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from loguru import logger
@@ -65,11 +66,16 @@ class ImageManager:
         return self.ensure_image_status(pod, container, sandbox_config)[0]
 
     def ensure_image_status(
-        self, pod: Pod, container: Container, sandbox_config: PodSandboxConfig | None
+        self, pod: Pod, container: Container, sandbox_config: PodSandboxConfig | None,
+        present_images: Mapping[str, Image] | None = None,
     ) -> tuple[str, Image | None]:
         """``ensure_image``, with the image's status when one was read on the way (the
         image was present, or its Pulled event asked for its size), so the caller need not
-        ask the runtime again for the image's user (None: it must)."""
+        ask the runtime again for the image's user (None: it must).
+
+        ``present_images``: statuses already read in this sync (runtime.kuberuntime.
+        image_checks, beside RunPodSandbox) of images found present; one of them is the
+        answer to this check's ImageStatus, which is then not asked again."""
         image = container.image
         log = logger.bind(pod=pod.metadata.name, uid=pod.uid, container=container.name)
         ref = container_ref(pod, container)
@@ -83,7 +89,9 @@ class ImageManager:
             raise SyncError("InvalidImageName", message)
         policy = container.image_pull_policy or default_pull_policy(image)
         spec = ImageSpec(image=image)
-        present = self._images.image_status(spec)
+        present = (present_images or {}).get(image)
+        if present is None:
+            present = self._images.image_status(spec)
         if present is not None and policy != "Always":
             event(reasons.NORMAL, reasons.PULLED_IMAGE,
                   f'Container image "{image}" already present on machine')

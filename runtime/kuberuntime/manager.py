@@ -21,7 +21,12 @@ from runtime.clock import Clock
 from runtime.cm.names import pod_cgroup_parent
 from runtime.cm.pod_cgroups import PodCgroups
 from runtime.cri.service import CRIRuntime
-from runtime.cri.types import ContainerState, ContainerStatus, PodSandboxConfig
+from runtime.cri.types import (
+    ContainerState,
+    ContainerStatus,
+    PodSandboxConfig,
+    PodSandboxStatus,
+)
 from runtime.errors import CRIError, CRINotFound, SyncError
 from runtime.events import reasons
 from runtime.events.recorder import NULL_RECORDER, EventRecorder, pod_ref
@@ -39,6 +44,13 @@ from runtime.kuberuntime.dns import ResolvConfError
 from runtime.kuberuntime.ephemeral import as_container, ephemeral_containers, target_id
 from runtime.kuberuntime.host_paths import HostPaths
 from runtime.kuberuntime.hostname import HostnameError
+from runtime.kuberuntime.image_checks import (
+    NO_IMAGES,
+    PresentImages,
+    beside,
+    check_pool,
+    images_to_check,
+)
 from runtime.kuberuntime.images import ImageManager
 from runtime.kuberuntime.object_source import ObjectSource
 from runtime.kuberuntime.podstatus import PodListing, RuntimePodStatus, get_pod_status
@@ -67,9 +79,13 @@ class KubeRuntimeManager:
         events: EventRecorder = NULL_RECORDER,
         host_paths: HostPaths = NODE_HOST_PATHS,
         reuse_image_status: bool = True,
+        image_checks_beside_sandbox: bool = True,
     ) -> None:
         """``reuse_image_status``: one ImageStatus per container start (see
         ContainerLifecycle; False only to replay traces from before).
+        ``image_checks_beside_sandbox``: a sync that creates the sandbox asks for its
+        containers' images' statuses while RunPodSandbox runs (runtime.kuberuntime.
+        image_checks; False only to replay traces from before).
         ``observe``: what reads of the back-off tables go through (see
         runtime.kuberuntime.backoff; a kubelet passes its Dispatch's ``observe``).
         ``cgroups``: the pod cgroups to create and remove (with cgroupsPerQOS); without
@@ -93,6 +109,8 @@ class KubeRuntimeManager:
         self.images.objects = self.containers.objects = objects
         self.events = events
         self.images.events = self.containers.events = events
+        self._image_checks_beside_sandbox = image_checks_beside_sandbox
+        self._check_pool = check_pool()  # its threads start with the first check
 
     def get_pod_status(self, uid: PodUID, name: str, namespace: str,
                        listing: PodListing | None = None) -> RuntimePodStatus:
@@ -231,12 +249,21 @@ class KubeRuntimeManager:
             pod_ip = self.node_ip  # upstream: a host-network pod's IPs are the node's
         sandbox_id = plan.sandbox_id
         config: PodSandboxConfig | None = None
+        present_images: PresentImages = NO_IMAGES
         if plan.create_sandbox:
             try:
                 config = self.sandbox_config(pod, plan.attempt)
                 os.makedirs(config.log_directory, exist_ok=True)
-                sandbox_id = self.runtime.run_pod_sandbox(config, self.settings.runtime_handler)
-                sandbox = self.runtime.pod_sandbox_status(sandbox_id)
+                made = config  # for the closure: the sandbox this sync makes
+                checked = (images_to_check(pod, plan) if self._image_checks_beside_sandbox
+                           else ())
+
+                def create() -> tuple[SandboxID, PodSandboxStatus]:
+                    made_id = self.runtime.run_pod_sandbox(made, self.settings.runtime_handler)
+                    return made_id, self.runtime.pod_sandbox_status(made_id)
+
+                (sandbox_id, sandbox), present_images = beside(create, self.runtime, checked,
+                                                               self._check_pool)
             except (CRIError, OSError, HostnameError, ResolvConfError) as err:
                 detail = err.detail if isinstance(err, CRIError) else str(err)
                 log.warning("creating the pod sandbox failed: {}", detail)
@@ -274,12 +301,14 @@ class KubeRuntimeManager:
         for index in plan.ephemeral_containers_to_start:
             if stop():
                 return PodSyncResult(tuple(steps))
-            steps.append(self._start_ephemeral(pod, index, sandbox_id, config, status, pod_ip))
+            steps.append(self._start_ephemeral(pod, index, sandbox_id, config, status, pod_ip,
+                                               present_images))
         for index in plan.init_containers_to_start:
             if stop():
                 return PodSyncResult(tuple(steps))
             container = pod.spec.init_containers[index]
-            step = self._start(pod, container, sandbox_id, config, status, pod_ip)
+            step = self._start(pod, container, sandbox_id, config, status, pod_ip,
+                               present_images=present_images)
             steps.append(step)
             if not step.ok and not container.is_restartable_init:
                 return PodSyncResult(tuple(steps))  # a failed init container aborts the sync
@@ -287,7 +316,8 @@ class KubeRuntimeManager:
             if stop():
                 return PodSyncResult(tuple(steps))
             container = pod.spec.containers[index]
-            steps.append(self._start(pod, container, sandbox_id, config, status, pod_ip))
+            steps.append(self._start(pod, container, sandbox_id, config, status, pod_ip,
+                                     present_images=present_images))
         return PodSyncResult(tuple(steps))
 
     def _start_ephemeral(
@@ -298,6 +328,7 @@ class KubeRuntimeManager:
         config: PodSandboxConfig,
         status: RuntimePodStatus,
         pod_ip: str,
+        present_images: PresentImages = NO_IMAGES,
     ) -> StepResult:
         container = as_container(pod.spec.ephemeral_containers[index])
         try:
@@ -306,7 +337,8 @@ class KubeRuntimeManager:
             logger.bind(pod=pod.metadata.name, uid=pod.uid, container=container.name).warning(
                 "{}: {}", err.reason, err.message)
             return StepResult.failed("StartContainer", container.name, err)
-        return self._start(pod, container, sandbox_id, config, status, pod_ip, target)
+        return self._start(pod, container, sandbox_id, config, status, pod_ip, target,
+                           present_images)
 
     def _start(
         self,
@@ -317,10 +349,11 @@ class KubeRuntimeManager:
         status: RuntimePodStatus,
         pod_ip: str,
         pid_target: str = "",
+        present_images: PresentImages = NO_IMAGES,
     ) -> StepResult:
         try:
             self.containers.start_container(pod, container, sandbox_id, config, status, pod_ip,
-                                            pid_target)
+                                            pid_target, present_images)
         except SyncError as err:
             logger.bind(pod=pod.metadata.name, uid=pod.uid, container=container.name).warning(
                 "{}: {}", err.reason, err.message

@@ -277,7 +277,8 @@ class RecordedNode:
         manager = KubeRuntimeManager(runtime, config.node, clock, observe=d.observe,
                                      host_paths=host_paths,
                                      events=DispatchRecorder(d) if events else NULL_RECORDER,
-                                     reuse_image_status=config.lean_start)
+                                     reuse_image_status=config.lean_start,
+                                     image_checks_beside_sandbox=config.image_checks_beside_sandbox)
         # The stats actor measures the fake runtime outside the recording, as the daemon
         # measures the real one (actors.app.stats_setup).
         self.stats = StatsParts(StatsCollector(self.fake, StatsSettings(

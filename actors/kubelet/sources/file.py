@@ -8,10 +8,12 @@ on start (always, even an empty one for a missing path, so the source becomes re
 each Tick("file-relist") the daemon schedules, and on each FilesChanged its watcher thread
 sends. A listing identical to the last one sent (same pods, same problems) is not sent.
 
-The watcher is a thread running ``watchfiles.watch`` (inotify) on the directory, with a
-short debounce so a new manifest reaches the supervisor within tens of milliseconds. It
-only ever tells the actor ``FilesChanged`` through the dispatch; the actor does the
-listing in its own thread. A path that does not exist yet (or a single manifest file) is
+The watcher is a thread reading the directory's inotify events as they come
+(runtime.kuberuntime.inotify.DirectoryEvents): a new manifest reaches the supervisor
+within a millisecond or so, with no polling while nothing changes. It only ever tells
+the actor ``FilesChanged`` through the dispatch, at most one waiting at a time (a burst
+of files costs a few listings, not one each); the actor does the listing in its own
+thread. A path that does not exist yet (or a single manifest file) is
 watched through its parent directory; the actor moves the watch to the directory once it
 appears, and restarts a watcher that died on the next listing.
 """
@@ -19,12 +21,12 @@ appears, and restarts a watcher that died on the next listing.
 from __future__ import annotations
 
 import os
+import stat
 import threading
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-import watchfiles
 from loguru import logger
 
 from actors.core.actor import Actor
@@ -35,14 +37,28 @@ from actors.kubelet import names
 from actors.kubelet.messages import ManifestProblem, SourceSnapshot
 from runtime.clock import Clock
 from runtime.errors import ManifestError
+from runtime.kuberuntime.inotify import (
+    IN_ATTRIB,
+    IN_CLOSE_WRITE,
+    IN_CREATE,
+    IN_DELETE,
+    IN_DELETE_SELF,
+    IN_ISDIR,
+    IN_MOVE_SELF,
+    IN_MOVED_FROM,
+    IN_MOVED_TO,
+    IN_Q_OVERFLOW,
+    DirectoryEvent,
+    DirectoryEvents,
+    InotifyError,
+)
 from runtime.pod.model import Pod
 from runtime.pod.static import ManifestDirResult, read_manifest_dir
 
 __all__ = [
-    "DEBOUNCE_MS",
     "NAME",
     "RELIST_TICK",
-    "STEP_MS",
+    "WATCHED_EVENTS",
     "FileSource",
     "FilesChanged",
     "ProblemLog",
@@ -53,13 +69,11 @@ NAME = names.SOURCE_FILE
 RELIST_TICK = names.TICK_FILE_RELIST
 SOURCE = "file"
 
-DEBOUNCE_MS = 50
-"""Longest time changes are grouped before the watcher reports them."""
-STEP_MS = 10
-"""Quiet time after a change before the watcher reports: the added latency when idle."""
-READY_TIMEOUT_MS = 500
-"""How often the watcher thread wakes without changes (and so when it first reports that
-its watch is in place, prompting one listing to catch files made while it started)."""
+WATCHED_EVENTS = (IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE
+                  | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)
+"""What changes a listing: a file written and closed, moved in or out, made, deleted or
+its mode changed (upstream's fsnotify Create, Write, Remove, Rename and Chmod); and the
+directory itself going away. Not each write: a listing waits for the writer's close."""
 
 _log = logger.bind(pod="", uid="", container="")
 
@@ -118,8 +132,38 @@ def _watch_target(path: str) -> tuple[str, str | None] | None:
     return (parent, path) if os.path.isdir(parent) else None
 
 
+def _wanted(event: DirectoryEvent, directory: str, only: str | None) -> bool:
+    """Whether an event of the watched directory may change the listing.
+
+    Every entry but dot-files (editors' swap files, a writer's temporary file before its
+    rename) matters; with ``only``, that one entry alone. A regular file just created
+    empty is left to its IN_CLOSE_WRITE, so a listing does not read it half written; a
+    directory, a symlink or a hard link made is reported at once (no write follows).
+    """
+    if event.gone or event.mask & IN_Q_OVERFLOW:
+        return True  # the watch ended, or events were lost: list again
+    path = os.path.join(directory, event.name)
+    if only is not None:
+        if path != only:
+            return False
+    elif event.name.startswith("."):
+        return False
+    if event.mask & IN_CREATE and not event.mask & IN_ISDIR:
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return True  # gone again already: its deletion is the next event
+        return not (stat.S_ISREG(st.st_mode) and st.st_size == 0)
+    return True
+
+
 class _Watcher:
-    """A thread running watchfiles.watch on one directory; tells the actor what changed."""
+    """A thread reading one directory's inotify events; tells the actor what changed.
+
+    Each change is told at once (no debounce), but only one FilesChanged is ever waiting
+    in the actor's mailbox: changes made before the actor takes it up (``taken``) are in
+    the listing it then makes, so a burst of manifests costs a few listings, not one each.
+    """
 
     def __init__(self, target: str, only: str | None, dispatch: Dispatch, to: str) -> None:
         self.target = target
@@ -127,6 +171,10 @@ class _Watcher:
         self._dispatch = dispatch
         self._to = to
         self._stop = threading.Event()
+        self._told = threading.Event()  # a FilesChanged is in the mailbox, not yet taken
+        self._events: DirectoryEvents | None = None
+        self._lock = threading.Lock()  # _events between the thread and stop()
+        self.events_read = 0  # inotify events read so far (for tests)
         self._thread = threading.Thread(target=self._run, name=f"watch:{target}", daemon=True)
 
     def start(self) -> None:
@@ -135,41 +183,57 @@ class _Watcher:
     def alive(self) -> bool:
         return self._thread.is_alive() and not self._stop.is_set()
 
+    def taken(self) -> None:
+        """The actor took up a FilesChanged: the next change is told again."""
+        self._told.clear()
+
     def stop(self, wait: float = 1.0) -> None:
-        """Stop watching; the thread notices within one watchfiles step."""
+        """Stop watching: the thread is woken and ends."""
         self._stop.set()
+        with self._lock:
+            if self._events is not None:
+                self._events.wake()
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout=wait)
 
-    def _relevant(self, _change: watchfiles.Change, path: str) -> bool:
-        if self.only is not None:
-            return path == self.only or path.startswith(self.only + os.sep)
-        return not os.path.basename(path).startswith(".")
+    def _tell(self, paths: tuple[str, ...]) -> None:
+        if self._told.is_set():
+            return
+        self._told.set()
+        self._dispatch.tell(self._to, FilesChanged(paths), sender=f"{self._to}/watch")
 
     def _run(self) -> None:
-        announced = False
         try:
-            for changes in watchfiles.watch(
-                self.target,
-                watch_filter=self._relevant,
-                debounce=DEBOUNCE_MS,
-                step=STEP_MS,
-                stop_event=self._stop,
-                rust_timeout=READY_TIMEOUT_MS,
-                yield_on_timeout=True,
-                recursive=False,
-                raise_interrupt=False,
-            ):
-                if self._stop.is_set():
+            events = DirectoryEvents(self.target, WATCHED_EVENTS)
+        except InotifyError as err:
+            self._stop.set()
+            _log.warning("watching {} for manifests failed: {}", self.target, err)
+            return
+        with self._lock:
+            self._events = events
+        try:
+            # The watch is in place: one listing catches files made while it started.
+            self._tell(())
+            while not self._stop.is_set():
+                batch = events.read()
+                if batch is None:
                     break
-                if not changes and announced:
-                    continue
-                announced = True
-                paths = tuple(sorted(path for _, path in changes))
-                self._dispatch.tell(self._to, FilesChanged(paths), sender=f"{self._to}/watch")
+                self.events_read += len(batch)
+                wanted = [e for e in batch if _wanted(e, self.target, self.only)]
+                if any(e.gone for e in wanted):
+                    # The directory went: this watch is over; the listing moves it.
+                    self._stop.set()
+                if wanted:
+                    self._tell(tuple(sorted({os.path.join(self.target, e.name) if e.name
+                                             else self.target for e in wanted})))
         except Exception as err:
             # The actor starts a new watcher on its next listing.
+            self._stop.set()
             _log.warning("watching {} for manifests stopped: {}", self.target, err)
+        finally:
+            with self._lock:
+                self._events = None
+                events.close()
 
 
 class FileSource(Actor):
@@ -222,6 +286,8 @@ class FileSource(Actor):
 
     def handle(self, message: Any) -> Any:
         if isinstance(message, FilesChanged):
+            if self._watcher is not None:
+                self._watcher.taken()  # before listing: later changes are told again
             self._ensure_watcher()
             self._relist("inotify" if message.paths else "watch ready")
         elif isinstance(message, Tick) and message.kind == RELIST_TICK:
