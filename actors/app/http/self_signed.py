@@ -127,6 +127,7 @@ class SelfSignedChild:
         if self._taken:
             return None
         self._taken = True
+        asked = time.monotonic()
         try:
             out, err = self._proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -139,6 +140,9 @@ class SelfSignedChild:
                            "pair here", self._proc.pid, self._proc.returncode,
                            err.decode(errors="replace").strip()[-500:])
             return None
+        # How much of the pair's cost the start still waited for (none: all overlapped).
+        logger.debug("the serving pair's child {} answered after {:.0f} ms of waiting",
+                     self._proc.pid, (time.monotonic() - asked) * 1000)
         try:
             answer = json.loads(out)
             return answer["cert"].encode(), answer["key"].encode()
