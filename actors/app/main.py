@@ -11,6 +11,7 @@ from loguru import logger
 
 from actors.app.cgroups import start_pod_cgroups
 from actors.app.flags import KubeletFlags, parse_flags
+from actors.app.http.tls import begin_serving_pair, tls_settings
 from actors.app.logging_setup import configure_logging
 from actors.app.node import node_ip, node_settings, this_node
 from actors.app.process_memory import limit_arenas
@@ -108,20 +109,25 @@ def run_once(flags: KubeletFlags) -> int:
 
 
 def run_daemon(flags: KubeletFlags) -> int:
-    from actors.app.daemon import run_until_signalled, start_kubelet
-
     if flags.resolv_conf and (problem := resolv_conf_limit_problem(flags.resolv_conf,
                                                                     flags.cluster_domain)):
         # Upstream's CheckLimitsForResolvConf, once at start (a warning event on the node).
         logger.warning("CheckLimitsForResolvConf: {}", problem)
 
     limit_arenas()  # before the daemon's threads start: see actors.app.process_memory
-    with hold_root_dir(flags.root_dir), \
-            open_runtime(flags, must_answer=False) as (client, embedded):
-        kubelet = start_kubelet(flags, client, node_ip(flags), embedded,
-                                runtime_endpoint=client.endpoint)
-        end_of_start()
-        return run_until_signalled(kubelet)
+    host_ip = node_ip(flags)
+    # A first start's serving pair is made in a child process from here on, beside the
+    # daemon's imports and runtime connection (actors.app.http.self_signed).
+    pair = (begin_serving_pair(tls_settings(flags, (host_ip,))) if flags.port
+            else contextlib.nullcontext())
+    with hold_root_dir(flags.root_dir), pair:
+        from actors.app.daemon import run_until_signalled, start_kubelet
+
+        with open_runtime(flags, must_answer=False) as (client, embedded):
+            kubelet = start_kubelet(flags, client, host_ip, embedded,
+                                    runtime_endpoint=client.endpoint)
+            end_of_start()
+            return run_until_signalled(kubelet)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from actors.app.flags import KubeletFlags
 from actors.app.http.auth import ALWAYS_ALLOW, WEBHOOK, APIReviews, AuthSettings, KubeletAuth
-from actors.app.http.tls import TLSSettings, server_context, serving_pair
+from actors.app.http.tls import server_context, serving_pair, tls_settings
 from runtime.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -22,11 +22,7 @@ def main_port_security(
     API server."""
     if flags.port == 0:
         return None, None
-    tls = TLSSettings(
-        cert_dir=flags.cert_dir, node_name=flags.node_name, cert_file=flags.tls_cert_file,
-        key_file=flags.tls_private_key_file, min_version=flags.tls_min_version,
-        cipher_suites=flags.tls_cipher_suites, client_ca_file=flags.client_ca_file,
-        node_ips=tuple(ip for ip in node_ips if ip))
+    tls = tls_settings(flags, node_ips)
     cert, key = serving_pair(tls)
     context = server_context(tls, cert, key)
     settings = AuthSettings(

@@ -16,22 +16,29 @@ Go's servers) and ``--tls-cipher-suites`` (Go's names, TLS 1.2 suites; Python ca
 narrow TLS 1.3's) set what the handshake accepts.
 
 ``cryptography`` is imported only to make a pair (about 25 ms and 8 MiB): a kubelet
-restarted with its pair on disk does not load it.
+restarted with its pair on disk does not load it. A daemon's first start has the pair made
+in a child process beside it (``begin_serving_pair``, actors.app.http.self_signed), which
+``serving_pair`` takes.
 """
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
+import contextlib
 import os
 import ssl
-import time
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from loguru import logger
 
+from actors.app.http.self_signed import PairRequest, SelfSignedChild, self_signed_pair
 from runtime.errors import ConfigError
+
+if TYPE_CHECKING:
+    from actors.app.flags import KubeletFlags
 
 CERT_NAME, KEY_NAME = "kubelet.crt", "kubelet.key"
 
@@ -79,6 +86,16 @@ class TLSSettings:
     node_ips: tuple[str, ...] = ()
 
 
+def tls_settings(flags: KubeletFlags, node_ips: tuple[str, ...] = ()) -> TLSSettings:
+    """The main port's TLS settings from the flags; ``node_ips`` go in a self-signed
+    certificate's SANs."""
+    return TLSSettings(
+        cert_dir=flags.cert_dir, node_name=flags.node_name, cert_file=flags.tls_cert_file,
+        key_file=flags.tls_private_key_file, min_version=flags.tls_min_version,
+        cipher_suites=flags.tls_cipher_suites, client_ca_file=flags.client_ca_file,
+        node_ips=tuple(ip for ip in node_ips if ip))
+
+
 def check_settings(settings: TLSSettings) -> None:
     """ConfigError for what upstream's flag validation refuses."""
     if bool(settings.cert_file) != bool(settings.key_file):
@@ -112,7 +129,8 @@ def serving_pair(settings: TLSSettings) -> tuple[str, str]:
     key = os.path.join(settings.cert_dir, KEY_NAME)
     if _loadable(cert, key):
         return cert, key
-    cert_pem, key_pem = self_signed_pair(settings.node_name, settings.node_ips)
+    cert_pem, key_pem = _begun_pair(settings) or self_signed_pair(settings.node_name,
+                                                                  settings.node_ips)
     directory = Path(settings.cert_dir)
     directory.mkdir(parents=True, exist_ok=True)
     _write(Path(key), key_pem, 0o600)
@@ -120,6 +138,61 @@ def serving_pair(settings: TLSSettings) -> tuple[str, str]:
     logger.info("made a self-signed serving certificate for {} in {}", settings.node_name,
                 cert)
     return cert, key
+
+
+def needs_self_signed_pair(settings: TLSSettings) -> bool:
+    """Whether ``serving_pair`` would make a pair: no --tls-cert-file and no pair (both
+    files) in ``cert_dir`` yet."""
+    if settings.cert_file:
+        return False
+    return not all(os.path.exists(os.path.join(settings.cert_dir, name))
+                   for name in (CERT_NAME, KEY_NAME))
+
+
+_BEGUN: dict[str, SelfSignedChild] = {}
+"""The children making a pair, by cert dir, while ``begin_serving_pair`` holds them (a
+lock: tests may start daemons on several threads)."""
+_BEGUN_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def begin_serving_pair(settings: TLSSettings) -> Iterator[SelfSignedChild | None]:
+    """Within it, ``serving_pair`` with the same cert dir, node name and IPs takes the pair
+    from a child process begun here when one will be needed (``needs_self_signed_pair``);
+    the child is killed and reaped on the way out, however that goes."""
+    if not needs_self_signed_pair(settings):
+        yield None
+        return
+    try:
+        child = SelfSignedChild(PairRequest(settings.node_name, settings.node_ips))
+    except OSError as err:
+        logger.warning("cannot start the serving pair's child ({}): it will be made here", err)
+        yield None
+        return
+    with _BEGUN_LOCK:
+        _BEGUN[settings.cert_dir] = child
+    try:
+        with child:
+            yield child
+    finally:
+        with _BEGUN_LOCK:
+            if _BEGUN.get(settings.cert_dir) is child:
+                del _BEGUN[settings.cert_dir]
+
+
+def _begun_pair(settings: TLSSettings) -> tuple[bytes, bytes] | None:
+    """The begun child's pair for ``settings``, if one was begun for the same names."""
+    with _BEGUN_LOCK:
+        child = _BEGUN.pop(settings.cert_dir, None)
+    if child is None:
+        return None
+    if child.request != PairRequest(settings.node_name, settings.node_ips):
+        # Cluster mode: the Node's InternalIP, known only now, is not the one guessed.
+        logger.info("the serving pair's child made it for {}, not {} {}: making it here",
+                    child.request, settings.node_name, settings.node_ips)
+        child.close()
+        return None
+    return child.take()
 
 
 def _loadable(cert: str, key: str) -> bool:
@@ -140,57 +213,6 @@ def _write(path: Path, data: bytes, mode: int) -> None:
     with os.fdopen(fd, "wb") as f:
         f.write(data)
     os.replace(tmp, path)
-
-
-def self_signed_pair(host: str, ips: tuple[str, ...] = ()) -> tuple[bytes, bytes]:
-    """client-go's GenerateSelfSignedCertKey: (certificate then CA, PEM; key, PEM)."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import rsa
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
-    now = int(time.time())
-    valid_from = datetime.datetime.now(datetime.UTC) - datetime.timedelta(hours=1)
-    valid_to = valid_from + datetime.timedelta(days=365)
-    ca_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{host}-ca@{now}")])
-
-    def usage(cert_sign: bool) -> x509.KeyUsage:
-        return x509.KeyUsage(
-            digital_signature=True, key_encipherment=True, key_cert_sign=cert_sign,
-            content_commitment=False, data_encipherment=False, key_agreement=False,
-            crl_sign=False, encipher_only=False, decipher_only=False)
-
-    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
-          .public_key(ca_key.public_key()).serial_number(1)
-          .not_valid_before(valid_from).not_valid_after(valid_to)
-          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-          .add_extension(usage(True), critical=True)
-          .sign(ca_key, hashes.SHA256()))
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    names: list[x509.GeneralName] = []
-    try:
-        names.append(x509.IPAddress(ipaddress.ip_address(host)))
-    except ValueError:
-        names.append(x509.DNSName(host))
-    for ip in ips:
-        address = x509.IPAddress(ipaddress.ip_address(ip))
-        if address not in names:
-            names.append(address)
-    cert = (x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{host}@{now}")]))
-            .issuer_name(ca_name).public_key(key.public_key()).serial_number(2)
-            .not_valid_before(valid_from).not_valid_after(valid_to)
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(usage(False), critical=True)
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]),
-                           critical=False)
-            .add_extension(x509.SubjectAlternativeName(names), critical=False)
-            .sign(ca_key, hashes.SHA256()))
-    pem = serialization.Encoding.PEM
-    key_pem = key.private_bytes(pem, serialization.PrivateFormat.TraditionalOpenSSL,
-                                serialization.NoEncryption())
-    return cert.public_bytes(pem) + ca.public_bytes(pem), key_pem
 
 
 def server_context(settings: TLSSettings, cert: str, key: str) -> ssl.SSLContext:
