@@ -76,23 +76,30 @@ class Sample:
     sandboxes: int
     images: int
     log_bytes: int
+    log_files: int
     rss_mib: float
     threads: int
     open_files: int
 
 
-LINES = ("containers", "sandboxes", "images", "log_bytes", "rss_mib", "threads", "open_files")
+LINES = ("containers", "sandboxes", "images", "log_bytes", "log_files", "rss_mib", "threads",
+         "open_files")
 
 
-def log_bytes(root: Path) -> int:
-    total = 0
-    for path, _, files in os.walk(root):
-        for name in files:
+def log_usage(root: Path) -> tuple[int, int]:
+    """Bytes and files under the pod logs dir: the live logs, rotated ones and their .gz.
+
+    The bytes follow the log-heavy pods' write rate (a log grows past the rotation size
+    until the next check), so they swing with the machine's load; the files do not."""
+    total = files = 0
+    for path, _, names in os.walk(root):
+        for name in names:
             try:
                 total += os.lstat(os.path.join(path, name)).st_size
             except OSError:
                 continue
-    return total
+            files += 1
+    return total, files
 
 
 class Soak:
@@ -109,7 +116,7 @@ class Soak:
         client, proc = self.b.client, ProcStat(self.b.daemon.pid)
         return Sample(time.perf_counter() - started, len(client.list_containers()),
                       len(client.list_pod_sandbox()), len(client.list_images()),
-                      log_bytes(self.b.daemon.logs_dir), proc.rss_mib(), proc.threads(),
+                      *log_usage(self.b.daemon.logs_dir), proc.rss_mib(), proc.threads(),
                       len(os.listdir(f"/proc/{self.b.daemon.pid}/fd")))
 
     def churn(self) -> None:
@@ -149,7 +156,8 @@ class Soak:
                 s = samples[-1]
                 self.console.print(
                     f"{s.at / 60:5.1f} min: {s.containers} containers, {s.sandboxes} "
-                    f"sandboxes, {s.images} images, {s.log_bytes / 2**20:.1f} MiB of logs, "
+                    f"sandboxes, {s.images} images, {s.log_bytes / 2**20:.1f} MiB of logs in "
+                    f"{s.log_files} files, "
                     f"RSS {s.rss_mib:.0f} MiB, {s.threads} threads, {s.open_files} files; "
                     f"{self.churned} churned")
                 self.stop.wait(every)
