@@ -77,29 +77,34 @@ class Sample:
     images: int
     log_bytes: int
     log_files: int
+    log_largest: int
     rss_mib: float
     threads: int
     open_files: int
 
 
-LINES = ("containers", "sandboxes", "images", "log_bytes", "log_files", "rss_mib", "threads",
-         "open_files")
+LINES = ("containers", "sandboxes", "images", "log_bytes", "log_files", "log_largest", "rss_mib",
+         "threads", "open_files")
 
 
-def log_usage(root: Path) -> tuple[int, int]:
-    """Bytes and files under the pod logs dir: the live logs, rotated ones and their .gz.
+def log_usage(root: Path) -> tuple[int, int, int]:
+    """Bytes, files and the largest file's bytes under the pod logs dir (the live logs,
+    rotated ones and their .gz).
 
     The bytes follow the log-heavy pods' write rate (a log grows past the rotation size
-    until the next check), so they swing with the machine's load; the files do not."""
-    total = files = 0
+    until the next check), so they swing with the machine's load; the files and the
+    largest file show rotation's bound."""
+    total = files = largest = 0
     for path, _, names in os.walk(root):
         for name in names:
             try:
-                total += os.lstat(os.path.join(path, name)).st_size
+                size = os.lstat(os.path.join(path, name)).st_size
             except OSError:
                 continue
+            total += size
+            largest = max(largest, size)
             files += 1
-    return total, files
+    return total, files, largest
 
 
 class Soak:
@@ -157,7 +162,7 @@ class Soak:
                 self.console.print(
                     f"{s.at / 60:5.1f} min: {s.containers} containers, {s.sandboxes} "
                     f"sandboxes, {s.images} images, {s.log_bytes / 2**20:.1f} MiB of logs in "
-                    f"{s.log_files} files, "
+                    f"{s.log_files} files (largest {s.log_largest / 2**20:.2f} MiB), "
                     f"RSS {s.rss_mib:.0f} MiB, {s.threads} threads, {s.open_files} files; "
                     f"{self.churned} churned")
                 self.stop.wait(every)
