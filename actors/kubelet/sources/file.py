@@ -157,6 +157,32 @@ def _wanted(event: DirectoryEvent, directory: str, only: str | None) -> bool:
     return True
 
 
+def without_files_being_written(result: ManifestDirResult, changed: frozenset[str]
+                                ) -> ManifestDirResult:
+    """A listing told by a change of other files, without the errors of files still empty.
+
+    A new file is empty from its creation until its writer writes: a listing made for
+    another file's change (a burst of manifests written one after another) may find it
+    so. Its own close is told with its path, and that listing reports it if it is still
+    empty then (a manifest with no pod); the periodic relist reports it too.
+    """
+    told = {os.path.normpath(path) for path in changed}
+
+    def being_written(source: str) -> bool:
+        if os.path.normpath(source) in told:
+            return False
+        try:
+            st = os.stat(source)
+        except OSError:
+            return False
+        return stat.S_ISREG(st.st_mode) and st.st_size == 0
+
+    errors = tuple(err for err in result.errors if not being_written(err.source))
+    if len(errors) == len(result.errors):
+        return result
+    return ManifestDirResult(result.pods, errors, result.warnings)
+
+
 class _Watcher:
     """A thread reading one directory's inotify events; tells the actor what changed.
 
@@ -289,7 +315,7 @@ class FileSource(Actor):
             if self._watcher is not None:
                 self._watcher.taken()  # before listing: later changes are told again
             self._ensure_watcher()
-            self._relist("inotify" if message.paths else "watch ready")
+            self._relist("inotify" if message.paths else "watch ready", message.paths)
         elif isinstance(message, Tick) and message.kind == RELIST_TICK:
             self._ensure_watcher()
             self._relist("relist")
@@ -299,8 +325,10 @@ class FileSource(Actor):
 
     # --- the listing ----------------------------------------------------------------------
 
-    def _relist(self, why: str) -> None:
+    def _relist(self, why: str, changed: tuple[str, ...] = ()) -> None:
         result = read_manifest_dir(self.path, self.node_name)
+        if changed:
+            result = without_files_being_written(result, frozenset(changed))
         self.listings += 1
         pods = self._with_last_good(result)
         problems = tuple(problem_from_error(err) for err in result.errors)

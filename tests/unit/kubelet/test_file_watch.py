@@ -12,7 +12,13 @@ import pytest
 
 from actors.core.dispatch import Dispatch
 from actors.core.testing import Inbox
-from actors.kubelet.sources.file import NAME, WATCHED_EVENTS, FilesChanged, _Watcher
+from actors.kubelet.sources.file import (
+    NAME,
+    WATCHED_EVENTS,
+    FilesChanged,
+    _Watcher,
+    without_files_being_written,
+)
 from runtime.kuberuntime.inotify import (
     IN_CLOSE_WRITE,
     IN_DELETE_SELF,
@@ -22,6 +28,7 @@ from runtime.kuberuntime.inotify import (
     DirectoryEvents,
     parse_events,
 )
+from runtime.pod.static import read_manifest_dir
 from tests.helpers import wait_for
 
 DEADLINE = 5.0
@@ -149,3 +156,27 @@ def test_the_directory_removed_ends_the_watch(watching: Watching, tmp_path: Path
         wait_for(lambda: not inner.alive(), DEADLINE, "the watch to end")
     finally:
         inner.stop()
+
+
+def _manifest(name: str) -> str:
+    return (f"apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: default\n"
+            "spec:\n  containers:\n  - name: c\n    image: busybox\n")
+
+
+def test_a_listing_for_another_change_leaves_out_a_new_file_still_empty(
+        tmp_path: Path) -> None:
+    """A burst written one file after another: the listing for the first one's close
+    finds the second just created, empty; it is no error until its own close says so."""
+    written, empty = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    written.write_text(_manifest("a"))
+    empty.touch()
+    listing = read_manifest_dir(tmp_path, "node")
+    assert [e.source for e in listing.errors] == [str(empty)]  # as read, without the rule
+    told_a = without_files_being_written(listing, frozenset({str(written)}))
+    assert told_a.errors == () and len(told_a.pods) == 1
+    told_b = without_files_being_written(listing, frozenset({str(empty)}))
+    assert [e.source for e in told_b.errors] == [str(empty)]
+    empty.write_text("{not yaml")  # a broken file that is not empty stays reported
+    broken = read_manifest_dir(tmp_path, "node")
+    assert without_files_being_written(broken, frozenset({str(written)})).errors == \
+        broken.errors != ()
