@@ -237,7 +237,9 @@ def test_a_best_effort_pod_allocating_memory_is_evicted_under_memory_pressure_em
         r"of memory\. ", status["message"])
     assert match, status
     assert int(match.group(1)) * 1024 < memory_threshold
-    assert int(match.group(2)) * 1024 >= hog_mib * Mi
+    # The hog's use when the threshold was crossed: up to all it allocates. It crosses
+    # sooner when the node's other users grow meanwhile (one CI run: 800 of 1,100 MiB).
+    assert 0 < int(match.group(2)) * 1024 <= (hog_mib + 64) * Mi
     assert all("terminated" in s["state"] for s in status["containerStatuses"])
     assert disruption(status) == ("True", "TerminationByKubelet", status["message"])
     (event,) = events(c, "hog", "Evicted")
