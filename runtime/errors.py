@@ -131,6 +131,18 @@ class ConfigError(KubeletError):
         self.related = related
 
 
+class ConfigErrors(ConfigError):
+    """More than one setting breaks its rule: every one of them, each located (flag, or
+    file and field) in ``errors``, as upstream's ValidateKubeletConfiguration reports all it
+    finds at once, so a user fixes the file in one pass. The message lists them, one a
+    line."""
+
+    def __init__(self, errors: tuple[ConfigError, ...]) -> None:
+        lines = "".join(f"\n  {err}" for err in errors)
+        super().__init__(f"{len(errors)} settings break their rules:{lines}")
+        self.errors = errors
+
+
 # --- the API server ----------------------------------------------------------------------
 
 

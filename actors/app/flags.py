@@ -18,7 +18,7 @@ from actors.app.feature_gates import parse_feature_gates
 from actors.app.gc_flags import add_gc_flags, gc_settings, max_container_restart_period
 from actors.app.gostrconv import parse_bool
 from actors.app.kubelet_config import DEST_OF_FIELD, load_kubelet_config
-from actors.app.origins import Origins, flag_names
+from actors.app.origins import Origins, Problems, flag_names
 from actors.core.trace.writer import DEFAULT_MAX_FILES as TRACE_MAX_FILES
 from actors.kubelet.garbage_collector import GCSettings
 from runtime.cm.names import DRIVERS
@@ -348,8 +348,7 @@ def parse_flags(argv: list[str]) -> KubeletFlags:
     """Parse and check flags; argparse exits with usage on syntax, ConfigError on meaning
     (naming the flag, or the --config file and field, that set the value at fault)."""
     ns, origins = _merged(argv)
-    with origins.located():
-        return _checked(ns)
+    return _checked(ns, Problems(origins))
 
 
 def _merged(argv: list[str]) -> tuple[argparse.Namespace, Origins]:
@@ -375,74 +374,108 @@ def _invalid(field: str, rule: str) -> ConfigError:
     return ConfigError(rule, field=field)
 
 
-def _checked(ns: argparse.Namespace) -> KubeletFlags:
+def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
     """The merged settings, checked as upstream checks them (ValidateKubeletConfiguration
-    and the managers' constructors), as KubeletFlags."""
+    and the managers' constructors), as KubeletFlags. Every check runs; all the rules
+    broken are reported together, as upstream's aggregate error does."""
+    check = problems.check
     endpoint = ns.container_runtime_endpoint
-    if endpoint and not (endpoint.startswith("unix://") or endpoint.startswith("/")):
-        raise _invalid("containerRuntimeEndpoint",
-                       f'"{endpoint}": only unix sockets are supported (unix:///path/to.sock)')
-    if ns.runonce and not ns.pod_manifest_path:
-        raise ConfigError("--runonce needs --pod-manifest-path: there is nothing to run")
-    if not ns.runonce and not (ns.pod_manifest_path or ns.manifest_url or ns.kubeconfig):
-        raise ConfigError("give --pod-manifest-path, --manifest-url or --kubeconfig: there is "
-                          "nothing to run")
-    _check_positive_periods(ns, ("nodeStatusUpdateFrequency", "nodeStatusReportFrequency"))
+    with check():
+        if endpoint and not (endpoint.startswith("unix://") or endpoint.startswith("/")):
+            raise _invalid("containerRuntimeEndpoint",
+                           f'"{endpoint}": only unix sockets are supported '
+                           "(unix:///path/to.sock)")
+    with check():
+        if ns.runonce and not ns.pod_manifest_path:
+            raise ConfigError("--runonce needs --pod-manifest-path: there is nothing to run")
+        if not ns.runonce and not (ns.pod_manifest_path or ns.manifest_url or ns.kubeconfig):
+            raise ConfigError("give --pod-manifest-path, --manifest-url or --kubeconfig: there "
+                              "is nothing to run")
+    _check_positive_periods(ns, ("nodeStatusUpdateFrequency", "nodeStatusReportFrequency"),
+                            problems)
     lease_seconds = getattr(ns, "node_lease_duration_seconds", 40)
-    if ns.node_status_max_images < -1:
-        raise _invalid("nodeStatusMaxImages", "invalid configuration: nodeStatusMaxImages "
-                       f"(--node-status-max-images) {ns.node_status_max_images} must be -1 "
-                       "or greater")
-    if lease_seconds <= 0:
-        raise _invalid("nodeLeaseDurationSeconds", "invalid configuration: "
-                       "nodeLeaseDurationSeconds must be greater than 0")
-    if ns.manifest_url and not ns.manifest_url.startswith(("http://", "https://")):
-        raise _invalid("staticPodURL",
-                       f'"{ns.manifest_url}": must be an http:// or https:// URL')
-    _security_defaults(ns)
+    with check():
+        if ns.node_status_max_images < -1:
+            raise _invalid("nodeStatusMaxImages", "invalid configuration: nodeStatusMaxImages "
+                           f"(--node-status-max-images) {ns.node_status_max_images} must be -1 "
+                           "or greater")
+    with check():
+        if lease_seconds <= 0:
+            raise _invalid("nodeLeaseDurationSeconds", "invalid configuration: "
+                           "nodeLeaseDurationSeconds must be greater than 0")
+    with check():
+        if ns.manifest_url and not ns.manifest_url.startswith(("http://", "https://")):
+            raise _invalid("staticPodURL",
+                           f'"{ns.manifest_url}": must be an http:// or https:// URL')
+    with check():
+        _security_defaults(ns)
     # Upstream's words; here 0 also turns --port off (upstream requires it).
     for name, flag, value, lowest in (("port", "--port", ns.port, 1),
                                       ("readOnlyPort", "--read-only-port", ns.read_only_port, 0),
                                       ("healthzPort", "--healthz-port", ns.healthz_port, 1)):
-        if value != 0 and not 1 <= value <= 65535:
-            raise _invalid(name, f"invalid configuration: {name} ({flag}) {value} must be "
-                                 f"between {lowest} and 65535, inclusive")
-    if ns.trace_max_bytes < 4096:
-        raise ConfigError(f"--trace-max-bytes {ns.trace_max_bytes}: must be at least 4096")
-    if ns.trace_max_files < 1:
-        raise ConfigError(f"--trace-max-files {ns.trace_max_files}: must be at least 1")
-    if ns.max_pods < 1:
-        # Upstream lets 0 through ("must not be a negative number"); a node here runs a pod.
-        raise _invalid("maxPods", f"invalid configuration: maxPods (--max-pods) {ns.max_pods} "
-                                  "must be greater than 0")
+        with check():
+            if value != 0 and not 1 <= value <= 65535:
+                raise _invalid(name, f"invalid configuration: {name} ({flag}) {value} must be "
+                                     f"between {lowest} and 65535, inclusive")
+    with check():
+        if ns.trace_max_bytes < 4096:
+            raise ConfigError(f"--trace-max-bytes {ns.trace_max_bytes}: must be at least 4096")
+    with check():
+        if ns.trace_max_files < 1:
+            raise ConfigError(f"--trace-max-files {ns.trace_max_files}: must be at least 1")
+    with check():
+        if ns.max_pods < 1:
+            # Upstream lets 0 through ("must not be a negative number"); a node here runs a
+            # pod.
+            raise _invalid("maxPods", "invalid configuration: maxPods (--max-pods) "
+                                      f"{ns.max_pods} must be greater than 0")
     _check_positive_periods(ns, ("syncFrequency", "fileCheckFrequency", "httpCheckFrequency",
-                                 "runtimeRequestTimeout"))
+                                 "runtimeRequestTimeout"), problems)
     for name, address in (("address", ns.address),
                           ("healthzBindAddress", ns.healthz_bind_address)):
+        with check():
+            try:
+                ipaddress.ip_address(address)
+            except ValueError as err:
+                raise _invalid(name, str(err)) from err
+    log_rotation = problems.value(lambda: _container_log_settings(ns)) or {}
+    with check():
+        if ns.runonce_timeout <= 0:
+            raise ConfigError(f"--runonce-timeout {ns.runonce_timeout}: must be more than 0")
+    with check():
         try:
-            ipaddress.ip_address(address)
+            ipaddress.ip_network(ns.pod_cidr)
         except ValueError as err:
-            raise _invalid(name, str(err)) from err
-    log_rotation = _container_log_settings(ns)
-    if ns.runonce_timeout <= 0:
-        raise ConfigError(f"--runonce-timeout {ns.runonce_timeout}: must be more than 0")
-    try:
-        ipaddress.ip_network(ns.pod_cidr)
-    except ValueError as err:
-        raise _invalid("podCIDR", f'"{ns.pod_cidr}": {err}') from err
-    if ns.cgroup_root and not ns.cgroup_root.startswith("/") and not (
-            ns.cgroup_driver == "systemd" and ns.cgroup_root.endswith(".slice")):
-        raise ConfigError(f'"{ns.cgroup_root}": must be an absolute cgroup path (or a .slice '
-                          "with --cgroup-driver=systemd)", field="cgroupRoot",
-                          related=("cgroupDriver",))
-    _check_tls(ns)
+            raise _invalid("podCIDR", f'"{ns.pod_cidr}": {err}') from err
+    with check():
+        if ns.cgroup_root and not ns.cgroup_root.startswith("/") and not (
+                ns.cgroup_driver == "systemd" and ns.cgroup_root.endswith(".slice")):
+            raise ConfigError(f'"{ns.cgroup_root}": must be an absolute cgroup path (or a '
+                              ".slice with --cgroup-driver=systemd)", field="cgroupRoot",
+                              related=("cgroupDriver",))
+    with check():
+        _check_tls(ns)
     node = (ns.node_name or socket.gethostname()).lower()
-    gates = parse_feature_gates(ns.feature_gates)
-    if ns.node_ip:
-        try:
-            ipaddress.ip_address(ns.node_ip)
-        except ValueError as err:
-            raise ConfigError(f'--node-ip "{ns.node_ip}": {err}') from err
+    gates = problems.value(lambda: parse_feature_gates(ns.feature_gates))
+    with check():
+        if ns.node_ip:
+            try:
+                ipaddress.ip_address(ns.node_ip)
+            except ValueError as err:
+                raise ConfigError(f'--node-ip "{ns.node_ip}": {err}') from err
+    garbage_collection = problems.value(lambda: gc_settings(ns))
+    # The restart period's check reads the gates: not checked against gates that broke.
+    restart_period = (0.0 if gates is None else
+                      problems.value(lambda: max_container_restart_period(ns, gates)) or 0.0)
+    eviction = problems.value(lambda: eviction_config(ns))
+    node_labels = problems.value(lambda: parse_node_labels(ns.node_labels)) or ()
+    unsafe_sysctls = problems.value(
+        lambda: parse_allowed_unsafe_sysctls(ns.allowed_unsafe_sysctls)) or ()
+    cluster_dns = problems.value(lambda: parse_cluster_dns(ns.cluster_dns)) or ()
+    taints = problems.value(lambda: _taints(ns.register_with_taints)) or ()
+    problems.raise_found()
+    # raise_found raised if a value was not made
+    assert gates is not None and garbage_collection is not None and eviction is not None
     return KubeletFlags(
         pod_manifest_path=ns.pod_manifest_path,
         container_runtime_endpoint=endpoint,
@@ -466,30 +499,30 @@ def _checked(ns: argparse.Namespace) -> KubeletFlags:
         healthz_bind_address=ns.healthz_bind_address,
         max_pods=ns.max_pods,
         feature_gates=gates,
-        garbage_collection=gc_settings(ns),
-        max_container_restart_period=max_container_restart_period(ns, gates),
+        garbage_collection=garbage_collection,
+        max_container_restart_period=restart_period,
         sync_frequency=ns.sync_frequency,
         file_check_frequency=ns.file_check_frequency,
         http_check_frequency=ns.http_check_frequency,
         trace_dir=os.path.abspath(ns.trace_dir) if ns.trace_dir else "",
         trace_max_bytes=ns.trace_max_bytes,
         trace_max_files=ns.trace_max_files,
-        node_labels=parse_node_labels(ns.node_labels),
-        allowed_unsafe_sysctls=parse_allowed_unsafe_sysctls(ns.allowed_unsafe_sysctls),
+        node_labels=node_labels,
+        allowed_unsafe_sysctls=unsafe_sysctls,
         cgroups_per_qos=ns.cgroups_per_qos,
         # Upstream: "--cgroups-per-qos enabled, but --cgroup-root was not specified.
         # defaulting to /".
         cgroup_root=ns.cgroup_root or "/",
         cgroup_driver=ns.cgroup_driver,
-        eviction=eviction_config(ns),
+        eviction=eviction,
         node_ip=ns.node_ip,
-        cluster_dns=parse_cluster_dns(ns.cluster_dns),
+        cluster_dns=cluster_dns,
         cluster_domain=ns.cluster_domain,
         resolv_conf=os.path.abspath(ns.resolv_conf) if ns.resolv_conf else "",
         seccomp_default=ns.seccomp_default,
         kubeconfig=os.path.abspath(ns.kubeconfig) if ns.kubeconfig else "",
         register_node=bool(ns.kubeconfig) if ns.register_node is None else ns.register_node,
-        register_with_taints=_taints(ns.register_with_taints),
+        register_with_taints=taints,
         node_status_update_frequency=ns.node_status_update_frequency,
         node_status_report_frequency=ns.node_status_report_frequency,
         volume_stats_agg_period=ns.volume_stats_agg_period,
@@ -513,13 +546,15 @@ def _checked(ns: argparse.Namespace) -> KubeletFlags:
     )
 
 
-def _check_positive_periods(ns: argparse.Namespace, fields: tuple[str, ...]) -> None:
+def _check_positive_periods(ns: argparse.Namespace, fields: tuple[str, ...],
+                            problems: Problems) -> None:
     """Periods that must be more than 0 (upstream's words for draManagerReconcilePeriod)."""
     for name in fields:
         seconds = getattr(ns, DEST_OF_FIELD[name])
-        if seconds <= 0:
-            raise _invalid(name, f"invalid configuration: {name} {go_duration(seconds)} "
-                                 "must be greater than zero")
+        with problems.check():
+            if seconds <= 0:
+                raise _invalid(name, f"invalid configuration: {name} {go_duration(seconds)} "
+                                     "must be greater than zero")
 
 
 def _check_tls(ns: argparse.Namespace) -> None:

@@ -16,7 +16,7 @@ import yaml
 
 from actors.app.durations import parse_duration
 from actors.app.eviction_setup import CONFIG_FIELDS as EVICTION_FIELDS
-from runtime.errors import ConfigError
+from runtime.errors import ConfigError, ConfigErrors
 from runtime.pod.admission import sysctl_allowlist_error
 
 if TYPE_CHECKING:
@@ -234,6 +234,7 @@ def load_kubelet_config(path: str) -> tuple[dict[str, Any], tuple[str, ...]]:
         raise config_error(path, "apiVersion", f'expected "{API_VERSION}", got {version!r}')
     values: dict[str, Any] = {}
     ignored: list[str] = []
+    broken: list[ConfigError] = []  # every field's error, reported together
     for field, value in document.items():
         if field in ("kind", "apiVersion"):
             continue
@@ -247,7 +248,10 @@ def load_kubelet_config(path: str) -> tuple[dict[str, Any], tuple[str, ...]]:
             where, rule = field, str(err)
             if dest == SPREAD and rule.startswith(f"{field}."):  # a nested field's own error
                 where, _, rule = rule.partition(": ")
-            raise config_error(path, where, rule) from err
+            error = config_error(path, where, rule)
+            error.__cause__ = err
+            broken.append(error)
+            continue
         if dest == SPREAD:
             values.update(converted)
             ca = values.get("client_ca_file")
@@ -259,4 +263,8 @@ def load_kubelet_config(path: str) -> tuple[dict[str, Any], tuple[str, ...]]:
         if field in PATH_FIELDS and values[dest] and not os.path.isabs(values[dest]):
             # Upstream resolves a config file's relative paths against the file's directory.
             values[dest] = os.path.join(os.path.dirname(os.path.abspath(path)), values[dest])
+    if len(broken) == 1:
+        raise broken[0]
+    if broken:
+        raise ConfigErrors(tuple(broken))
     return values, tuple(ignored)

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from actors.app.kubelet_config import DEST_OF_FIELD, FIELD_OF_DEST, config_error
-from runtime.errors import ConfigError
+from runtime.errors import ConfigError, ConfigErrors
+
+T = TypeVar("T")
 
 
 def flag_names(parser: argparse.ArgumentParser) -> dict[str, str]:
@@ -61,14 +64,37 @@ class Origins:
             message = f"{self.where(dest)}: {err.rule}"
         return ConfigError(message, field=field, rule=err.rule)
 
+
+class Problems:
+    """The broken rules found while checking the merged settings: each check runs on and
+    what it finds is kept, located by ``origins``; ``raise_found`` then reports them all
+    (one as itself, several as ConfigErrors)."""
+
+    def __init__(self, origins: Origins) -> None:
+        self.origins = origins
+        self.found: list[ConfigError] = []
+
     @contextlib.contextmanager
-    def located(self) -> Iterator[None]:
-        """Checks of merged settings run inside: their ConfigErrors leave located."""
+    def check(self) -> Iterator[None]:
+        """A check runs inside: its ConfigError is kept and the checking goes on."""
         try:
             yield
         except ConfigError as err:
-            located = self.locate(err)
-            if located is err:
-                raise
-            raise located from err
+            located = self.origins.locate(err)
+            if located is not err:
+                located.__cause__ = err
+            self.found.append(located)
+
+    def value(self, compute: Callable[[], T]) -> T | None:
+        """What ``compute`` checks and makes, or None when it breaks a rule (then kept;
+        nothing is built from None: raise_found comes first)."""
+        with self.check():
+            return compute()
+        return None
+
+    def raise_found(self) -> None:
+        if len(self.found) == 1:
+            raise self.found[0]
+        if self.found:
+            raise ConfigErrors(tuple(self.found))
 

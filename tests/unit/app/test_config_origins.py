@@ -14,7 +14,7 @@ import pytest
 from actors.app.flags import parse_flags
 from actors.app.kubelet_config import FIELD_OF_DEST
 from actors.app.main import EXIT_USAGE
-from runtime.errors import ConfigError
+from runtime.errors import ConfigError, ConfigErrors
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -238,3 +238,52 @@ def test_the_daemon_refuses_a_bad_file_before_it_starts_anything(tmp_path: Path)
     assert done.stderr.startswith(f"kubelet-actors: --config {config}: evictionHard: "
                                   f"{BAD['evictionHard'].rule}"), done.stderr
     assert not root.exists()
+
+
+def test_every_broken_rule_is_reported_together(tmp_path: Path) -> None:
+    """As upstream's aggregate error: the file's and the flags' broken rules all at once,
+    each located, in the order the checks run, so a user fixes them in one pass."""
+    config = write_config(tmp_path, "maxPods: 0\nsyncFrequency: 0s\n")
+    with pytest.raises(ConfigErrors) as caught:
+        parse_flags([*BASE, "--config", str(config), "--port", "70000"])
+    messages = [BAD["port"].rule,
+                f"--config {config}: maxPods: {BAD['maxPods'].rule}",
+                f"--config {config}: syncFrequency: {BAD['syncFrequency'].rule}"]
+    assert [str(err) for err in caught.value.errors] == messages
+    assert [err.field for err in caught.value.errors] == ["port", "maxPods", "syncFrequency"]
+    assert str(caught.value) == "3 settings break their rules:" + "".join(
+        f"\n  {m}" for m in messages)
+
+
+def test_every_bad_field_of_the_file_is_reported_together(tmp_path: Path) -> None:
+    """Values the file's loader refuses (a wrong type) are reported together too, each
+    with its file and field; values it could not read are not checked further."""
+    config = write_config(tmp_path, "maxPods: many\nstaticPodPath: 3\n"
+                                    "evictionHard:\n  memory.available: bogus\n")
+    with pytest.raises(ConfigErrors) as caught:
+        parse_flags([*BASE, "--config", str(config)])
+    assert [str(err) for err in caught.value.errors] == [
+        f"--config {config}: maxPods: expected an integer, got str",
+        f"--config {config}: staticPodPath: expected a string, got int"]
+    assert all(err.file == str(config) for err in caught.value.errors)
+
+
+def test_one_broken_rule_is_reported_as_itself(tmp_path: Path) -> None:
+    config = write_config(tmp_path, "maxPods: 0\n")
+    with pytest.raises(ConfigError) as caught:
+        parse_flags([*BASE, "--config", str(config)])
+    assert not isinstance(caught.value, ConfigErrors)
+    assert str(caught.value) == f"--config {config}: maxPods: {BAD['maxPods'].rule}"
+
+
+def test_the_daemon_prints_every_broken_rule(tmp_path: Path) -> None:
+    config = write_config(tmp_path, "staticPodPath: /etc/kubernetes/manifests\nmaxPods: 0\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "bin.main", "--config", str(config), "--port", "70000",
+         "--root-dir", str(tmp_path / "root")],
+        cwd=REPO, capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
+    assert done.returncode == EXIT_USAGE, done.stderr
+    assert done.stderr == ("kubelet-actors: 2 settings break their rules:\n"
+                           f"  {BAD['port'].rule}\n"
+                           f"  --config {config}: maxPods: {BAD['maxPods'].rule}\n")
