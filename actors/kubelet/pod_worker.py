@@ -10,10 +10,12 @@ supervisor forgets it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import shutil
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +34,7 @@ from actors.kubelet.messages import (
     WorkerState,
 )
 from actors.kubelet.metrics import KubeletMetrics
+from actors.kubelet.pod_stopping import PodStopping
 from runtime.clock import Clock
 from runtime.errors import CRIError, CRIUnavailable
 from runtime.events import reasons
@@ -180,10 +183,12 @@ class PodWorker(Actor):
         try:
             if self.state == WorkerState.TERMINATED:
                 # Removed: nothing left to report; the supervisor forgets the pod next.
-                self._remove_pod(self._removal_status(self._pod), log)
+                with self._stopping():
+                    self._remove_pod(self._removal_status(self._pod), log)
                 self._done(None)
             elif self.state == WorkerState.TERMINATING:
-                self._terminate(self._pod, log)
+                with self._stopping():
+                    self._terminate(self._pod, log)
             else:
                 self.cancel.clear()
                 self._sync(self._pod, update)
@@ -195,6 +200,19 @@ class PodWorker(Actor):
                 self._metrics.pod_worker_duration.labels(update.kind.value).observe(
                     self._clock.monotonic() - started
                 )
+
+    @contextlib.contextmanager
+    def _stopping(self) -> Iterator[None]:
+        """Tell the PLEG this worker is stopping (or removing) its pod, so its events make
+        no relist, and when it is done, however it ended (actors.kubelet.pod_stopping)."""
+        if not self._lean_kill:
+            yield
+            return
+        self.send(names.PLEG, PodStopping(self.uid, True))
+        try:
+            yield
+        finally:
+            self.send(names.PLEG, PodStopping(self.uid, False))
 
     def _cancelled(self) -> bool:
         """Whether the supervisor cancelled this sync (set from its thread: an input)."""

@@ -235,7 +235,8 @@ def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
                                          {"timers": p.timers, "runtime_events": p.runtime_events,
                                           "metrics": p.metrics,
                                           "starts_from_syncs": p.config.lean_start,
-                                          "first_listings": p.config.first_listings})),
+                                          "first_listings": p.config.first_listings,
+                                          "stops_from_workers": p.config.lean_kill})),
         (names.RUNTIME_MONITOR, lambda n: Construct(
             RuntimeMonitor, (p.dispatch, p.timers, p.runtime, p.clock, p.containerd,
                              p.metrics, n))),

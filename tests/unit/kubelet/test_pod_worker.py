@@ -11,6 +11,7 @@ import pytest
 from actors.core.dispatch import Dispatch
 from actors.core.testing import Inbox
 from actors.kubelet.messages import PodObserved, PodWorkerDone, UpdateKind, UpdatePod, WorkerState
+from actors.kubelet.pod_stopping import PodStopping
 from actors.kubelet.pod_worker import PodWorker, WorkerTiming
 from runtime.clock import FakeClock
 from runtime.cri.types import PodSandboxConfig
@@ -53,7 +54,7 @@ class World:
         self.clock = FakeClock()
         self.fake = GatedRuntime(self.clock)
         self.dispatch = Dispatch()
-        self.inbox = Inbox(self.dispatch, "supervisor", "status", "probes")
+        self.inbox = Inbox(self.dispatch, "supervisor", "status", "probes", "pleg")
         settings = NodeSettings("node", root_dir=str(tmp_path / "root"),
                                 pod_logs_dir=str(tmp_path / "logs"))
         self.manager = KubeRuntimeManager(self.fake, settings, self.clock)
@@ -259,3 +260,13 @@ def test_a_pod_stopped_but_kept_is_read_in_full_and_shows_terminated(world: Worl
     assert "remove_pod_sandbox" not in methods
     last = world.inbox.all(PodObserved)[-1]
     assert [c.state.name for c in last.runtime.container_statuses] == ["EXITED"]
+
+
+def test_the_pleg_is_told_when_the_stop_begins_and_ends(lean_world: World) -> None:
+    lean_world.send(UpdatePod(pod(), UpdateKind.CREATE))
+    lean_world.done(1)
+    assert lean_world.inbox.all(PodStopping) == []
+    removal_calls(lean_world)
+    lean_world.inbox.wait(PodStopping, lambda m: not m.stopping)
+    told = lean_world.inbox.all(PodStopping)
+    assert told == [PodStopping(PodUID("uid-1"), True), PodStopping(PodUID("uid-1"), False)]
