@@ -274,6 +274,9 @@ def test_thirty_pods_at_once(daemon: Daemon, cri: CRIClient) -> None:
     # Read from its two listings alone before it is stopped: no status calls per pod (a
     # full read would make 60); a sync in flight when the manifests went may make a few.
     assert calls.get("container_status", 0.0) + calls.get("pod_sandbox_status", 0.0) < 30, calls
+    # The PLEG relists once per pod at most (its worker's end of the stop; ends coalesce),
+    # not on each of the pod's four events (about 4 relists per pod before).
+    assert calls.get("list_pod_sandbox", 0.0) < 2 * 30, calls
 
 
 def test_manifest_url_source(containerd: EmbeddedContainerd, cri: CRIClient,
