@@ -10,12 +10,10 @@ supervisor forgets it.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import random
 import shutil
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,6 +89,7 @@ class PodWorker(Actor):
         listings (KubeRuntimeManager.removal_status); False: read in full (old traces)."""
         super().__init__(names.worker_name(uid), dispatch, incarnation)
         self._lean_kill = lean_kill
+        self._stop_told = False  # the PLEG was told this worker is stopping its pod
         self._status_from_pleg = status_from_pleg
         self._events = events
         self.uid = uid
@@ -183,12 +182,12 @@ class PodWorker(Actor):
         try:
             if self.state == WorkerState.TERMINATED:
                 # Removed: nothing left to report; the supervisor forgets the pod next.
-                with self._stopping():
-                    self._remove_pod(self._removal_status(self._pod), log)
+                self._begin_stop()
+                self._remove_pod(self._removal_status(self._pod), log)
                 self._done(None)
             elif self.state == WorkerState.TERMINATING:
-                with self._stopping():
-                    self._terminate(self._pod, log)
+                self._begin_stop()
+                self._terminate(self._pod, log)
             else:
                 self.cancel.clear()
                 self._sync(self._pod, update)
@@ -201,18 +200,13 @@ class PodWorker(Actor):
                     self._clock.monotonic() - started
                 )
 
-    @contextlib.contextmanager
-    def _stopping(self) -> Iterator[None]:
-        """Tell the PLEG this worker is stopping (or removing) its pod, so its events make
-        no relist, and when it is done, however it ended (actors.kubelet.pod_stopping)."""
-        if not self._lean_kill:
-            yield
-            return
-        self.send(names.PLEG, PodStopping(self.uid, True))
-        try:
-            yield
-        finally:
-            self.send(names.PLEG, PodStopping(self.uid, False))
+    def _begin_stop(self) -> None:
+        """Tell the PLEG this worker is stopping (or removing) its pod, so that pod's
+        events make no relist until _done tells it the stop ended, however it ended
+        (actors.kubelet.pod_stopping)."""
+        if self._lean_kill and not self._stop_told:
+            self._stop_told = True
+            self.send(names.PLEG, PodStopping(self.uid, True))
 
     def _cancelled(self) -> bool:
         """Whether the supervisor cancelled this sync (set from its thread: an input)."""
@@ -260,6 +254,7 @@ class PodWorker(Actor):
             self._pending = update
             self._run()
             return
+        self._known_status = None  # until this sync ends: it may make something, or fail
         result = self._manager.sync_pod(
             pod, status, dict(update.liveness), dict(update.startup), self._cancelled
         )
@@ -345,6 +340,11 @@ class PodWorker(Actor):
 
     def _done(self, requeue_after: float | None, error: str = "", runtime_error: bool = False
               ) -> None:
+        if self._stop_told:
+            # Before the sync loop hears of it: a terminated worker is forgotten then, and
+            # nothing of it may be sent after (the dispatch would count it again).
+            self._stop_told = False
+            self.send(names.PLEG, PodStopping(self.uid, False))
         self.send(names.SYNC_LOOP, PodWorkerDone(
             self.uid, self.state, requeue_after, error, runtime_error
         ))

@@ -266,7 +266,6 @@ def test_the_pleg_is_told_when_the_stop_begins_and_ends(lean_world: World) -> No
     lean_world.send(UpdatePod(pod(), UpdateKind.CREATE))
     lean_world.done(1)
     assert lean_world.inbox.all(PodStopping) == []
-    removal_calls(lean_world)
-    lean_world.inbox.wait(PodStopping, lambda m: not m.stopping)
+    removal_calls(lean_world)  # waits for PodWorkerDone: the PLEG was told before it
     told = lean_world.inbox.all(PodStopping)
     assert told == [PodStopping(PodUID("uid-1"), True), PodStopping(PodUID("uid-1"), False)]
