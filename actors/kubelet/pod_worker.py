@@ -299,13 +299,20 @@ class PodWorker(Actor):
             self._done(TERMINATE_RETRY, str(result))
             return
         self.state = WorkerState.TERMINATED
-        self._manager.destroy_pod_cgroup(self.uid)
+        # A pod that goes loses its sandboxes first and its cgroup after: the cgroup is
+        # empty once StopPodSandbox returned, and its removal (a walk of the node's pod
+        # cgroups, under a lock all workers share) need not hold up the sandbox's.
+        cgroup_last = self._remove and self._lean_kill
+        if not cgroup_last:
+            self._manager.destroy_pod_cgroup(self.uid)
         if failed[0] == reasons.EVICTED:
             tear_down_empty_dirs(pod, self._manager.settings)  # the reclaimed disk
         if self._remove:
             # Removed: an empty runtime status would read as Pending; the supervisor
             # forgets the pod (and its status) once it hears this worker is done.
             self._remove_pod(status, log)
+            if cgroup_last:
+                self._manager.destroy_pod_cgroup(self.uid)
         else:
             if any(c.is_running for c in status.container_statuses):
                 # What it stopped shows as terminated (upstream reads the status again
