@@ -1,6 +1,7 @@
 """The kubelet-actors daemon against raw CRI on one private embedded containerd.
 
-    .venv/bin/python -m bench.daemon_bench [--quick] [--profile] [--bulk-only] [--repo PATH]
+    .venv/bin/python -m bench.daemon_bench [--quick] [--profile] [--bulk-only]
+                                           [--py-spy DIR] [--repo PATH]
 
 One run, one containerd (actors.app.testbed: the benchmarks' own dir under /var/tmp,
 bridge and subnet, under the machine-wide lock). Raw CRI baselines run first, with no
@@ -41,7 +42,9 @@ keep-alive connection. Raw and daemon pods have different UIDs (set in the manif
 ``--profile`` adds in-process measurements of what the steady state is made of: a PLEG
 relist (take_snapshot) and a pod status read (get_pod_status) with 110 pods, and the cost
 of GET /pods with 110 pods. ``--bulk-only`` runs phase 2 alone (its raw baselines, then
-the daemon). Not a test: nothing here asserts on time.
+the daemon); ``--py-spy DIR`` samples the daemon's Python stacks during phase 2's burst
+and teardown (DIR/create-N.txt, DIR/teardown-N.txt, collapsed stacks). Not a test:
+nothing here asserts on time.
 """
 
 from __future__ import annotations
