@@ -244,7 +244,8 @@ def start_kubelet(
                                  objects=objects, events=DispatchRecorder(dispatch),
                                  host_paths=host_paths,
                                  reuse_image_status=config.lean_start,
-                                 image_checks_beside_sandbox=config.image_checks_beside_sandbox)
+                                 image_checks_beside_sandbox=config.image_checks_beside_sandbox,
+                                 kill_from_listings=config.lean_kill)
     timers = TimerService(dispatch, real_clock)
     events = (EventSourceChooser(runtime_endpoint)
               if runtime_endpoint and enabled(flags.feature_gates, EVENTED_PLEG) else None)

@@ -49,6 +49,7 @@ from actors.kubelet.messages import (
     SyncChangedRuntime,
 )
 from actors.kubelet.metrics import KubeletMetrics
+from actors.kubelet.pod_stopping import PodStopping
 from runtime.clock import Clock
 from runtime.cri.runtime_events import (
     EventKind,
@@ -232,7 +233,7 @@ class PLEG(Actor):
         self, dispatch: Dispatch, runtime: RuntimeService, clock: Clock, incarnation: int = 0,
         *, timers: Timers | None = None, runtime_events: SubscriptionFactory | None = None,
         metrics: KubeletMetrics | None = None, starts_from_syncs: bool = False,
-        first_listings: bool = False,
+        first_listings: bool = False, stops_from_workers: bool = False,
     ) -> None:
         """``starts_from_syncs``: the pod workers tell this actor when their syncs changed
         the runtime (SyncChangedRuntime), so a task start (always the kubelet's own
@@ -242,8 +243,12 @@ class PLEG(Actor):
         ``first_listings``: the first relist also tells each pod's sandboxes and containers
         (Relisted.listings), which the first sync of each pod then reads its status from,
         as upstream's pod workers read the cache the PLEG's relist filled. False: not told
-        (traces from before)."""
+        (traces from before). ``stops_from_workers``: the events of a pod whose worker is
+        stopping it make no relist; the worker's end of it does (actors.kubelet.
+        pod_stopping). False: every event relists (traces from before)."""
         super().__init__(names.PLEG, dispatch, incarnation)
+        self._stops_from_workers = stops_from_workers
+        self._stopping: set[PodUID] = set()  # pods whose workers are stopping them
         self._first_listings = first_listings
         self._starts_from_syncs = starts_from_syncs
         self._runtime = runtime
@@ -299,6 +304,12 @@ class PLEG(Actor):
             self._event(message)
         elif isinstance(message, SyncChangedRuntime):
             self._queue_relist("sync")
+        elif isinstance(message, PodStopping) and self._stops_from_workers:
+            if message.stopping:
+                self._stopping.add(message.uid)
+            else:
+                self._stopping.discard(message.uid)
+                self._queue_relist("pod stopped")
         elif isinstance(message, RelistNow) and message.reason == UNKNOWN_START:
             self._unknown_check = None
             if self._forget_shown_starts():
@@ -359,10 +370,18 @@ class PLEG(Actor):
                 self._unknown_check = self._timers.once(UNKNOWN_START_DELAY, self.name,
                                                         RelistNow(UNKNOWN_START))
             return
+        if self._stopping and self._of_stopping_pod(ContainerID(seen.container_id)):
+            return  # its worker's end of the stop relists (pod_stopping)
         want = expected_state(kind)
         if want is not None:
             self._expected[ContainerID(seen.container_id)] = want
         self._queue_relist("event")
+
+    def _of_stopping_pod(self, cid: ContainerID) -> bool:
+        """Whether the last relist showed ``cid`` (a container or sandbox) in a pod whose
+        worker is stopping it."""
+        states = self._states or {}
+        return any(cid in states.get(uid, {}) for uid in self._stopping)
 
     def _forget_shown_starts(self) -> bool:
         """Drop the task starts a relist has shown; whether any is left."""

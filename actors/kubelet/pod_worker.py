@@ -32,6 +32,7 @@ from actors.kubelet.messages import (
     WorkerState,
 )
 from actors.kubelet.metrics import KubeletMetrics
+from actors.kubelet.pod_stopping import PodStopping
 from runtime.clock import Clock
 from runtime.errors import CRIError, CRIUnavailable
 from runtime.events import reasons
@@ -78,12 +79,17 @@ class PodWorker(Actor):
         incarnation: int = 0,
         events: EventRecorder = NULL_RECORDER,
         status_from_pleg: bool = False,
+        lean_kill: bool = False,
     ) -> None:
         """``status_from_pleg``: after a sync that changed the runtime, ask the PLEG to
         relist rather than read the pod's status again (upstream's SyncPod reads none;
         the PLEG's event brings the next sync, which reads it). False: read it again
-        (old traces)."""
+        (old traces). ``lean_kill``: a pod stopped to be removed is read from the status
+        the last sync found nothing to do with when nothing was made since, else from its
+        listings (KubeRuntimeManager.removal_status); False: read in full (old traces)."""
         super().__init__(names.worker_name(uid), dispatch, incarnation)
+        self._lean_kill = lean_kill
+        self._stop_told = False  # the PLEG was told this worker is stopping its pod
         self._status_from_pleg = status_from_pleg
         self._events = events
         self.uid = uid
@@ -111,6 +117,14 @@ class PodWorker(Actor):
         # may have changed. Upstream's worker reads the PLEG's cache the same way: an
         # idle pod's resync costs no runtime call.
         self._idle_status: RuntimePodStatus | None = None
+        # The runtime status as it stands since this worker last changed the runtime:
+        # read after its last change (or by a sync that changed nothing), None when a sync
+        # made something no read has shown since. Only this worker makes anything of its
+        # pod, so a pod being removed is stopped from it with no read (upstream's
+        # SyncTerminatingPod reads the PLEG's cache, newer than the last sync, the same
+        # way). What exited since is stopped again (a no-op); what was removed since is
+        # NotFound, which counts as stopped.
+        self._known_status: RuntimePodStatus | None = None
 
     # --- mailbox ---------------------------------------------------------------------------
 
@@ -168,9 +182,11 @@ class PodWorker(Actor):
         try:
             if self.state == WorkerState.TERMINATED:
                 # Removed: nothing left to report; the supervisor forgets the pod next.
-                self._remove_pod(self._status(self._pod), log)
+                self._begin_stop()
+                self._remove_pod(self._removal_status(self._pod), log)
                 self._done(None)
             elif self.state == WorkerState.TERMINATING:
+                self._begin_stop()
                 self._terminate(self._pod, log)
             else:
                 self.cancel.clear()
@@ -183,6 +199,14 @@ class PodWorker(Actor):
                 self._metrics.pod_worker_duration.labels(update.kind.value).observe(
                     self._clock.monotonic() - started
                 )
+
+    def _begin_stop(self) -> None:
+        """Tell the PLEG this worker is stopping (or removing) its pod, so that pod's
+        events make no relist until _done tells it the stop ended, however it ended
+        (actors.kubelet.pod_stopping)."""
+        if self._lean_kill and not self._stop_told:
+            self._stop_told = True
+            self.send(names.PLEG, PodStopping(self.uid, True))
 
     def _cancelled(self) -> bool:
         """Whether the supervisor cancelled this sync (set from its thread: an input)."""
@@ -230,6 +254,7 @@ class PodWorker(Actor):
             self._pending = update
             self._run()
             return
+        self._known_status = None  # until this sync ends: it may make something, or fail
         result = self._manager.sync_pod(
             pod, status, dict(update.liveness), dict(update.startup), self._cancelled
         )
@@ -239,6 +264,9 @@ class PodWorker(Actor):
                 self.send(names.PLEG, SyncChangedRuntime(self.uid))
         elif result.steps:
             after = self._status(pod)
+        # Known unless this sync changed the runtime and nothing was read after it.
+        self._known_status = (after if after is not status or not changed_runtime(result)
+                              else None)
         self._observe(pod, after, result)
         new_phase = generate_pod_status(pod, after, result).phase
         changed = new_phase != self._last_phase
@@ -257,7 +285,8 @@ class PodWorker(Actor):
             self._done(_sooner(self._timing.resync_interval + jitter, deadline_in))
 
     def _terminate(self, pod: Pod, log: Any) -> None:
-        status = self._status(pod)
+        # A pod that goes shows no status again: what the kill needs is read, no more.
+        status = self._removal_status(pod) if self._remove else self._status(pod)
         kill = self._kill
         # A kill that fails the pod (an eviction): Failed once its containers stopped, as
         # upstream's status manager delays a terminal phase until nothing can run.
@@ -270,21 +299,36 @@ class PodWorker(Actor):
             self._done(TERMINATE_RETRY, str(result))
             return
         self.state = WorkerState.TERMINATED
-        self._manager.destroy_pod_cgroup(self.uid)
+        # A pod that goes loses its sandboxes first and its cgroup after: the cgroup is
+        # empty once StopPodSandbox returned, and its removal (a walk of the node's pod
+        # cgroups, under a lock all workers share) need not hold up the sandbox's.
+        cgroup_last = self._remove and self._lean_kill
+        if not cgroup_last:
+            self._manager.destroy_pod_cgroup(self.uid)
         if failed[0] == reasons.EVICTED:
             tear_down_empty_dirs(pod, self._manager.settings)  # the reclaimed disk
         if self._remove:
             # Removed: an empty runtime status would read as Pending; the supervisor
             # forgets the pod (and its status) once it hears this worker is done.
             self._remove_pod(status, log)
+            if cgroup_last:
+                self._manager.destroy_pod_cgroup(self.uid)
         else:
             if any(c.is_running for c in status.container_statuses):
                 # What it stopped shows as terminated (upstream reads the status again
                 # after killing, in SyncTerminatingPod).
                 status = self._status(pod)
+            self._known_status = status  # read after the kill: what a removal stops
             self._observe(pod, status, result, *failed)
         log.info("pod terminated{}", " and removed" if self._remove else "")
         self._done(None)
+
+    def _removal_status(self, pod: Pod) -> RuntimePodStatus:
+        """What stopping and removing the pod starts from (see _known_status)."""
+        if not self._lean_kill:
+            return self._status(pod)
+        known, self._known_status = self._known_status, None
+        return known if known is not None else self._manager.removal_status(pod)
 
     def _remove_pod(self, status: RuntimePodStatus, log: Any) -> None:
         """Remove the pod's sandboxes (and with them its containers), then its dirs."""
@@ -303,6 +347,11 @@ class PodWorker(Actor):
 
     def _done(self, requeue_after: float | None, error: str = "", runtime_error: bool = False
               ) -> None:
+        if self._stop_told:
+            # Before the sync loop hears of it: a terminated worker is forgotten then, and
+            # nothing of it may be sent after (the dispatch would count it again).
+            self._stop_told = False
+            self.send(names.PLEG, PodStopping(self.uid, False))
         self.send(names.SYNC_LOOP, PodWorkerDone(
             self.uid, self.state, requeue_after, error, runtime_error
         ))

@@ -181,7 +181,8 @@ class KubeletWorld:
                                      observe=stubs.dispatch.observe, objects=objects,
                                      events=events, host_paths=host_paths,
                                      reuse_image_status=config.lean_start,
-                                     image_checks_beside_sandbox=config.image_checks_beside_sandbox)
+                                     image_checks_beside_sandbox=config.image_checks_beside_sandbox,
+                                     kill_from_listings=config.lean_kill)
         return KubeletParts(stubs.dispatch, timers, clock, runtime, manager, config,
                             containerd=containerd, executor=InertExecutor)
 

@@ -97,6 +97,10 @@ class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
     # The PLEG's first relist tells what it listed of each pod, and each pod's first sync
     # reads its status from that (actors.kubelet.pleg); a header without it: not told.
     first_listings: bool = True
+    # A pod stopped to be removed is read from the status its worker last found nothing
+    # to do with, or else from its two listings alone (runtime.kuberuntime.kill_status);
+    # a header without it: read in full.
+    lean_kill: bool = True
 
     @property
     def lean_start(self) -> bool:
@@ -122,6 +126,7 @@ class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
         raw.setdefault("start_path", 1)  # recorded before the field: the first start path
         raw.setdefault("probe_hand_over", False)  # recorded before probe hand-overs
         raw.setdefault("first_listings", False)  # recorded before the first relist's listings
+        raw.setdefault("lean_kill", False)  # recorded before removals read less
         supervisor = dict(raw.get("supervisor") or {})
         supervisor.setdefault("node", {"name": raw["node"].get("node_name", "")})
         raw["supervisor"] = supervisor
@@ -230,7 +235,8 @@ def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
                                          {"timers": p.timers, "runtime_events": p.runtime_events,
                                           "metrics": p.metrics,
                                           "starts_from_syncs": p.config.lean_start,
-                                          "first_listings": p.config.first_listings})),
+                                          "first_listings": p.config.first_listings,
+                                          "stops_from_workers": p.config.lean_kill})),
         (names.RUNTIME_MONITOR, lambda n: Construct(
             RuntimeMonitor, (p.dispatch, p.timers, p.runtime, p.clock, p.containerd,
                              p.metrics, n))),
@@ -339,6 +345,7 @@ def worker(parts: KubeletParts, uid: PodUID, incarnation: int,
     return Construct(PodWorker, (uid, p.dispatch, p.manager, p.clock, p.metrics,
                                  p.config.timing, cancel),
                      {"incarnation": incarnation, "status_from_pleg": p.config.lean_start,
+                      "lean_kill": p.config.lean_kill,
                       **extra})
 
 

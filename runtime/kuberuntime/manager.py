@@ -52,6 +52,7 @@ from runtime.kuberuntime.image_checks import (
     images_to_check,
 )
 from runtime.kuberuntime.images import ImageManager
+from runtime.kuberuntime.kill_status import listed_pod_status, needs_full_status
 from runtime.kuberuntime.object_source import ObjectSource
 from runtime.kuberuntime.podstatus import PodListing, RuntimePodStatus, get_pod_status
 from runtime.kuberuntime.result import PodSyncResult, StepResult
@@ -80,6 +81,7 @@ class KubeRuntimeManager:
         host_paths: HostPaths = NODE_HOST_PATHS,
         reuse_image_status: bool = True,
         image_checks_beside_sandbox: bool = True,
+        kill_from_listings: bool = True,
     ) -> None:
         """``reuse_image_status``: one ImageStatus per container start (see
         ContainerLifecycle; False only to replay traces from before).
@@ -93,7 +95,9 @@ class KubeRuntimeManager:
         ``objects``: the API server's ConfigMaps, Secrets, Services and tokens (cluster
         mode); None standalone, where those are missing. ``events``: where the events
         of what it does go (upstream's recorder; actors.kubelet.events sends them on).
-        ``host_paths``: what prepares hostPath volumes (a trace records its answers)."""
+        ``host_paths``: what prepares hostPath volumes (a trace records its answers).
+        ``kill_from_listings``: a pod stopped to be removed is read from its two listings
+        alone (runtime.kuberuntime.kill_status; False only to replay traces from before)."""
         self.runtime = runtime
         self.cgroups = cgroups
         self.settings = settings
@@ -111,6 +115,7 @@ class KubeRuntimeManager:
         self.images.events = self.containers.events = events
         self._image_checks_beside_sandbox = image_checks_beside_sandbox
         self._check_pool = check_pool()  # its threads start with the first check
+        self._kill_from_listings = kill_from_listings
 
     def get_pod_status(self, uid: PodUID, name: str, namespace: str,
                        listing: PodListing | None = None) -> RuntimePodStatus:
@@ -118,6 +123,16 @@ class KubeRuntimeManager:
         first relist): its sandboxes and containers are not listed again."""
         return get_pod_status(self.runtime, uid, name, namespace, self._termination_message,
                               listing)
+
+    def removal_status(self, pod: Pod) -> RuntimePodStatus:
+        """What stopping and removing ``pod`` reads of the runtime first: its listings
+        alone unless a preStop hook needs the pod IP (see kill_status); its status is never
+        shown again, as the pod goes."""
+        uid = PodUID(pod.uid)
+        if self._kill_from_listings and not needs_full_status(pod):
+            return listed_pod_status(self.runtime, uid, pod.metadata.name,
+                                     pod.metadata.namespace)
+        return self.get_pod_status(uid, pod.metadata.name, pod.metadata.namespace)
 
     def _termination_message(self, status: ContainerStatus) -> str:
         """Read from the node's files, so observed: a replay answers as recorded."""
@@ -388,7 +403,11 @@ class KubeRuntimeManager:
             # Killing events here, in the pod's order, not from the kill threads: what a
             # handler sends must come in one order for a replay to compare.
             self.containers.announce_kill(pod, entry.name, STOPPING)
-        if running:
+        if len(running) == 1 and ordering is None:
+            # One container (most pods): stopped on this thread. A pool for it would start
+            # a thread per pod killed, hundreds when a node's pods are removed at once.
+            steps.append(kill(running[0].id, running[0].name))
+        elif running:
             # A sidecar's kill waits for others: each needs a thread of its own, or the
             # ones it waits on could queue behind it.
             workers = len(running) if ordering else min(self._kill_parallelism, len(running))

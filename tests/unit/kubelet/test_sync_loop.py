@@ -236,7 +236,8 @@ def test_a_crashed_pod_worker_is_replaced_and_its_pod_synced_again(node: Node) -
 def test_a_kill_in_flight_is_issued_again_to_the_replacement(node: Node) -> None:
     node.snapshot(pod("u1"))
     node.until("the container to run", lambda: node.running("u1") == ["c"])
-    node.fake.fail("pod_sandbox_status", RuntimeError("a bug in the worker"))
+    # (The kill's first call: a pod removed is stopped from the status its worker read.)
+    node.fake.fail("stop_container", RuntimeError("a bug in the worker"))
     node.snapshot()  # the pod goes: the worker's kill fails on the bug
     node.until("the worker restart", lambda: restarts(node, "pod") == 1)
     node.until("the pod to be removed all the same", lambda: node.fake.list_pod_sandbox() == ())

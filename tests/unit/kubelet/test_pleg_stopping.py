@@ -1,0 +1,126 @@
+"""The PLEG while pod workers stop their pods (actors.kubelet.pod_stopping): the events of
+a pod being stopped make no relist, its worker's end of the stop makes one (one for many
+ending together), other pods' events relist as before; without the setting (traces from
+before) every event relists."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from actors.core.dispatch import Dispatch
+from actors.core.testing import Inbox
+from actors.core.timers import ManualTimers
+from actors.kubelet import names
+from actors.kubelet.messages import EventType, RelistNow
+from actors.kubelet.metrics import KubeletMetrics
+from actors.kubelet.pleg import PLEG, RECHECK_DELAYS
+from actors.kubelet.pod_stopping import PodStopping
+from runtime.clock import FakeClock
+from runtime.containerd.events import EventKind, EventSink, RuntimeEvent
+from runtime.ids import ContainerID, PodUID, SandboxID
+from runtime.testing.fake_runtime import FakeRuntime
+from tests.unit.kubelet.test_pleg import _pod
+from tests.unit.kubelet.test_pleg_evented import FakeSubscription, Rig, _connected, _wait_relists
+
+
+def _rig(stops_from_workers: bool) -> Iterator[Rig]:
+    clock = FakeClock()
+    dispatch = Dispatch()
+    timers = ManualTimers(dispatch, clock)
+    fake = FakeRuntime(clock, images=["img"])
+    sync_loop = Inbox(dispatch, names.SYNC_LOOP)
+    subscriptions: list[FakeSubscription] = []
+
+    def subscribe(sink: EventSink) -> FakeSubscription:
+        subscriptions.append(FakeSubscription(sink))
+        return subscriptions[-1]
+
+    metrics = KubeletMetrics()
+    pleg = PLEG.start(dispatch, fake, clock, 0, timers=timers, runtime_events=subscribe,
+                      metrics=metrics, starts_from_syncs=True,
+                      stops_from_workers=stops_from_workers)
+    dispatch.register(names.PLEG, pleg)
+    try:
+        yield Rig(clock, dispatch, timers, fake, sync_loop, subscriptions, metrics)
+    finally:
+        pleg.stop()
+        sync_loop.stop()
+
+
+@pytest.fixture
+def rig() -> Iterator[Rig]:
+    yield from _rig(True)
+
+
+@pytest.fixture
+def old_rig() -> Iterator[Rig]:
+    yield from _rig(False)
+
+
+def _stop_and_remove(rig: Rig, sandbox: str, container: str) -> None:
+    """What a worker's stop does to the runtime, and the events it makes."""
+    rig.fake.stop_container(ContainerID(container), 2)
+    rig.sink.on_event(RuntimeEvent(EventKind.EXITED, container, 0))
+    rig.fake.stop_pod_sandbox(SandboxID(sandbox))
+    rig.sink.on_event(RuntimeEvent(EventKind.EXITED, sandbox, 137))
+    rig.fake.remove_pod_sandbox(SandboxID(sandbox))
+    for gone in (container, sandbox):
+        rig.sink.on_event(RuntimeEvent(EventKind.DELETED, gone, 0))
+
+
+def test_a_stopping_pods_events_make_no_relist_and_its_end_makes_one(rig: Rig) -> None:
+    sandbox, container = _pod(rig.fake, "u1", "web")
+    settled = _connected(rig)
+    rig.dispatch.tell(names.PLEG, PodStopping(PodUID("u1"), True), sender="pod/u1")
+    _stop_and_remove(rig, sandbox, container)
+    rig.timers.advance(sum(RECHECK_DELAYS))
+    assert rig.settle() == settled  # no relist, no re-check
+    rig.dispatch.tell(names.PLEG, PodStopping(PodUID("u1"), False), sender="pod/u1")
+    relisted = _wait_relists(rig, settled + 1)[-1]
+    assert PodUID("u1") not in {p.uid for p in relisted.pods}
+    assert {(e.type, e.container_id) for e in relisted.events} >= {
+        (EventType.CONTAINER_DIED, ContainerID(container)),
+        (EventType.CONTAINER_REMOVED, ContainerID(container))}
+    rig.timers.advance(sum(RECHECK_DELAYS))
+    assert rig.settle() == settled + 1
+
+
+def test_another_pods_exit_still_relists_at_once(rig: Rig) -> None:
+    _pod(rig.fake, "u1", "web")
+    _sandbox, other = _pod(rig.fake, "u2", "db")
+    settled = _connected(rig)
+    rig.dispatch.tell(names.PLEG, PodStopping(PodUID("u1"), True), sender="pod/u1")
+    rig.fake.exit_container(ContainerID(other), 1)
+    rig.sink.on_event(RuntimeEvent(EventKind.EXITED, other, 1))
+    died = _wait_relists(rig, settled + 1)[-1]
+    assert (EventType.CONTAINER_DIED, ContainerID(other)) in {
+        (e.type, e.container_id) for e in died.events}
+
+
+def test_stops_ending_together_make_one_relist(rig: Rig) -> None:
+    pods = {uid: _pod(rig.fake, uid, "web") for uid in ("u1", "u2", "u3")}
+    settled = _connected(rig)
+    for uid, (sandbox, container) in pods.items():
+        rig.dispatch.tell(names.PLEG, PodStopping(PodUID(uid), True), sender=f"pod/{uid}")
+        _stop_and_remove(rig, sandbox, container)
+    with rig.fake._lock:  # a relist the runtime holds up while the three ends arrive
+        rig.dispatch.tell(names.PLEG, RelistNow("held"), sender="test")
+        for uid in pods:
+            rig.dispatch.tell(names.PLEG, PodStopping(PodUID(uid), False), sender=f"pod/{uid}")
+    _wait_relists(rig, settled + 2)
+    assert rig.settle() == settled + 2  # the held one, and one for the three
+
+
+def test_without_the_setting_every_event_relists(old_rig: Rig) -> None:
+    rig = old_rig
+    sandbox, container = _pod(rig.fake, "u1", "web")
+    settled = _connected(rig)
+    rig.dispatch.tell(names.PLEG, PodStopping(PodUID("u1"), True), sender="pod/u1")
+    rig.fake.stop_container(ContainerID(container), 2)
+    rig.sink.on_event(RuntimeEvent(EventKind.EXITED, container, 0))
+    died = _wait_relists(rig, settled + 1)[-1]
+    assert (EventType.CONTAINER_DIED, ContainerID(container)) in {
+        (e.type, e.container_id) for e in died.events}
+    del sandbox
