@@ -23,7 +23,7 @@ from actors.app.cgroups import start_pod_cgroups
 from actors.app.eviction_setup import wire_eviction
 from actors.app.feature_gates import EVENTED_PLEG, enabled
 from actors.app.flags import KubeletFlags
-from actors.app.http.security import main_port_security_begun
+from actors.app.http.security import main_port_security
 from actors.app.http.server import KubeletHTTPServer
 from actors.app.http.stream_routes import stream_host
 from actors.app.log_rotation_setup import log_rotation_parts
@@ -253,8 +253,8 @@ def start_kubelet(
                          probe_metrics=stats.probes, runtime_events=events,
                          log_rotation=rotation,
                          probe_state=probe_state_file(root_dir))
-    tls, auth = main_port_security_begun(flags, cluster.client if cluster is not None
-                                         else None, (node_ip,))
+    tls, auth = main_port_security(flags, cluster.client if cluster is not None else None,
+                                   (node_ip,))
     timers.start()
     sync_loop = tree.start(parts)
     view = DaemonView(dispatch, metrics, manager)
@@ -284,8 +284,8 @@ class StopSignals:
     """SIGTERM and SIGINT noted, from when it is made until ``restore``.
 
     The daemon makes it before it starts the kubelet: /healthz answers before the start
-    is over (the main port is served after it), and a signal sent once it answers must
-    stop the daemon in order, not kill it.
+    is over (the other ports are served after it), and a signal sent once it answers
+    must stop the daemon in order, not kill it.
     """
 
     def __init__(self) -> None:

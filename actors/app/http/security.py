@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import ssl
 from typing import TYPE_CHECKING
 
 from actors.app.flags import KubeletFlags
 from actors.app.http.auth import ALWAYS_ALLOW, WEBHOOK, APIReviews, AuthSettings, KubeletAuth
-from actors.app.http.tls import (
-    ServingTLS,
-    context_without_pair,
-    pair_in_making,
-    server_context,
-    serving_pair,
-    tls_settings,
-    with_serving_pair,
-)
+from actors.app.http.tls import server_context, serving_pair, tls_settings
 from runtime.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -24,50 +16,15 @@ if TYPE_CHECKING:
 
 def main_port_security(
     flags: KubeletFlags, client: KubeClient | None, node_ips: tuple[str, ...] = ()
-) -> tuple[ServingTLS | None, KubeletAuth | None]:
+) -> tuple[tuple[ssl.SSLContext, str, str] | None, KubeletAuth | None]:
     """The SSL context and serving pair, and the authenticator/authorizer, of ``--port``
     (nothing when it is off). Raises ConfigError on unusable files or webhooks without an
     API server."""
     if flags.port == 0:
         return None, None
-    return main_port_tls(flags, node_ips), main_port_auth(flags, client)
-
-
-def main_port_security_begun(
-    flags: KubeletFlags, client: KubeClient | None, node_ips: tuple[str, ...] = ()
-) -> tuple[ServingTLS | Callable[[], ServingTLS] | None, KubeletAuth | None]:
-    """``main_port_security`` for the daemon's start: while a child makes the serving
-    pair (a node's first start, actors.app.http.tls.begin_serving_pair), the TLS part is
-    what takes it, called by KubeletHTTPServer when it serves the main port, after the
-    healthz port: the start does not wait for the RSA keys before /healthz answers.
-    There is nothing of the user's to check in that pair; everything else is checked
-    now, as ``main_port_security`` does."""
-    if flags.port == 0:
-        return None, None
-    tls = tls_settings(flags, node_ips)
-    if not pair_in_making(tls):
-        return main_port_security(flags, client, node_ips)
-    context = context_without_pair(tls)
-    auth = main_port_auth(flags, client)
-
-    def with_the_pair() -> ServingTLS:
-        cert, key = serving_pair(tls)
-        return with_serving_pair(context, cert, key), cert, key
-
-    return with_the_pair, auth
-
-
-def main_port_tls(flags: KubeletFlags, node_ips: tuple[str, ...] = ()) -> ServingTLS:
-    """The main port's SSL context and serving pair (made now if there is none).
-    Raises ConfigError on unusable files."""
     tls = tls_settings(flags, node_ips)
     cert, key = serving_pair(tls)
-    return server_context(tls, cert, key), cert, key
-
-
-def main_port_auth(flags: KubeletFlags, client: KubeClient | None) -> KubeletAuth:
-    """The main port's authenticator and authorizer. Raises ConfigError for webhooks
-    without an API server."""
+    context = server_context(tls, cert, key)
     settings = AuthSettings(
         node_name=flags.node_name, anonymous=flags.anonymous_auth,
         client_ca_file=flags.client_ca_file, token_webhook=flags.authentication_token_webhook,
@@ -76,6 +33,7 @@ def main_port_auth(flags: KubeletFlags, client: KubeClient | None) -> KubeletAut
         authorized_ttl=flags.authorization_webhook_cache_authorized_ttl,
         unauthorized_ttl=flags.authorization_webhook_cache_unauthorized_ttl)
     try:
-        return KubeletAuth(settings, APIReviews(client) if client is not None else None)
+        auth = KubeletAuth(settings, APIReviews(client) if client is not None else None)
     except ValueError as err:
         raise ConfigError(f"{err}: give --kubeconfig") from err
+    return (context, cert, key), auth

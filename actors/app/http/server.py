@@ -27,7 +27,7 @@ import socket
 import ssl
 import threading
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,7 +45,6 @@ from actors.app.http.stats import StatsEndpoints
 from actors.app.http.stream_proxy import StreamSessions
 from actors.app.http.stream_routes import StreamHost, add_disabled_stream_routes, add_stream_routes
 from actors.app.http.timeline import add_timeline_route
-from actors.app.http.tls import ServingTLS
 from actors.app.http.upgrade import enable_upgrades
 from actors.app.http.view import KubeletView
 from runtime.errors import ConfigError
@@ -60,7 +59,8 @@ MAIN, READ_ONLY, HEALTHZ = "main", "read-only", "healthz"
 """Listener names, the keys of ``bound_ports``."""
 
 _SERVE_ORDER = (HEALTHZ, READ_ONLY, MAIN)
-"""The main port last: a first start's serving pair may still be in the making."""
+"""The order listeners are served in: the one the start is judged by first, the main
+port (whose TLS server costs the most to start) last."""
 _THREADS = {MAIN: 4, READ_ONLY: 4, HEALTHZ: 2}
 _FLAGS = {MAIN: "--port", READ_ONLY: "--read-only-port", HEALTHZ: "--healthz-port"}
 _ADDRESS_FLAGS = {MAIN: "--address", READ_ONLY: "--address", HEALTHZ: "--healthz-bind-address"}
@@ -182,8 +182,7 @@ class KubeletHTTPServer:
 
     The main and read-only ports serve every endpoint (see actors.app.http.routes), the
     healthz port only ``/healthz`` and its per-check subpaths. With ``tls`` (an SSL
-    context and the serving pair's files, or what makes them: called when the main port
-    is served, after the healthz port) the main port is HTTPS; with ``auth`` its
+    context and the serving pair's files) the main port is HTTPS; with ``auth`` its
     requests are authenticated and authorized first. ``start()`` binds, then serves in
     daemon threads; ``stop()`` stops serving, closes the sockets and joins the threads.
     Both are meant to be called from one thread (the daemon's main).
@@ -197,7 +196,7 @@ class KubeletHTTPServer:
         read_only_port: int = 10255,
         healthz_port: int = 10248,
         healthz_address: str = "127.0.0.1",
-        tls: ServingTLS | Callable[[], ServingTLS] | None = None,
+        tls: tuple[ssl.SSLContext, str, str] | None = None,
         auth: KubeletAuth | None = None,
         stats: StatsEndpoints | None = None,
         streams: StreamHost | None = None,
@@ -234,8 +233,8 @@ class KubeletHTTPServer:
 
         The healthz port is served first: what it answers (the sync loop's health) is up
         already, and building the other ports' apps and starting their worker threads
-        (tens of milliseconds on a busy start, each thread waiting for the GIL), or
-        waiting for a first start's serving pair, need not come before it. Their sockets
+        (tens of milliseconds on a busy start, each thread waiting for the GIL) need not
+        come before it. Their sockets
         are listening by then: a connection made meanwhile waits in the backlog, and a
         server that cannot start still fails the start."""
         if self._listeners:
@@ -284,8 +283,6 @@ class KubeletHTTPServer:
         """Hand a bound socket to a new server (cheroot for TLS, else waitress) and start
         its loop thread."""
         if listener.name == MAIN and self._tls is not None:
-            if callable(self._tls):  # a first start's serving pair, made meanwhile
-                self._tls = self._tls()
             context, cert, key = self._tls
             server = _BoundTLSServer(listener.sock, app,
                                      _PeerSubjectAdapter(context, cert, key),

@@ -72,10 +72,6 @@ TLS13_SUITES = frozenset({"TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384",
                           "TLS_CHACHA20_POLY1305_SHA256"})
 
 
-ServingTLS = tuple[ssl.SSLContext, str, str]
-"""The main port's SSL context and its serving pair's files."""
-
-
 @dataclass(frozen=True)
 class TLSSettings:
     """The main port's TLS flags (KubeletConfiguration tls* and x509.clientCAFile)."""
@@ -184,15 +180,6 @@ def begin_serving_pair(settings: TLSSettings) -> Iterator[SelfSignedChild | None
                 del _BEGUN[settings.cert_dir]
 
 
-def pair_in_making(settings: TLSSettings) -> bool:
-    """Whether ``serving_pair`` would take the pair from a child begun for these settings
-    (a node's first start): nothing of the user's to check then, only a wait."""
-    with _BEGUN_LOCK:
-        child = _BEGUN.get(settings.cert_dir)
-    return (child is not None and needs_self_signed_pair(settings)
-            and child.request == PairRequest(settings.node_name, settings.node_ips))
-
-
 def _begun_pair(settings: TLSSettings) -> tuple[bytes, bytes] | None:
     """The begun child's pair for ``settings``, if one was begun for the same names."""
     with _BEGUN_LOCK:
@@ -231,25 +218,14 @@ def _write(path: Path, data: bytes, mode: int) -> None:
 def server_context(settings: TLSSettings, cert: str, key: str) -> ssl.SSLContext:
     """The main port's SSL context: the serving pair, the TLS floor and suites, and the
     client CA (a client certificate asked for, checked when given)."""
-    return with_serving_pair(context_without_pair(settings), cert, key)
-
-
-def with_serving_pair(ctx: ssl.SSLContext, cert: str, key: str) -> ssl.SSLContext:
-    """``ctx`` (from ``context_without_pair``) serving the pair ``cert`` / ``key``."""
-    try:
-        ctx.load_cert_chain(cert, key)
-    except (OSError, ssl.SSLError) as err:
-        raise ConfigError(f"the serving certificate {cert} / {key} is unusable: {err}") from err
-    return ctx
-
-
-def context_without_pair(settings: TLSSettings) -> ssl.SSLContext:
-    """The main port's SSL context less its serving pair: everything of the flags' checked
-    (ConfigError), for a start that will have the pair only later."""
     check_settings(settings)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.minimum_version = TLS_VERSIONS.get(settings.min_version or "VersionTLS12",
                                            ssl.TLSVersion.TLSv1_2)
+    try:
+        ctx.load_cert_chain(cert, key)
+    except (OSError, ssl.SSLError) as err:
+        raise ConfigError(f"the serving certificate {cert} / {key} is unusable: {err}") from err
     tls12 = [CIPHER_SUITES[s] for s in settings.cipher_suites if s in CIPHER_SUITES]
     if tls12:
         try:

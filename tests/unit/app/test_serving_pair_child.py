@@ -19,10 +19,8 @@ from cryptography.x509.oid import NameOID
 from loguru import logger
 
 from actors.app import main as main_module
-from actors.app.flags import parse_flags
 from actors.app.http import self_signed
 from actors.app.http import tls as tls_module
-from actors.app.http.security import main_port_security_begun
 from actors.app.http.self_signed import PairRequest, SelfSignedChild
 from actors.app.http.tls import (
     TLSSettings,
@@ -30,10 +28,9 @@ from actors.app.http.tls import (
     needs_self_signed_pair,
     server_context,
     serving_pair,
-    tls_settings,
 )
 from actors.app.node import node_ip
-from runtime.errors import ConfigError, CRIError
+from runtime.errors import CRIError
 
 NODE = "node-a"
 
@@ -186,37 +183,3 @@ def test_a_daemon_start_that_fails_early_leaves_no_child(
     assert children[0].request == PairRequest(NODE, (node_ip(),))
     assert children[0].returncode is not None  # killed or done, and reaped
     assert tls_module._BEGUN == {}
-
-
-def test_a_first_start_takes_the_childs_pair_only_when_it_serves_the_main_port(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The daemon's start (main_port_security_begun) checks the flags' TLS and auth at
-    once but leaves the wait for the child's pair to the main port's serving, after
-    /healthz; a restart, with the pair on disk, has nothing left for later."""
-    monkeypatch.setattr(tls_module, "self_signed_pair", _not_here)
-    flags = parse_flags(["--pod-manifest-path", str(tmp_path / "manifests"),
-                         "--root-dir", str(tmp_path / "root"), "--node-name", NODE])
-    settings = tls_settings(flags, ("10.0.0.1",))
-    with begin_serving_pair(settings) as child:
-        assert child is not None
-        tls, auth = main_port_security_begun(flags, None, ("10.0.0.1",))
-        assert callable(tls) and auth is not None
-        assert needs_self_signed_pair(settings)  # not taken yet: no pair on disk
-        context, cert, key = tls()
-    _check_pair(cert, key, settings)
-    assert context.verify_mode == ssl.CERT_NONE  # no --client-ca-file
-    with begin_serving_pair(settings) as again:
-        assert again is None
-        tls, _ = main_port_security_begun(flags, None, ("10.0.0.1",))
-        assert isinstance(tls, tuple) and tls[1:] == (cert, key)
-
-
-def test_a_first_start_with_a_bad_client_ca_fails_before_it_serves(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tls_module, "self_signed_pair", _not_here)
-    flags = parse_flags(["--pod-manifest-path", str(tmp_path / "manifests"),
-                         "--root-dir", str(tmp_path / "root"), "--node-name", NODE,
-                         "--client-ca-file", str(tmp_path / "missing-ca.crt")])
-    with begin_serving_pair(tls_settings(flags)), pytest.raises(ConfigError,
-                                                                 match="--client-ca-file"):
-        main_port_security_begun(flags, None)

@@ -225,37 +225,3 @@ def test_the_healthz_port_answers_before_the_other_ports_apps_are_built(
         starting.join(60)
         server.stop()
 
-
-def test_a_first_starts_healthz_answers_before_its_serving_pair_is_made(
-        tmp_path: Path) -> None:
-    """The main port's TLS given as what makes it (a first start's pair, made by a child
-    meanwhile) is made when that port is served, after /healthz answers."""
-    tls = TLSSettings(cert_dir=str(tmp_path / "pki"), node_name="node")
-    cert, key = serving_pair(tls)
-    release = threading.Event()
-
-    def pair() -> tuple[ssl.SSLContext, str, str]:
-        assert release.wait(60), "never released"
-        return server_context(tls, cert, key), cert, key
-
-    server = KubeletHTTPServer(HealthyView(), port=ANY_PORT, read_only_port=DISABLED,
-                               healthz_port=ANY_PORT, tls=pair)
-    starting = threading.Thread(target=server.start, daemon=True)
-    starting.start()
-    try:
-        wait_for(lambda: HEALTHZ in server.bound_ports, 60, "the healthz port served")
-        url = f"http://127.0.0.1:{server.bound_ports[HEALTHZ]}/healthz"
-        with urllib.request.urlopen(url, timeout=10) as answer:
-            assert (answer.status, answer.read()) == (200, b"ok")
-        assert MAIN not in server.bound_ports
-        release.set()
-        starting.join(60)
-        client = ssl.create_default_context(cafile=cert)
-        client.check_hostname = False
-        url = f"https://127.0.0.1:{server.bound_ports[MAIN]}/healthz"
-        with urllib.request.urlopen(url, context=client, timeout=10) as answer:
-            assert (answer.status, answer.read()) == (200, b"ok")
-    finally:
-        release.set()
-        starting.join(60)
-        server.stop()
