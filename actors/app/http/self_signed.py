@@ -23,9 +23,8 @@ import json
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-
-from msgspec import Struct
 
 ROOT = str(Path(__file__).resolve().parents[3])
 """The directory holding the ``actors`` package the child must import (this checkout's,
@@ -87,7 +86,8 @@ def self_signed_pair(host: str, ips: tuple[str, ...] = ()) -> tuple[bytes, bytes
     return cert.public_bytes(pem) + ca.public_bytes(pem), key_pem
 
 
-class PairRequest(Struct, frozen=True):
+@dataclass(frozen=True, slots=True)
+class PairRequest:
     """What a pair is made for: the certificate's host (the node name) and extra IP SANs."""
 
     host: str
