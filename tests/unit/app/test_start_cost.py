@@ -225,3 +225,14 @@ def test_the_healthz_port_answers_before_the_other_ports_apps_are_built(
         starting.join(60)
         server.stop()
 
+
+
+def test_the_serving_pair_child_imports_only_the_standard_library() -> None:
+    """The child that makes a first start's serving pair beside the daemon loads none of
+    the daemon's libraries (msgspec, loguru): its time is the start's while it waits."""
+    code = ("import json, sys, actors.app.http.self_signed\n"
+            "print(json.dumps(sorted(m for m in ('msgspec', 'loguru', 'yaml', 'grpc')"
+            " if m in sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True,
+                         capture_output=True, text=True, timeout=120).stdout
+    assert json.loads(out.splitlines()[-1]) == []
