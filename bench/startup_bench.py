@@ -1,7 +1,7 @@
 """How fast the daemon starts: imports, spawn to a healthy /healthz, and adopting running pods.
 
     .venv/bin/python -m bench.startup_bench [--runs N] [--pods P] [--imports-only]
-        [--no-pyc | --after-setup]
+        [--no-pyc | --after-setup] [--instructions]
 
 1. Imports, no runtime needed: the CPU (user+sys of the child, from wait4) and wall time
    of ``python -c pass`` (the interpreter alone: the floor), of importing ``bin.main``
@@ -23,6 +23,10 @@ restart: everything cached); ``--no-pyc``, none of ours (a checkout before setup
 compile step: every start compiles every module of ours); ``--after-setup``, only what
 scripts/setup.sh makes (its scripts/compile_bytecode.sh, run into the checkout first: a
 user's first start after setup). In the last two the daemon writes no bytecode.
+
+With ``--instructions`` (needs valgrind): also each import row once under callgrind, the
+instructions it executes, which the machine's load does not change (CPU time does, by
+tens of percent on a busy machine): the measure to compare two checkouts with.
 
 The machine is shared: CPU time is the measure to compare, wall time is what a user sees.
 Not a test: nothing here asserts on time; it prints a table.
@@ -135,6 +139,30 @@ def import_samples(runs: int, pycache: Path) -> dict[str, list[Sample]]:
             for mode, env in modes:
                 out[label + mode].append(child_sample([str(PYTHON), "-c", code], env))
     return out
+
+
+def import_instructions(env: dict[str, str]) -> dict[str, int]:
+    """Each IMPORTS row run once under valgrind's callgrind: the instructions executed."""
+    out: dict[str, int] = {}
+    for label, code in IMPORTS:
+        done = subprocess.run(
+            ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", str(PYTHON),
+             "-c", code], cwd=REPO, env=env, capture_output=True, text=True, check=True)
+        found = re.search(r"Collected\s*:\s*(\d+)", done.stderr)
+        if found is None:
+            raise RuntimeError(f"no instruction count from valgrind: {done.stderr[-500:]}")
+        out[label] = int(found.group(1))
+    return out
+
+
+def instructions_table(counts: dict[str, int]) -> Table:
+    table = Table(title="imports under callgrind (instructions executed, one run each)")
+    for col in ("what", "M instructions", "/ floor"):
+        table.add_column(col, justify="left" if col == "what" else "right")
+    floor = counts[IMPORTS[0][0]]
+    for label, count in counts.items():
+        table.add_row(label, f"{count / 1e6:,.0f}", f"{count / floor:.1f}x")
+    return table
 
 
 class TimedDaemon(DaemonProc):
@@ -344,6 +372,9 @@ def main(argv: list[str] | None = None) -> int:
     bytecode.add_argument("--after-setup", action="store_true",
                           help="run the daemon with only the bytecode setup makes "
                                "(scripts/compile_bytecode.sh, run into the checkout first)")
+    parser.add_argument("--instructions", action="store_true",
+                        help="also count the imports' instructions under valgrind's "
+                             "callgrind (load-independent; about a minute)")
     parser.add_argument("--profile", metavar="PATH", type=Path,
                         help="with --pods: record the restarted daemon's first 3 s with "
                              "py-spy (pip install py-spy), collapsed stacks into PATH")
@@ -364,6 +395,8 @@ def run(args: argparse.Namespace, console: Console, pycache: Path) -> int:
     console.print(samples_table("imports (CPU = user+sys of the child)", imports, floor))
     console.print(f"(CPU from /proc at healthz is in {1000 // TICK_HZ} ms ticks; "
                   f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
+    if args.instructions:
+        console.print(instructions_table(import_instructions(child_env(None))))
     if args.imports_only:
         return 0
     if os.geteuid() != 0:

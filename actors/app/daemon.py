@@ -281,25 +281,45 @@ def start_kubelet(
     return Kubelet(dispatch, timers, sync_loop, http, metrics, writer, cluster, watching)
 
 
+class StopSignals:
+    """SIGTERM and SIGINT noted, from when it is made until ``restore``.
+
+    The daemon makes it before it starts the kubelet: /healthz answers before the start
+    is over (the other ports are served after it), and a signal sent once it answers
+    must stop the daemon in order, not kill it.
+    """
+
+    def __init__(self) -> None:
+        self.stop = threading.Event()
+        self.received: list[int] = []
+        self._previous = {s: signal.signal(s, self._on_signal)
+                          for s in (signal.SIGTERM, signal.SIGINT)}
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        # Only note it: logging here could re-enter the logger when a second signal comes
+        # while the first is being logged (Ctrl-C to a process group, then SIGTERM), which
+        # loguru refuses with a RuntimeError.
+        self.received.append(signum)
+        self.stop.set()
+
+    def restore(self) -> None:
+        """Put back the handlers there were before."""
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+
 def run_until_signalled(kubelet: Kubelet, upkeep: Callable[[], object] = give_back_free_memory,
-                        upkeep_period: float = TRIM_PERIOD_S) -> int:
-    """Block until SIGTERM/SIGINT or until the sync loop gives up; then stop in order.
+                        upkeep_period: float = TRIM_PERIOD_S,
+                        signals: StopSignals | None = None) -> int:
+    """Block until SIGTERM/SIGINT (noted by ``signals``, else from now on) or until the
+    sync loop gives up; then stop in order and put the signal handlers back.
 
     Meanwhile ``upkeep`` runs every ``upkeep_period`` seconds on this (otherwise idle)
     thread: the process's own housekeeping, which no actor owns (actors.app.process_memory).
     """
-    stop = threading.Event()
+    signals = signals or StopSignals()
+    stop, received = signals.stop, signals.received
     next_upkeep = time.monotonic() + upkeep_period
-    received: list[int] = []
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        # Only note it: logging here could re-enter the logger when a second signal comes
-        # while the first is being logged (Ctrl-C to a process group, then SIGTERM), which
-        # loguru refuses with a RuntimeError.
-        received.append(signum)
-        stop.set()
-
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
         while not stop.wait(0.5):
             if time.monotonic() >= next_upkeep:
@@ -314,5 +334,4 @@ def run_until_signalled(kubelet: Kubelet, upkeep: Callable[[], object] = give_ba
         kubelet.stop()
         return EXIT_OK
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        signals.restore()

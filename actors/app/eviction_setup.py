@@ -15,6 +15,7 @@ import argparse
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 from loguru import logger
 
 from actors.app.durations import parse_duration
@@ -108,5 +109,5 @@ def wire_eviction(flags: KubeletFlags, stats: StatsParts | None, sync: SyncLoopS
     # Disk pressure: the garbage collector reclaims first (it always runs in the daemon).
     settings = EvictionSettings(config, notify, reclaim=names.GC)
     logger.info("eviction thresholds: {}", ", ".join(t.describe() for t in config.thresholds))
-    return (settings, dataclasses.replace(stats, eviction=True),
+    return (settings, msgspec.structs.replace(stats, eviction=True),
             dataclasses.replace(sync, eviction=True))

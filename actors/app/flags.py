@@ -6,10 +6,10 @@ import argparse
 import ipaddress
 import os
 import socket
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from loguru import logger
+from msgspec import Struct, field
 
 from actors.app.durations import parse_duration
 from actors.app.eviction_setup import add_eviction_flags, eviction_config
@@ -47,8 +47,7 @@ DEFAULT_POD_LOGS_DIR = "/var/log/pods"
 DEFAULT_PAUSE_IMAGE = "localhost:5000/kubelet-actors/pause:3.9"
 
 
-@dataclass(frozen=True, slots=True)
-class KubeletFlags:
+class KubeletFlags(Struct, frozen=True):
     pod_manifest_path: str
     container_runtime_endpoint: str
     root_dir: str

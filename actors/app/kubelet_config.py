@@ -12,8 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from actors.app.durations import parse_duration
 from actors.app.eviction_setup import CONFIG_FIELDS as EVICTION_FIELDS
 from runtime.errors import ConfigError, ConfigErrors
@@ -217,6 +215,8 @@ def config_error(path: str, field: str, rule: str) -> ConfigError:
 
 def load_kubelet_config(path: str) -> tuple[dict[str, Any], tuple[str, ...]]:
     """The flag values the file sets, by flag destination, and the fields it ignores."""
+    import yaml  # only with --config: a start without one need not import PyYAML
+
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:

@@ -121,13 +121,18 @@ def run_daemon(flags: KubeletFlags) -> int:
     pair = (begin_serving_pair(tls_settings(flags, (host_ip,))) if flags.port
             else contextlib.nullcontext())
     with hold_root_dir(flags.root_dir), pair:
-        from actors.app.daemon import run_until_signalled, start_kubelet
+        from actors.app.daemon import StopSignals, run_until_signalled, start_kubelet
 
         with open_runtime(flags, must_answer=False) as (client, embedded):
-            kubelet = start_kubelet(flags, client, host_ip, embedded,
-                                    runtime_endpoint=client.endpoint)
+            signals = StopSignals()  # /healthz answers before start_kubelet returns
+            try:
+                kubelet = start_kubelet(flags, client, host_ip, embedded,
+                                        runtime_endpoint=client.endpoint)
+            except BaseException:
+                signals.restore()
+                raise
             end_of_start()
-            return run_until_signalled(kubelet)
+            return run_until_signalled(kubelet, signals=signals)
 
 
 def main(argv: list[str] | None = None) -> int:

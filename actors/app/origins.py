@@ -13,8 +13,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import TypeVar
+
+from msgspec import Struct
 
 from actors.app.kubelet_config import DEST_OF_FIELD, FIELD_OF_DEST, config_error
 from runtime.errors import ConfigError, ConfigErrors
@@ -32,8 +33,7 @@ def flag_names(parser: argparse.ArgumentParser) -> dict[str, str]:
     return names
 
 
-@dataclass(frozen=True, slots=True)
-class Origins:
+class Origins(Struct, frozen=True):
     """Which settings the ``config`` file set (and no flag overrode), which the command
     line set, and each setting's flag; the others have their defaults."""
 

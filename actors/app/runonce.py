@@ -8,9 +8,9 @@ that pod's wait at once, so one bad pod never holds up the report on the others.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 
 from loguru import logger
+from msgspec import Struct
 
 from runtime.clock import Clock
 from runtime.errors import CRIError
@@ -35,8 +35,7 @@ HOPELESS = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class PodOutcome:
+class PodOutcome(Struct, frozen=True):
     """How one pod ended up: ``ok`` when every container runs (or the pod succeeded)."""
 
     pod: Pod

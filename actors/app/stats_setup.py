@@ -7,7 +7,7 @@ in a trace (see actors.kubelet.stats_collector for why that keeps replay exact).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from msgspec import Struct
 
 from actors.app.flags import KubeletFlags
 from actors.app.http.stats import StatsEndpoints
@@ -21,8 +21,7 @@ from runtime.kuberuntime.settings import NodeSettings
 from runtime.stats.collector import StatsCollector, StatsSettings
 
 
-@dataclass(frozen=True, slots=True)
-class StatsWiring:
+class StatsWiring(Struct, frozen=True):
     parts: StatsParts | None  # None: --stats-collection-period=0
     probes: ProbeMetrics
     endpoints: StatsEndpoints

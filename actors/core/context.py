@@ -9,11 +9,11 @@ runtime manager's parallel kills) is still attributed to it.
 from __future__ import annotations
 
 import contextvars
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 
-@dataclass(frozen=True, slots=True)
-class Handling:
+class Handling(Struct, frozen=True):
     actor: str
     incarnation: int
     delivery: int | None  # the id of the delivery being handled (None: on_start, asks)

@@ -11,11 +11,11 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import pykka
 from loguru import logger
+from msgspec import Struct
 
 from actors.core import context
 from actors.core.envelope import Envelope
@@ -25,8 +25,7 @@ ActorRef = pykka.ActorRef[Any]
 """A started actor's reference, whatever the actor's class."""
 
 
-@dataclass(frozen=True, slots=True)
-class Registration:
+class Registration(Struct, frozen=True):
     ref: ActorRef
     incarnation: int
 

@@ -6,14 +6,13 @@ on actors.core can use them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from msgspec import Struct
 
 from actors.core.trace.names import message
 
 
 @message("Tick")
-@dataclass(frozen=True, slots=True)
-class Tick:
+class Tick(Struct, frozen=True):
     """A timer firing; ``kind`` names the timer (sync, housekeeping, relist, ...)."""
 
     kind: str
@@ -21,8 +20,7 @@ class Tick:
 
 
 @message("ChildFailed", carries=("pending",))
-@dataclass(frozen=True, slots=True)
-class ChildFailed:
+class ChildFailed(Struct, frozen=True):
     """A supervised actor stopped on an exception."""
 
     name: str
@@ -32,8 +30,7 @@ class ChildFailed:
 
 
 @message("ChildExited")
-@dataclass(frozen=True, slots=True)
-class ChildExited:
+class ChildExited(Struct, frozen=True):
     """A supervised actor stopped on purpose (a normal exit: transient ones stay stopped)."""
 
     name: str
@@ -42,8 +39,7 @@ class ChildExited:
 
 
 @message("RestartChild")
-@dataclass(frozen=True, slots=True)
-class RestartChild:
+class RestartChild(Struct, frozen=True):
     """A timer: restart ``name`` now (its back-off delay is over)."""
 
     name: str
@@ -51,8 +47,7 @@ class RestartChild:
 
 
 @message("DeadLetter", carries=("message",))
-@dataclass(frozen=True, slots=True)
-class DeadLetter:
+class DeadLetter(Struct, frozen=True):
     """A message told to a name with no live actor, handed to the supervisor to hold."""
 
     sender: str
@@ -61,8 +56,7 @@ class DeadLetter:
 
 
 @message("Stop")
-@dataclass(frozen=True, slots=True)
-class Stop:
+class Stop(Struct, frozen=True):
     """Stop the kubelet; ``reason`` is logged."""
 
     reason: str
@@ -70,8 +64,7 @@ class Stop:
 
 
 @message("HandOver")
-@dataclass(frozen=True, slots=True)
-class HandOver:
+class HandOver(Struct, frozen=True):
     """What a supervised actor leaves its successor: told to its supervisor, which keeps the
     newest per child and starts the child's next incarnation from it (ChildSpec.resume).
 

@@ -20,10 +20,10 @@ Here:
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
 from typing import Any
 
 from loguru import logger
+from msgspec import Struct
 
 from actors.core.actor import Actor
 from actors.core.dispatch import Dispatch
@@ -42,8 +42,7 @@ RING = 1000
 
 
 @message("RecordEvent")
-@dataclass(frozen=True, slots=True)
-class RecordEvent:
+class RecordEvent(Struct, frozen=True):
     """Record one event about ``ref`` (its time is when the events actor gets it)."""
 
     ref: ObjectRef
@@ -53,16 +52,14 @@ class RecordEvent:
 
 
 @message("SinkEvent")
-@dataclass(frozen=True, slots=True)
-class SinkEvent:
+class SinkEvent(Struct, frozen=True):
     """Cluster mode: write this event (as made, before correlation) to the API server."""
 
     event: CoreEvent
 
 
 @message("GetEvents")
-@dataclass(frozen=True, slots=True)
-class GetEvents:
+class GetEvents(Struct, frozen=True):
     """Ask: the kept events as v1 Event JSON, oldest first."""
 
 

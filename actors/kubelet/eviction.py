@@ -22,10 +22,10 @@ actor is rebuilt and replayed like the others (the stats actor that feeds it is 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from loguru import logger
+from msgspec import Struct
 
 from actors.core.actor import Actor
 from actors.core.dispatch import Dispatch
@@ -49,32 +49,28 @@ POD_CLEANUP_TIMEOUT = 30.0
 
 
 @message("SignalsObserved")
-@dataclass(frozen=True, slots=True)
-class SignalsObserved:
+class SignalsObserved(Struct, frozen=True):
     """The stats actor -> eviction: one collection's signals and pod usage."""
 
     signals: NodeSignals
 
 
 @message("ActivePods")
-@dataclass(frozen=True, slots=True)
-class ActivePods:
+class ActivePods(Struct, frozen=True):
     """The sync loop -> eviction: the admitted pods not yet stopping (the candidates)."""
 
     pods: tuple[Pod, ...]
 
 
 @message("NodePressure")
-@dataclass(frozen=True, slots=True)
-class NodePressure:
+class NodePressure(Struct, frozen=True):
     """Eviction -> sync loop and node status: the node conditions that hold now."""
 
     conditions: tuple[str, ...]
 
 
 @message("EvictPod")
-@dataclass(frozen=True, slots=True)
-class EvictPod:
+class EvictPod(Struct, frozen=True):
     """Eviction -> sync loop: kill this pod with this grace and fail it (reason Evicted)."""
 
     uid: str
@@ -84,14 +80,12 @@ class EvictPod:
 
 
 @message("GetPressure")
-@dataclass(frozen=True, slots=True)
-class GetPressure:
+class GetPressure(Struct, frozen=True):
     """Ask: the node conditions this manager last told (an empty tuple: none)."""
 
 
 
-@dataclass(frozen=True, slots=True)
-class EvictionSettings:
+class EvictionSettings(Struct, frozen=True):
     """How the eviction actor is wired: its config, who hears of pressure, and the
     garbage collector's address ("" when there is none)."""
 

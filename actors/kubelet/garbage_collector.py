@@ -21,10 +21,10 @@ from __future__ import annotations
 import enum
 from collections import deque
 from concurrent.futures import Executor, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any
 
 from loguru import logger
+from msgspec import Struct, field
 
 from actors.core.actor import Actor
 from actors.core.dispatch import Dispatch
@@ -57,8 +57,7 @@ IMAGE_GC_PERIOD = 300.0
 """Upstream's ImageGCPeriod (5 m)."""
 
 
-@dataclass(frozen=True, slots=True)
-class GCSettings:
+class GCSettings(Struct, frozen=True):
     """The collector's policies and periods (the periods are this project's flags)."""
 
     containers: ContainerGCPolicy = field(default_factory=ContainerGCPolicy)
@@ -76,8 +75,7 @@ class RoundKind(enum.Enum):
     RECLAIM = "reclaim"  # both, everything unused: the eviction manager asked
 
 
-@dataclass(frozen=True, slots=True)
-class _Round:
+class _Round(Struct, frozen=True):
     seq: int
     kind: RoundKind
     reason: str = ""
@@ -85,8 +83,7 @@ class _Round:
 
 
 @message("GCGathered")
-@dataclass(frozen=True, slots=True)
-class GCGathered:
+class GCGathered(Struct, frozen=True):
     """Internal: the round's reading of the runtime."""
 
     seq: int
@@ -94,8 +91,7 @@ class GCGathered:
 
 
 @message("GCPlanned")
-@dataclass(frozen=True, slots=True)
-class GCPlanned:
+class GCPlanned(Struct, frozen=True):
     """Internal: what the round removes (its decision, as the trace records it)."""
 
     seq: int
@@ -104,8 +100,7 @@ class GCPlanned:
 
 
 @message("GCCarriedOut")
-@dataclass(frozen=True, slots=True)
-class GCCarriedOut:
+class GCCarriedOut(Struct, frozen=True):
     """Internal: what carrying the plan out removed, and what failed."""
 
     seq: int

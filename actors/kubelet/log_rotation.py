@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import Executor
-from dataclasses import dataclass
 
 from loguru import logger
+from msgspec import Struct
 
 from actors.core.dispatch import Dispatch
 from actors.core.periodic import PeriodicJob
@@ -31,8 +31,7 @@ from runtime.kuberuntime.log_rotation import DEFAULT_MONITOR_INTERVAL
 from runtime.kuberuntime.log_rotator import ContainerLogRotator, RotatedLog
 
 
-@dataclass(frozen=True, slots=True)
-class LogRotationParts:
+class LogRotationParts(Struct, frozen=True):
     """What the log rotation actor is made of (None in a replay: it is not rebuilt)."""
 
     rotator: ContainerLogRotator
@@ -40,8 +39,7 @@ class LogRotationParts:
 
 
 @message("LogsRotated")
-@dataclass(frozen=True, slots=True)
-class LogsRotated:
+class LogsRotated(Struct, frozen=True):
     """Internal: a pass ended (how long it took, what it rotated, what failed)."""
 
     seconds: float

@@ -8,7 +8,8 @@ can record them and a replay can feed them again.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from actors.core.trace.names import message
 from runtime.ids import ContainerID, PodUID
@@ -25,8 +26,7 @@ Verdicts = tuple[tuple[ContainerID, ProbeResult], ...]
 # --- sources -> supervisor -------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class ManifestProblem:
+class ManifestProblem(Struct, frozen=True):
     """A manifest that could not become a pod: where, which field, why."""
 
     source: str
@@ -35,8 +35,7 @@ class ManifestProblem:
 
 
 @message("SourceSnapshot")
-@dataclass(frozen=True, slots=True)
-class SourceSnapshot:
+class SourceSnapshot(Struct, frozen=True):
     """Every pod a source wants right now (upstream's SET), with the files it rejected."""
 
     source: str  # "file" or "http"
@@ -57,23 +56,20 @@ class EventType(enum.Enum):
     POD_SYNC = "PodSync"
 
 
-@dataclass(frozen=True, slots=True)
-class PodLifecycleEvent:
+class PodLifecycleEvent(Struct, frozen=True):
     uid: PodUID
     type: EventType
     container_id: ContainerID | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class RuntimeContainer:
+class RuntimeContainer(Struct, frozen=True):
     id: ContainerID
     name: str
     image: str
     state: str  # running, exited, created, unknown
 
 
-@dataclass(frozen=True, slots=True)
-class RuntimePod:
+class RuntimePod(Struct, frozen=True):
     """A pod the runtime holds something of, named by its labels."""
 
     uid: PodUID
@@ -84,8 +80,7 @@ class RuntimePod:
 
 
 @message("Relisted")
-@dataclass(frozen=True, slots=True)
-class Relisted:
+class Relisted(Struct, frozen=True):
     """One PLEG relist: the events it found and every pod the runtime holds."""
 
     events: tuple[PodLifecycleEvent, ...]
@@ -102,8 +97,7 @@ class Relisted:
 
 
 @message("RuntimeEventSeen")
-@dataclass(frozen=True, slots=True)
-class RuntimeEventSeen:
+class RuntimeEventSeen(Struct, frozen=True):
     """The runtime's event stream reported a container change (runtime.cri.runtime_events)."""
 
     kind: str  # an EventKind value: "/tasks/exit", "/tasks/start", ...
@@ -111,32 +105,28 @@ class RuntimeEventSeen:
 
 
 @message("RuntimeEventsConnected")
-@dataclass(frozen=True, slots=True)
-class RuntimeEventsConnected:
+class RuntimeEventsConnected(Struct, frozen=True):
     """The runtime's event stream is (again) open: the PLEG may relist less often."""
 
     source: str = ""  # an EventSource value: "cri", "containerd"; "" in older traces
 
 
 @message("RuntimeEventsLost")
-@dataclass(frozen=True, slots=True)
-class RuntimeEventsLost:
+class RuntimeEventsLost(Struct, frozen=True):
     """The runtime's event stream broke (or never opened): the PLEG relists every period."""
 
     reason: str
 
 
 @message("RelistNow")
-@dataclass(frozen=True, slots=True)
-class RelistNow:
+class RelistNow(Struct, frozen=True):
     """The PLEG to itself: relist now, because of an event (or to re-check one)."""
 
     reason: str
 
 
 @message("SyncChangedRuntime")
-@dataclass(frozen=True, slots=True)
-class SyncChangedRuntime:
+class SyncChangedRuntime(Struct, frozen=True):
     """A pod worker's sync made or started sandboxes or containers: the PLEG relists
     (one relist for however many wait), and what it finds reaches the sync loop as events,
     as upstream's PLEG sees a pod worker's work at its next relist."""
@@ -145,8 +135,7 @@ class SyncChangedRuntime:
 
 
 @message("RelistFailed")
-@dataclass(frozen=True, slots=True)
-class RelistFailed:
+class RelistFailed(Struct, frozen=True):
     error: str
 
 
@@ -161,8 +150,7 @@ class UpdateKind(enum.Enum):
 
 
 @message("UpdatePod")
-@dataclass(frozen=True, slots=True)
-class UpdatePod:
+class UpdatePod(Struct, frozen=True):
     """Bring the worker's pod to ``pod``; KILL (or a deleted pod) terminates it."""
 
     pod: Pod
@@ -194,8 +182,7 @@ class WorkerState(enum.Enum):
 
 
 @message("PodWorkerDone")
-@dataclass(frozen=True, slots=True)
-class PodWorkerDone:
+class PodWorkerDone(Struct, frozen=True):
     """A worker finished one round; the supervisor requeues it after ``requeue_after``."""
 
     uid: PodUID
@@ -209,8 +196,7 @@ class PodWorkerDone:
 
 
 @message("PodObserved")
-@dataclass(frozen=True, slots=True)
-class PodObserved:
+class PodObserved(Struct, frozen=True):
     """What a worker saw of its pod in the runtime, and what its last sync did."""
 
     pod: Pod
@@ -224,8 +210,7 @@ class PodObserved:
 
 
 @message("PodRejected")
-@dataclass(frozen=True, slots=True)
-class PodRejected:
+class PodRejected(Struct, frozen=True):
     """Admission refused the pod (upstream: phase Failed with a reason)."""
 
     pod: Pod
@@ -234,22 +219,19 @@ class PodRejected:
 
 
 @message("DesiredPods")
-@dataclass(frozen=True, slots=True)
-class DesiredPods:
+class DesiredPods(Struct, frozen=True):
     """Every pod the sources want, so status shows them before their first sync."""
 
     pods: tuple[Pod, ...]
 
 
 @message("GetPods")
-@dataclass(frozen=True, slots=True)
-class GetPods:
+class GetPods(Struct, frozen=True):
     """Ask the status manager for every pod with its status."""
 
 
 @message("PodForgotten")
-@dataclass(frozen=True, slots=True)
-class PodForgotten:
+class PodForgotten(Struct, frozen=True):
     """The pod is gone from the node: drop its status, probes and back-offs."""
 
     uid: PodUID
@@ -265,8 +247,7 @@ class ProbeKind(enum.Enum):
 
 
 @message("ProbeVerdict")
-@dataclass(frozen=True, slots=True)
-class ProbeVerdict:
+class ProbeVerdict(Struct, frozen=True):
     """A probe's result flipped (after its thresholds) for one container."""
 
     uid: PodUID
@@ -280,8 +261,7 @@ class ProbeVerdict:
 
 
 @message("KillRuntimePod")
-@dataclass(frozen=True, slots=True)
-class KillRuntimePod:
+class KillRuntimePod(Struct, frozen=True):
     """Stop and remove everything the runtime holds of a pod no source wants."""
 
     uid: PodUID
@@ -292,8 +272,7 @@ class KillRuntimePod:
 
 
 @message("RuntimePodKilled")
-@dataclass(frozen=True, slots=True)
-class RuntimePodKilled:
+class RuntimePodKilled(Struct, frozen=True):
     uid: PodUID
     ok: bool
     error: str = ""
@@ -303,8 +282,7 @@ class RuntimePodKilled:
 
 
 @message("RuntimeHealth")
-@dataclass(frozen=True, slots=True)
-class RuntimeHealth:
+class RuntimeHealth(Struct, frozen=True):
     """Whether the CRI runtime answers; ``reason`` says why not."""
 
     ok: bool
@@ -315,8 +293,7 @@ class RuntimeHealth:
 
 
 @message("CollectGarbage")
-@dataclass(frozen=True, slots=True)
-class CollectGarbage:
+class CollectGarbage(Struct, frozen=True):
     """Ask the garbage collector to reclaim now (the eviction manager, under disk
     pressure): every dead container of a terminated or deleted pod, then every unused
     image old enough (upstream's DeleteAllUnusedContainers and DeleteUnusedImages). The
@@ -327,8 +304,7 @@ class CollectGarbage:
 
 
 @message("GarbageCollected")
-@dataclass(frozen=True, slots=True)
-class GarbageCollected:
+class GarbageCollected(Struct, frozen=True):
     """What a reclaim freed: containers, sandboxes and images removed, image bytes freed."""
 
     reason: str
@@ -340,14 +316,12 @@ class GarbageCollected:
 
 
 @message("GetGCPods")
-@dataclass(frozen=True, slots=True)
-class GetGCPods:
+class GetGCPods(Struct, frozen=True):
     """The garbage collector asks the sync loop which pods it still has (answer: GCPods)."""
 
 
 @message("GCPods")
-@dataclass(frozen=True, slots=True)
-class GCPods:
+class GCPods(Struct, frozen=True):
     """The sync loop's answer to GetGCPods: the pods whose content and runtime stay."""
 
     pods: PodsForGC

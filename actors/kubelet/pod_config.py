@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
+from msgspec import Struct
 from msgspec.structs import replace
 
 from actors.kubelet.messages import SourceSnapshot
@@ -50,8 +50,7 @@ CONFIG_MIRROR = "kubernetes.io/config.mirror"
 _LOCAL_ANNOTATIONS = frozenset({CONFIG_SOURCE, CONFIG_MIRROR, CONFIG_SEEN})
 
 
-@dataclass(frozen=True, slots=True)
-class PodChanges:
+class PodChanges(Struct, frozen=True):
     """What one snapshot changed in the desired pods, in upstream's delivery order.
 
     ``adds`` may hold pods of another source: a pod refused for a name conflict is admitted

@@ -8,10 +8,10 @@ containerd that exited is started again, with back-off 1 s doubling to 30 s.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from loguru import logger
+from msgspec import Struct
 
 from actors.core.actor import Actor
 from actors.core.dispatch import Dispatch
@@ -31,8 +31,7 @@ RESTART_MIN, RESTART_MAX = 1.0, 30.0
 
 
 @message("Recheck")
-@dataclass(frozen=True, slots=True)
-class Recheck:
+class Recheck(Struct, frozen=True):
     """Internal: check again now (a back-off timer fired)."""
 
 

@@ -20,9 +20,9 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import Executor
-from dataclasses import dataclass
 
 from loguru import logger
+from msgspec import Struct
 
 from actors.core.dispatch import Dispatch
 from actors.core.periodic import PeriodicJob
@@ -55,8 +55,7 @@ class StatsCache:
             self.collections += 1
 
 
-@dataclass(frozen=True, slots=True)
-class StatsParts:
+class StatsParts(Struct, frozen=True):
     """What the stats actor is made of (None in a replay: it is not rebuilt)."""
 
     collector: StatsCollector
@@ -66,8 +65,7 @@ class StatsParts:
 
 
 @message("StatsCollected")
-@dataclass(frozen=True, slots=True)
-class StatsCollected:
+class StatsCollected(Struct, frozen=True):
     """Internal: a collection ended (how long it took, what failed)."""
 
     seconds: float

@@ -13,7 +13,7 @@ import contextlib
 import random
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from loguru import logger
@@ -23,6 +23,7 @@ from actors.core.messages import Stop, Tick
 from actors.core.supervision import ChildSpec, StartChild, SupervisorActor, SupervisorSpec
 from actors.core.timers import Cancellable, Timers
 from actors.core.trace.names import message
+from actors.core.values import replace
 from actors.kubelet import names
 from actors.kubelet.cluster.messages import HealthReport, ReportHealth, StaticPodsWanted
 from actors.kubelet.eviction import ActivePods, EvictPod, NodePressure

@@ -12,6 +12,8 @@ import threading
 from collections.abc import Mapping
 from typing import Any, cast
 
+import msgspec
+
 from actors.core.dispatch import ActorRef
 from actors.core.supervision import ChildSpec
 from actors.core.trace.names import MESSAGES
@@ -156,7 +158,7 @@ class KubeletWorld:
         config = ReplayConfig.from_header(stubs.config)
         # Replayed handlers may make directories (emptyDir, logs): keep them out of the
         # recorded node's, in the scratch dir (scratch_paths maps them back).
-        node = dataclasses.replace(config.node, root_dir=f"{stubs.scratch}/root",
+        node = msgspec.structs.replace(config.node, root_dir=f"{stubs.scratch}/root",
                                    pod_logs_dir=f"{stubs.scratch}/logs")
         runtime = cast(CRIRuntime, intercept(Unreachable(), CRIRuntime, stubs.answers))
         containerd: ManagedContainerd | None = None

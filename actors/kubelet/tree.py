@@ -12,10 +12,10 @@ import dataclasses
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import msgspec
+from msgspec import Struct, field
 
 from actors.core.actor import Actor
 from actors.core.dispatch import ActorRef, Dispatch
@@ -133,8 +133,7 @@ class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
         return msgspec.convert(raw, cls)
 
 
-@dataclass(frozen=True, slots=True)
-class Sources:
+class Sources(Struct, frozen=True):
     """Where pods come from (upstream's --pod-manifest-path, --manifest-url)."""
 
     node_name: str
@@ -152,8 +151,7 @@ class Sources:
         return frozenset(wanted)
 
 
-@dataclass(frozen=True, slots=True)
-class KubeletParts:
+class KubeletParts(Struct, frozen=True):
     """Everything the kubelet's actors are made of."""
 
     dispatch: Dispatch
@@ -183,8 +181,7 @@ class KubeletParts:
     probe_state: ProbeStateSink | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Construct:
+class Construct(Struct, frozen=True):
     """How to make one actor: started (the daemon) or only built (a replay)."""
 
     cls: type[Actor]

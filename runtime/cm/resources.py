@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Final
+
+from msgspec import Struct, field
 
 from runtime.cm.aggregate import ResourceList, as_list, pod_limits, pod_requests
 from runtime.cm.qos import BEST_EFFORT, BURSTABLE, GUARANTEED, pod_qos
@@ -92,8 +93,7 @@ def hugepage_limits(requests: ResourceList) -> dict[int, int]:
     return limits
 
 
-@dataclass(frozen=True, slots=True)
-class ResourceConfig:
+class ResourceConfig(Struct, frozen=True):
     """What to write into one cgroup; None leaves the cgroup's value alone."""
 
     cpu_shares: int | None = None

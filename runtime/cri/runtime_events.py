@@ -15,11 +15,11 @@ import abc
 import enum
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import grpc
 from loguru import logger
+from msgspec import Struct
 
 from runtime.cri.client import grpc_target
 
@@ -57,8 +57,7 @@ class EventSource(enum.Enum):
     CONTAINERD = "containerd"  # containerd's events service
 
 
-@dataclass(frozen=True, slots=True)
-class RuntimeEvent:
+class RuntimeEvent(Struct, frozen=True):
     """One change to a container (or a sandbox: its pause container) the runtime reported."""
 
     kind: EventKind

@@ -10,8 +10,9 @@ the stats collector then reads the pod's cgroup and network namespace itself.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from proto import api_pb2
 from runtime.cri.convert import frozen_map, ns_to_seconds
@@ -24,8 +25,7 @@ def _empty() -> Mapping[str, str]:
     return {}
 
 
-@dataclass(frozen=True, slots=True)
-class SandboxStats:
+class SandboxStats(Struct, frozen=True):
     """One pod sandbox's usage (CRI PodSandboxStats, its Linux part)."""
 
     id: SandboxID

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+
+from msgspec import Struct, field
 
 from runtime.cri.usage import CpuUsage, MemoryUsage
 from runtime.ids import ContainerID, SandboxID
@@ -23,24 +24,21 @@ def _empty() -> Mapping[str, str]:
 # --- runtime --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class VersionInfo:
+class VersionInfo(Struct, frozen=True):
     version: str
     runtime_name: str
     runtime_version: str
     runtime_api_version: str
 
 
-@dataclass(frozen=True, slots=True)
-class RuntimeCondition:
+class RuntimeCondition(Struct, frozen=True):
     type: str  # RuntimeReady, NetworkReady
     status: bool
     reason: str = ""
     message: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class RuntimeStatus:
+class RuntimeStatus(Struct, frozen=True):
     conditions: tuple[RuntimeCondition, ...]
 
     def condition(self, type_: str) -> RuntimeCondition | None:
@@ -70,23 +68,20 @@ class Protocol(enum.IntEnum):
     SCTP = 2
 
 
-@dataclass(frozen=True, slots=True)
-class PodSandboxMetadata:
+class PodSandboxMetadata(Struct, frozen=True):
     name: str
     uid: str
     namespace: str
     attempt: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class DNSConfig:
+class DNSConfig(Struct, frozen=True):
     servers: tuple[str, ...] = ()
     searches: tuple[str, ...] = ()
     options: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class PortMapping:
+class PortMapping(Struct, frozen=True):
     container_port: int
     host_port: int = 0
     protocol: Protocol = Protocol.TCP
@@ -109,28 +104,24 @@ class SupplementalGroupsPolicy(enum.IntEnum):
     STRICT = 1
 
 
-@dataclass(frozen=True, slots=True)
-class SecurityProfile:
+class SecurityProfile(Struct, frozen=True):
     profile_type: SecurityProfileType
     localhost_ref: str = ""  # the profile's path on the node, for LOCALHOST
 
 
-@dataclass(frozen=True, slots=True)
-class Capability:
+class Capability(Struct, frozen=True):
     add_capabilities: tuple[str, ...] = ()
     drop_capabilities: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class SELinuxOption:
+class SELinuxOption(Struct, frozen=True):
     user: str = ""
     role: str = ""
     type: str = ""
     level: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class LinuxSandboxSecurityContext:
+class LinuxSandboxSecurityContext(Struct, frozen=True):
     """The sandbox's security settings (its namespace modes are PodSandboxConfig's).
 
     ``privileged`` is True when any container of the pod is privileged: containerd
@@ -146,8 +137,7 @@ class LinuxSandboxSecurityContext:
     selinux_options: SELinuxOption | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class LinuxContainerSecurityContext:
+class LinuxContainerSecurityContext(Struct, frozen=True):
     """A container's security settings (its namespace modes follow its sandbox's).
 
     ``masked_paths`` and ``readonly_paths`` empty means none, not the runtime's defaults:
@@ -170,8 +160,7 @@ class LinuxContainerSecurityContext:
     apparmor: SecurityProfile | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class PodSandboxConfig:
+class PodSandboxConfig(Struct, frozen=True):
     metadata: PodSandboxMetadata
     hostname: str = ""
     log_directory: str = ""
@@ -187,8 +176,7 @@ class PodSandboxConfig:
     security: LinuxSandboxSecurityContext = field(default_factory=LinuxSandboxSecurityContext)
 
 
-@dataclass(frozen=True, slots=True)
-class PodSandbox:
+class PodSandbox(Struct, frozen=True):
     """One entry of ListPodSandbox."""
 
     id: SandboxID
@@ -200,8 +188,7 @@ class PodSandbox:
     runtime_handler: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class PodSandboxStatus:
+class PodSandboxStatus(Struct, frozen=True):
     id: SandboxID
     metadata: PodSandboxMetadata
     state: SandboxState
@@ -213,8 +200,7 @@ class PodSandboxStatus:
     annotations: Mapping[str, str] = field(default_factory=_empty)
 
 
-@dataclass(frozen=True, slots=True)
-class SandboxFilter:
+class SandboxFilter(Struct, frozen=True):
     id: str = ""
     state: SandboxState | None = None
     label_selector: Mapping[str, str] = field(default_factory=_empty)
@@ -230,20 +216,17 @@ class ContainerState(enum.IntEnum):
     UNKNOWN = 3
 
 
-@dataclass(frozen=True, slots=True)
-class ContainerMetadata:
+class ContainerMetadata(Struct, frozen=True):
     name: str
     attempt: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class ImageSpec:
+class ImageSpec(Struct, frozen=True):
     image: str
     annotations: Mapping[str, str] = field(default_factory=_empty)
 
 
-@dataclass(frozen=True, slots=True)
-class KeyValue:
+class KeyValue(Struct, frozen=True):
     key: str
     value: str
 
@@ -254,22 +237,19 @@ class MountPropagation(enum.IntEnum):
     BIDIRECTIONAL = 2
 
 
-@dataclass(frozen=True, slots=True)
-class Mount:
+class Mount(Struct, frozen=True):
     container_path: str
     host_path: str
     readonly: bool = False
     propagation: MountPropagation = MountPropagation.PRIVATE
 
 
-@dataclass(frozen=True, slots=True)
-class HugepageLimit:
+class HugepageLimit(Struct, frozen=True):
     page_size: str  # "2MB", "1GB": the runtime's names for the kernel's page sizes
     limit: int  # bytes
 
 
-@dataclass(frozen=True, slots=True)
-class LinuxContainerResources:
+class LinuxContainerResources(Struct, frozen=True):
     cpu_period: int = 0
     cpu_quota: int = 0
     cpu_shares: int = 0
@@ -278,8 +258,7 @@ class LinuxContainerResources:
     hugepage_limits: tuple[HugepageLimit, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class ContainerConfig:
+class ContainerConfig(Struct, frozen=True):
     metadata: ContainerMetadata
     image: ImageSpec
     command: tuple[str, ...] = ()
@@ -301,8 +280,7 @@ class ContainerConfig:
     pid_target_id: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class Container:
+class Container(Struct, frozen=True):
     """One entry of ListContainers."""
 
     id: ContainerID
@@ -316,8 +294,7 @@ class Container:
     annotations: Mapping[str, str] = field(default_factory=_empty)
 
 
-@dataclass(frozen=True, slots=True)
-class ContainerStatus:
+class ContainerStatus(Struct, frozen=True):
     id: ContainerID
     metadata: ContainerMetadata
     state: ContainerState
@@ -335,23 +312,20 @@ class ContainerStatus:
     log_path: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class ContainerFilter:
+class ContainerFilter(Struct, frozen=True):
     id: str = ""
     state: ContainerState | None = None
     pod_sandbox_id: str = ""
     label_selector: Mapping[str, str] = field(default_factory=_empty)
 
 
-@dataclass(frozen=True, slots=True)
-class ExecResult:
+class ExecResult(Struct, frozen=True):
     stdout: bytes
     stderr: bytes
     exit_code: int
 
 
-@dataclass(frozen=True, slots=True)
-class ContainerStats:
+class ContainerStats(Struct, frozen=True):
     id: ContainerID
     name: str
     labels: Mapping[str, str]
@@ -368,8 +342,7 @@ class ContainerStats:
 # --- images ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Image:
+class Image(Struct, frozen=True):
     id: str
     repo_tags: tuple[str, ...] = ()
     repo_digests: tuple[str, ...] = ()
@@ -379,8 +352,7 @@ class Image:
     username: str = ""  # the image's user when it is a name, not a number
 
 
-@dataclass(frozen=True, slots=True)
-class AuthConfig:
+class AuthConfig(Struct, frozen=True):
     username: str = ""
     password: str = ""
     auth: str = ""
@@ -389,8 +361,7 @@ class AuthConfig:
     registry_token: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class FilesystemUsage:
+class FilesystemUsage(Struct, frozen=True):
     mountpoint: str
     used_bytes: int
     inodes_used: int

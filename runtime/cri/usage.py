@@ -8,18 +8,16 @@ since the epoch.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from msgspec import Struct
 
 
-@dataclass(frozen=True, slots=True)
-class CpuUsage:
+class CpuUsage(Struct, frozen=True):
     timestamp: float
     usage_core_nanoseconds: int | None = None
     usage_nano_cores: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class MemoryUsage:
+class MemoryUsage(Struct, frozen=True):
     timestamp: float
     working_set_bytes: int | None = None
     available_bytes: int | None = None
@@ -29,8 +27,7 @@ class MemoryUsage:
     major_page_faults: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class InterfaceUsage:
+class InterfaceUsage(Struct, frozen=True):
     name: str
     rx_bytes: int | None = None
     rx_errors: int | None = None
@@ -38,8 +35,7 @@ class InterfaceUsage:
     tx_errors: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class NetworkUsage:
+class NetworkUsage(Struct, frozen=True):
     timestamp: float
     default_interface: InterfaceUsage | None = None
     interfaces: tuple[InterfaceUsage, ...] = ()

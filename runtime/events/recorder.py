@@ -11,14 +11,14 @@ GenerateContainerRef) or the node.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from typing import Any, Protocol
+
+from msgspec import Struct
 
 from runtime.pod.model import Container, Pod
 
 
-@dataclass(frozen=True, slots=True)
-class ObjectRef:
+class ObjectRef(Struct, frozen=True):
     """A v1 ObjectReference (what ``involvedObject`` holds)."""
 
     kind: str
@@ -54,8 +54,7 @@ class NullRecorder:
         return None
 
 
-@dataclass(frozen=True, slots=True)
-class Recorded:
+class Recorded(Struct, frozen=True):
     ref: ObjectRef
     type: str
     reason: str

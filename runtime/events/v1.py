@@ -9,10 +9,11 @@ since upstream's messages embed durations that way ("Successfully pulled image .
 from __future__ import annotations
 
 import calendar
-import dataclasses
 import time
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
+from msgspec import Struct
 
 from runtime.apitime import rfc3339
 from runtime.events.recorder import ObjectRef
@@ -21,8 +22,7 @@ DEFAULT_NAMESPACE = "default"
 """Where events about cluster-scoped objects (the Node) go."""
 
 
-@dataclass(frozen=True, slots=True)
-class CoreEvent:
+class CoreEvent(Struct, frozen=True):
     """One v1 Event: what the correlator works on and the writer sends."""
 
     name: str
@@ -41,7 +41,7 @@ class CoreEvent:
     resource_version: str = ""
 
     def replace(self, **changes: Any) -> CoreEvent:
-        return dataclasses.replace(self, **changes)
+        return msgspec.structs.replace(self, **changes)
 
     def to_json(self) -> dict[str, Any]:
         meta: dict[str, Any] = {"name": self.name, "namespace": self.namespace}

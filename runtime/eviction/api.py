@@ -8,8 +8,9 @@ Amounts are integers in the signal's unit (bytes, inodes, process IDs).
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from typing import Final
+
+from msgspec import Struct
 
 MEMORY_AVAILABLE: Final = "memory.available"
 ALLOCATABLE_MEMORY_AVAILABLE: Final = "allocatableMemory.available"
@@ -85,8 +86,7 @@ def float32(value: float) -> float:
     return rounded
 
 
-@dataclass(frozen=True, slots=True)
-class Quantity:
+class Quantity(Struct, frozen=True):
     """An integer amount and how Go prints it (BinarySI ``Mi`` or DecimalSI ``k``)."""
 
     value: int
@@ -119,8 +119,7 @@ def format_quantity(value: int, binary: bool = True) -> str:
     return str(value)
 
 
-@dataclass(frozen=True, slots=True)
-class ThresholdValue:
+class ThresholdValue(Struct, frozen=True):
     """A quantity, or a percentage (a fraction, as float32) of the signal's capacity."""
 
     quantity: Quantity | None = None
@@ -138,8 +137,7 @@ class ThresholdValue:
         return f"{self.percentage * 100:.6g}%"  # a float32's digits
 
 
-@dataclass(frozen=True, slots=True)
-class Threshold:
+class Threshold(Struct, frozen=True):
     """``signal < value``, met for ``grace_period`` seconds before it counts (0: hard)."""
 
     signal: str
@@ -156,8 +154,7 @@ class Threshold:
             f" for {self.grace_period:g}s" if self.grace_period else "")
 
 
-@dataclass(frozen=True, slots=True)
-class EvictionConfig:
+class EvictionConfig(Struct, frozen=True):
     """The eviction manager's settings (upstream's eviction.Config)."""
 
     thresholds: tuple[Threshold, ...] = ()

@@ -10,7 +10,8 @@ the last time they were met), and the threshold to reclaim, memory first.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from runtime.eviction.api import (
     ALLOCATABLE_MEMORY_AVAILABLE,
@@ -24,8 +25,7 @@ from runtime.eviction.api import (
 from runtime.eviction.signals import NodeSignals
 
 
-@dataclass(frozen=True, slots=True)
-class EvictionState:
+class EvictionState(Struct, frozen=True):
     """What one pass leaves the next (upstream's managerImpl fields)."""
 
     first_observed: tuple[tuple[Threshold, float], ...] = ()
@@ -35,8 +35,7 @@ class EvictionState:
     conditions: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Evaluation:
+class Evaluation(Struct, frozen=True):
     """One pass's verdict: the new state, and the threshold to reclaim (None: nothing)."""
 
     state: EvictionState

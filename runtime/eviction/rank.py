@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from decimal import Decimal
+
+from msgspec import Struct
 
 from runtime.events import reasons
 from runtime.eviction.api import (
@@ -69,8 +70,7 @@ def _local_volumes(pod: Pod) -> set[str]:
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class DiskParts:
+class DiskParts(Struct, frozen=True):
     """Which parts of a pod's disk usage a disk signal counts (fsStatsType)."""
 
     root: bool
@@ -209,8 +209,7 @@ def eviction_message(resource: str, pod: Pod, signals: NodeSignals,
     return message
 
 
-@dataclass(frozen=True, slots=True)
-class EvictionOrder:
+class EvictionOrder(Struct, frozen=True):
     """Evict this pod: kill it with this grace and fail it with this message."""
 
     uid: str

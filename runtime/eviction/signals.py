@@ -9,7 +9,7 @@ pod's usage is its summary entry, reduced to what ranking and the message read.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from msgspec import Struct
 
 from runtime.eviction.api import (
     ALLOCATABLE_MEMORY_AVAILABLE,
@@ -23,8 +23,7 @@ from runtime.eviction.api import (
 from runtime.stats import summary as s
 
 
-@dataclass(frozen=True, slots=True)
-class Observation:
+class Observation(Struct, frozen=True):
     """One signal: what is available of what capacity."""
 
     signal: str
@@ -32,8 +31,7 @@ class Observation:
     capacity: int
 
 
-@dataclass(frozen=True, slots=True)
-class ContainerUsage:
+class ContainerUsage(Struct, frozen=True):
     name: str
     memory: int | None = None  # working set bytes
     rootfs: int | None = None  # writable layer bytes
@@ -42,15 +40,13 @@ class ContainerUsage:
     logs_inodes: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class VolumeUsage:
+class VolumeUsage(Struct, frozen=True):
     name: str
     used: int | None = None
     inodes: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class PodUsage:
+class PodUsage(Struct, frozen=True):
     """What the summary says one pod uses."""
 
     uid: str
@@ -60,8 +56,7 @@ class PodUsage:
     volumes: tuple[VolumeUsage, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class NodeSignals:
+class NodeSignals(Struct, frozen=True):
     """One collection's observations and pod usage, taken at ``at`` (wall clock)."""
 
     at: float

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+
+from msgspec import Struct, field
 
 from runtime.cri.types import ContainerState, NamespaceMode, SandboxState
 from runtime.ids import ContainerID, SandboxID
@@ -30,16 +31,14 @@ class KillReason(enum.Enum):
     STARTUP_PROBE = "StartupProbe"
 
 
-@dataclass(frozen=True, slots=True)
-class ContainerToKill:
+class ContainerToKill(Struct, frozen=True):
     container_id: ContainerID
     name: str
     message: str
     reason: KillReason = KillReason.NONE
 
 
-@dataclass(frozen=True, slots=True)
-class PodActions:
+class PodActions(Struct, frozen=True):
     """The plan for one sync of one pod. Indices point into spec.initContainers/containers."""
 
     kill_pod: bool = False

@@ -18,7 +18,8 @@ import random
 import shutil
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 __all__ = ["DATA_DIR", "NEW_DATA_DIR", "AtomicWriter", "FileProjection", "PayloadError",
            "validate_path", "validate_payload"]
@@ -33,8 +34,7 @@ class PayloadError(ValueError):
     """A payload path the writer refuses; the message is upstream's."""
 
 
-@dataclass(frozen=True, slots=True)
-class FileProjection:
+class FileProjection(Struct, frozen=True):
     """One file of a payload: its bytes and its mode."""
 
     data: bytes

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from loguru import logger
+from msgspec import Struct
 
 from runtime.clock import Clock
 from runtime.cri.service import CRIRuntime
@@ -43,8 +43,7 @@ STOPPING = "Stopping container"
 """The kill message of a pod's containers (upstream passes none and writes this one)."""
 
 
-@dataclass(frozen=True, slots=True)
-class CrashKey:
+class CrashKey(Struct, frozen=True):
     """Stable per pod and container spec, as upstream's GetStableKey; a changed spec
     (another hash) starts a fresh back-off."""
 

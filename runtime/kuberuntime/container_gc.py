@@ -31,7 +31,8 @@ from __future__ import annotations
 import enum
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from runtime.ids import ContainerID, PodUID, SandboxID
 
@@ -40,8 +41,7 @@ DEFAULT_MAX_PER_POD_CONTAINER = 1
 DEFAULT_MAX_CONTAINERS = -1
 
 
-@dataclass(frozen=True, slots=True)
-class ContainerGCPolicy:
+class ContainerGCPolicy(Struct, frozen=True):
     """Upstream's GCPolicy: ``--minimum-container-ttl-duration``,
     ``--maximum-dead-containers-per-container``, ``--maximum-dead-containers``
     (a negative maximum means no limit)."""
@@ -60,8 +60,7 @@ class GCState(enum.Enum):
     UNKNOWN = "unknown"
 
 
-@dataclass(frozen=True, slots=True)
-class GCContainer:
+class GCContainer(Struct, frozen=True):
     """One container the kubelet made, as ListContainers and its labels show it."""
 
     id: ContainerID
@@ -74,8 +73,7 @@ class GCContainer:
     created_at: float  # wall seconds
 
 
-@dataclass(frozen=True, slots=True)
-class GCSandbox:
+class GCSandbox(Struct, frozen=True):
     """One sandbox the kubelet made, as ListPodSandbox shows it."""
 
     id: SandboxID
@@ -86,8 +84,7 @@ class GCSandbox:
     created_at: float
 
 
-@dataclass(frozen=True, slots=True)
-class PodsForGC:
+class PodsForGC(Struct, frozen=True):
     """What the kubelet knows of its pods, for the collector (upstream's podStateProvider).
 
     ``keep_content``: pods whose containers and logs must stay (wanted by a source, or
@@ -109,20 +106,17 @@ class RemovalReason(enum.Enum):
     OLDER_SANDBOX = "older-sandbox"
 
 
-@dataclass(frozen=True, slots=True)
-class ContainerRemoval:
+class ContainerRemoval(Struct, frozen=True):
     container: GCContainer
     reason: RemovalReason
 
 
-@dataclass(frozen=True, slots=True)
-class SandboxRemoval:
+class SandboxRemoval(Struct, frozen=True):
     sandbox: GCSandbox
     reason: RemovalReason
 
 
-@dataclass(frozen=True, slots=True)
-class ContainerGCPlan:
+class ContainerGCPlan(Struct, frozen=True):
     """What one container GC round removes, oldest first within each kind."""
 
     containers: tuple[ContainerRemoval, ...] = ()

@@ -18,7 +18,8 @@ reported as a DNSConfigForming event.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from runtime.cri.types import DNSConfig
 from runtime.pod.model import Pod, PodDNSConfig
@@ -40,8 +41,7 @@ class ResolvConfError(Exception):
     """The node's resolver file cannot be read: the pod's sandbox cannot be made."""
 
 
-@dataclass(frozen=True, slots=True)
-class DNSEvent:
+class DNSEvent(Struct, frozen=True):
     """A warning event about the pod's DNS (upstream records it on the pod)."""
 
     reason: str

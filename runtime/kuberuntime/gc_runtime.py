@@ -10,9 +10,9 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-from dataclasses import dataclass
 
 from loguru import logger
+from msgspec import Struct
 
 from runtime.cri.service import CRIRuntime
 from runtime.cri.types import Container as CRIContainer
@@ -36,8 +36,7 @@ _STATES = {ContainerState.CREATED: GCState.CREATED, ContainerState.RUNNING: GCSt
            ContainerState.EXITED: GCState.EXITED, ContainerState.UNKNOWN: GCState.UNKNOWN}
 
 
-@dataclass(frozen=True, slots=True)
-class GCInputs:
+class GCInputs(Struct, frozen=True):
     """One reading of the runtime (and the pod logs directory) for a GC round."""
 
     containers: tuple[GCContainer, ...] = ()
@@ -49,8 +48,7 @@ class GCInputs:
     error: str = ""  # the reading failed: nothing else here is to be trusted
 
 
-@dataclass(frozen=True, slots=True)
-class GCOutcome:
+class GCOutcome(Struct, frozen=True):
     """What carrying out a plan removed, and what it could not."""
 
     containers: tuple[ContainerRemoval, ...] = ()

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from runtime.errors import ConfigError
 from runtime.events.v1 import go_duration
@@ -29,8 +30,7 @@ DISABLED_AT = 100
 set 100, Disable image GC")."""
 
 
-@dataclass(frozen=True, slots=True)
-class ImageGCPolicy:
+class ImageGCPolicy(Struct, frozen=True):
     """Upstream's ImageGCPolicy: ``--image-gc-high-threshold``, ``--image-gc-low-threshold``
     (percent of the image filesystem), ``--minimum-image-ttl-duration``,
     ``--image-maximum-gc-age`` (0: images are never removed for their age alone)."""
@@ -74,8 +74,7 @@ class ImageGCPolicy:
                               field="imageMaximumGCAge", related=("imageMinimumGCAge",))
 
 
-@dataclass(frozen=True, slots=True)
-class GCImage:
+class GCImage(Struct, frozen=True):
     """One image the runtime lists: its ID, the names it goes by, its size, pinned."""
 
     id: str
@@ -88,8 +87,7 @@ class GCImage:
         return self.id in in_use or any(n in in_use for n in self.names)
 
 
-@dataclass(frozen=True, slots=True)
-class ImageRecord:
+class ImageRecord(Struct, frozen=True):
     """What the collector remembers of an image (upstream's imageRecord)."""
 
     image: GCImage
@@ -98,8 +96,7 @@ class ImageRecord:
     in_use: bool = False  # used by a container at the last detection
 
 
-@dataclass(frozen=True, slots=True)
-class ImageFs:
+class ImageFs(Struct, frozen=True):
     """The image filesystem's size and free space, in bytes."""
 
     capacity: int
@@ -113,16 +110,14 @@ class ImageGCReason(enum.Enum):
     SPACE = "space"
 
 
-@dataclass(frozen=True, slots=True)
-class ImageRemoval:
+class ImageRemoval(Struct, frozen=True):
     image_id: str
     names: tuple[str, ...]
     size: int
     reason: ImageGCReason
 
 
-@dataclass(frozen=True, slots=True)
-class ImageGCPlan:
+class ImageGCPlan(Struct, frozen=True):
     """What one image GC round removes, in order, and how much it had to free."""
 
     removals: tuple[ImageRemoval, ...] = ()

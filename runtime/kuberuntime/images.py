@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from loguru import logger
+from msgspec import Struct
 
 from runtime.clock import Clock
 from runtime.cri.service import ImageService
@@ -34,8 +34,7 @@ def is_valid_image_name(image: str) -> bool:
     return bool(image) and _REFERENCE.match(image) is not None
 
 
-@dataclass(frozen=True, slots=True)
-class PullKey:
+class PullKey(Struct, frozen=True):
     """What an image pull backs off per: the pod and the image, as upstream."""
 
     uid: str

@@ -21,7 +21,8 @@ import os
 import select
 import struct
 import threading
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from runtime.errors import KubeletError
 
@@ -78,8 +79,7 @@ class DirectoryWatch:
 _EVENT = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len; then the name
 
 
-@dataclass(frozen=True, slots=True)
-class DirectoryEvent:
+class DirectoryEvent(Struct, frozen=True):
     """One inotify event: the entry's name in the directory ("" for the directory itself
     or a queue overflow) and the event's mask."""
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import msgspec
+from msgspec import Struct
 
 from runtime.pod.model import Container, LifecycleHandler, Pod, container_to_json
 
@@ -83,8 +83,7 @@ def container_annotations(pod: Pod, container: Container, restart_count: int) ->
     return annotations
 
 
-@dataclass(frozen=True, slots=True)
-class ContainerLabelInfo:
+class ContainerLabelInfo(Struct, frozen=True):
     """What the labels and annotations of a container say about it."""
 
     pod_name: str

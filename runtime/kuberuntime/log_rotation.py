@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from runtime.pod.quantity import parse_quantity
 
@@ -37,8 +38,7 @@ MIN_MONITOR_INTERVAL = 3.0
 """upstream's validation: containerLogMonitorInterval must be at least 3s."""
 
 
-@dataclass(frozen=True, slots=True)
-class LogRotatePolicy:
+class LogRotatePolicy(Struct, frozen=True):
     """upstream's LogRotatePolicy: rotate a log at ``max_size`` bytes, keep at most
     ``max_files`` files per container (the current one included)."""
 
@@ -59,8 +59,7 @@ def parse_max_size(size: str) -> int:
     return int(quantity)
 
 
-@dataclass(frozen=True, slots=True)
-class RotationPlan:
+class RotationPlan(Struct, frozen=True):
     """What one rotation does, in order: remove ``unused`` and ``excess``, compress
     ``compress`` (each to ``<name>.gz``), rename the current log to ``rotate_to``."""
 

@@ -31,7 +31,9 @@ import shutil
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+
+from msgspec import Struct
+from msgspec.structs import replace
 
 from runtime.cri.service import RuntimeService
 from runtime.cri.types import Container, ContainerFilter, ContainerState
@@ -49,8 +51,7 @@ from runtime.kuberuntime.log_rotation import (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class RotatedLog:
+class RotatedLog(Struct, frozen=True):
     """One rotation done (or one that failed: ``error`` says where)."""
 
     container_id: str
@@ -66,8 +67,7 @@ class RotatedLog:
     error: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class RotationPass:
+class RotationPass(Struct, frozen=True):
     """What one pass did: the running containers looked at, each rotation (done or
     failed) and, when the pass could not list the containers, why."""
 

@@ -30,7 +30,8 @@ from __future__ import annotations
 import calendar
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 STDOUT, STDERR = b"stdout", b"stderr"
 STREAMS = {"Stdout": STDOUT, "Stderr": STDERR}
@@ -85,8 +86,7 @@ def fixed_timestamp(raw: str) -> str:
     return format_timestamp(raw.encode("ascii", "replace")).decode("ascii", "replace")
 
 
-@dataclass(frozen=True, slots=True)
-class LogOptions:
+class LogOptions(Struct, frozen=True):
     """What a reader of a log asked for (upstream's kuberuntime LogOptions).
 
     ``tail_lines``: only the last N lines (None: all). ``limit_bytes``: stop after that
@@ -104,8 +104,7 @@ class LogOptions:
     stream: str = STREAM_ALL
 
 
-@dataclass(frozen=True, slots=True)
-class Record:
+class Record(Struct, frozen=True):
     """One parsed record: its time as written, stream, whether it ends a line, content
     (without the record's newline)."""
 

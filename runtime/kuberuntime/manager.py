@@ -9,12 +9,12 @@ checks the crash-loop back-off. Each step's outcome lands in a PodSyncResult, so
 from __future__ import annotations
 
 import contextvars
-import dataclasses
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import msgspec
 from loguru import logger
 
 from runtime.clock import Clock
@@ -203,7 +203,7 @@ class KubeRuntimeManager:
         if not self.settings.cgroups_per_qos:
             return config
         parent = pod_cgroup_parent(pod, self.settings.cgroup_root, self.settings.cgroup_driver)
-        return dataclasses.replace(config, cgroup_parent=parent)
+        return msgspec.structs.replace(config, cgroup_parent=parent)
 
     def mount_volumes(self, pod: Pod) -> PodSyncResult:
         """Set up the pod's volumes before anything of it starts (upstream's

@@ -8,7 +8,8 @@ same thing as the one that created them: nothing depends on memory.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from runtime.cri.service import RuntimeService
 from runtime.cri.types import (
@@ -25,8 +26,7 @@ from runtime.kuberuntime import labels as L
 from runtime.kuberuntime.termination_message import combine
 
 
-@dataclass(frozen=True, slots=True)
-class ContainerRuntimeStatus:
+class ContainerRuntimeStatus(Struct, frozen=True):
     """One container instance of a pod, as the runtime reports it."""
 
     id: ContainerID
@@ -49,8 +49,7 @@ class ContainerRuntimeStatus:
         return self.state == ContainerState.RUNNING
 
 
-@dataclass(frozen=True, slots=True)
-class RuntimePodStatus:
+class RuntimePodStatus(Struct, frozen=True):
     """A pod's sandboxes and containers, newest first, from the runtime's point of view."""
 
     uid: PodUID
@@ -108,8 +107,7 @@ def container_runtime_status(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class ListedSandbox:
+class ListedSandbox(Struct, frozen=True):
     """A sandbox as a listing shows it: what orders a pod's sandboxes, newest first."""
 
     id: SandboxID
@@ -117,8 +115,7 @@ class ListedSandbox:
     attempt: int
 
 
-@dataclass(frozen=True, slots=True)
-class PodListing:
+class PodListing(Struct, frozen=True):
     """What one listing of the whole runtime held of a pod (upstream's PLEG relist, which
     fills its cache): its sandboxes and the ids of its containers. A pod the listing did
     not show has an empty one. Reading a pod's status from it saves the two listings of

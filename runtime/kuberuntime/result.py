@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from msgspec import UNSET, UnsetType
+from msgspec import UNSET, Struct, UnsetType
 
 from runtime.errors import SyncError
 
@@ -13,8 +11,7 @@ CONTAINER_ACTIONS = frozenset({"StartContainer", "KillContainer"})
 MountVolumes) are on the pod."""
 
 
-@dataclass(frozen=True, slots=True)
-class StepResult:
+class StepResult(Struct, frozen=True):
     """One action on one target: ``error`` is an upstream reason ("" when it worked).
 
     ``backoff`` is the delay in seconds of a back-off wait (a CrashLoopBackOff or
@@ -48,8 +45,7 @@ class StepResult:
         return None if isinstance(self.backoff, UnsetType) else self.backoff
 
 
-@dataclass(frozen=True, slots=True)
-class PodSyncResult:
+class PodSyncResult(Struct, frozen=True):
     steps: tuple[StepResult, ...] = ()
 
     @property

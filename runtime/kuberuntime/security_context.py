@@ -13,8 +13,8 @@ the container's CreateContainerConfigError.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
+from msgspec import Struct
 from msgspec.structs import replace
 
 from runtime.cri.types import (
@@ -106,8 +106,7 @@ class SecurityContextError(ValueError):
     """The security context cannot be honoured; the message is upstream's."""
 
 
-@dataclass(frozen=True, slots=True)
-class ImageUser:
+class ImageUser(Struct, frozen=True):
     """The user an image's config runs as (upstream getImageUser): a numeric ``uid``, or a
     ``username`` that is not a number (then ``uid`` is None)."""
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from runtime.kuberuntime import log_layout
 
 
-@dataclass(frozen=True, slots=True)
-class NodeSettings:
+class NodeSettings(Struct, frozen=True):
     """Where the kubelet keeps things and how it names the node."""
 
     node_name: str

@@ -18,8 +18,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from decimal import Decimal
+
+from msgspec import Struct, field
 
 from runtime.pod.model import (
     Container,
@@ -77,8 +78,7 @@ SAFE_SYSCTLS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Node:
+class Node(Struct, frozen=True):
     """What admission needs to know about this node.
 
     ``labels`` should hold kubernetes.io/hostname, kubernetes.io/os and kubernetes.io/arch

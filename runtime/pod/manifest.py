@@ -15,55 +15,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Hashable
 from typing import Any
 
 import msgspec
-import yaml
 
 from runtime.errors import ManifestError
 from runtime.pod.defaults import api_defaults, apply_defaults
 from runtime.pod.model import ConfigMapVolumeSource, Pod, volume_source
 from runtime.pod.validation import validate_pod
-from runtime.pod.yaml_fast import fast_load
-
-try:
-    from yaml import CSafeLoader as _BaseLoader
-except ImportError:  # PyYAML built without libyaml: same behaviour, slower
-    from yaml import SafeLoader as _BaseLoader  # type: ignore[assignment]
 
 __all__ = ["parse_manifest", "parse_manifest_with_warnings"]
-
-_TIMESTAMP = "tag:yaml.org,2002:timestamp"
-_MERGE = "tag:yaml.org,2002:merge"
-
-
-class _Loader(_BaseLoader):
-    """Safe YAML loading as Kubernetes reads it.
-
-    Timestamps stay strings (the model's timestamps are RFC 3339 strings, as in JSON), and
-    a key repeated in one mapping is an error: PyYAML would silently keep the last one, so
-    a second ``command:`` would quietly replace the first.
-    """
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
-        seen: set[tuple[str, str]] = set()
-        for key_node, _ in node.value:
-            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _MERGE:
-                continue
-            key = (key_node.tag, key_node.value)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f'duplicate key "{key_node.value}"', key_node.start_mark
-                )
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != _TIMESTAMP]
-    for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
-}
 
 # The volume sources this kubelet can mount; the others decode (they are valid pods) but
 # need an API server or a volume plugin, so the pod is warned about here and, as on an
@@ -129,9 +90,6 @@ class _Where:
 
 MAX_MANIFEST_BYTES = 10 * 1024 * 1024
 """Larger is not a pod manifest (upstream caps manifest URLs at the same size)."""
-MAX_ALIASES = 100
-"""YAML aliases allowed in one manifest: real ones have few; a few lines with many can
-expand to gigabytes (an alias bomb), so more are refused before anything is built."""
 
 
 def _text(data: bytes, source: str) -> str:
@@ -147,64 +105,6 @@ def _text(data: bytes, source: str) -> str:
         raise ManifestError(
             source, "", f"not a text file (invalid UTF-8 at byte {err.start})"
         ) from err
-
-
-_STR = "tag:yaml.org,2002:str"
-_INT = "tag:yaml.org,2002:int"
-_NULL = "tag:yaml.org,2002:null"
-_BOOL = "tag:yaml.org,2002:bool"
-_SEQ = "tag:yaml.org,2002:seq"
-_MAP = "tag:yaml.org,2002:map"
-_BOOLS = {"yes": True, "true": True, "on": True, "no": False, "false": False, "off": False}
-
-
-def _load_all(text: str) -> list[object]:
-    """yaml.load_all with _Loader, faster: libyaml (the C parser) composes each document
-    and _build turns its nodes into Python values directly, instead of PyYAML's generic
-    constructor (which made up most of a manifest's parse time)."""
-    loader = _Loader(text)
-    try:
-        documents: list[object] = []
-        while loader.check_node():
-            node = loader.get_node()
-            documents.append(None if node is None else _build(loader, node))
-        return documents
-    finally:
-        loader.dispose()
-
-
-def _build(loader: _Loader, node: yaml.Node) -> object:
-    """The value of a composed node, as _Loader would construct it; what is rare in a
-    manifest (merge keys, explicit tags, YAML 1.1 number forms) goes to _Loader itself."""
-    tag = node.tag
-    if isinstance(node, yaml.ScalarNode):
-        value: str = node.value
-        if tag == _STR:
-            return value
-        if tag == _INT and value.isdigit() and (value[0] != "0" or value == "0"):
-            return int(value)  # plain decimal (YAML 1.1 reads 010 as octal: _Loader does)
-        if tag == _NULL:
-            return None
-        if tag == _BOOL:
-            return _BOOLS[value.lower()]
-        return loader.construct_object(node, deep=True)
-    if isinstance(node, yaml.SequenceNode) and tag == _SEQ:
-        return [_build(loader, item) for item in node.value]
-    if isinstance(node, yaml.MappingNode) and tag == _MAP and not any(
-            k.tag == _MERGE for k, _ in node.value):
-        mapping: dict[Hashable, object] = {}
-        for key_node, value_node in node.value:
-            key = _build(loader, key_node)
-            if not isinstance(key, Hashable):
-                raise yaml.constructor.ConstructorError(
-                    "while constructing a mapping", node.start_mark, "found unhashable key",
-                    key_node.start_mark)
-            if key in mapping:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f'duplicate key "{key_node.value}"', key_node.start_mark)
-            mapping[key] = _build(loader, value_node)
-        return mapping
-    return loader.construct_object(node, deep=True)
 
 
 def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
@@ -237,33 +137,15 @@ def _load_documents(text: str, source: str) -> list[tuple[int, object]]:
             pass
         else:
             return [(1, document)]
+    from runtime.pod.yaml_fast import fast_load  # like the exact reader, on first use
+
     if (mapping := fast_load(text)) is not None:
         return [(1, mapping)]
-    try:
-        # An alias is written "*name": without a '*' there is none, and the event scan
-        # (a second pass over the whole text) is skipped.
-        aliases = 0 if "*" not in text else sum(
-            1 for e in yaml.parse(text, Loader=_Loader) if isinstance(e, yaml.AliasEvent))
-        if aliases > MAX_ALIASES:
-            raise ManifestError(source, "", f"{aliases} YAML aliases (at most {MAX_ALIASES}): "
-                                "refused, it could expand without bound")
-        documents = _load_all(text)
-    except RecursionError as err:
-        raise ManifestError(source, "", "invalid YAML: nested too deeply") from err
-    except yaml.MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        problem = err.problem or err.context or "invalid YAML"
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        context = f" ({err.context})" if err.context and err.problem else ""
-        raise ManifestError(source, "", f"invalid YAML{where}: {problem}{context}") from err
-    except yaml.reader.ReaderError as err:
-        line = text.count("\n", 0, err.position) + 1
-        column = err.position - (text.rfind("\n", 0, err.position) + 1) + 1
-        raise ManifestError(
-            source, "", f"invalid YAML at line {line}, column {column}: {err.reason}"
-        ) from err
-    except yaml.YAMLError as err:
-        raise ManifestError(source, "", f"invalid YAML: {err}") from err
+    # The exact reader (PyYAML on libyaml) is imported on the first manifest it must read:
+    # a daemon with no static pods (cluster mode) never pays for it.
+    from runtime.pod.yaml_exact import exact_load
+
+    documents = exact_load(text, source)
     return [(i, doc) for i, doc in enumerate(documents, start=1) if doc is not None]
 
 

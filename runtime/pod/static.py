@@ -16,10 +16,10 @@ import errno
 import hashlib
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from msgspec import Struct
 from msgspec.structs import replace
 
 from runtime.errors import ManifestError
@@ -90,16 +90,14 @@ def make_static_pod(pod: Pod, node_name: str, source_kind: SourceKind, source: s
 # --- the file source ------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class SourcedPod:
+class SourcedPod(Struct, frozen=True):
     """A static pod and the manifest file it came from."""
 
     pod: Pod
     source: str
 
 
-@dataclass(frozen=True, slots=True)
-class ManifestDirResult:
+class ManifestDirResult(Struct, frozen=True):
     """One listing of a manifest directory: every good pod, and every bad file's error.
 
     One bad file never hides the others' pods; ``warnings`` are ready-to-log lines about

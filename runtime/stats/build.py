@@ -8,7 +8,8 @@ helper.go).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from runtime.cri.types import FilesystemUsage
 from runtime.cri.usage import CpuUsage, InterfaceUsage, MemoryUsage, NetworkUsage
@@ -19,8 +20,7 @@ DEFAULT_INTERFACE = "eth0"
 """The interface whose counters NetworkStats carries inline (upstream's network package)."""
 
 
-@dataclass(frozen=True, slots=True)
-class CpuCounter:
+class CpuCounter(Struct, frozen=True):
     """A cumulative CPU counter at a time: what a rate is computed from."""
 
     timestamp: float

@@ -16,9 +16,9 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from loguru import logger
+from msgspec import Struct, field
 
 from runtime.cri.sandbox_stats import SandboxStats
 from runtime.cri.service import CRIRuntime
@@ -58,8 +58,7 @@ FS_PERIOD_S = 60.0
 """upstream's --volume-stats-agg-period default: how often volumes are walked (du)."""
 
 
-@dataclass(frozen=True, slots=True)
-class ContainerInfo:
+class ContainerInfo(Struct, frozen=True):
     """What /metrics/cadvisor labels a container's series with, beyond the summary."""
 
     namespace: str
@@ -70,8 +69,7 @@ class ContainerInfo:
     cgroup: str  # cAdvisor's ``id``: the container's cgroup path
 
 
-@dataclass(frozen=True, slots=True)
-class StatsSnapshot:
+class StatsSnapshot(Struct, frozen=True):
     """One collection: the summary, container details for /metrics/cadvisor, and how it
     went (``error`` set when a part failed: upstream's resource_scrape_error)."""
 
@@ -83,8 +81,7 @@ class StatsSnapshot:
     error: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class StatsSettings:
+class StatsSettings(Struct, frozen=True):
     node_name: str
     root_dir: str
     pod_logs_dir: str

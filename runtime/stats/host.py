@@ -8,10 +8,11 @@ negative; disk usage is counted in blocks (``st_blocks * 512``), as ``du`` count
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+
+import msgspec
+from msgspec import Struct
 
 from runtime.cri.usage import InterfaceUsage
 
@@ -20,8 +21,7 @@ PROC_ROOT = "/proc"
 _UNLIMITED = 1 << 62  # a v1 memory.limit_in_bytes at or above this is "no limit"
 
 
-@dataclass(frozen=True, slots=True)
-class HostPaths:
+class HostPaths(Struct, frozen=True):
     """Where the node's counters are: real paths by default, a temp tree in tests."""
 
     proc: str = PROC_ROOT
@@ -32,8 +32,7 @@ class HostPaths:
         return os.path.exists(os.path.join(self.cgroup, "cgroup.controllers"))
 
 
-@dataclass(frozen=True, slots=True)
-class CgroupSample:
+class CgroupSample(Struct, frozen=True):
     """One cgroup's counters; None where the file is missing."""
 
     cpu_usage_ns: int | None = None
@@ -46,8 +45,7 @@ class CgroupSample:
     pids: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class FsSample:
+class FsSample(Struct, frozen=True):
     """statfs of a filesystem: bytes and inodes."""
 
     capacity: int
@@ -57,8 +55,7 @@ class FsSample:
     inodes_free: int
 
 
-@dataclass(frozen=True, slots=True)
-class DiskUsage:
+class DiskUsage(Struct, frozen=True):
     """What a directory tree holds: bytes in blocks and inodes (files and dirs)."""
 
     bytes: int
@@ -131,7 +128,7 @@ def _root_memory_v2(paths: HostPaths, sample: CgroupSample) -> CgroupSample:
     usage = info["MemTotal"] - info["MemFree"]
     stat = flat_keyed(_read(os.path.join(paths.cgroup, "memory.stat")) or "")
     inactive = stat.get("inactive_file", info.get("Inactive(file)", 0))
-    return dataclasses.replace(sample, memory_usage=usage,
+    return msgspec.structs.replace(sample, memory_usage=usage,
                                working_set=working_set(usage, inactive))
 
 

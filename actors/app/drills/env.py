@@ -10,7 +10,6 @@ side by side each take a slot of it (``DRILLS.slot(n)``: a bridge and subnet of 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import shutil
 import threading
@@ -19,6 +18,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
+import msgspec
 from loguru import logger
 
 from actors.app.daemon import Kubelet, start_kubelet
@@ -187,7 +187,7 @@ class Env:
                                  "0", "--healthz-port", "0",
                                  "--container-runtime-endpoint", self.emb.endpoint])
             if self.read_only_port:  # any free port: past the flags' check, on purpose
-                flags = dataclasses.replace(flags, read_only_port=self.read_only_port)
+                flags = msgspec.structs.replace(flags, read_only_port=self.read_only_port)
             runtime = CRIClient(self.emb.endpoint, timeout=flags.runtime_request_timeout)
             # Joined to a cluster, the Node's InternalIP is this machine's (as the daemon's).
             address = node_ip(flags) if flags.kubeconfig else ""

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from runtime.kuberuntime.logs import STREAM_ALL, STREAMS, LogOptions, parse_timestamp
 from runtime.status.types import ContainerStatus, PodStatus
@@ -32,8 +33,7 @@ class LogRequestError(Exception):
         self.message = message
 
 
-@dataclass(frozen=True, slots=True)
-class LogRequest:
+class LogRequest(Struct, frozen=True):
     """A decoded, valid request: the reading options and whether the previous instance
     is asked for."""
 

@@ -58,6 +58,9 @@ ANY_PORT = -1
 MAIN, READ_ONLY, HEALTHZ = "main", "read-only", "healthz"
 """Listener names, the keys of ``bound_ports``."""
 
+_SERVE_ORDER = (HEALTHZ, READ_ONLY, MAIN)
+"""The order listeners are served in: the one the start is judged by first, the main
+port (whose TLS server costs the most to start) last."""
 _THREADS = {MAIN: 4, READ_ONLY: 4, HEALTHZ: 2}
 _FLAGS = {MAIN: "--port", READ_ONLY: "--read-only-port", HEALTHZ: "--healthz-port"}
 _ADDRESS_FLAGS = {MAIN: "--address", READ_ONLY: "--address", HEALTHZ: "--healthz-bind-address"}
@@ -71,7 +74,6 @@ class _Listener:
     name: str
     address: str
     sock: socket.socket
-    app: WSGIApp
     server: Any = None
     thread: threading.Thread | None = None
     stopping: threading.Event = field(default_factory=threading.Event)
@@ -225,41 +227,35 @@ class KubeletHTTPServer:
         return {listener.name: listener.port for listener in self._listeners}
 
     def start(self) -> None:
-        """Bind every enabled listener, then serve them. Raises ConfigError (and serves
-        nothing) when a port cannot be bound."""
+        """Bind every enabled listener, then serve them, the healthz port first and the
+        main port last. Raises ConfigError (and serves nothing) when a port cannot be
+        bound.
+
+        The healthz port is served first: what it answers (the sync loop's health) is up
+        already, and building the other ports' apps and starting their worker threads
+        (tens of milliseconds on a busy start, each thread waiting for the GIL) need not
+        come before it. Their sockets
+        are listening by then: a connection made meanwhile waits in the backlog, and a
+        server that cannot start still fails the start."""
         if self._listeners:
             raise RuntimeError("the kubelet HTTP server is already started")
         self._stopping.clear()
         self._sessions = StreamSessions()
-        enabled = {name for name, _, port in self._wanted if port != DISABLED}
-        apps: dict[str, WSGIApp] = {}  # only the enabled listeners': each costs milliseconds
-        if MAIN in enabled:
-            apps[MAIN] = build_app(self._view, self._stopping,
-                                   [self._auth.middleware()] if self._auth is not None else (),
-                                   self._stats)
-            if self._streams is not None:
-                add_stream_routes(apps[MAIN], self._streams)
-            add_timeline_route(apps[MAIN], self._trace_dir)
-        if READ_ONLY in enabled:
-            apps[READ_ONLY] = build_app(self._view, self._stopping, stats=self._stats)
-            add_disabled_stream_routes(apps[READ_ONLY])
-            add_timeline_route(apps[READ_ONLY], self._trace_dir)
-        if HEALTHZ in enabled:
-            apps[HEALTHZ] = build_healthz_app(self._view)
         listeners: list[_Listener] = []
         try:
             for name, address, port in self._wanted:
                 if port == DISABLED:
                     continue
                 sock = _bind(name, address, 0 if port == ANY_PORT else port)
-                listeners.append(_Listener(name, address, sock, apps[name]))
+                listeners.append(_Listener(name, address, sock))
         except BaseException:
             for listener in listeners:
                 listener.sock.close()
             raise
         try:
-            for listener in listeners:
-                self._serve(listener)
+            for listener in sorted(listeners, key=lambda listener: _SERVE_ORDER.index(
+                    listener.name)):
+                self._serve(listener, self._app(listener.name))  # enabled ones' only
         except BaseException:
             for listener in listeners:
                 if listener.server is None:
@@ -267,12 +263,28 @@ class KubeletHTTPServer:
             self.stop()
             raise
 
-    def _serve(self, listener: _Listener) -> None:
+    def _app(self, name: str) -> WSGIApp:
+        """The app of the listener ``name``."""
+        if name == HEALTHZ:
+            return build_healthz_app(self._view)
+        if name == READ_ONLY:
+            app = build_app(self._view, self._stopping, stats=self._stats)
+            add_disabled_stream_routes(app)
+        else:
+            app = build_app(self._view, self._stopping,
+                            [self._auth.middleware()] if self._auth is not None else (),
+                            self._stats)
+            if self._streams is not None:
+                add_stream_routes(app, self._streams)
+        add_timeline_route(app, self._trace_dir)
+        return app
+
+    def _serve(self, listener: _Listener, app: WSGIApp) -> None:
         """Hand a bound socket to a new server (cheroot for TLS, else waitress) and start
         its loop thread."""
         if listener.name == MAIN and self._tls is not None:
             context, cert, key = self._tls
-            server = _BoundTLSServer(listener.sock, listener.app,
+            server = _BoundTLSServer(listener.sock, app,
                                      _PeerSubjectAdapter(context, cert, key),
                                      _THREADS[listener.name])
             enable_upgrades(server, self._sessions)
@@ -291,7 +303,7 @@ class KubeletHTTPServer:
             # task thread send what it wrote at once.
             warnings.simplefilter("ignore", DeprecationWarning)
             listener.server = create_server(
-                listener.app, map={}, sockets=[listener.sock],
+                app, map={}, sockets=[listener.sock],
                 threads=_THREADS[listener.name], ident="kubelet-actors",
                 # A followed log learns that its client went away while the log is quiet.
                 channel_request_lookahead=1,

@@ -10,9 +10,8 @@ upstream's kubelet.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import falcon
+from msgspec import Struct
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
 
 from actors.app.http.stats_metrics import CadvisorMetrics, ResourceMetrics
@@ -25,8 +24,7 @@ from runtime.stats.collector import StatsSnapshot
 NOT_YET = "the kubelet has not collected stats yet: try again in a few seconds"
 
 
-@dataclass(frozen=True, slots=True)
-class StatsEndpoints:
+class StatsEndpoints(Struct, frozen=True):
     """What the stats routes read: the stats cache and the prober's registry."""
 
     cache: StatsCache | None = None

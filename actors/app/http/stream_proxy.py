@@ -27,9 +27,9 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from loguru import logger
+from msgspec import Struct
 
 _CHUNK = 64 * 1024
 _BACKLOG = 1024 * 1024  # bytes held for a slow reader before its writer is paused
@@ -49,8 +49,7 @@ class BackendError(OSError):
     """The runtime's streaming server cannot be reached."""
 
 
-@dataclass(frozen=True, slots=True)
-class Backend:
+class Backend(Struct, frozen=True):
     """Where a stream goes: host, port and request target of the runtime's URL."""
 
     host: str

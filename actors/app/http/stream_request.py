@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 COMMAND, PORT = "command", "port"
 STDIN, STDOUT, STDERR, TTY = "stdin", "stdout", "stderr", "tty"
@@ -34,8 +35,7 @@ class BadStreamRequest(ValueError):
     """The query does not say a valid stream (400, with upstream's message)."""
 
 
-@dataclass(frozen=True, slots=True)
-class StreamOptions:
+class StreamOptions(Struct, frozen=True):
     """Which of the process's streams the client wants (upstream's remotecommand.Options)."""
 
     stdin: bool = False

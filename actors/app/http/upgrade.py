@@ -20,11 +20,11 @@ those as lists too (``enable_upgrades`` installs both).
 from __future__ import annotations
 
 import socket
-from dataclasses import dataclass
 from typing import Any
 
 from cheroot import server as cheroot_server
 from cheroot import wsgi as cheroot_wsgi
+from msgspec import Struct
 
 from actors.app.http.stream_proxy import StreamSessions
 
@@ -38,8 +38,7 @@ _CHUNK = 64 * 1024
 _LIST_HEADERS = frozenset({b"X-Stream-Protocol-Version", b"Sec-Websocket-Protocol"})
 
 
-@dataclass(frozen=True, slots=True)
-class Upgrade:
+class Upgrade(Struct, frozen=True):
     """A stream ready to start: the dialed runtime socket, the request head to send it,
     and a name for the logs."""
 

@@ -21,10 +21,11 @@ back, under a new id.
 
 from __future__ import annotations
 
-import dataclasses
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
+
+from actors.core.values import value_fields
 
 INTERN_MIN_BYTES = 256
 """A value smaller than this is written in place: a reference would save little."""
@@ -151,8 +152,9 @@ class Interner:
         if cls in self._field_names:
             return self._field_names[cls]
         names: tuple[str, ...] | None = None
-        if dataclasses.is_dataclass(cls):
-            names = tuple(f.name for f in dataclasses.fields(cls))
+        fields = value_fields(cls)
+        if fields is not None:
+            names = tuple(f.name for f in fields)
             if self._encode({n: getattr(message, n) for n in names}) != self._encode(message):
                 names = None  # a type with an encoding of its own: not taken apart
         self._field_names[cls] = names

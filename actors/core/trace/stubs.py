@@ -7,7 +7,6 @@ raise DivergenceFound at the first difference.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import threading
 from collections import defaultdict
@@ -21,6 +20,7 @@ import msgspec
 from actors.core.dispatch import Dispatch
 from actors.core.trace.names import MESSAGES
 from actors.core.trace.writer import encode
+from actors.core.values import replace, value_fields
 
 Record = dict[str, Any]
 
@@ -107,19 +107,13 @@ def without_added_defaults(actual: Any, recorded: Any, message: object,
     is absent from the recording but not at its default still is one.
     """
     if not (isinstance(actual, dict) and isinstance(recorded, dict)
-            and dataclasses.is_dataclass(message) and not isinstance(message, type)):
+            and (fields := value_fields(type(message))) is not None):
         return actual
     dropped = set()
-    for f in dataclasses.fields(message):
-        if f.name in recorded or f.name not in actual:
+    for f in fields:
+        if f.name in recorded or f.name not in actual or f.default is None:
             continue
-        if f.default is not dataclasses.MISSING:
-            default: Any = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            default = f.default_factory()
-        else:
-            continue
-        if actual[f.name] == plain(default, paths):
+        if actual[f.name] == plain(f.default(), paths):
             dropped.add(f.name)
     return {k: v for k, v in actual.items() if k not in dropped}
 
@@ -474,7 +468,7 @@ def decode_message(record: Record) -> object:
             body = record["body"][name]
             value = (tuple(map(_rebuild, types, body)) if isinstance(types, list)
                      else _rebuild(types, body))
-            message = dataclasses.replace(message, **{name: value})
+            message = replace(message, **{name: value})
         return message
     except (LookupError, msgspec.ValidationError, TypeError) as err:
         step = Step(record, [], [], [])

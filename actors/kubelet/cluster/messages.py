@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from actors.core.trace.names import message
 from runtime.pod.model import Pod
@@ -12,32 +13,28 @@ from runtime.status.types import PodStatus
 
 
 @message("ReportHealth")
-@dataclass(frozen=True, slots=True)
-class ReportHealth:
+class ReportHealth(Struct, frozen=True):
     """Tell: the sync loop answers ``reply_to`` with a HealthReport (no actor waits)."""
 
     reply_to: str
 
 
 @message("HealthReport")
-@dataclass(frozen=True, slots=True)
-class HealthReport:
+class HealthReport(Struct, frozen=True):
     """The sync loop's health checks, by name: None when healthy, else why not."""
 
     checks: tuple[tuple[str, str | None], ...]
 
 
 @message("APIPodList")
-@dataclass(frozen=True, slots=True)
-class APIPodList:
+class APIPodList(Struct, frozen=True):
     """The reflector's whole set of this node's pods after a change (the API's JSON)."""
 
     resource_version: str
     items: tuple[Mapping[str, Any], ...]
 
 
-@dataclass(frozen=True, slots=True)
-class APIPod:
+class APIPod(Struct, frozen=True):
     """What the pod writer needs of a pod as the API server holds it."""
 
     namespace: str
@@ -49,16 +46,14 @@ class APIPod:
 
 
 @message("APIPods")
-@dataclass(frozen=True, slots=True)
-class APIPods:
+class APIPods(Struct, frozen=True):
     """Every pod bound to this node as the API holds it, mirror pods included."""
 
     pods: tuple[APIPod, ...]
 
 
 @message("PodStatusChanged")
-@dataclass(frozen=True, slots=True)
-class PodStatusChanged:
+class PodStatusChanged(Struct, frozen=True):
     """The status manager computed a new status for ``pod``."""
 
     pod: Pod
@@ -66,8 +61,7 @@ class PodStatusChanged:
 
 
 @message("StaticPodsWanted")
-@dataclass(frozen=True, slots=True)
-class StaticPodsWanted:
+class StaticPodsWanted(Struct, frozen=True):
     """Every source has spoken, and these are the config hashes of the static pods the
     node wants: a mirror pod of any other hash is an orphan (upstream's
     HandlePodCleanups deletes it)."""

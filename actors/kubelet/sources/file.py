@@ -23,11 +23,11 @@ from __future__ import annotations
 import os
 import stat
 import threading
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
 from loguru import logger
+from msgspec import Struct
 
 from actors.core.actor import Actor
 from actors.core.dispatch import Dispatch
@@ -79,8 +79,7 @@ _log = logger.bind(pod="", uid="", container="")
 
 
 @message("FilesChanged")
-@dataclass(frozen=True, slots=True)
-class FilesChanged:
+class FilesChanged(Struct, frozen=True):
     """The watcher saw changes under the manifest path (empty: its watch is now in place)."""
 
     paths: tuple[str, ...]

@@ -9,7 +9,7 @@ import signal
 import threading
 from typing import Any, cast
 
-from actors.app.daemon import EXIT_OK, Kubelet, run_until_signalled
+from actors.app.daemon import EXIT_OK, Kubelet, StopSignals, run_until_signalled
 from tests.helpers import wait_for
 
 
@@ -61,3 +61,16 @@ def test_the_upkeep_runs_on_its_period_until_the_signal() -> None:
     sender.join(10)
     assert code == EXIT_OK
     assert len(upkeeps) >= 2
+
+
+def test_a_signal_during_the_start_stops_the_daemon_in_order_once_started() -> None:
+    """/healthz answers before the start is over: a SIGTERM sent then is noted (by the
+    handlers the daemon puts in place before it starts the kubelet) and honoured."""
+    kubelet = _FakeKubelet()
+    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    signals = StopSignals()
+    os.kill(os.getpid(), signal.SIGTERM)  # the start is still going on
+    code = run_until_signalled(cast(Kubelet, cast(Any, kubelet)), signals=signals)
+    assert code == EXIT_OK
+    assert kubelet.stopped == 1
+    assert {s: signal.getsignal(s) for s in before} == before

@@ -6,20 +6,24 @@ imported, an SSL context not built), so that the start stays as cheap as it was 
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import json
 import os
 import ssl
 import subprocess
 import sys
+import threading
 import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
+import msgspec
 import pytest
 
 from actors.app.http.routes import build_app
-from actors.app.http.server import ANY_PORT, DISABLED, MAIN, KubeletHTTPServer
+from actors.app.http.server import ANY_PORT, DISABLED, HEALTHZ, MAIN, KubeletHTTPServer
 from actors.app.http.tls import TLSSettings, server_context, serving_pair
 from actors.kubelet.messages import RuntimePod
 from actors.kubelet.metrics import KubeletMetrics
@@ -27,6 +31,7 @@ from runtime.cri.types import ContainerStatus
 from runtime.ids import ContainerID
 from runtime.pod.model import Pod
 from runtime.status.types import PodStatus
+from tests.helpers import wait_for
 
 REPO = Path(__file__).resolve().parents[3]
 PACKAGES = ("actors", "runtime", "proto", "bin")
@@ -38,9 +43,43 @@ LEFT_FOR_LATER = (
     "actors.kubelet.trace_tools",
     "actors.kubelet.timeline_labels",
     "cryptography",  # only to make a serving pair, when none is on disk
+    "runtime.kubeapi",  # cluster mode's (--kubeconfig): the API client, the Node's code
+    "actors.app.cluster",
+    "actors.kubelet.cluster.context",
+    "actors.kubelet.cluster.node_status",
+    "actors.kubelet.cluster.pod_source",
+    "actors.kubelet.explain",  # the trace tools: explain, replay, the other commands
+    "actors.app.explain_cli",
+    "actors.app.trace_cli",
+    "actors.core.trace.replay",
+    "actors.kubelet.trace",
+    "actors.app.drills",
+    "actors.app.remote",  # the client side of logs, exec, attach and port-forward
+    "yaml",  # PyYAML and yaml-rs: the first static pod manifest or --config file's
+    "yaml_rs",
 )
-"""Modules the daemon's start does not import: the /debug/timeline page's (imported by its
-first request) and the certificate maker's."""
+"""Modules (and packages, with all under them) the daemon's start does not import: the
+/debug/timeline page's (imported by its first request), the certificate maker's, cluster
+mode's (imported only with --kubeconfig), the YAML readers' (imported by the first
+manifest or config file read) and the other commands' of the program."""
+
+VALUE_MODULES = (
+    "runtime.cri.types",
+    "actors.kubelet.messages",
+    "actors.core.messages",
+    "actors.kubelet.cluster.messages",
+    "runtime.kuberuntime.container_gc",
+    "runtime.kuberuntime.image_gc",
+    "actors.kubelet.eviction",
+    "runtime.eviction.signals",
+    "actors.kubelet.garbage_collector",
+    "runtime.kuberuntime.podstatus",
+    "runtime.cri.usage",
+    "actors.app.flags",
+)
+"""Modules of many value classes that the daemon imports: their classes are msgspec
+Structs, built in C in microseconds, where a frozen slotted dataclass costs its class
+twice and generated code exec'd (all told about half of a start's 0.45 s of CPU once)."""
 
 
 class HealthyView:
@@ -70,10 +109,20 @@ class HealthyView:
 
 def test_the_daemons_imports_leave_the_timeline_page_and_cryptography_out() -> None:
     code = ("import json, sys, bin.main, actors.app.daemon\n"
-            f"print(json.dumps(sorted(m for m in {LEFT_FOR_LATER!r} if m in sys.modules)))")
+            f"print(json.dumps(sorted(m for m in sys.modules for later in {LEFT_FOR_LATER!r}"
+            " if m == later or m.startswith(later + '.'))))")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True,
                          capture_output=True, text=True, timeout=120).stdout
     assert json.loads(out.splitlines()[-1]) == []
+
+
+@pytest.mark.parametrize("module", VALUE_MODULES)
+def test_the_value_classes_the_daemon_imports_are_structs(module: str) -> None:
+    classes = [v for v in vars(importlib.import_module(module)).values()
+               if isinstance(v, type) and v.__module__ == module
+               and (dataclasses.is_dataclass(v) or issubclass(v, msgspec.Struct))]
+    assert classes, module
+    assert [c.__name__ for c in classes if dataclasses.is_dataclass(c)] == []
 
 
 def test_the_setup_steps_bytecode_is_what_the_daemons_imports_read(tmp_path: Path) -> None:
@@ -148,3 +197,42 @@ def test_a_disabled_listener_gets_no_app(monkeypatch: pytest.MonkeyPatch) -> Non
         assert built == ["app"]  # the main port's; none for the read-only port
     finally:
         server.stop()
+
+
+def test_the_healthz_port_answers_before_the_other_ports_apps_are_built(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The start serves /healthz first; the main port's app (its routes, its worker
+    threads) comes after, its socket listening meanwhile."""
+    release = threading.Event()
+
+    def held(*args: Any, **kwargs: Any) -> Any:
+        assert release.wait(60), "never released"
+        return build_app(*args, **kwargs)
+
+    monkeypatch.setattr("actors.app.http.server.build_app", held)
+    server = KubeletHTTPServer(HealthyView(), port=ANY_PORT, read_only_port=DISABLED,
+                               healthz_port=ANY_PORT)
+    starting = threading.Thread(target=server.start, daemon=True)
+    starting.start()
+    try:
+        wait_for(lambda: HEALTHZ in server.bound_ports, 60, "the healthz port served")
+        url = f"http://127.0.0.1:{server.bound_ports[HEALTHZ]}/healthz"
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            assert (answer.status, answer.read()) == (200, b"ok")
+        assert MAIN not in server.bound_ports
+    finally:
+        release.set()
+        starting.join(60)
+        server.stop()
+
+
+
+def test_the_serving_pair_child_imports_only_the_standard_library() -> None:
+    """The child that makes a first start's serving pair beside the daemon loads none of
+    the daemon's libraries (msgspec, loguru): its time is the start's while it waits."""
+    code = ("import json, sys, actors.app.http.self_signed\n"
+            "print(json.dumps(sorted(m for m in ('msgspec', 'loguru', 'yaml', 'grpc')"
+            " if m in sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True,
+                         capture_output=True, text=True, timeout=120).stdout
+    assert json.loads(out.splitlines()[-1]) == []

@@ -32,6 +32,14 @@ class Carries:
     note: str
 
 
+class CarriesStruct(msgspec.Struct, frozen=True):
+    """Carries as a Struct, as most messages are: taken apart the same way."""
+
+    pod: Pod
+    pods: tuple[Pod, ...]
+    note: str
+
+
 class OwnEncoding(msgspec.Struct, frozen=True, rename="camel"):
     """A message type whose encoding is not its fields by name: written as it is."""
 
@@ -54,11 +62,12 @@ def values_in(file: Path) -> int:
     return sum(1 for record in lines(file) if record["k"] == "val")
 
 
+@pytest.mark.parametrize("kind", [Carries, CarriesStruct])
 def test_a_value_many_messages_carry_is_written_once_and_reads_back_whole(
-        tmp_path: Path) -> None:
+        tmp_path: Path, kind: type[Carries] | type[CarriesStruct]) -> None:
     pod, other = big_pod("a"), big_pod("b")
     assert len(msgspec.json.encode(pod)) >= INTERN_MIN_BYTES
-    sent = [Carries(pod, (pod, other), f"n{n}") for n in range(50)]
+    sent = [kind(pod, (pod, other), f"n{n}") for n in range(50)]
     writer = TraceWriter(tmp_path)
     for n, message in enumerate(sent):
         writer.delivery(n + 1, "a", n + 1, "b", 0, None, message, dead=False)

@@ -8,7 +8,6 @@ sentence names messages the trace holds.
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -322,7 +321,7 @@ def test_evicted_status_is_told_generically(scenario: Scenario) -> None:
                 and r["to"] == "status")
     observed = msgspec.convert(last["body"], PodObserved)
     message = "The node was low on resource: memory. Threshold quantity: 100Mi."
-    evicted = dataclasses.replace(observed, failed_reason="Evicted", failed_message=message)
+    evicted = msgspec.structs.replace(observed, failed_reason="Evicted", failed_message=message)
     added = _append(records, "PodObserved", "status", evicted, records[-1])
     found, = explain(records, NAME)
     (eviction,) = kinds(found, "eviction")

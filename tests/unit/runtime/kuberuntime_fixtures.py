@@ -24,7 +24,6 @@ that stand in for upstream's liveness and startup managers.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,13 +73,13 @@ class Scenario:
     # --- sandbox edits ------------------------------------------------------------------
 
     def set_sandbox(self, index: int = 0, **changes: Any) -> Scenario:
-        self.sandboxes[index] = dataclasses.replace(self.sandboxes[index], **changes)
+        self.sandboxes[index] = msgspec.structs.replace(self.sandboxes[index], **changes)
         return self
 
     def set_sandbox_attempt(self, attempt: int, index: int = 0) -> Scenario:
         sandbox = self.sandboxes[index]
-        metadata = dataclasses.replace(sandbox.metadata, attempt=attempt)
-        self.sandboxes[index] = dataclasses.replace(sandbox, metadata=metadata)
+        metadata = msgspec.structs.replace(sandbox.metadata, attempt=attempt)
+        self.sandboxes[index] = msgspec.structs.replace(sandbox, metadata=metadata)
         return self
 
     def clear_sandboxes(self) -> Scenario:
@@ -93,7 +92,7 @@ class Scenario:
     # --- container status edits ---------------------------------------------------------
 
     def set_container(self, index: int, **changes: Any) -> Scenario:
-        self.containers[index] = dataclasses.replace(self.containers[index], **changes)
+        self.containers[index] = msgspec.structs.replace(self.containers[index], **changes)
         return self
 
     def set_containers(self, indexes: Iterable[int], **changes: Any) -> Scenario:

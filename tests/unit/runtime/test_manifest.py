@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from runtime.errors import ManifestError
-from runtime.pod import manifest
+from runtime.pod import yaml_exact
 from runtime.pod.manifest import parse_manifest, parse_manifest_with_warnings
 from runtime.pod.validation import default_pull_policy
 
@@ -555,9 +555,9 @@ CORPUS_FILES = sorted(Path(__file__).resolve().parents[2].glob("data/manifests/*
 
 @pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: p.name)
 def test_the_lean_yaml_reader_builds_what_pyyaml_builds(path: Path) -> None:
-    """manifest._load_all (libyaml's nodes, built directly) == yaml.load_all(_Loader)."""
+    """yaml_exact.load_all (libyaml's nodes, built directly) == yaml.load_all(_Loader)."""
     text = path.read_text()
-    assert manifest._load_all(text) == list(yaml.load_all(text, Loader=manifest._Loader))
+    assert yaml_exact.load_all(text) == list(yaml.load_all(text, Loader=yaml_exact.Loader))
 
 
 @pytest.mark.parametrize("text", [
@@ -567,11 +567,11 @@ def test_the_lean_yaml_reader_builds_what_pyyaml_builds(path: Path) -> None:
 ])
 def test_the_lean_yaml_reader_on_yaml_1_1_corners(text: str) -> None:
     try:
-        expected: object = list(yaml.load_all(text, Loader=manifest._Loader))
+        expected: object = list(yaml.load_all(text, Loader=yaml_exact.Loader))
     except yaml.YAMLError as err:
         expected = type(err)
     try:
-        found: object = manifest._load_all(text)
+        found: object = yaml_exact.load_all(text)
     except yaml.YAMLError as err:
         found = type(err)
     assert found == expected
@@ -581,7 +581,7 @@ def test_the_lean_yaml_reader_on_yaml_1_1_corners(text: str) -> None:
                          ids=lambda p: p.name)
 def test_a_json_manifest_is_the_same_pod_as_its_yaml(path: Path) -> None:
     """Strict JSON takes the JSON reader; the pods are the same."""
-    (document,) = [d for d in yaml.load_all(path.read_text(), Loader=manifest._Loader) if d]
+    (document,) = [d for d in yaml.load_all(path.read_text(), Loader=yaml_exact.Loader) if d]
     as_json = json.dumps(document, indent=2).encode()
     assert parse_manifest(as_json, "p.json") == parse_manifest(path.read_bytes(), "p.yaml")
 

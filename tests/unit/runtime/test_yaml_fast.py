@@ -16,7 +16,7 @@ import pytest
 import yaml_rs
 
 from bench.pod_parse_bench import manifest
-from runtime.pod.manifest import _load_all
+from runtime.pod.yaml_exact import load_all
 from runtime.pod.yaml_fast import fast_load
 
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "manifests"
@@ -44,7 +44,7 @@ PLACES = (
 
 
 def _exact(text: str) -> object:
-    documents = [d for d in _load_all(text) if d is not None]
+    documents = [d for d in load_all(text) if d is not None]
     return documents[0] if len(documents) == 1 else documents
 
 
