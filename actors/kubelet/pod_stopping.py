@@ -19,15 +19,14 @@ one updates its cache from the event's own statuses).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from msgspec import Struct
 
 from actors.core.trace.names import message
 from runtime.ids import PodUID
 
 
 @message("PodStopping")
-@dataclass(frozen=True, slots=True)
-class PodStopping:
+class PodStopping(Struct, frozen=True):
     """A pod worker begins (``stopping``) or ends stopping (and removing) its pod."""
 
     uid: PodUID
