@@ -14,7 +14,7 @@ import os
 import random
 import shutil
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from loguru import logger
@@ -32,11 +32,13 @@ from actors.kubelet.messages import (
     WorkerState,
 )
 from actors.kubelet.metrics import KubeletMetrics
+from actors.kubelet.pleg import observed_states
 from runtime.clock import Clock
 from runtime.errors import CRIError, CRIUnavailable
 from runtime.events import reasons
 from runtime.events.recorder import NULL_RECORDER, EventRecorder, pod_ref
 from runtime.ids import PodUID
+from runtime.kuberuntime.made import MadeBySync
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.podstatus import PodListing, RuntimePodStatus
 from runtime.kuberuntime.result import PodSyncResult
@@ -78,13 +80,20 @@ class PodWorker(Actor):
         incarnation: int = 0,
         events: EventRecorder = NULL_RECORDER,
         status_from_pleg: bool = False,
+        status_after_start: bool = False,
     ) -> None:
         """``status_from_pleg``: after a sync that changed the runtime, ask the PLEG to
         relist rather than read the pod's status again (upstream's SyncPod reads none;
         the PLEG's event brings the next sync, which reads it). False: read it again
-        (old traces)."""
+        (old traces). ``status_after_start`` (start path 4, with ``status_from_pleg``):
+        after a sync that made things, read the pod's status at once from what the sync
+        made (MadeBySync: no listing, no second sandbox status) and report it, and tell
+        the PLEG what was read, so its relist (still asked for: the safety net) brings no
+        second sync when it shows just that. The pod shows Running without the hop
+        through the PLEG and the sync loop. Only after a sync with no failure."""
         super().__init__(names.worker_name(uid), dispatch, incarnation)
         self._status_from_pleg = status_from_pleg
+        self._status_after_start = status_after_start and status_from_pleg
         self._events = events
         self.uid = uid
         self._manager = manager
@@ -138,6 +147,12 @@ class PodWorker(Actor):
         self._pod = update.pod
         if update.kind == UpdateKind.KILL or update.pod.metadata.deletion_timestamp:
             self._start_termination(update)
+        pending = self._pending
+        if (self._status_after_start and update.listing is None and pending is not None
+                and pending.listing is not None):
+            # The first sync's listing survives the update that supersedes it: nothing
+            # of the pod has been made since (this worker has not synced yet).
+            update = replace(update, listing=pending.listing)
         self._pending = update
         self._schedule()
 
@@ -230,16 +245,33 @@ class PodWorker(Actor):
             self._pending = update
             self._run()
             return
+        made = MadeBySync()
         result = self._manager.sync_pod(
-            pod, status, dict(update.liveness), dict(update.startup), self._cancelled
+            pod, status, dict(update.liveness), dict(update.startup), self._cancelled, made
         )
         after = status
-        if result.steps and self._status_from_pleg:
-            if changed_runtime(result):
+        if result.ok and self._status_after_start and made.anything:
+            # (A sync with a failure goes the PLEG's way: its relist's event brings the
+            # next sync, which shows the failure's back-off, as upstream's.)
+            after = self._manager.get_pod_status(
+                self.uid, pod.metadata.name, pod.metadata.namespace, made.listing(status),
+                made.known_sandboxes())
+            self._observe(pod, after, result)
+            self.send(names.PLEG, SyncChangedRuntime(self.uid, observed_states(after)))
+        elif result.steps and self._status_from_pleg:
+            if changed_runtime(result) and (result.ok or made.sandboxes
+                                            or not self._status_after_start):
+                # On path 4 a failed sync that made no sandbox asks for no relist: the
+                # relist's event would sync it again at once, and a start that keeps
+                # failing (a created container removed and made again each time) would
+                # loop with no wait; it is retried after its back-off, and the PLEG's
+                # own relists show what it left (as upstream's, once a period).
                 self.send(names.PLEG, SyncChangedRuntime(self.uid))
-        elif result.steps:
-            after = self._status(pod)
-        self._observe(pod, after, result)
+            self._observe(pod, after, result)
+        else:
+            if result.steps:
+                after = self._status(pod)
+            self._observe(pod, after, result)
         new_phase = generate_pod_status(pod, after, result).phase
         changed = new_phase != self._last_phase
         self._last_phase = new_phase
