@@ -268,3 +268,37 @@ def test_a_first_relists_listing_is_what_the_label_filtered_listings_find() -> N
         listed = get_pod_status(fake, PodUID(uid), uid, "default", listing=listing)
         assert [c.method for c in fake.calls] == ["pod_sandbox_status", "container_status"]
         assert listed == get_pod_status(fake, PodUID(uid), uid, "default")
+
+
+def create_listings(directory: Path, uid: str) -> list[object]:
+    """The listing of each CREATE update to ``uid``'s workers, in order."""
+    return [r["body"].get("listing") for r in read_trace(directory).messages()
+            if MESSAGES.short(r["type"]) == "UpdatePod" and r["body"]["kind"] == "create"
+            and r["body"]["pod"]["metadata"]["uid"] == uid]
+
+
+def test_a_pod_back_under_the_uid_of_a_forgotten_worker_lists_until_two_relists_are_in(
+        tmp_path: Path, scratch: Path) -> None:
+    """Path 4: an empty listing only for a pod no relist shows and no worker had since a
+    relist listed the runtime after that worker's last call: a pod put back at once under
+    the UID of one just removed lists for itself; once two more relists are in, not."""
+    node = RecordedNode(tmp_path / "trace", scratch)
+    try:
+        node.snapshot()
+        node.advance(2.0)  # the first relist, housekeeping: its listings gone
+        for _ in range(2):
+            node.snapshot(pod("u1", "web"))
+            assert node.settle()
+            node.snapshot()
+            node.until("u1's worker forgotten", lambda: not node.fake.list_pod_sandbox())
+        node.advance(2.0)  # two relists
+        node.snapshot(pod("u1", "web"))
+        assert node.settle()
+    finally:
+        node.close()
+    listings = create_listings(tmp_path / "trace", "u1")
+    assert len(listings) == 3
+    assert listings[0] is not None and listings[1] is None
+    assert listings[2] == {"uid": "u1", "sandboxes": [], "containers": []}
+    report = replay(read_trace(tmp_path / "trace"), KubeletWorld())
+    assert report.ok, format_report(report)
