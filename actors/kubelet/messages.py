@@ -132,6 +132,11 @@ class SyncChangedRuntime(Struct, frozen=True):
     as upstream's PLEG sees a pod worker's work at its next relist."""
 
     uid: PodUID
+    # What the worker read of its pod right after the sync (start path 4): each sandbox's
+    # and container's id with its PLEG state (actors.kubelet.pleg.PlegState values). The
+    # relist makes no events of the pod when it shows just that (the worker has observed
+    # it already). None (path 3 and older traces): the relist's events go out as found.
+    observed: tuple[tuple[ContainerID, str], ...] | None = None
 
 
 @message("RelistFailed")

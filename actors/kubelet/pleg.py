@@ -62,7 +62,7 @@ from runtime.cri.types import ContainerState, SandboxState
 from runtime.errors import CRIError
 from runtime.ids import ContainerID, PodUID
 from runtime.kuberuntime import labels as L
-from runtime.kuberuntime.podstatus import ListedSandbox, PodListing
+from runtime.kuberuntime.podstatus import ListedSandbox, PodListing, RuntimePodStatus
 
 EVENTED_RELIST_PERIOD = 300.0
 """Seconds between safety-net relists while events flow (upstream's evented PLEG: 300 s)."""
@@ -143,6 +143,26 @@ def diff(
                 after.get(cid, PlegState.NON_EXISTENT),
             ))
     return tuple(events)
+
+
+def observed_states(status: RuntimePodStatus) -> tuple[tuple[ContainerID, str], ...]:
+    """A pod's status as a relist would show its states (SyncChangedRuntime.observed):
+    sandboxes count as containers, running when ready, as take_snapshot has them."""
+    sandboxes = ((ContainerID(s.id), PlegState.RUNNING if s.state == SandboxState.READY
+                  else PlegState.EXITED) for s in status.sandbox_statuses)
+    containers = ((c.id, _FROM_CRI[c.state]) for c in status.container_statuses)
+    return tuple(sorted((cid, state.value) for cid, state in (*sandboxes, *containers)))
+
+
+def unobserved_events(events: tuple[PodLifecycleEvent, ...],
+                      states: dict[PodUID, dict[ContainerID, PlegState]],
+                      observed: dict[PodUID, tuple[tuple[ContainerID, str], ...]]
+                      ) -> tuple[PodLifecycleEvent, ...]:
+    """The events of a relist less those of pods it shows exactly as their workers
+    observed them after their syncs: those workers have nothing new to see."""
+    seen = {uid for uid, told in observed.items()
+            if tuple(sorted((cid, s.value) for cid, s in states.get(uid, {}).items())) == told}
+    return tuple(e for e in events if e.uid not in seen)
 
 
 def expected_state(kind: EventKind) -> PlegState | None:
@@ -267,6 +287,9 @@ class PLEG(Actor):
         self._recheck: Cancellable | None = None
         self._unknown_starts: set[ContainerID] = set()  # started, shown by no relist yet
         self._unknown_check: Cancellable | None = None
+        # What workers read of their pods after their syncs, until the next relist
+        # (SyncChangedRuntime.observed).
+        self._observed: dict[PodUID, tuple[tuple[ContainerID, str], ...]] = {}
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -303,6 +326,8 @@ class PLEG(Actor):
         elif isinstance(message, RuntimeEventSeen):
             self._event(message)
         elif isinstance(message, SyncChangedRuntime):
+            if message.observed is not None:
+                self._observed[message.uid] = message.observed
             self._queue_relist("sync")
         elif isinstance(message, PodStopping) and self._stops_from_workers:
             if message.stopping:
@@ -432,6 +457,9 @@ class PLEG(Actor):
             )
         else:
             events = diff(self._states, snapshot.states)
+        if self._observed:
+            events = unobserved_events(events, snapshot.states, self._observed)
+            self._observed = {}
         self._states = snapshot.states
         self.send(names.SYNC_LOOP, Relisted(
             events=events, pods=snapshot.pods, running_containers=snapshot.running_containers,

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from loguru import logger
+from msgspec.structs import replace
 
 from actors.core.actor import Actor
 from actors.core.dispatch import Dispatch
@@ -32,12 +33,14 @@ from actors.kubelet.messages import (
     WorkerState,
 )
 from actors.kubelet.metrics import KubeletMetrics
+from actors.kubelet.pleg import observed_states
 from actors.kubelet.pod_stopping import PodStopping
 from runtime.clock import Clock
 from runtime.errors import CRIError, CRIUnavailable
 from runtime.events import reasons
 from runtime.events.recorder import NULL_RECORDER, EventRecorder, pod_ref
 from runtime.ids import PodUID
+from runtime.kuberuntime.made import MadeBySync
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.podstatus import PodListing, RuntimePodStatus
 from runtime.kuberuntime.result import PodSyncResult
@@ -80,17 +83,25 @@ class PodWorker(Actor):
         events: EventRecorder = NULL_RECORDER,
         status_from_pleg: bool = False,
         lean_kill: bool = False,
+        status_after_start: bool = False,
     ) -> None:
         """``status_from_pleg``: after a sync that changed the runtime, ask the PLEG to
         relist rather than read the pod's status again (upstream's SyncPod reads none;
         the PLEG's event brings the next sync, which reads it). False: read it again
         (old traces). ``lean_kill``: a pod stopped to be removed is read from the status
         the last sync found nothing to do with when nothing was made since, else from its
-        listings (KubeRuntimeManager.removal_status); False: read in full (old traces)."""
+        listings (KubeRuntimeManager.removal_status); False: read in full (old traces).
+        ``status_after_start`` (start path 4, with ``status_from_pleg``):
+        after a sync that made things, read the pod's status at once from what the sync
+        made (MadeBySync: no listing, no second sandbox status) and report it, and tell
+        the PLEG what was read, so its relist (still asked for: the safety net) brings no
+        second sync when it shows just that. The pod shows Running without the hop
+        through the PLEG and the sync loop. Only after a sync with no failure."""
         super().__init__(names.worker_name(uid), dispatch, incarnation)
         self._lean_kill = lean_kill
         self._stop_told = False  # the PLEG was told this worker is stopping its pod
         self._status_from_pleg = status_from_pleg
+        self._status_after_start = status_after_start and status_from_pleg
         self._events = events
         self.uid = uid
         self._manager = manager
@@ -152,6 +163,12 @@ class PodWorker(Actor):
         self._pod = update.pod
         if update.kind == UpdateKind.KILL or update.pod.metadata.deletion_timestamp:
             self._start_termination(update)
+        pending = self._pending
+        if (self._status_after_start and update.listing is None and pending is not None
+                and pending.listing is not None):
+            # The first sync's listing survives the update that supersedes it: nothing
+            # of the pod has been made since (this worker has not synced yet).
+            update = replace(update, listing=pending.listing)
         self._pending = update
         self._schedule()
 
@@ -255,19 +272,36 @@ class PodWorker(Actor):
             self._run()
             return
         self._known_status = None  # until this sync ends: it may make something, or fail
+        made = MadeBySync()
         result = self._manager.sync_pod(
-            pod, status, dict(update.liveness), dict(update.startup), self._cancelled
+            pod, status, dict(update.liveness), dict(update.startup), self._cancelled, made
         )
         after = status
-        if result.steps and self._status_from_pleg:
-            if changed_runtime(result):
-                self.send(names.PLEG, SyncChangedRuntime(self.uid))
-        elif result.steps:
-            after = self._status(pod)
-        # Known unless this sync changed the runtime and nothing was read after it.
-        self._known_status = (after if after is not status or not changed_runtime(result)
-                              else None)
-        self._observe(pod, after, result)
+        if result.ok and self._status_after_start and made.anything:
+            # (A sync with a failure goes the PLEG's way: its relist's event brings the
+            # next sync, which shows the failure's back-off, as upstream's.)
+            after = self._manager.get_pod_status(
+                self.uid, pod.metadata.name, pod.metadata.namespace, made.listing(status),
+                made.known_sandboxes())
+            self._known_status = after  # read after all the sync made
+            self._observe(pod, after, result)
+            self.send(names.PLEG, SyncChangedRuntime(self.uid, observed_states(after)))
+        else:
+            if result.steps and self._status_from_pleg:
+                if changed_runtime(result) and (result.ok or made.sandboxes
+                                                or not self._status_after_start):
+                    # On path 4 a failed sync that made no sandbox asks for no relist: the
+                    # relist's event would sync it again at once, and a start that keeps
+                    # failing (a created container removed and made again each time)
+                    # would loop with no wait; it is retried after its back-off, and the
+                    # PLEG's own relists show what it left (as upstream's, once a period).
+                    self.send(names.PLEG, SyncChangedRuntime(self.uid))
+            elif result.steps:
+                after = self._status(pod)
+            # Known unless this sync changed the runtime and nothing was read after it.
+            self._known_status = (after if after is not status or not changed_runtime(result)
+                                  else None)
+            self._observe(pod, after, result)
         new_phase = generate_pod_status(pod, after, result).phase
         changed = new_phase != self._last_phase
         self._last_phase = new_phase

@@ -178,8 +178,13 @@ class SyncLoop(SupervisorActor):
         metrics: KubeletMetrics | None = None,
         rng: random.Random | None = None,
         events: EventRecorder = NULL_RECORDER,
+        cache_first: bool = False,
     ) -> None:
+        """``cache_first`` (start path 4, actors.kubelet.tree.START_PATH): no pod's first
+        sync before the PLEG's first relist, and a pod no relist has shown and no worker
+        has had syncs first on an empty listing. False: old traces."""
         self.settings = settings or SyncLoopSettings()
+        self._cache_first = cache_first
         self._events = events
         super().__init__(names.SYNC_LOOP, dispatch, timers, clock, self.settings.supervision,
                          [kubelet_child(c) for c in children], rng or random.Random(0))
@@ -220,6 +225,14 @@ class SyncLoop(SupervisorActor):
         self._listings: dict[PodUID, PodListing] | None = None
         self._listed_had_worker: set[PodUID] = set()
         self._held: list[tuple[str, object]] | None = None  # see _holding_sends
+        # cache_first: the pods admitted before the PLEG's first relist, in admission
+        # order; their first updates go out when it comes, each with its listing.
+        self._before_relist: dict[PodUID, None] = {}
+        self._relists = 0  # Relisted messages handled
+        self._runtime_uids: frozenset[PodUID] = frozenset()  # the last relist's pods
+        # Pods whose worker was forgotten, with the relist count then: until two more
+        # relists are in, one may have listed the runtime before the worker's last call.
+        self._forgotten: dict[PodUID, int] = {}
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -378,6 +391,11 @@ class SyncLoop(SupervisorActor):
             return
         self._desired[uid] = pod
         self._start_worker(uid, pod)
+        if self._cache_first and self._relists == 0:
+            # Upstream's worker waits for a pod cache newer than its start: the first
+            # sync goes out with the first relist's listing of the pod (_relisted).
+            self._before_relist[uid] = None
+            return
         self._dispatch_work(uid, UpdateKind.CREATE, listing=self._first_listing(uid))
 
     def _update(self, pod: Pod) -> None:
@@ -394,6 +412,7 @@ class SyncLoop(SupervisorActor):
                    ) -> None:
         pod = self._desired.pop(uid, None)
         self._restart.pop(uid, None)
+        self._before_relist.pop(uid, None)
         if uid in self._rejected:
             self._rejected.discard(uid)
             self.send(names.STATUS, PodForgotten(uid))  # its Failed status goes with it
@@ -433,11 +452,23 @@ class SyncLoop(SupervisorActor):
         return ref
 
     def _first_listing(self, uid: PodUID) -> PodListing | None:
-        """What the PLEG's first relist listed of ``uid``, for its first worker; once."""
-        if self._listings is None or uid in self._listed_had_worker:
+        """What the PLEG's first relist listed of ``uid``, for its first worker; once.
+        cache_first, once that listing is gone: an empty one for a pod no worker of
+        which the last relists may have missed and that the last relist did not show."""
+        if self._listings is None:
+            return PodListing(uid) if self._unseen(uid) else None
+        if uid in self._listed_had_worker:
             return None
         self._listed_had_worker.add(uid)
         return self._listings.pop(uid, PodListing(uid))
+
+    def _unseen(self, uid: PodUID) -> bool:
+        """Whether the runtime holds nothing of ``uid``: the last relist showed nothing of
+        it, and only a worker of the pod makes things of it, of which none has been since
+        before that relist listed the runtime (a worker forgotten since the relist before
+        last may have made things after it)."""
+        return (self._cache_first and self._relists > 0 and uid not in self._forgotten
+                and uid not in self._runtime_uids)
 
     def _dispatch_work(self, uid: PodUID, kind: UpdateKind, resync: bool = False,
                        listing: PodListing | None = None) -> None:
@@ -453,6 +484,8 @@ class SyncLoop(SupervisorActor):
                 self._requeue_at.pop(uid, None)
                 self.send(names.worker_name(uid), worker.kill)
             return
+        if uid in self._before_relist:
+            return  # its first update goes out with the first relist (_relisted)
         verdicts = self._verdicts.get(uid, _Verdicts())
         self._requeue_at.pop(uid, None)
         self.send(names.worker_name(uid), UpdatePod(
@@ -464,6 +497,8 @@ class SyncLoop(SupervisorActor):
         if worker is None:
             return
         self.supervision.remove(names.worker_name(uid), "its pod is gone")
+        if self._cache_first:
+            self._forgotten[uid] = self._relists
         self.send(names.STATUS, PodForgotten(uid))
         self.send(names.PROBES, PodForgotten(uid))
         again = self._restart.pop(uid, None)
@@ -506,9 +541,21 @@ class SyncLoop(SupervisorActor):
         self._relist_evented = relist.evented
         self._relist_error = ""
         self._runtime_pods = relist.pods
+        self._relists += 1
+        if self._cache_first:
+            self._runtime_uids = frozenset(p.uid for p in relist.pods)
+            # A relist that began after the worker's last call is in once two more are:
+            # the second was listed after the first was sent, which was after the worker
+            # was done (its PodWorkerDone was here before the first).
+            self._forgotten = {u: n for u, n in self._forgotten.items()
+                               if self._relists - n < 2}
+        held, self._before_relist = tuple(self._before_relist), {}
         if relist.listings is not None:
             self._listings = {listing.uid: listing for listing in relist.listings}
-            self._listed_had_worker = set(self._workers)
+            # Workers waiting for this relist have synced nothing: theirs is the listing.
+            self._listed_had_worker = set(self._workers) - set(held)
+        for uid in held:
+            self._dispatch_work(uid, UpdateKind.CREATE, listing=self._first_listing(uid))
         if self._metrics is not None:
             self._metrics.pleg_relist_duration.observe(relist.duration)
             self._metrics.pleg_last_seen.set(self._clock.now())
@@ -519,7 +566,8 @@ class SyncLoop(SupervisorActor):
             return
         for uid in dict.fromkeys(e.uid for e in relist.events
                                  if e.type != EventType.CONTAINER_REMOVED):
-            self._dispatch_work(uid, UpdateKind.SYNC)
+            if uid not in held:  # just sent its first update, which this would replace
+                self._dispatch_work(uid, UpdateKind.SYNC)
 
     def _forget_removed_verdicts(self, events: tuple[PodLifecycleEvent, ...]) -> None:
         """A removed container is never probed again: its verdicts go, or a crash-looping

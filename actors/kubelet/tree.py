@@ -53,7 +53,7 @@ from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.settings import NodeSettings
 from runtime.prober.state import ProbeStateSink, SavedProbe
 
-START_PATH = 3
+START_PATH = 4
 """How this build starts a pod (ReplayConfig.start_path). 1: two ImageStatus calls per
 container start, the worker reads the pod's status again after its sync, the PLEG relists
 (and re-checks) on every task start. 2: one ImageStatus per container start; a sync that
@@ -61,7 +61,13 @@ changed the runtime asks the PLEG to relist (SyncChangedRuntime), whose event br
 status through the next sync, as upstream's PLEG and cache do; task starts (all of them
 the kubelet's own) make no relist of their own. 3: as 2, and a sync that creates the
 sandbox asks for its containers' images' statuses while RunPodSandbox runs
-(runtime.kuberuntime.image_checks)."""
+(runtime.kuberuntime.image_checks). 4: as 3, and (a) a pod no relist has shown and no
+worker has had syncs first on an empty listing (no filtered listings: upstream's worker
+reads the PLEG's cache, empty for a pod it never saw); (b) a sync that made things reads
+the pod's status at once from what it made and reports it, and the PLEG's relist after it
+makes no second sync when it shows just that (PodWorker status_after_start); (c) no pod's
+first sync runs before the PLEG's first relist is in, so each one adopts with its listing
+(upstream's workers wait on a pod cache newer than their start: GetNewerThan)."""
 
 if TYPE_CHECKING:  # the cluster actors are imported in children(), in cluster mode only
     from actors.kubelet.cluster.context import Cluster
@@ -111,6 +117,11 @@ class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
     def image_checks_beside_sandbox(self) -> bool:
         """Path 3 or later: see START_PATH."""
         return self.start_path >= 3
+
+    @property
+    def cache_first(self) -> bool:
+        """Path 4 or later: see START_PATH."""
+        return self.start_path >= 4
 
     def to_header(self) -> dict[str, Any]:
         header: dict[str, Any] = msgspec.to_builtins(self)
@@ -343,7 +354,7 @@ def worker(parts: KubeletParts, uid: PodUID, incarnation: int,
                                  p.config.timing, cancel),
                      {"incarnation": incarnation, "status_from_pleg": p.config.lean_start,
                       "lean_kill": p.config.lean_kill,
-                      **extra})
+                      "status_after_start": p.config.cache_first, **extra})
 
 
 def sync_loop(parts: KubeletParts, child_specs: list[ChildSpec],
@@ -351,7 +362,8 @@ def sync_loop(parts: KubeletParts, child_specs: list[ChildSpec],
     p = parts
     extra: dict[str, Any] = {"events": recorder(p)} if p.config.events else {}
     return Construct(SyncLoop, (p.dispatch, p.timers, p.clock, child_specs, workers,
-                                p.config.supervisor, p.metrics), extra)
+                                p.config.supervisor, p.metrics),
+                     {**extra, "cache_first": p.config.cache_first})
 
 
 def _starter(recipe: Recipe) -> Callable[[int], ActorRef]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextvars
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -53,6 +53,7 @@ from runtime.kuberuntime.image_checks import (
 )
 from runtime.kuberuntime.images import ImageManager
 from runtime.kuberuntime.kill_status import listed_pod_status, needs_full_status
+from runtime.kuberuntime.made import MadeBySync
 from runtime.kuberuntime.object_source import ObjectSource
 from runtime.kuberuntime.podstatus import PodListing, RuntimePodStatus, get_pod_status
 from runtime.kuberuntime.result import PodSyncResult, StepResult
@@ -118,11 +119,14 @@ class KubeRuntimeManager:
         self._kill_from_listings = kill_from_listings
 
     def get_pod_status(self, uid: PodUID, name: str, namespace: str,
-                       listing: PodListing | None = None) -> RuntimePodStatus:
+                       listing: PodListing | None = None,
+                       known: Mapping[SandboxID, PodSandboxStatus] | None = None
+                       ) -> RuntimePodStatus:
         """``listing``: what a listing of the whole runtime showed of the pod (the PLEG's
-        first relist): its sandboxes and containers are not listed again."""
+        first relist, or a sync's MadeBySync): its sandboxes and containers are not
+        listed again. ``known``: sandbox statuses just read, not asked again."""
         return get_pod_status(self.runtime, uid, name, namespace, self._termination_message,
-                              listing)
+                              listing, known)
 
     def removal_status(self, pod: Pod) -> RuntimePodStatus:
         """What stopping and removing ``pod`` reads of the runtime first: its listings
@@ -145,11 +149,13 @@ class KubeRuntimeManager:
         liveness: ProbeVerdicts | None = None,
         startup: ProbeVerdicts | None = None,
         cancelled: Callable[[], bool] | None = None,
+        made: MadeBySync | None = None,
     ) -> PodSyncResult:
         """Compute the plan for ``pod`` and carry it out.
 
         ``cancelled`` is asked before each container start: a pod worker sets it when a
         kill arrives mid-sync, so no more containers start for a pod being stopped.
+        ``made``: filled with the sandbox and containers the sync makes (MadeBySync).
         """
         plan = compute_pod_actions(pod, status, liveness or {}, startup or {})
         ensured = self.ensure_pod_cgroup(pod)
@@ -165,7 +171,7 @@ class KubeRuntimeManager:
         mounted = self.mount_volumes(pod)
         if not mounted.ok:
             return mounted
-        return self.execute(pod, status, plan, cancelled)
+        return self.execute(pod, status, plan, cancelled, made)
 
     def ensure_pod_cgroup(self, pod: Pod) -> PodSyncResult:
         """The pod's cgroup exists before anything of it starts (upstream syncPod's
@@ -232,7 +238,9 @@ class KubeRuntimeManager:
         status: RuntimePodStatus,
         plan: PodActions,
         cancelled: Callable[[], bool] | None = None,
+        made: MadeBySync | None = None,
     ) -> PodSyncResult:
+        made = made if made is not None else MadeBySync()
         steps: list[StepResult] = []
         log = logger.bind(pod=pod.metadata.name, uid=pod.uid, container="")
         if plan.create_sandbox and plan.sandbox_id:
@@ -269,12 +277,12 @@ class KubeRuntimeManager:
             try:
                 config = self.sandbox_config(pod, plan.attempt)
                 os.makedirs(config.log_directory, exist_ok=True)
-                made = config  # for the closure: the sandbox this sync makes
+                wanted = config  # for the closure: the sandbox this sync makes
                 checked = (images_to_check(pod, plan) if self._image_checks_beside_sandbox
                            else ())
 
                 def create() -> tuple[SandboxID, PodSandboxStatus]:
-                    made_id = self.runtime.run_pod_sandbox(made, self.settings.runtime_handler)
+                    made_id = self.runtime.run_pod_sandbox(wanted, self.settings.runtime_handler)
                     return made_id, self.runtime.pod_sandbox_status(made_id)
 
                 (sandbox_id, sandbox), present_images = beside(create, self.runtime, checked,
@@ -291,6 +299,7 @@ class KubeRuntimeManager:
                 )
                 return PodSyncResult(tuple(steps))
             steps.append(StepResult("CreatePodSandbox", pod.metadata.name))
+            made.sandboxes.append(sandbox)
             if not pod.spec.host_network:
                 pod_ip = sandbox.ip
             log.info("created sandbox {} (attempt {}) ip={}", sandbox_id[:13], plan.attempt,
@@ -317,13 +326,13 @@ class KubeRuntimeManager:
             if stop():
                 return PodSyncResult(tuple(steps))
             steps.append(self._start_ephemeral(pod, index, sandbox_id, config, status, pod_ip,
-                                               present_images))
+                                               present_images, made))
         for index in plan.init_containers_to_start:
             if stop():
                 return PodSyncResult(tuple(steps))
             container = pod.spec.init_containers[index]
             step = self._start(pod, container, sandbox_id, config, status, pod_ip,
-                               present_images=present_images)
+                               present_images=present_images, made=made)
             steps.append(step)
             if not step.ok and not container.is_restartable_init:
                 return PodSyncResult(tuple(steps))  # a failed init container aborts the sync
@@ -332,7 +341,7 @@ class KubeRuntimeManager:
                 return PodSyncResult(tuple(steps))
             container = pod.spec.containers[index]
             steps.append(self._start(pod, container, sandbox_id, config, status, pod_ip,
-                                     present_images=present_images))
+                                     present_images=present_images, made=made))
         return PodSyncResult(tuple(steps))
 
     def _start_ephemeral(
@@ -344,6 +353,7 @@ class KubeRuntimeManager:
         status: RuntimePodStatus,
         pod_ip: str,
         present_images: PresentImages = NO_IMAGES,
+        made: MadeBySync | None = None,
     ) -> StepResult:
         container = as_container(pod.spec.ephemeral_containers[index])
         try:
@@ -353,7 +363,7 @@ class KubeRuntimeManager:
                 "{}: {}", err.reason, err.message)
             return StepResult.failed("StartContainer", container.name, err)
         return self._start(pod, container, sandbox_id, config, status, pod_ip, target,
-                           present_images)
+                           present_images, made)
 
     def _start(
         self,
@@ -365,10 +375,13 @@ class KubeRuntimeManager:
         pod_ip: str,
         pid_target: str = "",
         present_images: PresentImages = NO_IMAGES,
+        made: MadeBySync | None = None,
     ) -> StepResult:
         try:
-            self.containers.start_container(pod, container, sandbox_id, config, status, pod_ip,
-                                            pid_target, present_images)
+            started = self.containers.start_container(pod, container, sandbox_id, config,
+                                                      status, pod_ip, pid_target, present_images)
+            if made is not None:
+                made.containers.append(started)
         except SyncError as err:
             logger.bind(pod=pod.metadata.name, uid=pod.uid, container=container.name).warning(
                 "{}: {}", err.reason, err.message

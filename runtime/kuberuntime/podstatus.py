@@ -7,7 +7,7 @@ same thing as the one that created them: nothing depends on memory.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from msgspec import Struct
 
@@ -143,11 +143,14 @@ def _list_containers(runtime: RuntimeService, uid: PodUID) -> tuple[ContainerID,
 def get_pod_status(
     runtime: RuntimeService, uid: PodUID, name: str, namespace: str,
     read_message: MessageReader = _no_message, listing: PodListing | None = None,
+    known: Mapping[SandboxID, PodSandboxStatus] | None = None,
 ) -> RuntimePodStatus:
     """Ask the runtime for everything it holds of one pod (upstream GetPodStatus).
 
     ``listing``: what a listing of the whole runtime already showed of it (see
-    PodListing); without it the pod's sandboxes and containers are listed first."""
+    PodListing); without it the pod's sandboxes and containers are listed first.
+    ``known``: sandbox statuses read just now (a sync's, after RunPodSandbox): not
+    asked again."""
     listed = listing.sandboxes if listing is not None else _list_sandboxes(runtime, uid)
     sandboxes = sorted(
         listed,
@@ -157,6 +160,9 @@ def get_pod_status(
     )
     sandbox_statuses: list[PodSandboxStatus] = []
     for sandbox in sandboxes:
+        if known and sandbox.id in known:
+            sandbox_statuses.append(known[sandbox.id])
+            continue
         try:
             sandbox_statuses.append(runtime.pod_sandbox_status(sandbox.id))
         except CRINotFound:

@@ -3,9 +3,9 @@
 The daemon runs three pods and stops (SIGTERM: the pods keep running); while it is down one
 pod's container is stopped. The next daemon keeps the two running containers (same IDs, no
 restart) and restarts the dead one as upstream does (restartPolicy Always: a new container,
-restartCount 1). Its first syncs read their status from the PLEG's first relist when that
-came before the manifests (actors.kubelet.pleg, Relisted.listings) or list for themselves
-when it did not: either way its trace replays without divergence.
+restartCount 1). Its first syncs read their status from the PLEG's first relist
+(actors.kubelet.pleg, Relisted.listings), and wait for it when the manifests came first
+(start path 4), so none lists for itself; its trace replays without divergence.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from actors.core.trace.names import MESSAGES
+from actors.core.trace.reader import read_trace
 from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
 from runtime.cri.types import ContainerState
@@ -80,6 +82,18 @@ def test_a_restart_keeps_running_containers_and_restarts_one_that_died_while_dow
         assert after["dies"][0] != before["dies"][0] and after["dies"][1] == 1
     finally:
         daemon.stop()
+
+    # Start path 4: every pod's first sync (both daemons') waited for the PLEG's first
+    # relist and adopted from its listing, whichever of it and the manifests came first.
+    firsts: dict[str, dict[str, Any]] = {}
+    for record in read_trace(trace_dir).messages():
+        if MESSAGES.short(record["type"]) == "UpdatePod":
+            body = record["body"]
+            if body["kind"] == "create":
+                firsts.setdefault(f'{record["m"]}', body)
+    creates = list(firsts.values())
+    assert len(creates) == 2 * len(NAMES), len(creates)
+    assert all(body.get("listing") is not None for body in creates), creates
 
     replayed = subprocess.run([sys.executable, "-m", "bin.main", "trace", "replay",
                                str(trace_dir)], cwd=REPO, capture_output=True, text=True,

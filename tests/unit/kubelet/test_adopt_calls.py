@@ -25,6 +25,7 @@ from actors.core.trace.reader import read_trace
 from actors.core.trace.replay import format_report, replay
 from actors.kubelet.pleg import take_snapshot
 from actors.kubelet.trace import KubeletWorld
+from actors.kubelet.tree import START_PATH
 from runtime.clock import FakeClock
 from runtime.cri.types import (
     ContainerConfig,
@@ -76,16 +77,37 @@ def first_kubelet(tmp_path: Path, scratch: Path) -> RecordedNode:
     return node
 
 
-def restart(first: RecordedNode, tmp_path: Path, scratch: Path) -> RecordedNode:
+def restart(first: RecordedNode, tmp_path: Path, scratch: Path, snapshot_first: bool = False,
+            start_path: int = START_PATH) -> RecordedNode:
     """The second kubelet on the same runtime: its PLEG relists (at start, as the daemon's
-    first tick does), then its source tells the same pods."""
-    node = RecordedNode(tmp_path / "second", scratch, restart_of=first)
+    first tick does), then its source tells the same pods; ``snapshot_first``: the source
+    tells them before the first relist is in (the race of a restart)."""
+    node = RecordedNode(tmp_path / "second", scratch, restart_of=first, start_path=start_path)
     node.fake.clear_calls()
+    pods = tuple(pod(f"u{i}", f"web-{i}") for i in range(PODS))
+    if snapshot_first:
+        node.snapshot(*pods)
+        assert node.settle()
     node.advance(0.0)  # the timers due at start: the PLEG's first relist among them
     assert node.settle()
-    node.snapshot(*(pod(f"u{i}", f"web-{i}") for i in range(PODS)))
-    assert node.settle()
+    if not snapshot_first:
+        node.snapshot(*pods)
+        assert node.settle()
     return node
+
+
+def adopt_counts(node: RecordedNode) -> Counter[str]:
+    counts = Counter(c.method for c in node.fake.calls)
+    counts.pop("status", None)  # the runtime monitor's check, due at start too
+    return counts
+
+
+def adopt_once() -> Counter[str]:
+    """The calls of adopting PODS running pods: one relist, their status calls."""
+    want = Counter(RELIST)
+    for method, n in ADOPT_ONE.items():
+        want[method] += n * PODS
+    return want
 
 
 def test_adopting_running_pods_lists_the_runtime_once(tmp_path: Path, scratch: Path) -> None:
@@ -93,15 +115,34 @@ def test_adopting_running_pods_lists_the_runtime_once(tmp_path: Path, scratch: P
     before = running(first)
     second = restart(first, tmp_path, scratch)
     try:
-        counts = Counter(c.method for c in second.fake.calls)
-        counts.pop("status", None)  # the runtime monitor's check, due at start too
-        want = Counter(RELIST)
-        for method, n in ADOPT_ONE.items():
-            want[method] += n * PODS
-        assert counts == want
+        assert adopt_counts(second) == adopt_once()
         assert running(second) == before  # every container kept: none made, none stopped
     finally:
         second.close()
+    report = replay(read_trace(tmp_path / "second"), KubeletWorld())
+    assert report.ok, format_report(report)
+
+
+@pytest.mark.parametrize("start_path", [3, START_PATH])
+def test_a_snapshot_before_the_first_relist_waits_for_it(tmp_path: Path, scratch: Path,
+                                                         start_path: int) -> None:
+    """The file source's snapshot reaches the sync loop before the PLEG's first relist:
+    on path 4 the workers' first syncs wait for the relist and adopt from its listings
+    (upstream's workers wait on a pod cache newer than their start), so the calls are
+    those of the other order; path 3 (old traces) synced at once and listed per pod."""
+    first = first_kubelet(tmp_path, scratch)
+    before = running(first)
+    second = restart(first, tmp_path, scratch, snapshot_first=True, start_path=start_path)
+    try:
+        counts = adopt_counts(second)
+        if start_path >= 4:
+            assert counts == adopt_once()
+        else:  # each pod listed for itself, and the relist's events synced them again
+            assert counts["list_pod_sandbox"] > PODS and counts["list_containers"] > PODS
+        assert running(second) == before
+    finally:
+        second.close()
+    assert all(updates_with_listing(tmp_path / "second").values()) is (start_path >= 4)
     report = replay(read_trace(tmp_path / "second"), KubeletWorld())
     assert report.ok, format_report(report)
 
@@ -159,11 +200,18 @@ def updates_with_listing(directory: Path) -> dict[str, bool]:
     return out
 
 
+@pytest.mark.parametrize(("start_path", "with_listing"), [
+    (3, {"early": False, "late": False}),
+    (4, {"early": True, "late": True}),
+])
 def test_only_workers_started_after_the_first_relist_and_before_the_sources_spoke_get_it(
-        tmp_path: Path, scratch: Path) -> None:
-    """A pod whose worker was there before the relist may have had things made since; a
-    pod admitted once every source has spoken (and housekeeping ran) lists for itself."""
-    node = RecordedNode(tmp_path / "trace", scratch)
+        tmp_path: Path, scratch: Path, start_path: int, with_listing: dict[str, bool]) -> None:
+    """Path 3: a pod whose worker was there before the relist may have had things made
+    since; a pod admitted once every source has spoken (and housekeeping ran) lists for
+    itself. Path 4: no worker syncs before the first relist, so the early pod's first
+    update waits for it and carries its listing; the late pod, which no relist showed and
+    no worker had, gets an empty one (the PLEG's cache never saw it)."""
+    node = RecordedNode(tmp_path / "trace", scratch, start_path=start_path)
     try:
         node.snapshot(pod("early", "early"))  # before the first relist: a worker syncs
         assert node.settle()
@@ -177,7 +225,7 @@ def test_only_workers_started_after_the_first_relist_and_before_the_sources_spok
     relists = [r["body"].get("listings") for r in read_trace(tmp_path / "trace").messages()
                if MESSAGES.short(r["type"]) == "Relisted"]
     assert relists[0] is not None and all(r is None for r in relists[1:])
-    assert updates_with_listing(tmp_path / "trace") == {"early": False, "late": False}
+    assert updates_with_listing(tmp_path / "trace") == with_listing
     report = replay(read_trace(tmp_path / "trace"), KubeletWorld())
     assert report.ok, format_report(report)
 
@@ -220,3 +268,37 @@ def test_a_first_relists_listing_is_what_the_label_filtered_listings_find() -> N
         listed = get_pod_status(fake, PodUID(uid), uid, "default", listing=listing)
         assert [c.method for c in fake.calls] == ["pod_sandbox_status", "container_status"]
         assert listed == get_pod_status(fake, PodUID(uid), uid, "default")
+
+
+def create_listings(directory: Path, uid: str) -> list[object]:
+    """The listing of each CREATE update to ``uid``'s workers, in order."""
+    return [r["body"].get("listing") for r in read_trace(directory).messages()
+            if MESSAGES.short(r["type"]) == "UpdatePod" and r["body"]["kind"] == "create"
+            and r["body"]["pod"]["metadata"]["uid"] == uid]
+
+
+def test_a_pod_back_under_the_uid_of_a_forgotten_worker_lists_until_two_relists_are_in(
+        tmp_path: Path, scratch: Path) -> None:
+    """Path 4: an empty listing only for a pod no relist shows and no worker had since a
+    relist listed the runtime after that worker's last call: a pod put back at once under
+    the UID of one just removed lists for itself; once two more relists are in, not."""
+    node = RecordedNode(tmp_path / "trace", scratch)
+    try:
+        node.snapshot()
+        node.advance(2.0)  # the first relist, housekeeping: its listings gone
+        for _ in range(2):
+            node.snapshot(pod("u1", "web"))
+            assert node.settle()
+            node.snapshot()
+            node.until("u1's worker forgotten", lambda: not node.fake.list_pod_sandbox())
+        node.advance(2.0)  # two relists
+        node.snapshot(pod("u1", "web"))
+        assert node.settle()
+    finally:
+        node.close()
+    listings = create_listings(tmp_path / "trace", "u1")
+    assert len(listings) == 3
+    assert listings[0] is not None and listings[1] is None
+    assert listings[2] == {"uid": "u1", "sandboxes": [], "containers": []}
+    report = replay(read_trace(tmp_path / "trace"), KubeletWorld())
+    assert report.ok, format_report(report)

@@ -356,6 +356,7 @@ def test_a_restarted_kubelet_keeps_readiness_and_its_trace_replays(
         second = RecordedNode(tmp_path / "after", scratch, restart_of=node,
                               probe_state=restored, probe_state_file=state)
         second.snapshot(probed_pod("u1", "web"))
+        second.advance(0.0)  # the PLEG's first relist, which the pod's first sync waits for
         second.settle()
         if replaced:
             second.until("the pod to be ready again", lambda: ready(second, "u1") is True)

@@ -19,6 +19,7 @@ import pytest
 
 from actors.core.messages import Tick
 from actors.core.trace.call_counts import calls_in, count_by_method
+from actors.core.trace.names import MESSAGES
 from actors.core.trace.reader import read_trace
 from actors.core.trace.replay import format_report, replay
 from actors.kubelet import names
@@ -43,6 +44,23 @@ ONE_POD_PATH_1 = {
     # after its sync, and that shows the container running.
     "list_pod_sandbox": 2, "list_containers": 2, "run_pod_sandbox": 1,
     "pod_sandbox_status": 2, "image_status": 2, "create_container": 1,
+    "start_container": 1, "container_status": 1,
+}
+ONE_POD_PATH_4 = {
+    # A pod the last relist did not show and no worker had: no listing before its
+    # sandbox (path 3 listed its sandboxes and containers here once the first relist's
+    # listings were gone); the image checked beside RunPodSandbox, whose status gives the
+    # IP; the container. Then the worker reads the container's status at once (the
+    # sandbox's it has), and the PLEG's relist, which the sync still asks for, shows just
+    # that: no second sync (path 3: its event synced the pod again, which listed the pod
+    # and read both statuses).
+    "image_status": 1, "run_pod_sandbox": 1, "pod_sandbox_status": 1,
+    "create_container": 1, "start_container": 1, "container_status": 1,
+    "list_pod_sandbox": 1, "list_containers": 1,  # the PLEG's relist
+}
+ONE_POD_PATH_3_STEADY = {
+    "list_pod_sandbox": 3, "list_containers": 3, "run_pod_sandbox": 1,
+    "pod_sandbox_status": 2, "image_status": 1, "create_container": 1,
     "start_container": 1, "container_status": 1,
 }
 NEXT_RELIST_PATH_1 = {
@@ -75,6 +93,46 @@ def start(made: list[RecordedNode], tmp_path: Path, start_path: int, *pods: Pod
     statuses: tuple[tuple[Pod, PodStatus], ...] = ref.ask(GetPods(), block=True, timeout=5)
     assert [s.phase for _, s in statuses] == ["Running"] * len(pods)
     return node, Counter(c.method for c in node.fake.calls)
+
+
+def start_steady(made: list[RecordedNode], tmp_path: Path, start_path: int, *pods: Pod
+                 ) -> tuple[RecordedNode, Counter[str]]:
+    """As start, on a node past its start: the PLEG's first relist in, and housekeeping
+    run once the source spoke (the first relist's listings gone), as a daemon's."""
+    node = RecordedNode(tmp_path / "trace", tmp_path / "scratch", start_path=start_path)
+    made.append(node)
+    node.snapshot()
+    node.advance(2.0)
+    assert node.settle()
+    node.fake.clear_calls()
+    node.snapshot(*pods)
+    assert node.settle(), "the node did not settle"
+    ref = node.dispatch.ref(names.STATUS)
+    assert ref is not None
+    statuses: tuple[tuple[Pod, PodStatus], ...] = ref.ask(GetPods(), block=True, timeout=5)
+    assert [s.phase for _, s in statuses] == ["Running"] * len(pods)
+    return node, Counter(c.method for c in node.fake.calls)
+
+
+@pytest.mark.parametrize(("start_path", "want"), [(3, ONE_POD_PATH_3_STEADY),
+                                                  (4, ONE_POD_PATH_4)])
+def test_path_4_lists_nothing_for_a_new_pod_and_reads_its_status_at_once(
+        node_factory: list[RecordedNode], tmp_path: Path, start_path: int,
+        want: dict[str, int]) -> None:
+    node, counts = start_steady(node_factory, tmp_path, start_path, pod("u1", "web"))
+    assert dict(counts) == want
+    node.fake.clear_calls()
+    relist(node)
+    assert dict(Counter(c.method for c in node.fake.calls)) == {
+        "list_pod_sandbox": 1, "list_containers": 1}
+    node.close()
+    node_factory.remove(node)
+    trace = read_trace(tmp_path / "trace")
+    syncs = sum(1 for r in trace.messages() if r["to"] == names.worker_name("u1")
+                and MESSAGES.short(r["type"]) == "RunPending")
+    assert syncs == (1 if start_path >= 4 else 2)  # path 4: no sync on the PLEG's event
+    report = replay(trace, KubeletWorld())
+    assert report.ok, format_report(report)
 
 
 def relist(node: RecordedNode) -> None:
