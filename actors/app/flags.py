@@ -20,7 +20,7 @@ from actors.app.gostrconv import parse_bool
 from actors.app.kubelet_config import DEST_OF_FIELD, load_kubelet_config
 from actors.app.origins import Origins, Problems, flag_names
 from actors.core.trace.writer import DEFAULT_MAX_FILES as TRACE_MAX_FILES
-from actors.kubelet.garbage_collector import GCSettings
+from actors.kubelet.gc_settings import GCSettings
 from runtime.cm.names import DRIVERS
 from runtime.errors import ConfigError
 from runtime.events.v1 import go_duration

@@ -19,7 +19,7 @@ from typing import Any
 
 from actors.app.durations import parse_duration
 from actors.app.feature_gates import CRASH_LOOP_BACKOFF_MAX, enabled
-from actors.kubelet.garbage_collector import CONTAINER_GC_PERIOD, IMAGE_GC_PERIOD, GCSettings
+from actors.kubelet.gc_settings import CONTAINER_GC_PERIOD, IMAGE_GC_PERIOD, GCSettings
 from runtime.errors import ConfigError
 from runtime.kuberuntime import container_gc as cgc
 from runtime.kuberuntime import image_gc as igc

@@ -24,7 +24,7 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any
 
 from loguru import logger
-from msgspec import Struct, field
+from msgspec import Struct
 
 from actors.core.actor import Actor
 from actors.core.dispatch import Dispatch
@@ -32,17 +32,17 @@ from actors.core.messages import Tick
 from actors.core.timers import Cancellable, Timers
 from actors.core.trace.names import message
 from actors.kubelet import names
+from actors.kubelet.gc_settings import GCSettings
 from actors.kubelet.messages import CollectGarbage, GarbageCollected, GCPods, GetGCPods
 from actors.kubelet.metrics import KubeletMetrics
 from runtime.clock import Clock
 from runtime.cri.service import CRIRuntime
 from runtime.events import reasons
 from runtime.events.recorder import NULL_RECORDER, EventRecorder, node_ref
-from runtime.kuberuntime.container_gc import ContainerGCPlan, ContainerGCPolicy, plan_container_gc
+from runtime.kuberuntime.container_gc import ContainerGCPlan, plan_container_gc
 from runtime.kuberuntime.gc_runtime import GCInputs, GCOutcome, carry_out, gather
 from runtime.kuberuntime.image_gc import (
     ImageGCPlan,
-    ImageGCPolicy,
     ImageRecord,
     detect_images,
     forget_removed,
@@ -50,23 +50,6 @@ from runtime.kuberuntime.image_gc import (
     plan_delete_unused,
     plan_image_gc,
 )
-
-CONTAINER_GC_PERIOD = 60.0
-"""Upstream's ContainerGCPeriod (1 m)."""
-IMAGE_GC_PERIOD = 300.0
-"""Upstream's ImageGCPeriod (5 m)."""
-
-
-class GCSettings(Struct, frozen=True):
-    """The collector's policies and periods (the periods are this project's flags)."""
-
-    containers: ContainerGCPolicy = field(default_factory=ContainerGCPolicy)
-    images: ImageGCPolicy = field(default_factory=ImageGCPolicy)
-    container_gc_period: float = CONTAINER_GC_PERIOD
-    image_gc_period: float = IMAGE_GC_PERIOD
-    # The sandbox (pause) image counts as in use whether or not a sandbox runs: upstream
-    # did so before runtimes reported it pinned, which containerd 1.6 does not.
-    sandbox_image: str = ""
 
 
 class RoundKind(enum.Enum):

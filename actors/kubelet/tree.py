@@ -24,7 +24,8 @@ from actors.core.timers import Timers
 from actors.kubelet import names
 from actors.kubelet.events import DispatchRecorder, EventsActor
 from actors.kubelet.eviction import EvictionManager, EvictionSettings
-from actors.kubelet.garbage_collector import GarbageCollector, GCSettings
+from actors.kubelet.garbage_collector import GarbageCollector
+from actors.kubelet.gc_settings import GCSettings
 from actors.kubelet.log_rotation import LogRotationActor, LogRotationParts
 from actors.kubelet.metrics import KubeletMetrics
 from actors.kubelet.pleg import PLEG

@@ -34,7 +34,7 @@ from actors.core.trace.writer import DEFAULT_MAX_BYTES, TraceWriter
 from actors.kubelet import names, tree
 from actors.kubelet.events import DispatchRecorder
 from actors.kubelet.eviction import EvictionSettings
-from actors.kubelet.garbage_collector import GCSettings
+from actors.kubelet.gc_settings import GCSettings
 from actors.kubelet.log_rotation import LogRotationParts
 from actors.kubelet.messages import SourceSnapshot
 from actors.kubelet.metrics import KubeletMetrics

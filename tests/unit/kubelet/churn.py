@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from actors.kubelet import names
-from actors.kubelet.garbage_collector import GCSettings
+from actors.kubelet.gc_settings import GCSettings
 from actors.kubelet.metrics import KubeletMetrics
 from actors.kubelet.probe_metrics import ProbeMetrics
 from runtime.cri.types import ContainerFilter

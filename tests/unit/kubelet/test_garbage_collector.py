@@ -17,7 +17,7 @@ from actors.core.dispatch import Dispatch
 from actors.core.trace.reader import read_trace
 from actors.core.trace.replay import format_report, replay
 from actors.kubelet import names
-from actors.kubelet.garbage_collector import GCSettings
+from actors.kubelet.gc_settings import GCSettings
 from actors.kubelet.messages import CollectGarbage, GarbageCollected, GetPods
 from actors.kubelet.trace import KubeletWorld
 from runtime.cri.types import ContainerFilter, ContainerState
