@@ -20,9 +20,6 @@ from loguru import logger
 
 from actors.app.durations import parse_duration
 from actors.kubelet import names
-from actors.kubelet.eviction import EvictionSettings
-from actors.kubelet.stats_collector import StatsParts
-from actors.kubelet.sync_loop import SyncLoopSettings
 from runtime.errors import ConfigError
 from runtime.eviction.api import (
     DEFAULT_EVICTION_HARD,
@@ -33,6 +30,9 @@ from runtime.eviction.parse import parse_map, parse_threshold_config
 
 if TYPE_CHECKING:
     from actors.app.flags import KubeletFlags
+    from actors.kubelet.eviction import EvictionSettings
+    from actors.kubelet.stats_collector import StatsParts
+    from actors.kubelet.sync_loop import SyncLoopSettings
 
 DEFAULT_HARD_TEXT = ",".join(f"{k}<{v}" for k, v in DEFAULT_EVICTION_HARD.items())
 
@@ -105,6 +105,10 @@ def wire_eviction(flags: KubeletFlags, stats: StatsParts | None, sync: SyncLoopS
         logger.warning("eviction is off: it needs stats collection "
                        "(--stats-collection-period is 0)")
         return None, stats, sync
+    # The actor's module, here rather than at the top: reading the flags (which add the
+    # eviction flags from this module) loads no actor (see tests/unit/app/test_start_cost).
+    from actors.kubelet.eviction import EvictionSettings
+
     notify = (names.SYNC_LOOP, names.NODE_STATUS) if cluster else (names.SYNC_LOOP,)
     # Disk pressure: the garbage collector reclaims first (it always runs in the daemon).
     settings = EvictionSettings(config, notify, reclaim=names.GC)

@@ -9,25 +9,21 @@ from typing import TYPE_CHECKING
 
 from loguru import logger
 
-from actors.app.cgroups import start_pod_cgroups
 from actors.app.flags import KubeletFlags, parse_flags
 from actors.app.http.tls import begin_serving_pair, tls_settings
 from actors.app.logging_setup import configure_logging
-from actors.app.node import node_ip, node_settings, this_node
 from actors.app.process_memory import limit_arenas
-from actors.app.report import print_json, print_table
 from actors.app.root_lock import hold_root_dir
-from actors.app.runonce import RunOnce
 from actors.app.startup import end_of_start
-from runtime.clock import RealClock
-from runtime.cri.client import CRIClient
 from runtime.errors import ConfigError, CRIError, KubeletError
-from runtime.kuberuntime.dns import resolv_conf_limit_problem
-from runtime.kuberuntime.manager import KubeRuntimeManager
-from runtime.pod.static import read_manifest_dir
+from runtime.node_address import node_ip as find_node_ip
 
+# The rest of the kubelet is imported where it is used: a daemon's first start makes its
+# serving pair in a child process from the moment its flags are read (run_daemon), beside
+# those imports, so they come after it.
 if TYPE_CHECKING:
     from runtime.containerd.embedded import EmbeddedContainerd
+    from runtime.cri.client import CRIClient
 
 EXIT_OK = 0
 EXIT_PODS_FAILED = 1
@@ -45,6 +41,8 @@ def open_runtime(
     ``must_answer`` False (the daemon) a runtime that does not answer yet is logged, not
     fatal: the daemon waits for it with back-off, as upstream does.
     """
+    from runtime.cri.client import CRIClient
+
     embedded: EmbeddedContainerd | None = None
     endpoint = flags.container_runtime_endpoint
     if not endpoint:
@@ -83,6 +81,14 @@ def open_runtime(
 
 
 def run_once(flags: KubeletFlags) -> int:
+    from actors.app.cgroups import start_pod_cgroups
+    from actors.app.node import node_ip, node_settings, this_node
+    from actors.app.report import print_json, print_table
+    from actors.app.runonce import RunOnce
+    from runtime.clock import RealClock
+    from runtime.kuberuntime.manager import KubeRuntimeManager
+    from runtime.pod.static import read_manifest_dir
+
     clock = RealClock()
     listing = read_manifest_dir(flags.pod_manifest_path, flags.node_name)
     for error in listing.errors:
@@ -109,19 +115,21 @@ def run_once(flags: KubeletFlags) -> int:
 
 
 def run_daemon(flags: KubeletFlags) -> int:
-    if flags.resolv_conf and (problem := resolv_conf_limit_problem(flags.resolv_conf,
-                                                                    flags.cluster_domain)):
-        # Upstream's CheckLimitsForResolvConf, once at start (a warning event on the node).
-        logger.warning("CheckLimitsForResolvConf: {}", problem)
-
     limit_arenas()  # before the daemon's threads start: see actors.app.process_memory
-    host_ip = node_ip(flags)
+    host_ip = find_node_ip(flags.node_ip, flags.node_name)  # as actors.app.node.node_ip
     # A first start's serving pair is made in a child process from here on, beside the
     # daemon's imports and runtime connection (actors.app.http.self_signed).
     pair = (begin_serving_pair(tls_settings(flags, (host_ip,))) if flags.port
             else contextlib.nullcontext())
     with hold_root_dir(flags.root_dir), pair:
         from actors.app.daemon import StopSignals, run_until_signalled, start_kubelet
+        from runtime.kuberuntime.dns import resolv_conf_limit_problem
+
+        if flags.resolv_conf and (problem := resolv_conf_limit_problem(flags.resolv_conf,
+                                                                        flags.cluster_domain)):
+            # Upstream's CheckLimitsForResolvConf, once at start (a warning event on the
+            # node).
+            logger.warning("CheckLimitsForResolvConf: {}", problem)
 
         with open_runtime(flags, must_answer=False) as (client, embedded):
             signals = StopSignals()  # /healthz answers before start_kubelet returns

@@ -116,6 +116,34 @@ def test_the_daemons_imports_leave_the_timeline_page_and_cryptography_out() -> N
     assert json.loads(out.splitlines()[-1]) == []
 
 
+BEFORE_THE_PAIR = (
+    "grpc",  # the CRI client's
+    "proto",
+    "runtime.cri.client",
+    "runtime.kuberuntime.manager",
+    "actors.app.daemon",
+    "actors.kubelet.sync_loop",
+    "actors.kubelet.eviction",
+    "actors.kubelet.garbage_collector",
+    "actors.kubelet.pod_worker",
+    "actors.kubelet.stats_collector",
+)
+"""What the program has not imported when a first start's serving pair begins (its child
+process starts once the flags are read, and makes the pair beside the rest of the start:
+the sooner, the less of it a first start waits for)."""
+
+
+def test_reading_the_flags_loads_no_actor_and_no_runtime_client() -> None:
+    code = ("import json, sys\n"
+            "import actors.app.main as m\n"
+            "m.parse_flags(['--pod-manifest-path', '/etc/kubernetes/manifests'])\n"
+            f"print(json.dumps(sorted(m for m in sys.modules for early in {BEFORE_THE_PAIR!r}"
+            " if m == early or m.startswith(early + '.'))))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True,
+                         capture_output=True, text=True, timeout=120).stdout
+    assert json.loads(out.splitlines()[-1]) == []
+
+
 @pytest.mark.parametrize("module", VALUE_MODULES)
 def test_the_value_classes_the_daemon_imports_are_structs(module: str) -> None:
     classes = [v for v in vars(importlib.import_module(module)).values()
