@@ -44,7 +44,9 @@ log-heavy pod's dead instances pile up between two container GC rounds (a minute
 at once, 1.3 to 17 MiB, and how many restarts fall in a round follows the machine's load:
 in a 30-minute run their thirds' means differed by 6 to 11% with the same min and max in
 both thirds, and their minute means had no trend (+33 KiB a minute, standard error 31).
-Growth shows as a min and a max that rise, not as a mean alone.
+Growth shows as a min and a max that rise, not as a mean alone; the log table's last
+column fits a line to the minute means after warm-up: its slope, per minute, and the
+slope's standard error.
 """
 
 from __future__ import annotations
@@ -386,7 +388,7 @@ def log_table(series: LogSeries, samples: list[Sample]) -> Table:
                     f"({len(usages[middle])} samples a third); the sparse samples' mean in "
                     f"brackets")
     for col in ("pod kind / file kind", "first mean", "middle mean", "last mean", "growth",
-                "middle min..max", "last min..max"):
+                "middle min..max", "last min..max", "trend KiB/min"):
         t.add_column(col, justify="left" if col.startswith("pod") else "right")
     rows: list[tuple[str, str | None, tuple[str, ...] | None]] = [
         ("all", None, None), ("all / rotated + gz", None, ROTATED_KINDS),
@@ -405,8 +407,31 @@ def log_table(series: LogSeries, samples: list[Sample]) -> Table:
         t.add_row(label, f"{statistics.mean(f_):.0f}",
                   f"{mid:.0f} ({sparse(s_mid):.0f})", f"{end:.0f} ({sparse(s_last):.0f})",
                   f"{_growth(mid, end)} ({_growth(sparse(s_mid), sparse(s_last))})",
-                  f"{min(m):.0f}..{max(m):.0f}", f"{min(e):.0f}..{max(e):.0f}")
+                  f"{min(m):.0f}..{max(m):.0f}", f"{min(e):.0f}..{max(e):.0f}",
+                  trend(series.at[middle.start:], [kib(u) for u in usages[middle.start:]]))
     return t
+
+
+def trend(at: tuple[float, ...], values: list[float], window: float = 60.0) -> str:
+    """The slope of ``values`` over time after warm-up, per minute, with its standard
+    error, fitted to their means over each ``window`` seconds (a container GC round: a
+    slower sawtooth's teeth average out in them): a slope within about two standard
+    errors of nought is no growth."""
+    windows: dict[int, list[float]] = {}
+    for when, value in zip(at, values, strict=True):
+        windows.setdefault(int(when // window), []).append(value)
+    # A window cut short (where the part starts, and the run's end) is left out.
+    full = statistics.median(len(v) for v in windows.values()) / 2
+    kept = [k for k in sorted(windows) if len(windows[k]) >= full]
+    xs = [k * window / 60 for k in kept]
+    ys = [statistics.mean(windows[k]) for k in kept]
+    if len(xs) < 3 or len(set(xs)) < 2:
+        return "-"
+    fit = statistics.linear_regression(xs, ys)
+    spread = sum((x - statistics.mean(xs)) ** 2 for x in xs)
+    residual = sum((y - fit.slope * x - fit.intercept) ** 2 for x, y in zip(xs, ys, strict=True))
+    error = (residual / (len(xs) - 2) / spread) ** 0.5
+    return f"{fit.slope:+.0f} ± {error:.0f}"
 
 
 ROTATED_LINE = re.compile(r"^(\d\d):(\d\d):(\d\d\.\d+) .*rotated container log "
