@@ -7,7 +7,6 @@ reports what went and what failed. Both run on the collector's own thread, never
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 
@@ -17,7 +16,7 @@ from msgspec import Struct
 from runtime.cri.service import CRIRuntime
 from runtime.cri.types import Container as CRIContainer
 from runtime.cri.types import ContainerState, ImageSpec, SandboxState
-from runtime.errors import CRIError, CRINotFound
+from runtime.errors import CRIError, CRINotFound, LogRotationError
 from runtime.ids import PodUID
 from runtime.kuberuntime import labels as L
 from runtime.kuberuntime.container_gc import (
@@ -30,6 +29,7 @@ from runtime.kuberuntime.container_gc import (
     pod_uid_of_log_dir,
 )
 from runtime.kuberuntime.image_gc import GCImage, ImageFs, ImageGCPlan, ImageRemoval
+from runtime.kuberuntime.log_rotator import clean_container_logs
 from runtime.stats.host import statfs
 
 _STATES = {ContainerState.CREATED: GCState.CREATED, ContainerState.RUNNING: GCState.RUNNING,
@@ -108,7 +108,9 @@ def gather(runtime: CRIRuntime, pod_logs_dir: str, containers: bool, images: boo
 
 def _remove_container(runtime: CRIRuntime, removal: ContainerRemoval) -> None:
     """Upstream's removeContainer: stop it if its state is unknown, remove it, then its
-    log file (the runtime reports where it is)."""
+    log and the files rotation made of it (the runtime reports where the log is): left
+    behind, the rotated files of every instance a long-lived pod's container has had
+    would pile up until the pod is deleted."""
     c = removal.container
     log_path = ""
     try:
@@ -119,8 +121,7 @@ def _remove_container(runtime: CRIRuntime, removal: ContainerRemoval) -> None:
         runtime.stop_container(c.id, 0)
     runtime.remove_container(c.id)
     if log_path and os.path.isabs(log_path):
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(log_path)
+        clean_container_logs(log_path)
 
 
 def carry_out(runtime: CRIRuntime, pod_logs_dir: str, containers: ContainerGCPlan | None,
@@ -139,7 +140,7 @@ def carry_out(runtime: CRIRuntime, pod_logs_dir: str, containers: ContainerGCPla
             _remove_container(runtime, removal)
             done_c.append(removal)
             log.info("garbage collected container {} ({})", c.id[:13], removal.reason.value)
-        except CRIError as err:
+        except (CRIError, LogRotationError) as err:
             errors.append(f"failed to remove container {c.id[:13]}: {err}")
             log.warning("removing dead container {} failed: {}", c.id[:13], err)
     for sandbox_removal in plan.sandboxes:

@@ -25,6 +25,7 @@ was done and what failed comes back as a RotationPass, for the caller to log.
 
 from __future__ import annotations
 
+import glob
 import gzip
 import os
 import shutil
@@ -246,3 +247,20 @@ def compress_log(path: str) -> str:
         raise LogRotationError(f"failed to compress log {path} to {done}: {err}") from err
     _remove(path, "log after compress")
     return done
+
+
+def clean_container_logs(log_path: str) -> tuple[str, ...]:
+    """Remove a removed container's log and every file its rotations left beside it
+    (``<log>.<time>``, ``.gz``, ``.tmp``): upstream's ContainerLogManager.Clean, which its
+    removeContainer calls, so a container instance's logs go with it. Returns what was
+    removed; LogRotationError names the file that could not be."""
+    removed: list[str] = []
+    for name in sorted(glob.glob(glob.escape(log_path) + "*")):
+        try:
+            os.remove(name)
+        except FileNotFoundError:
+            continue
+        except OSError as err:
+            raise LogRotationError(f"failed to remove container log {name}: {err}") from err
+        removed.append(name)
+    return tuple(removed)

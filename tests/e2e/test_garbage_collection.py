@@ -4,6 +4,7 @@ images of running pods stay; the recorded runs replay without divergence."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import uuid
@@ -93,6 +94,71 @@ crashLoopBackOff:
     collected = log.count("garbage collected container")
     assert collected >= RESTARTS - 3, f"only {collected} dead instances were collected"
     _replays(trace_dir)
+
+
+LOUD_CRASH = ("i=0; while [ $i -lt 12 ]; do "
+              "yes 'crash-looping and log-heavy: a line for rotation' | head -n 300; "
+              "sleep 0.5; i=$((i+1)); done; exit 1")
+"""About 25 KiB of log every half second for 6 s, then exit 1: each instance's log is
+rotated (over 10 KiB at a 3 s pass) while it runs, then the instance dies."""
+ROTATED_ATTEMPT = re.compile(r"rotated container log \S*/main/(\d+)\.log ")
+
+
+def test_a_collected_instance_takes_its_rotated_logs_with_it(
+    containerd: EmbeddedContainerd, cri: CRIClient
+) -> None:
+    """Upstream's removeContainer cleans the container's log and every rotated file of
+    it: an instance of a crash-looping, log-heavy container that container GC removes
+    leaves no file behind, or a long-lived pod's log dir would grow with every restart."""
+    workdir = _workdir(containerd)
+    config = workdir / "kubelet.yaml"
+    config.write_text("""apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+featureGates:
+  KubeletCrashLoopBackOffMax: true
+crashLoopBackOff:
+  maxContainerRestartPeriod: 1s
+containerLogMaxSize: 10Ki
+containerLogMaxFiles: 3
+containerLogMonitorInterval: 3s
+""")
+    (workdir / "manifests" / "loud.yaml").write_text(manifest("loud", LOUD_CRASH))
+    daemon = Daemon(workdir, workdir / "manifests", "--container-runtime-endpoint",
+                    containerd.endpoint, "--config", str(config),
+                    "--kubelet-actors-container-gc-period", "2s")
+    name = "loud-e2e-node"
+    try:
+        daemon.start()
+        wait_for(lambda: _restart_count(daemon, name) >= 4, 240.0,
+                 "4 restarts of the crash-looping, log-heavy container")
+        uid = str((daemon.pod(name) or {})["metadata"]["uid"])
+        log_dir = daemon.pod_logs / f"default_{name}_{uid}" / "main"
+
+        def attempts() -> set[int]:
+            found = cri.list_containers(ContainerFilter(label_selector={L.POD_UID: uid}))
+            return {c.metadata.attempt for c in found}
+
+        def strays() -> list[str]:
+            """Files of instances the runtime no longer has (listed before the
+            instances, so a new instance's file is not one)."""
+            files = [p.name for p in log_dir.iterdir()]
+            kept = attempts()
+            return [f for f in files if int(f.split(".", 1)[0]) not in kept]
+
+        # Rotated logs of an instance since collected: the case this test is about.
+        def rotated_then_collected() -> set[int]:
+            rotated = {int(m) for m in ROTATED_ATTEMPT.findall(daemon.log())}
+            return rotated - attempts()
+
+        wait_for(lambda: bool(rotated_then_collected()), 120.0,
+                 "a rotated instance collected")
+        try:
+            wait_for(lambda: not strays(), 30.0,
+                     "no log file of an instance the runtime no longer has")
+        except AssertionError as err:
+            raise AssertionError(f"{err}: {sorted(strays())}") from err
+    finally:
+        daemon.stop()
 
 
 def _image_names(cri: CRIClient) -> set[str]:
