@@ -235,8 +235,11 @@ def outside_summary(edges: list[tuple[float, float | None]], starts: list[list[L
             f"{POLL_S * 1000:.0f} ms)")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.pod_path", description=__doc__,
+def chain_bench_args(prog: str, description: str | None, argv: list[str] | None
+                     ) -> tuple[argparse.Namespace, Console] | None:
+    """The flags a chain bench (this one, bench.teardown_path) takes, and its console;
+    None (said on the console) when not run as root."""
+    parser = argparse.ArgumentParser(prog=prog, description=description,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pods", type=int, default=3, help="pods one after another (3)")
     parser.add_argument("--repo", type=Path, default=REPO,
@@ -247,9 +250,17 @@ def main(argv: list[str] | None = None) -> int:
     console = Console(width=170)
     if os.geteuid() != 0:
         console.print("run as root: it starts containerd and makes a bridge")
-        return 2
+        return None
     logger.remove()
     logger.add(sys.stderr, level="WARNING")
+    return args, console
+
+
+def main(argv: list[str] | None = None) -> int:
+    parsed = chain_bench_args("python -m bench.pod_path", __doc__, argv)
+    if parsed is None:
+        return 2
+    args, console = parsed
     with machine_lock(BENCH), serve_images(), private_containerd(BENCH) as emb:
         work = emb.base_dir / "pod-path"
         trace_dir = work / "trace"

@@ -22,22 +22,17 @@ summary of all). Nothing here asserts on time.
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
 import time
 from collections import Counter
-from pathlib import Path
 
-from loguru import logger
-from rich.console import Console
 from rich.table import Table
 
 from actors.app.testbed import BENCH, machine_lock, private_containerd, serve_images
 from actors.core.trace.names import MESSAGES
 from actors.core.trace.reader import Trace, read_trace
-from bench.daemon_bench import REPO, DaemonProc, pod_uid, running
-from bench.pod_path import Link, chain, chain_table, handler_table, summary
+from bench.daemon_bench import DaemonProc, pod_uid, running
+from bench.pod_path import Link, chain, chain_bench_args, chain_table, handler_table, summary
 from runtime.cri.client import CRIClient
 from runtime.kuberuntime import labels as L
 
@@ -77,20 +72,10 @@ def calls_table(chains: list[list[Link]]) -> Table:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.teardown_path", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--pods", type=int, default=3, help="pods one after another (3)")
-    parser.add_argument("--repo", type=Path, default=REPO,
-                        help="the source tree whose daemon runs (this one)")
-    parser.add_argument("--daemon-arg", action="append", default=[], metavar="ARG",
-                        help="one more flag for the daemon (repeatable)")
-    args = parser.parse_args(argv)
-    console = Console(width=170)
-    if os.geteuid() != 0:
-        console.print("run as root: it starts containerd and makes a bridge")
+    parsed = chain_bench_args("python -m bench.teardown_path", __doc__, argv)
+    if parsed is None:
         return 2
-    logger.remove()
-    logger.add(sys.stderr, level="WARNING")
+    args, console = parsed
     names = [f"gone-{i:02d}" for i in range(args.pods)]
     with machine_lock(BENCH), serve_images(), private_containerd(BENCH) as emb:
         work = emb.base_dir / "teardown-path"
