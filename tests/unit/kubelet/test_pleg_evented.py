@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import msgspec
 import pytest
@@ -72,8 +73,9 @@ class Rig:
         self.dispatch.tell(names.PLEG, Tick(names.TICK_RELIST, self.clock.monotonic()))
 
 
-@pytest.fixture
-def rig() -> Iterator[Rig]:
+def pleg_rig(**pleg_options: Any) -> Iterator[Rig]:
+    """A PLEG on a fake runtime and a fake event stream, its sync loop an inbox (the
+    PLEG.start options given: each start path's tests use this one rig)."""
     clock = FakeClock()
     dispatch = Dispatch()
     timers = ManualTimers(dispatch, clock)
@@ -87,7 +89,7 @@ def rig() -> Iterator[Rig]:
 
     metrics = KubeletMetrics()
     pleg = PLEG.start(dispatch, fake, clock, 0, timers=timers, runtime_events=subscribe,
-                      metrics=metrics)
+                      metrics=metrics, **pleg_options)
     dispatch.register(names.PLEG, pleg)
     r = Rig(clock, dispatch, timers, fake, sync_loop, subscriptions, metrics)
     try:
@@ -96,6 +98,11 @@ def rig() -> Iterator[Rig]:
         pleg.stop()
         sync_loop.stop()
     assert all(s.stopped for s in subscriptions)
+
+
+@pytest.fixture
+def rig() -> Iterator[Rig]:
+    yield from pleg_rig()
 
 
 def _connected(rig: Rig) -> int:

@@ -9,44 +9,18 @@ from collections.abc import Iterator
 
 import pytest
 
-from actors.core.dispatch import Dispatch
-from actors.core.testing import Inbox
-from actors.core.timers import ManualTimers
 from actors.kubelet import names
 from actors.kubelet.messages import EventType, RelistNow
-from actors.kubelet.metrics import KubeletMetrics
-from actors.kubelet.pleg import PLEG, RECHECK_DELAYS
+from actors.kubelet.pleg import RECHECK_DELAYS
 from actors.kubelet.pod_stopping import PodStopping
-from runtime.clock import FakeClock
-from runtime.containerd.events import EventKind, EventSink, RuntimeEvent
+from runtime.containerd.events import EventKind, RuntimeEvent
 from runtime.ids import ContainerID, PodUID, SandboxID
-from runtime.testing.fake_runtime import FakeRuntime
 from tests.unit.kubelet.test_pleg import _pod
-from tests.unit.kubelet.test_pleg_evented import FakeSubscription, Rig, _connected, _wait_relists
+from tests.unit.kubelet.test_pleg_evented import Rig, _connected, _wait_relists, pleg_rig
 
 
 def _rig(stops_from_workers: bool) -> Iterator[Rig]:
-    clock = FakeClock()
-    dispatch = Dispatch()
-    timers = ManualTimers(dispatch, clock)
-    fake = FakeRuntime(clock, images=["img"])
-    sync_loop = Inbox(dispatch, names.SYNC_LOOP)
-    subscriptions: list[FakeSubscription] = []
-
-    def subscribe(sink: EventSink) -> FakeSubscription:
-        subscriptions.append(FakeSubscription(sink))
-        return subscriptions[-1]
-
-    metrics = KubeletMetrics()
-    pleg = PLEG.start(dispatch, fake, clock, 0, timers=timers, runtime_events=subscribe,
-                      metrics=metrics, starts_from_syncs=True,
-                      stops_from_workers=stops_from_workers)
-    dispatch.register(names.PLEG, pleg)
-    try:
-        yield Rig(clock, dispatch, timers, fake, sync_loop, subscriptions, metrics)
-    finally:
-        pleg.stop()
-        sync_loop.stop()
+    yield from pleg_rig(starts_from_syncs=True, stops_from_workers=stops_from_workers)
 
 
 @pytest.fixture
