@@ -286,7 +286,13 @@ class PodWorker(Actor):
             self._known_status = after  # read after all the sync made
             self._observe(pod, after, result)
             self.send(names.PLEG, SyncChangedRuntime(self.uid, observed_states(after)))
+            # The relist showing just this brings no sync, so the next step (the next
+            # sidecar once this one started, the containers once the sidecars did) is
+            # taken now, as the sync upstream's ContainerStarted event brings would.
+            next_step = self._manager.more_to_do(pod, after, dict(update.liveness),
+                                                 dict(update.startup))
         else:
+            next_step = False
             if result.steps and self._status_from_pleg:
                 if changed_runtime(result) and (result.ok or made.sandboxes
                                                 or not self._status_after_start):
@@ -310,8 +316,8 @@ class PodWorker(Actor):
         if not result.ok:
             self._done(_sooner(_retry_after(result, self._timing.error_backoff), deadline_in),
                        str(result))
-        elif changed and new_phase in TERMINAL_PHASES:
-            self._done(0.0)  # a phase change is acted on right away
+        elif (changed and new_phase in TERMINAL_PHASES) or next_step:
+            self._done(0.0)  # a phase change (or a next step) is acted on right away
         else:
             if not result.steps:
                 self._idle_status = after

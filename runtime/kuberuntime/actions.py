@@ -53,6 +53,12 @@ class PodActions(Struct, frozen=True):
     def kills(self) -> dict[ContainerID, ContainerToKill]:
         return {k.container_id: k for k in self.containers_to_kill}
 
+    def changes_anything(self) -> bool:
+        """Whether carrying the plan out would change the runtime."""
+        return bool(self.kill_pod or self.create_sandbox or self.init_containers_to_start
+                    or self.containers_to_start or self.containers_to_kill
+                    or self.ephemeral_containers_to_start)
+
 
 ProbeVerdicts = Mapping[ContainerID, ProbeResult]
 _NONE: ProbeVerdicts = {}

@@ -128,6 +128,14 @@ class KubeRuntimeManager:
         return get_pod_status(self.runtime, uid, name, namespace, self._termination_message,
                               listing, known)
 
+    def more_to_do(self, pod: Pod, status: RuntimePodStatus,
+                   liveness: ProbeVerdicts | None = None,
+                   startup: ProbeVerdicts | None = None) -> bool:
+        """Whether a sync of ``pod`` on ``status`` would change the runtime (the plan
+        alone: a pure check, no runtime call)."""
+        return compute_pod_actions(pod, status, liveness or {}, startup or {}
+                                   ).changes_anything()
+
     def removal_status(self, pod: Pod) -> RuntimePodStatus:
         """What stopping and removing ``pod`` reads of the runtime first: its listings
         alone unless a preStop hook needs the pod IP (see kill_status); its status is never
