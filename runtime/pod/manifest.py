@@ -24,6 +24,12 @@ from runtime.pod.defaults import api_defaults, apply_defaults
 from runtime.pod.model import ConfigMapVolumeSource, Pod, volume_source
 from runtime.pod.validation import validate_pod
 
+# yaml-rs is imported here, by whatever imports this module (the program's main thread),
+# not on first use: its library keeps state of the thread that loaded it, and a load on
+# another thread after that one ended (a file source actor restarted by its supervisor)
+# crashes the process (tests/unit/runtime/test_manifest_threads.py).
+from runtime.pod.yaml_fast import fast_load
+
 __all__ = ["parse_manifest", "parse_manifest_with_warnings"]
 
 # The volume sources this kubelet can mount; the others decode (they are valid pods) but
@@ -137,8 +143,6 @@ def _load_documents(text: str, source: str) -> list[tuple[int, object]]:
             pass
         else:
             return [(1, document)]
-    from runtime.pod.yaml_fast import fast_load  # like the exact reader, on first use
-
     if (mapping := fast_load(text)) is not None:
         return [(1, mapping)]
     # The exact reader (PyYAML on libyaml) is imported on the first manifest it must read:

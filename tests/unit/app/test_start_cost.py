@@ -55,13 +55,13 @@ LEFT_FOR_LATER = (
     "actors.kubelet.trace",
     "actors.app.drills",
     "actors.app.remote",  # the client side of logs, exec, attach and port-forward
-    "yaml",  # PyYAML and yaml-rs: the first static pod manifest or --config file's
-    "yaml_rs",
+    "yaml",  # PyYAML: the first static pod manifest or --config file that needs it
 )
 """Modules (and packages, with all under them) the daemon's start does not import: the
 /debug/timeline page's (imported by its first request), the certificate maker's, cluster
-mode's (imported only with --kubeconfig), the YAML readers' (imported by the first
-manifest or config file read) and the other commands' of the program."""
+mode's (imported only with --kubeconfig), the exact YAML reader's (imported by the first
+manifest or config file that needs it; yaml-rs loads with the manifest module, see
+runtime.pod.manifest) and the other commands' of the program."""
 
 VALUE_MODULES = (
     "runtime.cri.types",
