@@ -668,6 +668,13 @@ class Bench:
     def running_check(self, uid: str) -> Callable[[], bool]:
         return lambda: running(self.daemon.pods().get(uid))
 
+    def all_running_check(self, uids: set[str]) -> Callable[[], bool]:
+        """Whether /pods shows every pod of ``uids`` Running (one GET a look)."""
+        def all_running() -> bool:
+            listed = self.daemon.pods()
+            return all(running(listed.get(u)) for u in uids)
+        return all_running
+
     def daemon_start_latency(self) -> None:
         """Daemon samples interleaved with raw ones on the same containerd while the daemon
         idles: under a noisy machine, neighbouring samples share its load. A raw pod may be
@@ -736,12 +743,7 @@ class Bench:
             t0 = time.perf_counter()
             for name in names:
                 d.write(name)
-
-            def all_running() -> bool:
-                listed = d.pods()
-                return all(running(listed.get(u)) for u in uids)
-
-            seen = wait(all_running, POLL_BULK, 180, "50 pods Running")
+            seen = wait(self.all_running_check(uids), POLL_BULK, 180, "50 pods Running")
         self.r.bulk_daemon["create"] = seen.seen - t0
         self.r.bulk_poll_period = seen.period
         time.sleep(2.0)
@@ -858,12 +860,7 @@ class Bench:
         t0 = time.perf_counter()
         for name in names:
             d.write(name)
-
-        def all_running() -> bool:
-            listed = d.pods()
-            return all(running(listed.get(u)) for u in uids)
-
-        seen = wait(all_running, 0.2, 300, "110 pods Running")
+        seen = wait(self.all_running_check(uids), 0.2, 300, "110 pods Running")
         st = self.r.steady
         st["start110"] = seen.seen - t0
         self.console.print(f"  daemon 110 pods all Running in {st['start110']:.1f} s; settling")
