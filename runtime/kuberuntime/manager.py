@@ -14,11 +14,9 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import msgspec
 from loguru import logger
 
 from runtime.clock import Clock
-from runtime.cm.names import pod_cgroup_parent
 from runtime.cm.pod_cgroups import PodCgroups
 from runtime.cri.service import CRIRuntime
 from runtime.cri.types import (
@@ -211,13 +209,9 @@ class KubeRuntimeManager:
             self.cgroups.cleanup_orphans(keep)
 
     def sandbox_config(self, pod: Pod, attempt: int, report: bool = True) -> PodSandboxConfig:
-        """The sandbox config, in the pod's cgroup when cgroupsPerQOS is on; ``report``:
-        log what forming its DNS config dropped (when the sandbox is made, not each sync)."""
-        config = generate_sandbox_config(pod, attempt, self.settings, report=report)
-        if not self.settings.cgroups_per_qos:
-            return config
-        parent = pod_cgroup_parent(pod, self.settings.cgroup_root, self.settings.cgroup_driver)
-        return msgspec.structs.replace(config, cgroup_parent=parent)
+        """The sandbox config (``report``: log what forming its DNS config dropped, when
+        the sandbox is made, not each sync)."""
+        return generate_sandbox_config(pod, attempt, self.settings, report=report)
 
     def mount_volumes(self, pod: Pod) -> PodSyncResult:
         """Set up the pod's volumes before anything of it starts (upstream's

@@ -250,3 +250,18 @@ def test_privileged(inits: tuple[bool | None, ...], containers: tuple[bool | Non
             for i, flag in enumerate(flags))
     pod = make_pod(init_containers=make("i", inits), containers=make("c", containers))
     assert generate_sandbox_config(pod, 0, node(resolv)).security.privileged is privileged
+
+
+@pytest.mark.parametrize(
+    ("per_qos", "driver", "parent"),
+    [
+        (True, "cgroupfs", "/kubepods/besteffort/poduid-1"),
+        (True, "systemd",
+         "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-poduid_1.slice"),
+        (False, "cgroupfs", ""),
+    ],
+)
+def test_the_sandbox_runs_in_the_pod_cgroup_with_cgroups_per_qos(
+        per_qos: bool, driver: str, parent: str, resolv: str) -> None:
+    settings = node(resolv, cgroups_per_qos=per_qos, cgroup_driver=driver)
+    assert generate_sandbox_config(make_pod(), 0, settings).cgroup_parent == parent
