@@ -94,6 +94,10 @@ class Relisted(Struct, frozen=True):
     # none), for the first sync of each pod admitted while the sources are not all heard
     # from (see PodListing). None: a later relist, or a trace from before.
     listings: tuple[PodListing, ...] | None = None
+    # When its lists had returned (the PLEG's clock, monotonic): what it shows is no newer
+    # than this, so a worker's read begun later shows as much or more (UpdatePod.
+    # relisted_at). None: start path 4 or before.
+    listed_at: float | None = None
 
 
 @message("RuntimeEventSeen")
@@ -178,6 +182,11 @@ class UpdatePod(Struct, frozen=True):
     # what that relist showed of the pod, so the worker's first sync lists nothing again
     # (see PodListing). None: the worker lists the pod's sandboxes and containers itself.
     listing: PodListing | None = None
+    # An update the PLEG's events brought: when the relist that found them had its lists
+    # back (Relisted.listed_at). A worker whose last read of its pod began after that
+    # syncs on that read: the relist saw nothing it did not (start path 5). None: any
+    # other update, or a trace from before.
+    relisted_at: float | None = None
 
 
 class WorkerState(enum.Enum):

@@ -254,6 +254,7 @@ class PLEG(Actor):
         *, timers: Timers | None = None, runtime_events: SubscriptionFactory | None = None,
         metrics: KubeletMetrics | None = None, starts_from_syncs: bool = False,
         first_listings: bool = False, stops_from_workers: bool = False,
+        tells_listed_at: bool = False,
     ) -> None:
         """``starts_from_syncs``: the pod workers tell this actor when their syncs changed
         the runtime (SyncChangedRuntime), so a task start (always the kubelet's own
@@ -265,11 +266,15 @@ class PLEG(Actor):
         as upstream's pod workers read the cache the PLEG's relist filled. False: not told
         (traces from before). ``stops_from_workers``: the events of a pod whose worker is
         stopping it make no relist; the worker's end of it does (actors.kubelet.
-        pod_stopping). False: every event relists (traces from before)."""
+        pod_stopping). False: every event relists (traces from before).
+        ``tells_listed_at`` (start path 5): each Relisted says when its lists were back
+        (Relisted.listed_at), so a worker that read its pod after that need not read it
+        again for the relist's events. False: not told (traces from before)."""
         super().__init__(names.PLEG, dispatch, incarnation)
         self._stops_from_workers = stops_from_workers
         self._stopping: set[PodUID] = set()  # pods whose workers are stopping them
         self._first_listings = first_listings
+        self._tells_listed_at = tells_listed_at
         self._starts_from_syncs = starts_from_syncs
         self._runtime = runtime
         self._clock = clock
@@ -461,8 +466,12 @@ class PLEG(Actor):
             events = unobserved_events(events, snapshot.states, self._observed)
             self._observed = {}
         self._states = snapshot.states
+        # (Read after the lists and the diff: later than the lists returned, which is the
+        # safe side for the workers' comparison.)
+        ended = self._clock.monotonic()
         self.send(names.SYNC_LOOP, Relisted(
             events=events, pods=snapshot.pods, running_containers=snapshot.running_containers,
-            duration=self._clock.monotonic() - started, evented=self._evented,
+            duration=ended - started, evented=self._evented,
             listings=snapshot.listings if listing else None,
+            listed_at=ended if self._tells_listed_at else None,
         ))

@@ -84,6 +84,7 @@ class PodWorker(Actor):
         status_from_pleg: bool = False,
         lean_kill: bool = False,
         status_after_start: bool = False,
+        reads_newer_than_relists: bool = False,
     ) -> None:
         """``status_from_pleg``: after a sync that changed the runtime, ask the PLEG to
         relist rather than read the pod's status again (upstream's SyncPod reads none;
@@ -96,12 +97,17 @@ class PodWorker(Actor):
         made (MadeBySync: no listing, no second sandbox status) and report it, and tell
         the PLEG what was read, so its relist (still asked for: the safety net) brings no
         second sync when it shows just that. The pod shows Running without the hop
-        through the PLEG and the sync loop. Only after a sync with no failure."""
+        through the PLEG and the sync loop. Only after a sync with no failure.
+        ``reads_newer_than_relists`` (start path 5): note when each read of the pod's
+        status began, and sync an update the PLEG's events brought on the last read when
+        that began after the relist's lists were back (UpdatePod.relisted_at): the relist
+        saw nothing the read did not. False: read afresh (old traces)."""
         super().__init__(names.worker_name(uid), dispatch, incarnation)
         self._lean_kill = lean_kill
         self._stop_told = False  # the PLEG was told this worker is stopping its pod
         self._status_from_pleg = status_from_pleg
         self._status_after_start = status_after_start and status_from_pleg
+        self._reads_newer = reads_newer_than_relists
         self._events = events
         self.uid = uid
         self._manager = manager
@@ -128,6 +134,7 @@ class PodWorker(Actor):
         # may have changed. Upstream's worker reads the PLEG's cache the same way: an
         # idle pod's resync costs no runtime call.
         self._idle_status: RuntimePodStatus | None = None
+        self._idle_at: float | None = None  # when its read began (reads_newer_than_relists)
         # The runtime status as it stands since this worker last changed the runtime:
         # read after its last change (or by a sync that changed nothing), None when a sync
         # made something no read has shown since. Only this worker makes anything of its
@@ -136,6 +143,7 @@ class PodWorker(Actor):
         # way). What exited since is stopped again (a no-op); what was removed since is
         # NotFound, which counts as stopped.
         self._known_status: RuntimePodStatus | None = None
+        self._known_at: float | None = None  # when its read began (reads_newer_than_relists)
 
     # --- mailbox ---------------------------------------------------------------------------
 
@@ -240,6 +248,21 @@ class PodWorker(Actor):
         fresh = self._active_since is None and self.incarnation == 0
         return self._status(pod, update.listing if fresh else None)
 
+    def _read_begins(self) -> float | None:
+        """When a read of the pod's status begins (the clock is read only on start path
+        5, where a later relist update is checked against it)."""
+        return self._clock.monotonic() if self._reads_newer else None
+
+    def _known_since(self, update: UpdatePod) -> RuntimePodStatus | None:
+        """The status this worker read last, when ``update`` came from a relist whose lists
+        were back before that read began: nothing the relist saw is newer, so the sync it
+        brings reads nothing (start path 5). None: read afresh. Strictly before: on a
+        virtual clock a relist and a read at the same instant are in no known order."""
+        known, at, listed = self._known_status, self._known_at, update.relisted_at
+        if known is None or at is None or listed is None or at <= listed:
+            return None
+        return known
+
     def _observe(self, pod: Pod, status: RuntimePodStatus, result: PodSyncResult | None,
                  failed_reason: str = "", failed_message: str = "") -> None:
         observed = PodObserved(pod, status, result, self.state, failed_reason, failed_message)
@@ -248,7 +271,14 @@ class PodWorker(Actor):
 
     def _sync(self, pod: Pod, update: UpdatePod) -> None:
         idle, self._idle_status = self._idle_status, None
-        status = idle if update.resync and idle is not None else self._first_status(pod, update)
+        known = self._known_since(update)
+        if update.resync and idle is not None:
+            status, read_at = idle, self._idle_at
+        elif known is not None:
+            status, read_at = known, self._known_at
+        else:
+            read_at = self._read_begins()
+            status = self._first_status(pod, update)
         phase = generate_pod_status(pod, status).phase
         now = self._clock.now()
         if self._active_since is None:
@@ -271,7 +301,8 @@ class PodWorker(Actor):
             self._pending = update
             self._run()
             return
-        self._known_status = None  # until this sync ends: it may make something, or fail
+        # Unknown until this sync ends: it may make something, or fail.
+        self._known_status, self._known_at = None, None
         made = MadeBySync()
         result = self._manager.sync_pod(
             pod, status, dict(update.liveness), dict(update.startup), self._cancelled, made
@@ -280,10 +311,11 @@ class PodWorker(Actor):
         if result.ok and self._status_after_start and made.anything:
             # (A sync with a failure goes the PLEG's way: its relist's event brings the
             # next sync, which shows the failure's back-off, as upstream's.)
+            after_at = self._read_begins()
             after = self._manager.get_pod_status(
                 self.uid, pod.metadata.name, pod.metadata.namespace, made.listing(status),
                 made.known_sandboxes())
-            self._known_status = after  # read after all the sync made
+            self._known_status, self._known_at = after, after_at  # read after all it made
             self._observe(pod, after, result)
             self.send(names.PLEG, SyncChangedRuntime(self.uid, observed_states(after)))
             # The relist showing just this brings no sync, so the next step (the next
@@ -303,10 +335,11 @@ class PodWorker(Actor):
                     # PLEG's own relists show what it left (as upstream's, once a period).
                     self.send(names.PLEG, SyncChangedRuntime(self.uid))
             elif result.steps:
+                read_at = self._read_begins()
                 after = self._status(pod)
             # Known unless this sync changed the runtime and nothing was read after it.
-            self._known_status = (after if after is not status or not changed_runtime(result)
-                                  else None)
+            if after is not status or not changed_runtime(result):
+                self._known_status, self._known_at = after, read_at
             self._observe(pod, after, result)
         new_phase = generate_pod_status(pod, after, result).phase
         changed = new_phase != self._last_phase
@@ -320,7 +353,7 @@ class PodWorker(Actor):
             self._done(0.0)  # a phase change (or a next step) is acted on right away
         else:
             if not result.steps:
-                self._idle_status = after
+                self._idle_status, self._idle_at = after, read_at
             jitter = self._rng.uniform(0, RESYNC_JITTER) * self._timing.resync_interval
             self._done(_sooner(self._timing.resync_interval + jitter, deadline_in))
 
@@ -359,6 +392,7 @@ class PodWorker(Actor):
                 # after killing, in SyncTerminatingPod).
                 status = self._status(pod)
             self._known_status = status  # read after the kill: what a removal stops
+            self._known_at = None  # (a terminated worker syncs no more)
             self._observe(pod, status, result, *failed)
         log.info("pod terminated{}", " and removed" if self._remove else "")
         self._done(None)

@@ -471,7 +471,8 @@ class SyncLoop(SupervisorActor):
                 and uid not in self._runtime_uids)
 
     def _dispatch_work(self, uid: PodUID, kind: UpdateKind, resync: bool = False,
-                       listing: PodListing | None = None) -> None:
+                       listing: PodListing | None = None,
+                       relisted_at: float | None = None) -> None:
         worker = self._workers.get(uid)
         pod = self._desired.get(uid)
         if worker is None or worker.state == WorkerState.TERMINATED:
@@ -490,7 +491,7 @@ class SyncLoop(SupervisorActor):
         self._requeue_at.pop(uid, None)
         self.send(names.worker_name(uid), UpdatePod(
             pod, kind, tuple(verdicts.liveness.items()), tuple(verdicts.startup.items()),
-            resync=resync, listing=listing))
+            resync=resync, listing=listing, relisted_at=relisted_at))
 
     def _forget_worker(self, uid: PodUID) -> None:
         worker = self._workers.pop(uid, None)
@@ -567,7 +568,7 @@ class SyncLoop(SupervisorActor):
         for uid in dict.fromkeys(e.uid for e in relist.events
                                  if e.type != EventType.CONTAINER_REMOVED):
             if uid not in held:  # just sent its first update, which this would replace
-                self._dispatch_work(uid, UpdateKind.SYNC)
+                self._dispatch_work(uid, UpdateKind.SYNC, relisted_at=relist.listed_at)
 
     def _forget_removed_verdicts(self, events: tuple[PodLifecycleEvent, ...]) -> None:
         """A removed container is never probed again: its verdicts go, or a crash-looping

@@ -54,7 +54,7 @@ from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.settings import NodeSettings
 from runtime.prober.state import ProbeStateSink, SavedProbe
 
-START_PATH = 4
+START_PATH = 5
 """How this build starts a pod (ReplayConfig.start_path). 1: two ImageStatus calls per
 container start, the worker reads the pod's status again after its sync, the PLEG relists
 (and re-checks) on every task start. 2: one ImageStatus per container start; a sync that
@@ -68,7 +68,12 @@ reads the PLEG's cache, empty for a pod it never saw); (b) a sync that made thin
 the pod's status at once from what it made and reports it, and the PLEG's relist after it
 makes no second sync when it shows just that (PodWorker status_after_start); (c) no pod's
 first sync runs before the PLEG's first relist is in, so each one adopts with its listing
-(upstream's workers wait on a pod cache newer than their start: GetNewerThan)."""
+(upstream's workers wait on a pod cache newer than their start: GetNewerThan). 5: as 4,
+and a sync the PLEG's events brought runs on the status its worker last read when that
+read began after the relist's lists had returned (Relisted.listed_at): the relist showed
+nothing that read did not, so nothing is read again. In a burst, the relists that see
+pods mid-start bring each such pod a sync that reads nothing (upstream's worker syncs on
+its pod cache, which is no older than that relist either)."""
 
 if TYPE_CHECKING:  # the cluster actors are imported in children(), in cluster mode only
     from actors.kubelet.cluster.context import Cluster
@@ -123,6 +128,11 @@ class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
     def cache_first(self) -> bool:
         """Path 4 or later: see START_PATH."""
         return self.start_path >= 4
+
+    @property
+    def reads_newer_than_relists(self) -> bool:
+        """Path 5 or later: see START_PATH."""
+        return self.start_path >= 5
 
     def to_header(self) -> dict[str, Any]:
         header: dict[str, Any] = msgspec.to_builtins(self)
@@ -245,7 +255,9 @@ def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
                                           "metrics": p.metrics,
                                           "starts_from_syncs": p.config.lean_start,
                                           "first_listings": p.config.first_listings,
-                                          "stops_from_workers": p.config.lean_kill})),
+                                          "stops_from_workers": p.config.lean_kill,
+                                          "tells_listed_at":
+                                              p.config.reads_newer_than_relists})),
         (names.RUNTIME_MONITOR, lambda n: Construct(
             RuntimeMonitor, (p.dispatch, p.timers, p.runtime, p.clock, p.containerd,
                              p.metrics, n))),
@@ -355,7 +367,9 @@ def worker(parts: KubeletParts, uid: PodUID, incarnation: int,
                                  p.config.timing, cancel),
                      {"incarnation": incarnation, "status_from_pleg": p.config.lean_start,
                       "lean_kill": p.config.lean_kill,
-                      "status_after_start": p.config.cache_first, **extra})
+                      "status_after_start": p.config.cache_first,
+                      "reads_newer_than_relists": p.config.reads_newer_than_relists,
+                      **extra})
 
 
 def sync_loop(parts: KubeletParts, child_specs: list[ChildSpec],
