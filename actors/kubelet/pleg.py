@@ -73,6 +73,13 @@ UNKNOWN_START_DELAY = 1.0
 it before the PLEG relists for it (the generic PLEG's period: an orphan is seen as soon)."""
 UNKNOWN_START = "unknown start"
 """The RelistNow reason of that deferred relist."""
+SAFETY_NET_DELAY = 0.5
+"""Start path 5: how long the relist a worker's sync or stop asks for waits, so the syncs
+and stops of a burst share one (and any relist meanwhile stands in for it). The worker
+has read and reported what it made already; the relist is the safety net, and shows the
+task starts well before UNKNOWN_START_DELAY."""
+SAFETY_NET = "safety net"
+"""The RelistNow reason of that delayed relist."""
 SETTLE_DELAY = 1.0
 """A second relist this long after the stream (re)opens: an event published while the
 subscription was being set up may have been missed by the first."""
@@ -254,7 +261,7 @@ class PLEG(Actor):
         *, timers: Timers | None = None, runtime_events: SubscriptionFactory | None = None,
         metrics: KubeletMetrics | None = None, starts_from_syncs: bool = False,
         first_listings: bool = False, stops_from_workers: bool = False,
-        tells_listed_at: bool = False,
+        tells_listed_at: bool = False, safety_net_delay: float = 0.0,
     ) -> None:
         """``starts_from_syncs``: the pod workers tell this actor when their syncs changed
         the runtime (SyncChangedRuntime), so a task start (always the kubelet's own
@@ -269,12 +276,18 @@ class PLEG(Actor):
         pod_stopping). False: every event relists (traces from before).
         ``tells_listed_at`` (start path 5): each Relisted says when its lists were back
         (Relisted.listed_at), so a worker that read its pod after that need not read it
-        again for the relist's events. False: not told (traces from before)."""
+        again for the relist's events. False: not told (traces from before).
+        ``safety_net_delay`` (start path 5): the relist a sync that read what it made
+        asks for (SyncChangedRuntime.observed), and the one a worker's end of a stop
+        asks for, wait this long, shared by all asked meanwhile, and any relist before
+        then stands in for it. 0: each is queued at once (traces from before)."""
         super().__init__(names.PLEG, dispatch, incarnation)
         self._stops_from_workers = stops_from_workers
         self._stopping: set[PodUID] = set()  # pods whose workers are stopping them
         self._first_listings = first_listings
         self._tells_listed_at = tells_listed_at
+        self._safety_net_delay = safety_net_delay
+        self._safety_net: Cancellable | None = None  # the delayed relist, when one waits
         self._starts_from_syncs = starts_from_syncs
         self._runtime = runtime
         self._clock = clock
@@ -317,10 +330,10 @@ class PLEG(Actor):
         if self._subscription is not None:
             self._subscription.stop()
             self._subscription = None
-        for pending in (self._recheck, self._unknown_check):
+        for pending in (self._recheck, self._unknown_check, self._safety_net):
             if pending is not None:
                 pending.cancel()
-        self._recheck = self._unknown_check = None
+        self._recheck = self._unknown_check = self._safety_net = None
 
     # --- messages -------------------------------------------------------------------------
 
@@ -333,13 +346,19 @@ class PLEG(Actor):
         elif isinstance(message, SyncChangedRuntime):
             if message.observed is not None:
                 self._observed[message.uid] = message.observed
-            self._queue_relist("sync")
+                self._relist_later("sync")
+            else:
+                self._queue_relist("sync")
         elif isinstance(message, PodStopping) and self._stops_from_workers:
             if message.stopping:
                 self._stopping.add(message.uid)
             else:
                 self._stopping.discard(message.uid)
-                self._queue_relist("pod stopped")
+                self._relist_later("pod stopped")
+        elif isinstance(message, RelistNow) and message.reason == SAFETY_NET:
+            if self._safety_net is not None:  # else a relist stood in since it fired
+                self._safety_net = None
+                self.relist()
         elif isinstance(message, RelistNow) and message.reason == UNKNOWN_START:
             self._unknown_check = None
             if self._forget_shown_starts():
@@ -386,6 +405,14 @@ class PLEG(Actor):
         if not self._relist_queued:
             self._relist_queued = True
             self.send(self.name, RelistNow(reason))
+
+    def _relist_later(self, reason: str) -> None:
+        """A safety-net relist: after SAFETY_NET_DELAY on path 5, else queued now."""
+        if not self._safety_net_delay or self._timers is None:
+            self._queue_relist(reason)
+        elif self._safety_net is None:
+            self._safety_net = self._timers.once(self._safety_net_delay, self.name,
+                                                 RelistNow(SAFETY_NET))
 
     def _event(self, seen: RuntimeEventSeen) -> None:
         try:
@@ -454,6 +481,9 @@ class PLEG(Actor):
             self.send(names.SYNC_LOOP, RelistFailed(str(err)))
             return
         self._last_relist = started
+        if self._safety_net is not None:  # this relist is the one it waited for
+            self._safety_net.cancel()
+            self._safety_net = None
         # The first relist after a (re)start has nothing to compare with: every pod gets a
         # sync event, so a new incarnation rebuilds its view from the runtime.
         if self._states is None:

@@ -179,12 +179,19 @@ class SyncLoop(SupervisorActor):
         rng: random.Random | None = None,
         events: EventRecorder = NULL_RECORDER,
         cache_first: bool = False,
+        removed_not_orphans: bool = False,
     ) -> None:
         """``cache_first`` (start path 4, actors.kubelet.tree.START_PATH): no pod's first
         sync before the PLEG's first relist, and a pod no relist has shown and no worker
-        has had syncs first on an empty listing. False: old traces."""
+        has had syncs first on an empty listing. False: old traces.
+        ``removed_not_orphans`` (start path 5, with ``cache_first``): a pod whose worker
+        was forgotten is no orphan of the runtime's until a relist begun after its
+        removal is in (two relists, as for its listing): on path 5 the relist a stop's
+        end asks for waits a little (pleg.SAFETY_NET_DELAY), and meanwhile the last
+        relist may still show what the worker removed. False: old traces."""
         self.settings = settings or SyncLoopSettings()
         self._cache_first = cache_first
+        self._removed_not_orphans = removed_not_orphans and cache_first
         self._events = events
         super().__init__(names.SYNC_LOOP, dispatch, timers, clock, self.settings.supervision,
                          [kubelet_child(c) for c in children], rng or random.Random(0))
@@ -615,6 +622,8 @@ class SyncLoop(SupervisorActor):
         for rp in self._runtime_pods:
             if rp.uid in self._desired or rp.uid in self._workers or rp.uid in self._killing:
                 continue
+            if self._removed_not_orphans and rp.uid in self._forgotten:
+                continue  # removed by its worker after the relist that shows it
             self._killing.add(rp.uid)
             self.send(names.KILLER, KillRuntimePod(rp.uid, rp.name, rp.namespace))
 

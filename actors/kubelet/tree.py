@@ -28,7 +28,7 @@ from actors.kubelet.garbage_collector import GarbageCollector
 from actors.kubelet.gc_settings import GCSettings
 from actors.kubelet.log_rotation import LogRotationActor, LogRotationParts
 from actors.kubelet.metrics import KubeletMetrics
-from actors.kubelet.pleg import PLEG
+from actors.kubelet.pleg import PLEG, SAFETY_NET_DELAY
 from actors.kubelet.pod_killer import PodKiller
 from actors.kubelet.pod_worker import PodWorker, WorkerTiming
 from actors.kubelet.probe_manager import ProbeManager
@@ -257,7 +257,9 @@ def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
                                           "first_listings": p.config.first_listings,
                                           "stops_from_workers": p.config.lean_kill,
                                           "tells_listed_at":
-                                              p.config.reads_newer_than_relists})),
+                                              p.config.reads_newer_than_relists,
+                                          "safety_net_delay": SAFETY_NET_DELAY
+                                          if p.config.reads_newer_than_relists else 0.0})),
         (names.RUNTIME_MONITOR, lambda n: Construct(
             RuntimeMonitor, (p.dispatch, p.timers, p.runtime, p.clock, p.containerd,
                              p.metrics, n))),
@@ -378,7 +380,8 @@ def sync_loop(parts: KubeletParts, child_specs: list[ChildSpec],
     extra: dict[str, Any] = {"events": recorder(p)} if p.config.events else {}
     return Construct(SyncLoop, (p.dispatch, p.timers, p.clock, child_specs, workers,
                                 p.config.supervisor, p.metrics),
-                     {**extra, "cache_first": p.config.cache_first})
+                     {**extra, "cache_first": p.config.cache_first,
+                      "removed_not_orphans": p.config.reads_newer_than_relists})
 
 
 def _starter(recipe: Recipe) -> Callable[[int], ActorRef]:
