@@ -38,6 +38,7 @@ class FakeCgroupManager:
         return found
 
     def children(self, name: CgroupName) -> tuple[str, ...]:
+        self.calls.append(("children", name))
         return tuple(sorted(k[-1] for k in self.cgroups
                             if len(k) == len(name) + 1 and k[: len(name)] == name))
 

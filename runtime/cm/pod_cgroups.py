@@ -133,10 +133,14 @@ class PodCgroups:
 
     def destroy(self, uid: str) -> bool:
         """Remove the pod's cgroup (killing what still runs in it); True when none is
-        left. A failure is logged: the orphan clean-up tries again."""
+        left. A failure is logged: the orphan clean-up tries again. A pod this kubelet
+        ensured is found where ensure put it; another (adopted, an orphan) is looked for
+        among every pod cgroup (a mass removal would otherwise list them all per pod)."""
         with self._lock:
-            self._active.pop(uid, None)
-            name = self.pod_cgroups().get(uid)
+            pod = self._active.pop(uid, None)
+            name = self.name(pod) if pod is not None else None
+            if name is None or not self.manager.exists(name):
+                name = self.pod_cgroups().get(uid)
             if name is None:
                 return True
             try:

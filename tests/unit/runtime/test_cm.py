@@ -405,6 +405,26 @@ def test_ensure_update_qos_and_destroy() -> None:
     assert cgroups.destroy("never-had-one")
 
 
+def test_a_pod_this_kubelet_ensured_is_destroyed_without_listing_every_pod_cgroup() -> None:
+    """A mass removal listed every pod cgroup per pod removed (under the lock all pod
+    workers share); one this kubelet ensured is found where ensure put it. One it did
+    not ensure (adopted after a restart, an orphan) is still looked for among all."""
+    fake = FakeCgroupManager()
+    cgroups = PodCgroups(fake, (), "cgroupfs", 2000, 2**30)
+    cgroups.start()
+    cgroups.ensure(pod(ctr(), uid="e1"))
+    fake.create(("kubepods", "burstable", "podadopted"), ResourceConfig())
+    fake.calls.clear()
+    assert cgroups.destroy("e1")
+    assert [c for c in fake.calls if c[0] == "children"] == []
+    assert ("destroy", ("kubepods", "besteffort", "pode1")) in fake.calls
+    fake.calls.clear()
+    assert cgroups.destroy("adopted")
+    assert ("destroy", ("kubepods", "burstable", "podadopted")) in fake.calls
+    assert [c for c in fake.calls if c[0] == "children"] != []
+    assert cgroups.pod_cgroups() == {}
+
+
 def test_systemd_pod_cgroups_are_found_by_uid() -> None:
     fake = FakeCgroupManager()
     cgroups = PodCgroups(fake, (), SYSTEMD, 1000, 2**30)
