@@ -13,7 +13,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -387,6 +387,15 @@ class RecordedNode:
         self.writer.close()
         for pool in self._pools:
             pool.shutdown(wait=True, cancel_futures=True)
+
+
+def recorded_nodes() -> Iterator[list[RecordedNode]]:
+    """A list for a test's RecordedNodes, each closed after the test (a fixture's body:
+    ``yield from recorded_nodes()``); a test that closes one itself takes it out."""
+    made: list[RecordedNode] = []
+    yield made
+    for node in made:
+        node.close()
 
 
 def restart_and_remove(directory: Path) -> None:

@@ -36,7 +36,8 @@ from runtime.kuberuntime import labels as L
 from runtime.pod.model import Pod
 from runtime.status.types import PodStatus
 from tests.helpers import wait_for
-from tests.traces.scenarios import RecordedNode, pod
+from tests.traces.scenarios import RecordedNode, pod, recorded_nodes
+from tests.unit.kubelet.test_start_calls import steady_node
 
 START_PATH_4 = {
     # The start (as test_start_calls' ONE_POD_PATH_4), the relist inside CreateContainer,
@@ -56,22 +57,8 @@ START_PATH_5 = {
 
 
 @pytest.fixture
-def made(tmp_path: Path) -> Iterator[list[RecordedNode]]:
-    nodes: list[RecordedNode] = []
-    yield nodes
-    for node in nodes:
-        node.close()
-
-
-def steady_node(made: list[RecordedNode], tmp_path: Path, start_path: int) -> RecordedNode:
-    """A node past its start: the PLEG's first relist in, the source heard from."""
-    node = RecordedNode(tmp_path / "trace", tmp_path / "scratch", start_path=start_path)
-    made.append(node)
-    node.snapshot()
-    node.advance(2.0)
-    assert node.settle()
-    node.fake.clear_calls()
-    return node
+def node_factory() -> Iterator[list[RecordedNode]]:
+    yield from recorded_nodes()
 
 
 def relist(node: RecordedNode) -> None:
@@ -120,9 +107,9 @@ def worker_syncs(trace_dir: Path, uid: str) -> int:
 
 @pytest.mark.parametrize(("start_path", "want"), [(4, START_PATH_4), (5, START_PATH_5)])
 def test_a_relist_mid_start_brings_a_sync_that_reads_nothing_on_path_5(
-        made: list[RecordedNode], tmp_path: Path, start_path: int, want: dict[str, int]
+        node_factory: list[RecordedNode], tmp_path: Path, start_path: int, want: dict[str, int]
         ) -> None:
-    node = steady_node(made, tmp_path, start_path)
+    node = steady_node(node_factory, tmp_path, start_path)
     relist_inside_create_container(node, "u1")
     node.snapshot(pod("u1", "web"))
     assert node.settle(), "the node did not settle"
@@ -134,7 +121,7 @@ def test_a_relist_mid_start_brings_a_sync_that_reads_nothing_on_path_5(
         assert dict(Counter(c.method for c in node.fake.calls)) == {
             "list_pod_sandbox": 1, "list_containers": 1}
     node.close()
-    made.remove(node)
+    node_factory.remove(node)
     assert worker_syncs(tmp_path / "trace", "u1") == 2  # the start, the relist's
     report = replay(read_trace(tmp_path / "trace"), KubeletWorld())
     assert report.ok, format_report(report)
@@ -142,11 +129,11 @@ def test_a_relist_mid_start_brings_a_sync_that_reads_nothing_on_path_5(
 
 @pytest.mark.parametrize("later", [0.0, 1.0])
 def test_a_relist_after_the_read_brings_a_fresh_read(
-        made: list[RecordedNode], tmp_path: Path, later: float) -> None:
+        node_factory: list[RecordedNode], tmp_path: Path, later: float) -> None:
     """The container exits after the worker's last read; the relist that shows it
     (at the same virtual instant, or later) makes the worker read the pod again, see
     the exit and start the container again (restartPolicy Always, no back-off yet)."""
-    node = steady_node(made, tmp_path, 5)
+    node = steady_node(node_factory, tmp_path, 5)
     node.snapshot(pod("u1", "web"))
     assert node.settle()
     [first] = node.running("u1")
@@ -164,6 +151,6 @@ def test_a_relist_after_the_read_brings_a_fresh_read(
     assert [c.state for c in node.fake.list_containers() if c.id == first] == [
         ContainerState.EXITED]
     node.close()
-    made.remove(node)
+    node_factory.remove(node)
     report = replay(read_trace(tmp_path / "trace"), KubeletWorld())
     assert report.ok, format_report(report)

@@ -29,7 +29,7 @@ from actors.kubelet.trace import KubeletWorld
 from runtime.kuberuntime.result import PodSyncResult, StepResult
 from runtime.pod.model import Pod
 from runtime.status.types import PodStatus
-from tests.traces.scenarios import RecordedNode, pod
+from tests.traces.scenarios import RecordedNode, pod, recorded_nodes
 
 ONE_POD_PATH_2 = {
     # The worker's first sync: the pod's status (nothing yet), then the sandbox, its IP,
@@ -72,11 +72,8 @@ NEXT_RELIST_PATH_1 = {
 
 
 @pytest.fixture
-def node_factory(tmp_path: Path) -> Iterator[list[RecordedNode]]:
-    made: list[RecordedNode] = []
-    yield made
-    for node in made:
-        node.close()
+def node_factory() -> Iterator[list[RecordedNode]]:
+    yield from recorded_nodes()
 
 
 def start(made: list[RecordedNode], tmp_path: Path, start_path: int, *pods: Pod
@@ -95,16 +92,23 @@ def start(made: list[RecordedNode], tmp_path: Path, start_path: int, *pods: Pod
     return node, Counter(c.method for c in node.fake.calls)
 
 
-def start_steady(made: list[RecordedNode], tmp_path: Path, start_path: int, *pods: Pod
-                 ) -> tuple[RecordedNode, Counter[str]]:
-    """As start, on a node past its start: the PLEG's first relist in, and housekeeping
-    run once the source spoke (the first relist's listings gone), as a daemon's."""
+def steady_node(made: list[RecordedNode], tmp_path: Path, start_path: int) -> RecordedNode:
+    """A node past its start, its calls cleared: the PLEG's first relist in, and
+    housekeeping run once the source spoke (the first relist's listings gone), as a
+    daemon's."""
     node = RecordedNode(tmp_path / "trace", tmp_path / "scratch", start_path=start_path)
     made.append(node)
     node.snapshot()
     node.advance(2.0)
     assert node.settle()
     node.fake.clear_calls()
+    return node
+
+
+def start_steady(made: list[RecordedNode], tmp_path: Path, start_path: int, *pods: Pod
+                 ) -> tuple[RecordedNode, Counter[str]]:
+    """As start, on a node past its start (steady_node)."""
+    node = steady_node(made, tmp_path, start_path)
     node.snapshot(*pods)
     assert node.settle(), "the node did not settle"
     ref = node.dispatch.ref(names.STATUS)
