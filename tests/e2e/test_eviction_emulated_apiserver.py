@@ -137,9 +137,12 @@ def test_a_pod_filling_the_disk_is_evicted_and_the_node_reports_disk_pressure_em
     assert pod is not None
     status = pod["status"]
     assert status["reason"] == "Evicted"
+    # Quantities in their canonical form, as upstream's Quantity.String() prints them: a
+    # byte count that is a whole number of thousands (or of Ki, Mi, ...) takes a suffix.
+    quantity = r"\d+(k|M|G|T|Ki|Mi|Gi|Ti)?"
     assert re.fullmatch(
-        r"The node was low on resource: ephemeral-storage\. Threshold quantity: \d+, "
-        r"available: \d+(Ki|Mi|Gi)?\. (Container main was using \d+(Ki|Mi)?, request is 0, "
+        rf"The node was low on resource: ephemeral-storage\. Threshold quantity: {quantity}, "
+        rf"available: {quantity}\. (Container main was using {quantity}, request is 0, "
         r"has larger consumption of ephemeral-storage\. )?", status["message"]), status
     assert all("terminated" in s["state"] for s in status["containerStatuses"])
     (event,) = events(c, "hog", "Evicted")
