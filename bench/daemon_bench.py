@@ -43,7 +43,10 @@ keep-alive connection. Raw and daemon pods have different UIDs (set in the manif
    daemon's own runs, one before each, with the daemon stopped (SIGSTOP) meanwhile so it
    takes no part: the raw runs made before the daemon starts were on a machine whose load
    had drifted by the daemon's turn (a burst's time moved by 20% from one minute to the
-   next on these machines).
+   next on these machines). Each daemon run's ratio to the raw run just before it is
+   printed too, and their median (``--bursts N`` pairs, default 4). The CPU containerd
+   and the whole machine spent per pod in the daemon's runs and in those raw runs says
+   what the daemon adds: a burst on 2 CPUs keeps both busy.
 3. Container exit to /pods: the container runs ``sleep 2; exit 1`` under restartPolicy
    Never; from its exit (the runtime's finishedAt, nanoseconds, same wall clock) until
    /pods shows it terminated. ~10 pods one after another.
@@ -241,9 +244,14 @@ class ProcStat:
         self.pid = pid
 
     def cpu(self) -> float:
+        return sum(self.cpu_split())
+
+    def cpu_split(self) -> tuple[float, float]:
+        """User and system CPU seconds (utime, stime)."""
         with open(f"/proc/{self.pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / TICK_HZ  # utime, stime
+        return int(fields[11]) / TICK_HZ, int(fields[12]) / TICK_HZ
+
 
     def status(self) -> dict[str, str]:
         out = {}
@@ -271,6 +279,32 @@ class ProcStat:
             fields = raw.rsplit(")", 1)[1].split()
             out[int(tid)] = (name, (int(fields[11]) + int(fields[12])) / TICK_HZ)
         return out
+
+
+def machine_busy() -> float:
+    """CPU seconds the whole machine has been busy (every CPU, every process and the
+    kernel: /proc/stat less idle and iowait)."""
+    with open("/proc/stat") as f:
+        user, nice, system, _idle, _iowait, irq, softirq, steal = (
+            int(v) for v in f.readline().split()[1:9])
+    return (user + nice + system + irq + softirq + steal) / TICK_HZ
+
+
+@dataclass
+class Busy:
+    """CPU seconds spent between two looks: containerd's own process, and the machine's."""
+
+    containerd: float
+    machine: float
+
+
+@contextlib.contextmanager
+def busy(containerd_pid: int | None, into: list[Busy]) -> Iterator[None]:
+    """What containerd and the whole machine spent in CPU through the block."""
+    proc = ProcStat(containerd_pid) if containerd_pid else None
+    c0, m0 = (proc.cpu() if proc else 0.0), machine_busy()
+    yield
+    into.append(Busy((proc.cpu() if proc else 0.0) - c0, machine_busy() - m0))
 
 
 class ThreadSampler:
@@ -322,6 +356,8 @@ class PhaseCost:
     calls: Counter[str]
     threads_most: int
     threads_started: Counter[str]
+    system: float = 0.0  # of cpu, in the kernel (cgroup and file work, thread starts)
+    around: Busy | None = None  # containerd's and the machine's CPU meanwhile
 
 
 # --- the daemon ----------------------------------------------------------------------------
@@ -521,6 +557,9 @@ class Results:
     bulk_daemon: dict[str, float] = field(default_factory=dict)
     bulk_poll_period: float = 0.0
     bulk_cost: dict[str, list[PhaseCost]] = field(default_factory=dict)
+    raw_between_busy: dict[str, list[Busy]] = field(default_factory=dict)
+    # Each daemon burst and removal against the raw run made just before it (paired).
+    paired: dict[str, list[float]] = field(default_factory=dict)
     exit_latency: list[float] = field(default_factory=list)
     oom_latency: list[float] = field(default_factory=list)
     oom_reasons: list[str] = field(default_factory=list)
@@ -553,6 +592,7 @@ class Bench:
         self.n_exit = samples or (6 if quick else 10)
         self.steady_window = 30.0 if quick else 60.0
         self.repeats = 2 if quick else 4
+        self.bursts = self.repeats  # daemon bursts, each after a raw run (--bursts)
         self.daemon_uids: set[str] = set()
         self.spy_dir: Path | None = None
         self.events: RuntimeEventCount | None = None  # opened for phase 2
@@ -833,13 +873,16 @@ class Bench:
         pods = self.pods_for([f"bulk-{i:03d}" for i in range(50)], tag=f"raw-between-{run}")
         graceful = run % 2 == 1
         kind = "graceful" if graceful else "teardown"
+        spent = self.r.raw_between_busy
         os.kill(self.daemon.pid, signal.SIGSTOP)
         try:
-            t0 = time.perf_counter()
-            parallel(functools.partial(self.raw_start, client=self.capped), pods, 50)
-            all_.setdefault(f"create{INTERLEAVED}", []).append(time.perf_counter() - t0)
-            all_.setdefault(f"{kind}{INTERLEAVED}", []).append(
-                self.raw_teardown(50, graceful=graceful, client=self.capped))
+            with busy(self.emb.pid, spent.setdefault("create", [])):
+                t0 = time.perf_counter()
+                parallel(functools.partial(self.raw_start, client=self.capped), pods, 50)
+                all_.setdefault(f"create{INTERLEAVED}", []).append(time.perf_counter() - t0)
+            with busy(self.emb.pid, spent.setdefault("teardown", [])):
+                all_.setdefault(f"{kind}{INTERLEAVED}", []).append(
+                    self.raw_teardown(50, graceful=graceful, client=self.capped))
             self.reset_logs()
         finally:
             os.kill(self.daemon.pid, signal.SIGCONT)
@@ -852,11 +895,16 @@ class Bench:
 
     def daemon_bulk(self) -> None:
         all_ = self.r.bulk_daemon_all
-        for run in range(self.repeats):
+        raw = self.r.bulk_raw_all
+        for run in range(self.bursts):
             self.raw_between(run)
+            kind = "graceful" if run % 2 == 1 else "teardown"
+            before = (raw[f"create{INTERLEAVED}"][-1], raw[f"{kind}{INTERLEAVED}"][-1])
             self.daemon_bulk_once()
             for k, v in self.r.bulk_daemon.items():
                 all_.setdefault(k, []).append(v)
+            for k, raw_took in zip(("create", "teardown"), before, strict=True):
+                self.r.paired.setdefault(k, []).append(self.r.bulk_daemon[k] / raw_took)
         self.r.bulk_daemon = {k: statistics.median(v) for k, v in all_.items()}
 
     def daemon_bulk_once(self) -> None:
@@ -891,13 +939,16 @@ class Bench:
         """The daemon's CPU, CRI calls and threads from here to the end of the block."""
         proc = ProcStat(self.daemon.pid)
         before_tids = {int(t) for t in os.listdir(f"/proc/{proc.pid}/task")}
-        calls0, cpu0 = self.metrics(), proc.cpu()
-        with ThreadSampler(proc.pid) as sampler, self.py_spy(phase):
+        calls0, (user0, sys0) = self.metrics(), proc.cpu_split()
+        around: list[Busy] = []
+        with ThreadSampler(proc.pid) as sampler, self.py_spy(phase), \
+                busy(self.emb.pid, around):
             yield
-        cpu1, calls1 = proc.cpu(), self.metrics()
+        (user1, sys1), calls1 = proc.cpu_split(), self.metrics()
         calls = Counter({k: calls1[k] - calls0[k] for k in calls1 if calls1[k] - calls0[k]})
         self.r.bulk_cost.setdefault(phase, []).append(PhaseCost(
-            cpu1 - cpu0, calls, sampler.most, sampler.by_name(before_tids)))
+            user1 - user0 + sys1 - sys0, calls, sampler.most, sampler.by_name(before_tids),
+            sys1 - sys0, around[0]))
 
     @contextlib.contextmanager
     def py_spy(self, phase: str) -> Iterator[None]:
@@ -1272,11 +1323,26 @@ def bulk_rows(t: Table, b: Bench) -> None:
                       _met(daemon / raw <= TARGET_RATIO) if target else "")
 
     rows("2. 50 pods at once to all Running", r.bulk_daemon["create"], "create")
+    paired_row(t, r, "create", "   paired: median of each burst's ratio to the raw run before it")
     t.add_row("   /pods poll period (mean, once every task started)",
               f"{r.bulk_poll_period * 1e3:.1f} ms", "", "", "", "")
     gone = r.bulk_daemon["teardown"]
     rows("   50 deleted to all gone, Stop+RemovePodSandbox", gone, "teardown")
     rows("   50 deleted, StopContainer(2 s)+Stop+Remove", gone, "graceful")
+    paired_row(t, r, "teardown", "   paired: median of each removal's ratio to the raw "
+                                 "removal before it (graceful every other)")
+
+
+def paired_row(t: Table, r: Results, kind: str, title: str) -> None:
+    """The median of the per-pair ratios: each pair ran within the same minute, so the
+    machine's drift between minutes (20% on these machines) cancels in it."""
+    ratios = r.paired.get(kind)
+    if not ratios:
+        return
+    mid = statistics.median(ratios)
+    t.add_row(f"{title} ({len(ratios)} pairs: "
+              f"{', '.join(f'{x:.2f}' for x in ratios)})", "", "", f"{mid:.2f}x",
+              f"<= {TARGET_RATIO}x", _met(mid <= TARGET_RATIO))
 
 
 def later_rows(t: Table, r: Results) -> None:
@@ -1325,6 +1391,25 @@ def bulk_cost_table(b: Bench, pods: int = 50) -> Table:
         return statistics.mean(value(c) for c in costs[phase]) / pods
 
     t.add_row("daemon CPU", *(f"{mean(p, lambda c: c.cpu) * 1e3:.1f} ms" for p in costs))
+    t.add_row("  of it in the kernel", *(f"{mean(p, lambda c: c.system) * 1e3:.1f} ms"
+                                         for p in costs))
+    between = b.r.raw_between_busy
+
+    def spent(phase: str, value: Callable[[Busy], float]) -> float:
+        return statistics.mean(value(x) for x in between.get(phase, ())) / pods
+
+    def around(phase: str, value: Callable[[Busy], float]) -> float:
+        return mean(phase, lambda c: value(c.around) if c.around else 0.0)
+
+    kinds: tuple[tuple[str, Callable[[Busy], float]], ...] = (
+        ("containerd CPU", lambda x: x.containerd),
+        ("machine CPU (every process, the kernel)", lambda x: x.machine))
+    for label, value in kinds:
+        t.add_row(label, *(f"{around(p, value) * 1e3:.1f} ms" for p in costs))
+        if between:
+            t.add_row(f"  raw runs between, {label}",
+                      *(f"{spent(p, value) * 1e3:.1f} ms" if p in between else "-"
+                        for p in costs))
     ops = sorted({op for runs in costs.values() for c in runs for op in c.calls})
     t.add_row("CRI calls, all", *(f"{mean(p, lambda c: sum(c.calls.values())):.2f}"
                                    for p in costs))
@@ -1451,6 +1536,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samples", type=int, default=0, metavar="N",
                         help="pods per sequential measurement (start, exit, OOM; default 15, "
                              "8 with --quick): 100 or more for a p99 worth the name")
+    parser.add_argument("--bursts", type=int, default=0, metavar="N",
+                        help="phase 2: daemon bursts of 50, each after a raw one (default 4, "
+                             "2 with --quick)")
     parser.add_argument("--repo", type=Path, default=REPO,
                         help="the source tree whose daemon runs (default: this one), so an "
                              "older checkout is measured the same way")
@@ -1467,6 +1555,7 @@ def main(argv: list[str] | None = None) -> int:
         bench = Bench(emb, console, args.quick, tuple(args.daemon_arg), args.samples,
                       args.repo)
         bench.spy_dir = args.py_spy
+        bench.bursts = args.bursts or bench.bursts
         console.print(f"containerd {emb.endpoint} (ready in {emb.last_startup_seconds or 0:.2f}"
                       f" s); registry {'started here' if images.started_here else 'already up'}; "
                       f"daemon log {bench.daemon.log_path}")
