@@ -953,7 +953,7 @@ class Bench:
     @contextlib.contextmanager
     def py_spy(self, phase: str) -> Iterator[None]:
         """With --py-spy DIR: the daemon's Python stacks through the block, sampled by
-        py-spy (100 Hz, without pausing it; only the thread holding the GIL, so what its
+        py-spy (250 Hz, without pausing it; only the thread holding the GIL, so what its
         Python work costs), as collapsed stacks in DIR/<phase>-<n>.txt."""
         if self.spy_dir is None:
             yield
@@ -963,7 +963,7 @@ class Bench:
         out = self.spy_dir / f"{phase}-{n}.txt"
         spy = subprocess.Popen(
             [str(REPO / ".venv" / "bin" / "py-spy"), "record", "--pid", str(self.daemon.pid),
-             "--format", "raw", "--output", str(out), "--rate", "100", "--nonblocking",
+             "--format", "raw", "--output", str(out), "--rate", "250", "--nonblocking",
              "--gil"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(0.5)  # py-spy attaches
