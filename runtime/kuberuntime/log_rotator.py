@@ -221,13 +221,15 @@ class ContainerLogRotator:
                 f"failed to reopen container log {container_id}: {err}") from err
 
 
-def _remove(path: str, what: str) -> None:
+def _remove(path: str, what: str) -> bool:
+    """Remove ``path``; whether it was there. LogRotationError names it when it cannot."""
     try:
         os.remove(path)
     except FileNotFoundError:
-        pass
+        return False
     except OSError as err:
         raise LogRotationError(f"failed to remove {what} {path}: {err}") from err
+    return True
 
 
 def compress_log(path: str) -> str:
@@ -254,13 +256,5 @@ def clean_container_logs(log_path: str) -> tuple[str, ...]:
     (``<log>.<time>``, ``.gz``, ``.tmp``): upstream's ContainerLogManager.Clean, which its
     removeContainer calls, so a container instance's logs go with it. Returns what was
     removed; LogRotationError names the file that could not be."""
-    removed: list[str] = []
-    for name in sorted(glob.glob(glob.escape(log_path) + "*")):
-        try:
-            os.remove(name)
-        except FileNotFoundError:
-            continue
-        except OSError as err:
-            raise LogRotationError(f"failed to remove container log {name}: {err}") from err
-        removed.append(name)
-    return tuple(removed)
+    return tuple(name for name in sorted(glob.glob(glob.escape(log_path) + "*"))
+                 if _remove(name, "container log"))

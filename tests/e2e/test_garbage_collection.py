@@ -38,6 +38,19 @@ def _workdir(containerd: EmbeddedContainerd) -> Path:
     return path
 
 
+def _fast_crash_loops(workdir: Path, more: str = "") -> Path:
+    """A KubeletConfiguration whose crash loops restart within a second (and ``more``)."""
+    config = workdir / "kubelet.yaml"
+    config.write_text("""apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+featureGates:
+  KubeletCrashLoopBackOffMax: true
+crashLoopBackOff:
+  maxContainerRestartPeriod: 1s
+""" + more)
+    return config
+
+
 def _restart_count(daemon: Daemon, name: str) -> int:
     pod = daemon.pod(name)
     statuses: list[dict[str, Any]] = (pod or {}).get("status", {}).get("containerStatuses") or []
@@ -54,14 +67,7 @@ def test_a_crash_loop_keeps_one_dead_instance_and_its_restart_count(
     containerd: EmbeddedContainerd, cri: CRIClient
 ) -> None:
     workdir = _workdir(containerd)
-    config = workdir / "kubelet.yaml"
-    config.write_text("""apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-featureGates:
-  KubeletCrashLoopBackOffMax: true
-crashLoopBackOff:
-  maxContainerRestartPeriod: 1s
-""")
+    config = _fast_crash_loops(workdir)
     trace_dir = workdir / "trace"
     (workdir / "manifests" / "crash.yaml").write_text(manifest("crash", "exit 1"))
     daemon = Daemon(workdir, workdir / "manifests", "--container-runtime-endpoint",
@@ -111,14 +117,7 @@ def test_a_collected_instance_takes_its_rotated_logs_with_it(
     it: an instance of a crash-looping, log-heavy container that container GC removes
     leaves no file behind, or a long-lived pod's log dir would grow with every restart."""
     workdir = _workdir(containerd)
-    config = workdir / "kubelet.yaml"
-    config.write_text("""apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-featureGates:
-  KubeletCrashLoopBackOffMax: true
-crashLoopBackOff:
-  maxContainerRestartPeriod: 1s
-containerLogMaxSize: 10Ki
+    config = _fast_crash_loops(workdir, """containerLogMaxSize: 10Ki
 containerLogMaxFiles: 3
 containerLogMonitorInterval: 3s
 """)
