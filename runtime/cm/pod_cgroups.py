@@ -95,22 +95,15 @@ class PodCgroups:
 
     def ensure(self, pod: Pod) -> str:
         """The pod's cgroup, created with its resources when missing (after updating
-        the QoS cgroups for it, as upstream's syncPod does); its runtime name.
-
-        The lock covers the pods known and the QoS cgroups' update, not the pod cgroup's
-        own directories (a dozen on cgroup v1): only the pod's own worker makes or
-        removes its cgroup, and 50 workers starting at once otherwise queued on one
-        lock whose holder a busy node deschedules mid-mkdir."""
+        the QoS cgroups for it, as upstream's syncPod does); its runtime name."""
         name = self.name(pod)
         with self._lock:
             self._active[pod.uid] = pod
-        if self.manager.exists(name):
-            return driver_name(name, self.driver)
-        with self._lock:
-            self._update_qos()
-        self.manager.create(name, resource_config_for_pod(pod))
-        logger.bind(pod=pod.metadata.name, uid=pod.uid, container="").info(
-            "created pod cgroup {}", driver_name(name, self.driver))
+            if not self.manager.exists(name):
+                self._update_qos()
+                self.manager.create(name, resource_config_for_pod(pod))
+                logger.bind(pod=pod.metadata.name, uid=pod.uid, container="").info(
+                    "created pod cgroup {}", driver_name(name, self.driver))
         return driver_name(name, self.driver)
 
     def update_qos(self) -> None:
@@ -145,19 +138,17 @@ class PodCgroups:
         among every pod cgroup (a mass removal would otherwise list them all per pod)."""
         with self._lock:
             pod = self._active.pop(uid, None)
-        # (No lock over the directories either: see ensure.)
-        name = self.name(pod) if pod is not None else None
-        if name is None or not self.manager.exists(name):
-            name = self.pod_cgroups().get(uid)
-        if name is None:
-            return True
-        try:
-            self.manager.destroy(name)
-        except OSError as err:
-            logger.bind(pod="", uid=uid, container="").warning(
-                "removing pod cgroup {} failed: {}", driver_name(name, self.driver), err)
-            return False
-        with self._lock:
+            name = self.name(pod) if pod is not None else None
+            if name is None or not self.manager.exists(name):
+                name = self.pod_cgroups().get(uid)
+            if name is None:
+                return True
+            try:
+                self.manager.destroy(name)
+            except OSError as err:
+                logger.bind(pod="", uid=uid, container="").warning(
+                    "removing pod cgroup {} failed: {}", driver_name(name, self.driver), err)
+                return False
             self._update_qos()
         logger.bind(pod="", uid=uid, container="").info(
             "removed pod cgroup {}", driver_name(name, self.driver))
