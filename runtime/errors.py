@@ -40,6 +40,13 @@ class CRIUnimplemented(CRIError):
     """The runtime does not implement this CRI method."""
 
 
+# --- cgroups -----------------------------------------------------------------------------
+
+
+class CgroupError(KubeletError):
+    """A pod's cgroup could not be made or written (the cgroup filesystem said why)."""
+
+
 # --- pod specs ---------------------------------------------------------------------------
 
 

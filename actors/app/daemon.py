@@ -45,6 +45,7 @@ from actors.kubelet.pod_worker import WorkerTiming
 from actors.kubelet.sync_loop import GetHealth, GetRunningPods, SyncLoopSettings
 from actors.kubelet.tree import KubeletParts, ReplayConfig, Sources
 from runtime.clock import Clock, RealClock
+from runtime.cm.pod_cgroups import POD_CGROUPS_TARGET, PodCgroupService
 from runtime.containerd.event_sources import EventSourceChooser
 from runtime.containerd.managed import ManagedContainerd
 from runtime.cri.instrumented import Timing
@@ -201,7 +202,7 @@ def start_kubelet(
         timing=WorkerTiming(resync_interval=flags.sync_frequency),
         supervisor=sync_settings, host_ip=node_ip, embedded=containerd is not None,
         cluster=cluster is not None, events=True, stats=stats.parts is not None,
-        host_paths=True, garbage_collection=flags.garbage_collection,
+        host_paths=True, pod_cgroups=True, garbage_collection=flags.garbage_collection,
         log_rotation=rotation is not None,
         eviction=eviction,
         probe_state=restore_probe_state(root_dir, runtime))
@@ -237,8 +238,11 @@ def start_kubelet(
         source: ObjectSource = watching
         objects = intercept(source, ObjectSource,
                             *((calls[0],) if writer is not None else ()), target="kubeapi")
-    # The back-off tables are shared by every pod worker: their reads are inputs.
-    cgroups = start_pod_cgroups(flags, runtime, embedded=containerd is not None)
+    # The pod cgroups' answers come from the node's cgroup filesystem: inputs, recorded.
+    cgroups: PodCgroupService | None = start_pod_cgroups(flags, runtime,
+                                                         embedded=containerd is not None)
+    if cgroups is not None and writer is not None:
+        cgroups = intercept(cgroups, PodCgroupService, calls[0], target=POD_CGROUPS_TARGET)
     manager = KubeRuntimeManager(instrumented, config.node, clock, node_ip=node_ip,
                                  observe=dispatch.observe, cgroups=cgroups,
                                  objects=objects, events=DispatchRecorder(dispatch),

@@ -24,6 +24,7 @@ from actors.kubelet.sources.file import FilesChanged  # noqa: F401 - registers i
 from actors.kubelet.sync_loop import kubelet_child
 from actors.kubelet.tree import KubeletParts, ReplayConfig
 from runtime import errors
+from runtime.cm.pod_cgroups import POD_CGROUPS_TARGET, PodCgroupService
 from runtime.containerd.managed import ManagedContainerd
 from runtime.cri.intercept import intercept, result_types
 from runtime.cri.service import CRIRuntime
@@ -55,7 +56,8 @@ _NOT_ACTORS = frozenset({names.TIMERS, "test"})
 """Senders that are not actors: the timer thread, and tests telling actors things."""
 
 _RESULTS = {"runtime": result_types(CRIRuntime), "containerd": result_types(ManagedContainerd),
-            HOST_PATHS_TARGET: result_types(HostPaths)}
+            HOST_PATHS_TARGET: result_types(HostPaths),
+            POD_CGROUPS_TARGET: result_types(PodCgroupService)}
 
 
 class _StubRef:
@@ -110,6 +112,8 @@ class KubeletWorld:
         if isinstance(cls, type) and issubclass(cls, errors.CRIError):
             return cls(record.get("method", ""), record.get("detail", ""),
                        record.get("code", "UNKNOWN"))
+        if isinstance(cls, type) and issubclass(cls, errors.CgroupError):
+            return cls(record.get("detail", ""))
         return recorded_error(record)
 
     def build(self, actor: str, incarnation: int, stubs: Stubs,
@@ -179,8 +183,13 @@ class KubeletWorld:
             cast(HostPaths, intercept(Unreachable(), HostPaths, stubs.answers,
                                       target=HOST_PATHS_TARGET))
             if config.host_paths else CheckOnlyHostPaths())
+        # Pod cgroups as recorded: the replay never makes one.
+        cgroups = (cast(PodCgroupService, intercept(Unreachable(), PodCgroupService,
+                                                    stubs.answers, target=POD_CGROUPS_TARGET))
+                   if config.pod_cgroups else None)
         manager = KubeRuntimeManager(runtime, node, clock, node_ip=config.host_ip,
                                      observe=stubs.dispatch.observe, objects=objects,
+                                     cgroups=cgroups,
                                      events=events, host_paths=host_paths,
                                      reuse_image_status=config.lean_start,
                                      image_checks_beside_sandbox=config.image_checks_beside_sandbox,

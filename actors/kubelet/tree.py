@@ -95,6 +95,9 @@ class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
     events: bool = False  # events recorded (traces from before events replay without)
     stats: bool = False  # the stats actor runs (last child; not replayed, see stats_collector)
     host_paths: bool = False  # hostPath answers recorded (older traces: checked read-only)
+    # The pod cgroups' answers recorded (older traces: replayed without pod cgroups, each
+    # ensure taken as made).
+    pod_cgroups: bool = False
     # The garbage collector runs with these settings (None: traces from before it).
     garbage_collection: GCSettings | None = None
     log_rotation: bool = False  # the log rotation actor runs (after stats; not replayed)

@@ -13,8 +13,10 @@ cpu shares follow the cpu requests of the burstable pods; besteffort keeps 2 sha
 from __future__ import annotations
 
 import threading
+from typing import Protocol
 
 from loguru import logger
+from msgspec import Struct
 
 from runtime.cm.aggregate import pod_requests
 from runtime.cm.cgroupfs import CgroupManager
@@ -36,21 +38,51 @@ from runtime.cm.resources import (
     milli_value,
     resource_config_for_pod,
 )
+from runtime.errors import CgroupError
 from runtime.pod.model import Pod
+
+__all__ = ["POD_CGROUPS_TARGET", "PodCgroupService", "PodCgroupSpec", "PodCgroups",
+           "burstable_shares", "pod_cgroup_spec"]
 
 QOS_CLASSES = (GUARANTEED, BURSTABLE, BEST_EFFORT)
 
+POD_CGROUPS_TARGET = "podcgroups"
+"""The pod cgroups' name in traces (the ``target`` of their recorded calls)."""
 
-def burstable_shares(pods: list[Pod]) -> int:
+
+class PodCgroupSpec(Struct, frozen=True):
+    """What a pod's cgroup is made from: the few values of the pod it depends on, so a
+    trace records them (not the whole pod) as the argument of each ensure."""
+
+    uid: str
+    qos: str
+    resources: ResourceConfig
+    cpu_request_milli: int = 0  # summed cpu requests: the burstable class's shares
+    name: str = ""  # the pod's, for the logs
+
+
+def pod_cgroup_spec(pod: Pod) -> PodCgroupSpec:
+    cpu = pod_requests(pod).get("cpu")
+    return PodCgroupSpec(pod.uid, pod_qos(pod), resource_config_for_pod(pod),
+                         milli_value(cpu) if cpu is not None else 0, pod.metadata.name)
+
+
+def burstable_shares(pods: list[PodCgroupSpec]) -> int:
     """The burstable cgroup's cpu shares: the summed cpu requests of the Burstable pods
     (upstream setCPUCgroupConfig)."""
-    milli = 0
-    for pod in pods:
-        if pod_qos(pod) == BURSTABLE:
-            cpu = pod_requests(pod).get("cpu")
-            if cpu is not None:
-                milli += milli_value(cpu)
-    return milli_cpu_to_shares(milli)
+    return milli_cpu_to_shares(sum(p.cpu_request_milli for p in pods if p.qos == BURSTABLE))
+
+
+class PodCgroupService(Protocol):
+    """What pod workers and the pod killer ask of the pod cgroups. Its outcomes come from
+    the node's cgroup filesystem (which another process may change), so a trace records
+    them and a replay answers them (actors.kubelet.trace)."""
+
+    def ensure(self, spec: PodCgroupSpec) -> str:
+        """The pod's cgroup, made when missing; its runtime name. Raises CgroupError."""
+
+    def destroy(self, uid: str) -> bool:
+        """Remove the pod's cgroup; True when none is left."""
 
 
 class PodCgroups:
@@ -66,7 +98,7 @@ class PodCgroups:
         self.driver = driver
         self._node = ResourceConfig(cpu_shares=milli_cpu_to_shares(node_cpu_millis),
                                     memory=node_memory or None)
-        self._active: dict[str, Pod] = {}
+        self._active: dict[str, PodCgroupSpec] = {}
         self._lock = threading.Lock()
 
     def start(self) -> None:
@@ -86,24 +118,24 @@ class PodCgroups:
         else:
             self.manager.create(name, config)
 
-    def name(self, pod: Pod) -> CgroupName:
-        return pod_cgroup(self.root, pod_qos(pod), pod.uid)
+    def name(self, spec: PodCgroupSpec) -> CgroupName:
+        return pod_cgroup(self.root, spec.qos, spec.uid)
 
-    def parent_for(self, pod: Pod) -> str:
-        """The pod cgroup as the runtime names it (LinuxPodSandboxConfig.cgroup_parent)."""
-        return driver_name(self.name(pod), self.driver)
-
-    def ensure(self, pod: Pod) -> str:
+    def ensure(self, spec: PodCgroupSpec) -> str:
         """The pod's cgroup, created with its resources when missing (after updating
-        the QoS cgroups for it, as upstream's syncPod does); its runtime name."""
-        name = self.name(pod)
-        with self._lock:
-            self._active[pod.uid] = pod
-            if not self.manager.exists(name):
-                self._update_qos()
-                self.manager.create(name, resource_config_for_pod(pod))
-                logger.bind(pod=pod.metadata.name, uid=pod.uid, container="").info(
-                    "created pod cgroup {}", driver_name(name, self.driver))
+        the QoS cgroups for it, as upstream's syncPod does); its runtime name. A failure
+        is a CgroupError (upstream's "unable to ensure pod container exists")."""
+        name = self.name(spec)
+        try:
+            with self._lock:
+                self._active[spec.uid] = spec
+                if not self.manager.exists(name):
+                    self._update_qos()
+                    self.manager.create(name, spec.resources)
+                    logger.bind(pod=spec.name, uid=spec.uid, container="").info(
+                        "created pod cgroup {}", driver_name(name, self.driver))
+        except (OSError, ValueError) as err:
+            raise CgroupError(str(err)) from err
         return driver_name(name, self.driver)
 
     def update_qos(self) -> None:
@@ -137,8 +169,8 @@ class PodCgroups:
         ensured is found where ensure put it; another (adopted, an orphan) is looked for
         among every pod cgroup (a mass removal would otherwise list them all per pod)."""
         with self._lock:
-            pod = self._active.pop(uid, None)
-            name = self.name(pod) if pod is not None else None
+            spec = self._active.pop(uid, None)
+            name = self.name(spec) if spec is not None else None
             if name is None or not self.manager.exists(name):
                 name = self.pod_cgroups().get(uid)
             if name is None:

@@ -17,7 +17,7 @@ from typing import Any
 from loguru import logger
 
 from runtime.clock import Clock
-from runtime.cm.pod_cgroups import PodCgroups
+from runtime.cm.pod_cgroups import PodCgroupService, pod_cgroup_spec
 from runtime.cri.service import CRIRuntime
 from runtime.cri.types import (
     ContainerState,
@@ -25,7 +25,7 @@ from runtime.cri.types import (
     PodSandboxConfig,
     PodSandboxStatus,
 )
-from runtime.errors import CRIError, CRINotFound, SyncError
+from runtime.errors import CgroupError, CRIError, CRINotFound, SyncError
 from runtime.events import reasons
 from runtime.events.recorder import NULL_RECORDER, EventRecorder, pod_ref
 from runtime.ids import ContainerID, PodUID, SandboxID
@@ -74,7 +74,7 @@ class KubeRuntimeManager:
         node_ip: str = "",
         kill_parallelism: int = 8,
         observe: Observe = unobserved,
-        cgroups: PodCgroups | None = None,
+        cgroups: PodCgroupService | None = None,
         objects: ObjectSource | None = None,
         events: EventRecorder = NULL_RECORDER,
         host_paths: HostPaths = NODE_HOST_PATHS,
@@ -89,8 +89,9 @@ class KubeRuntimeManager:
         image_checks; False only to replay traces from before).
         ``observe``: what reads of the back-off tables go through (see
         runtime.kuberuntime.backoff; a kubelet passes its Dispatch's ``observe``).
-        ``cgroups``: the pod cgroups to create and remove (with cgroupsPerQOS); without
-        it the sandboxes still name their pod cgroup, which nothing creates.
+        ``cgroups``: the pod cgroups to create and remove (with cgroupsPerQOS; a trace
+        records their answers); without it the sandboxes still name their pod cgroup,
+        which nothing creates.
         ``objects``: the API server's ConfigMaps, Secrets, Services and tokens (cluster
         mode); None standalone, where those are missing. ``events``: where the events
         of what it does go (upstream's recorder; actors.kubelet.events sends them on).
@@ -185,8 +186,8 @@ class KubeRuntimeManager:
         if self.cgroups is None or not self.settings.cgroups_per_qos:
             return PodSyncResult()
         try:
-            self.cgroups.ensure(pod)
-        except (OSError, ValueError) as err:
+            self.cgroups.ensure(pod_cgroup_spec(pod))
+        except CgroupError as err:
             message = f"unable to ensure pod container exists: {err}"
             logger.bind(pod=pod.metadata.name, uid=pod.uid, container="").warning(
                 "FailedCreatePodContainer: {}", message)
@@ -201,12 +202,6 @@ class KubeRuntimeManager:
         failure is logged and left to the orphan clean-up."""
         if self.cgroups is not None and self.settings.cgroups_per_qos:
             self.cgroups.destroy(str(uid))
-
-    def cleanup_orphaned_pod_cgroups(self, keep: frozenset[str]) -> None:
-        """Remove the cgroups of pods not in ``keep`` (upstream
-        cleanupOrphanedPodCgroups, from the kubelet's housekeeping)."""
-        if self.cgroups is not None and self.settings.cgroups_per_qos:
-            self.cgroups.cleanup_orphans(keep)
 
     def sandbox_config(self, pod: Pod, attempt: int, report: bool = True) -> PodSandboxConfig:
         """The sandbox config (``report``: log what forming its DNS config dropped, when

@@ -44,6 +44,7 @@ from actors.kubelet.stats_collector import StatsCache, StatsParts
 from actors.kubelet.sync_loop import SyncLoopSettings, kubelet_child
 from actors.kubelet.tree import KubeletParts, ReplayConfig
 from runtime.clock import FakeClock
+from runtime.cm.pod_cgroups import POD_CGROUPS_TARGET, PodCgroupService
 from runtime.cri.intercept import intercept
 from runtime.cri.service import CRIRuntime
 from runtime.cri.types import ContainerState
@@ -244,8 +245,10 @@ class RecordedNode:
                  events: bool = False,
                  start_path: int = tree.START_PATH,
                  metrics: KubeletMetrics | None = None,
-                 probe_metrics: ProbeMetrics | None = None) -> None:
+                 probe_metrics: ProbeMetrics | None = None,
+                 pod_cgroups: PodCgroupService | None = None) -> None:
         # restart_of: a kubelet restarted on the same node (its runtime and clock go on).
+        # pod_cgroups: cgroupsPerQOS on, each pod's cgroup made by this (recorded).
         self.fake_clock: FakeClock = (restart_of.fake_clock if restart_of is not None
                                       else FakeClock())
         self.fake: FakeRuntime = (restart_of.fake if restart_of is not None
@@ -255,13 +258,14 @@ class RecordedNode:
             node=NodeSettings("node", root_dir=str(scratch / "root"),
                               pod_logs_dir=str(scratch / "logs"),
                               # Fixed, so a Burstable pod's oom_score_adj replays anywhere.
-                              memory_capacity=4 * 2**30),
+                              memory_capacity=4 * 2**30,
+                              cgroups_per_qos=pod_cgroups is not None),
             timing=WorkerTiming(60.0),
             supervisor=SyncLoopSettings(expected_sources=frozenset({"file"}),
                                         eviction=eviction is not None),
             stats=stats, eviction=eviction, host_paths=True, garbage_collection=gc,
             log_rotation=log_rotation is not None, probe_state=probe_state,
-            events=events, start_path=start_path)
+            events=events, start_path=start_path, pod_cgroups=pod_cgroups is not None)
         self.writer = TrackingWriter(directory, config=config.to_header(),
                                      max_bytes=trace_max_bytes)
         self.activity = self.writer.activity
@@ -274,8 +278,11 @@ class RecordedNode:
         # hostPath volumes read and make node paths: their answers recorded, as the daemon's.
         host_paths = intercept(NodeHostPaths(), HostPaths, RecordingInterceptor(self.writer),
                                target=HOST_PATHS_TARGET)
+        if pod_cgroups is not None:  # as the daemon's: their answers recorded
+            pod_cgroups = intercept(pod_cgroups, PodCgroupService,
+                                    RecordingInterceptor(self.writer), target=POD_CGROUPS_TARGET)
         manager = KubeRuntimeManager(runtime, config.node, clock, observe=d.observe,
-                                     host_paths=host_paths,
+                                     host_paths=host_paths, cgroups=pod_cgroups,
                                      events=DispatchRecorder(d) if events else NULL_RECORDER,
                                      reuse_image_status=config.lean_start,
                                      image_checks_beside_sandbox=config.image_checks_beside_sandbox)

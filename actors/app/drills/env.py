@@ -4,7 +4,10 @@ The machinery is the test bed's (actors.app.testbed, shared with the e2e tests a
 benchmarks): the machine-wide lock, the loopback registry with the images, and the cleanup
 of a containerd's directory (pods, containerd, shims, mounts, bridge, dir). The drills have
 their own corner of it (testbed.DRILLS: directory prefix, bridge and subnet); drills run
-side by side each take a slot of it (``DRILLS.slot(n)``: a bridge and subnet of their own).
+side by side each take a slot of it (``DRILLS.slot(n)``: a bridge and subnet of their own)
+and a cgroup root of their own (``--cgroup-root /<slot>``): a kubelet starting removes
+the empty pod cgroups no pod of its runtime holds, which under a shared root included a
+pod cgroup another slot's kubelet had just made.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from actors.app.testbed import (
     cleanup_runtime_dir,
     machine_lock,
     new_embedded,
+    own_cgroup_root,
     serve_images,
 )
 from actors.core.faults import FaultPlan
@@ -106,6 +110,8 @@ class Env:
         self.bed = bed
         self.plan = FaultPlan(seed)
         self.crash = CrashAfterCreate(self.plan)  # armed by the drill that wants it
+        self._cgroups = contextlib.ExitStack()  # closed last, once no pod is left
+        self.cgroup_root = self._cgroups.enter_context(own_cgroup_root(bed))
         self.base = bed.new_dir()
         self.manifests = self.base / "manifests"
         self.manifests.mkdir()
@@ -177,6 +183,7 @@ class Env:
         return ["--pod-manifest-path", str(self.manifests),
                 "--root-dir", str(self.base / "root"), "--pod-logs-dir", str(self.base / "logs"),
                 "--node-name", NODE, "--file-check-frequency", "2s",
+                "--cgroup-root", self.cgroup_root,
                 "--trace-dir", str(trace_dir), *self.extra_flags]
 
     def start_kubelet(self, supervision: SupervisorSpec | None = None) -> Kubelet:
@@ -324,3 +331,7 @@ class Env:
                 self.emb.start()  # so the pods can be removed through CRI
         cleanup_runtime_dir(self.base, self.bed.bridge, self.emb)
         shutil.rmtree(self.base, ignore_errors=True)
+        try:
+            self._cgroups.close()
+        except OSError as err:
+            logger.error("drill {}: removing its cgroup root failed: {}", self.name, err)

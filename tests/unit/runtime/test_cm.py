@@ -29,7 +29,7 @@ from runtime.cm.names import (
     to_systemd,
 )
 from runtime.cm.oom import container_oom_score_adjust
-from runtime.cm.pod_cgroups import PodCgroups
+from runtime.cm.pod_cgroups import PodCgroups, pod_cgroup_spec
 from runtime.cm.qos import pod_qos
 from runtime.cm.resources import (
     ResourceConfig,
@@ -378,9 +378,9 @@ def test_ensure_update_qos_and_destroy() -> None:
     burstable = pod(ctr(requests={"cpu": "100m"}, limits={"memory": "64Mi"}), uid="b1")
     other = pod(ctr(requests={"cpu": "250m"}), uid="b2")
     best = pod(ctr(), uid="e1")
-    assert cgroups.ensure(burstable) == "/kubepods/burstable/podb1"
-    assert cgroups.ensure(other) == "/kubepods/burstable/podb2"
-    assert cgroups.ensure(best) == "/kubepods/besteffort/pode1"
+    assert cgroups.ensure(pod_cgroup_spec(burstable)) == "/kubepods/burstable/podb1"
+    assert cgroups.ensure(pod_cgroup_spec(other)) == "/kubepods/burstable/podb2"
+    assert cgroups.ensure(pod_cgroup_spec(best)) == "/kubepods/besteffort/pode1"
     assert fake.cgroups[("kubepods", "burstable", "podb1")] == ResourceConfig(
         cpu_shares=102, memory=64 * MI)
     # Shares follow the burstable pods' requests, updated before each new pod cgroup.
@@ -389,7 +389,7 @@ def test_ensure_update_qos_and_destroy() -> None:
                                      "b2": ("kubepods", "burstable", "podb2"),
                                      "e1": ("kubepods", "besteffort", "pode1")}
     fake.calls.clear()
-    assert cgroups.ensure(burstable) == "/kubepods/burstable/podb1"
+    assert cgroups.ensure(pod_cgroup_spec(burstable)) == "/kubepods/burstable/podb1"
     assert fake.calls == []  # an existing pod cgroup is left alone
     assert cgroups.destroy("b2")
     assert ("kubepods", "burstable", "podb2") not in fake.cgroups
@@ -412,7 +412,7 @@ def test_a_pod_this_kubelet_ensured_is_destroyed_without_listing_every_pod_cgrou
     fake = FakeCgroupManager()
     cgroups = PodCgroups(fake, (), "cgroupfs", 2000, 2**30)
     cgroups.start()
-    cgroups.ensure(pod(ctr(), uid="e1"))
+    cgroups.ensure(pod_cgroup_spec(pod(ctr(), uid="e1")))
     fake.create(("kubepods", "burstable", "podadopted"), ResourceConfig())
     fake.calls.clear()
     assert cgroups.destroy("e1")
@@ -429,7 +429,7 @@ def test_systemd_pod_cgroups_are_found_by_uid() -> None:
     fake = FakeCgroupManager()
     cgroups = PodCgroups(fake, (), SYSTEMD, 1000, 2**30)
     cgroups.start()
-    assert cgroups.ensure(pod(ctr(), uid="a-b")) == (
+    assert cgroups.ensure(pod_cgroup_spec(pod(ctr(), uid="a-b"))) == (
         "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-poda_b.slice")
     assert list(cgroups.pod_cgroups()) == ["a-b"]
 
