@@ -126,16 +126,22 @@ class PodCgroups:
         the QoS cgroups for it, as upstream's syncPod does); its runtime name. A failure
         is a CgroupError (upstream's "unable to ensure pod container exists")."""
         name = self.name(spec)
+        with self._lock:
+            self._active[spec.uid] = spec
+        if self.manager.exists(name):
+            return driver_name(name, self.driver)
+        # The lock covers the pods known and the QoS cgroups' update, not the pod cgroup's
+        # own directories (a dozen on cgroup v1): only the pod's own worker makes or
+        # removes its cgroup, and 50 workers starting at once otherwise queued on one
+        # lock whose holder a busy node deschedules mid-mkdir.
         try:
             with self._lock:
-                self._active[spec.uid] = spec
-                if not self.manager.exists(name):
-                    self._update_qos()
-                    self.manager.create(name, spec.resources)
-                    logger.bind(pod=spec.name, uid=spec.uid, container="").info(
-                        "created pod cgroup {}", driver_name(name, self.driver))
+                self._update_qos()
+            self.manager.create(name, spec.resources)
         except (OSError, ValueError) as err:
             raise CgroupError(str(err)) from err
+        logger.bind(pod=spec.name, uid=spec.uid, container="").info(
+            "created pod cgroup {}", driver_name(name, self.driver))
         return driver_name(name, self.driver)
 
     def update_qos(self) -> None:
@@ -170,17 +176,19 @@ class PodCgroups:
         among every pod cgroup (a mass removal would otherwise list them all per pod)."""
         with self._lock:
             spec = self._active.pop(uid, None)
-            name = self.name(spec) if spec is not None else None
-            if name is None or not self.manager.exists(name):
-                name = self.pod_cgroups().get(uid)
-            if name is None:
-                return True
-            try:
-                self.manager.destroy(name)
-            except OSError as err:
-                logger.bind(pod="", uid=uid, container="").warning(
-                    "removing pod cgroup {} failed: {}", driver_name(name, self.driver), err)
-                return False
+        # (No lock over the directories either: see ensure.)
+        name = self.name(spec) if spec is not None else None
+        if name is None or not self.manager.exists(name):
+            name = self.pod_cgroups().get(uid)
+        if name is None:
+            return True
+        try:
+            self.manager.destroy(name)
+        except OSError as err:
+            logger.bind(pod="", uid=uid, container="").warning(
+                "removing pod cgroup {} failed: {}", driver_name(name, self.driver), err)
+            return False
+        with self._lock:
             self._update_qos()
         logger.bind(pod="", uid=uid, container="").info(
             "removed pod cgroup {}", driver_name(name, self.driver))

@@ -22,6 +22,7 @@ from runtime.cm.container_resources import (
 from runtime.cm.fake import FakeCgroupManager
 from runtime.cm.names import (
     SYSTEMD,
+    CgroupName,
     parse_root,
     parse_systemd,
     pod_cgroup_parent,
@@ -423,6 +424,44 @@ def test_a_pod_this_kubelet_ensured_is_destroyed_without_listing_every_pod_cgrou
     assert ("destroy", ("kubepods", "burstable", "podadopted")) in fake.calls
     assert [c for c in fake.calls if c[0] == "children"] != []
     assert cgroups.pod_cgroups() == {}
+
+
+class LockWatchingManager(FakeCgroupManager):
+    """Records whether the PodCgroups lock was held while a pod cgroup's directories
+    were made or removed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.owner: PodCgroups | None = None
+        self.locked_during: list[str] = []
+
+    def _note(self, what: str, name: CgroupName) -> None:
+        if self.owner is not None and len(name) == 3 and self.owner._lock.locked():
+            self.locked_during.append(what)
+
+    def create(self, name: CgroupName, config: ResourceConfig) -> None:
+        self._note("create", name)
+        super().create(name, config)
+
+    def destroy(self, name: CgroupName) -> None:
+        self._note("destroy", name)
+        super().destroy(name)
+
+
+def test_a_pod_cgroup_is_made_and_removed_outside_the_lock_every_worker_shares() -> None:
+    """Fifty workers starting (or stopping) at once queued on the lock while its holder
+    made a dozen directories; the lock now covers the known pods and the QoS update."""
+    fake = LockWatchingManager()
+    cgroups = PodCgroups(fake, (), "cgroupfs", 2000, 2**30)
+    fake.owner = cgroups
+    cgroups.start()
+    burstable = pod(ctr(requests={"cpu": "100m"}), uid="b1")
+    assert cgroups.ensure(pod_cgroup_spec(burstable)) == "/kubepods/burstable/podb1"
+    assert fake.cgroups[("kubepods", "burstable")].cpu_shares == 102
+    assert cgroups.destroy("b1")
+    assert fake.locked_during == []
+    assert ("kubepods", "burstable", "podb1") not in fake.cgroups
+    assert fake.cgroups[("kubepods", "burstable")].cpu_shares == 2
 
 
 def test_systemd_pod_cgroups_are_found_by_uid() -> None:
