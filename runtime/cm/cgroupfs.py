@@ -162,7 +162,12 @@ class CgroupFS:
         return frozenset(self._pids(self._dirs(name)))
 
     def destroy(self, name: CgroupName) -> None:
-        dirs = self._dirs(name)
+        # The common case, a pod whose sandboxes are gone, is one rmdir per hierarchy: the
+        # kernel refuses (EBUSY) to remove a cgroup that holds processes or children, and
+        # only then are its processes looked for (every directory walked) and killed.
+        dirs = {c: d for c, d in self._dirs(name).items() if not _removed_if_empty(d)}
+        if not dirs:
+            return
         for _ in range(KILL_ATTEMPTS):
             pids = self._pids(dirs)
             if not pids:
@@ -258,6 +263,18 @@ def _remove_tree(directory: str) -> None:
         for sub in subdirs:
             _rmdir(os.path.join(root, sub))
     _rmdir(directory)
+
+
+def _removed_if_empty(directory: str) -> bool:
+    """rmdir ``directory``: whether it is gone now (False: it holds something, or the
+    removal failed for a reason the full removal will report)."""
+    try:
+        os.rmdir(directory)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return True
 
 
 def _rmdir(path: str) -> None:

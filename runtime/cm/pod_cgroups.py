@@ -99,6 +99,7 @@ class PodCgroups:
         self._node = ResourceConfig(cpu_shares=milli_cpu_to_shares(node_cpu_millis),
                                     memory=node_memory or None)
         self._active: dict[str, PodCgroupSpec] = {}
+        self._qos_written: dict[CgroupName, ResourceConfig] = {}
         self._lock = threading.Lock()
 
     def start(self) -> None:
@@ -149,11 +150,15 @@ class PodCgroups:
             self._update_qos()
 
     def _update_qos(self) -> None:
-        self.manager.update(qos_cgroup(self.root, BURSTABLE),
-                            ResourceConfig(cpu_shares=burstable_shares(
-                                list(self._active.values()))))
-        self.manager.update(qos_cgroup(self.root, BEST_EFFORT),
-                            ResourceConfig(cpu_shares=MIN_SHARES))
+        for name, config in (
+                (qos_cgroup(self.root, BURSTABLE),
+                 ResourceConfig(cpu_shares=burstable_shares(list(self._active.values())))),
+                (qos_cgroup(self.root, BEST_EFFORT), ResourceConfig(cpu_shares=MIN_SHARES))):
+            # Each pod made or removed updates them: a value this kubelet wrote last time
+            # is not written again (a burst of BestEffort pods changes neither).
+            if self._qos_written.get(name) != config:
+                self.manager.update(name, config)
+                self._qos_written[name] = config
 
     def pod_cgroups(self) -> dict[str, CgroupName]:
         """Every pod cgroup on the node by pod UID (upstream GetAllPodsFromCgroups)."""

@@ -406,6 +406,21 @@ def test_ensure_update_qos_and_destroy() -> None:
     assert cgroups.destroy("never-had-one")
 
 
+def test_a_qos_cgroup_value_is_written_when_it_changes_not_for_every_pod() -> None:
+    fake = FakeCgroupManager()
+    cgroups = PodCgroups(fake, (), "cgroupfs", 2000, 2**30)
+    cgroups.start()
+    cgroups.ensure(pod_cgroup_spec(pod(ctr(), uid="e1")))
+    fake.calls.clear()
+    cgroups.ensure(pod_cgroup_spec(pod(ctr(), uid="e2")))
+    assert cgroups.destroy("e1")
+    assert [c for c in fake.calls if c[0] == "update"] == []
+    cgroups.ensure(pod_cgroup_spec(pod(ctr(requests={"cpu": "1"}), uid="b1")))
+    assert fake.calls[-2:] == [("update", ("kubepods", "burstable")),
+                               ("create", ("kubepods", "burstable", "podb1"))]
+    assert fake.cgroups[("kubepods", "burstable")].cpu_shares == 1024
+
+
 def test_a_pod_this_kubelet_ensured_is_destroyed_without_listing_every_pod_cgroup() -> None:
     """A mass removal listed every pod cgroup per pod removed (under the lock all pod
     workers share); one this kubelet ensured is found where ensure put it. One it did
@@ -549,6 +564,22 @@ def test_cgroupfs_destroy_removes_nested_cgroups(tmp_path: Path) -> None:
     assert not (tmp_path / "memory" / "kubepods" / "podu").exists()
     assert (tmp_path / "cpu" / "kubepods").exists()
     fs.destroy(("kubepods", "podu"))  # gone already: nothing to do
+
+
+def test_cgroupfs_destroy_of_an_empty_pod_cgroup_is_one_rmdir_per_hierarchy(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pod whose sandboxes are gone leaves empty directories: removed without a walk of
+    each hierarchy for processes (which a mass removal did twice a pod, in every one)."""
+    mounts = {c: str(tmp_path / c) for c in ("cpu", "memory", "pids")}
+    for c in mounts:
+        (tmp_path / c / "kubepods" / "podu").mkdir(parents=True)
+    walked: list[str] = []
+    monkeypatch.setattr("runtime.cm.cgroupfs.os.walk",
+                        lambda top, **kw: walked.append(top) or iter(()))
+    CgroupFS("cgroupfs", mounts=mounts).destroy(("kubepods", "podu"))
+    assert walked == []
+    assert not any((tmp_path / c / "kubepods" / "podu").exists() for c in mounts)
+    assert all((tmp_path / c / "kubepods").exists() for c in mounts)
 
 
 # --- the runtime manager -----------------------------------------------------------------
