@@ -12,6 +12,7 @@ import urllib.request
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -216,6 +217,63 @@ def test_pods_is_a_v1_pod_list_with_status(server: KubeletHTTPServer) -> None:
         # Fields Go never omits are there even at their zero values.
         assert statuses[1]["restartCount"] == 0
         assert statuses[1]["imageID"] == ""
+
+
+class SamePods:
+    """A view whose pods are the same objects each time, until a test replaces one."""
+
+    def __init__(self) -> None:
+        self.listed = [(_pod("web", "uid-web", "nginx"), _status("nginx")),
+                       (_pod("db", "uid-db", "postgres"), PodStatus(phase="Pending"))]
+
+    def pods(self) -> tuple[tuple[Pod, PodStatus], ...]:
+        return tuple(self.listed)
+
+
+@dataclass
+class Captured:
+    content_type: str = ""
+    data: bytes = b""
+
+
+def test_pods_renders_a_pod_again_only_when_it_changed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rendering the specs was most of a GET's cost, paid again on every poll for pods
+    that had not changed (pods are frozen: the same object renders the same)."""
+    import actors.app.http.routes as routes
+
+    rendered: list[str] = []
+    render = routes.to_api_object
+
+    def counting(value: Any) -> Any:
+        rendered.append(value.metadata.name)
+        return render(value)
+
+    monkeypatch.setattr(routes, "to_api_object", counting)
+    view = SamePods()
+    resource = routes.PodsResource(cast(Any, view))
+
+    def get() -> dict[str, Any]:
+        resp = Captured()
+        resource.on_get(cast(Any, None), cast(Any, resp))
+        body: dict[str, Any] = json.loads(resp.data)
+        return body
+
+    first = get()
+    assert rendered == ["web", "db"]
+    view.listed[1] = (view.listed[1][0], _status("postgres"))  # a new status only
+    second = get()
+    assert rendered == ["web", "db"]
+    assert second["items"][0] == first["items"][0]
+    assert second["items"][1]["status"]["phase"] == "Running"
+    web = view.listed[0][0]
+    view.listed[0] = (Pod(metadata=ObjectMeta(name="web", namespace="default", uid="uid-web",
+                                              labels={"tier": "front"}), spec=web.spec),
+                      view.listed[0][1])
+    third = get()
+    assert rendered == ["web", "db", "web"]
+    assert third["items"][0]["metadata"]["labels"] == {"tier": "front"}
+    assert "kind" not in third["items"][0] and "status" in third["items"][0]
 
 
 def test_runningpods_lists_running_pods_and_containers(main_port: int) -> None:
