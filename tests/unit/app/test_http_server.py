@@ -16,6 +16,7 @@ from typing import Any, cast
 
 import pytest
 
+from actors.app.http.routes import PodsResource
 from actors.app.http.server import (
     ANY_PORT,
     DISABLED,
@@ -31,6 +32,7 @@ from runtime.cri import types as cri
 from runtime.errors import ConfigError
 from runtime.ids import ContainerID, PodUID
 from runtime.kuberuntime.logs import LogOptions, fixed_timestamp, render_logs
+from runtime.pod.defaults import to_api_object
 from runtime.pod.model import Container, ObjectMeta, Pod, PodSpec
 from runtime.status.types import (
     ContainerState,
@@ -240,18 +242,15 @@ def test_pods_renders_a_pod_again_only_when_it_changed(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Rendering the specs was most of a GET's cost, paid again on every poll for pods
     that had not changed (pods are frozen: the same object renders the same)."""
-    import actors.app.http.routes as routes
-
     rendered: list[str] = []
-    render = routes.to_api_object
 
     def counting(value: Any) -> Any:
         rendered.append(value.metadata.name)
-        return render(value)
+        return to_api_object(value)
 
-    monkeypatch.setattr(routes, "to_api_object", counting)
+    monkeypatch.setattr("actors.app.http.routes.to_api_object", counting)
     view = SamePods()
-    resource = routes.PodsResource(cast(Any, view))
+    resource = PodsResource(cast(Any, view))
 
     def get() -> dict[str, Any]:
         resp = Captured()
