@@ -6,6 +6,7 @@ CgroupManager, CgroupFS on a directory tree, and the runtime manager's use of th
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -574,8 +575,12 @@ def test_cgroupfs_destroy_of_an_empty_pod_cgroup_is_one_rmdir_per_hierarchy(
     for c in mounts:
         (tmp_path / c / "kubepods" / "podu").mkdir(parents=True)
     walked: list[str] = []
-    monkeypatch.setattr("runtime.cm.cgroupfs.os.walk",
-                        lambda top, **kw: walked.append(top) or iter(()))
+
+    def walk(top: str, **_: object) -> Iterator[tuple[str, list[str], list[str]]]:
+        walked.append(top)
+        return iter(())
+
+    monkeypatch.setattr("runtime.cm.cgroupfs.os.walk", walk)
     CgroupFS("cgroupfs", mounts=mounts).destroy(("kubepods", "podu"))
     assert walked == []
     assert not any((tmp_path / c / "kubepods" / "podu").exists() for c in mounts)
