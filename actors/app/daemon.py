@@ -243,6 +243,7 @@ def start_kubelet(
                                                          embedded=containerd is not None)
     if cgroups is not None and writer is not None:
         cgroups = intercept(cgroups, PodCgroupService, calls[0], target=POD_CGROUPS_TARGET)
+    # The back-off tables are shared by every pod worker: their reads are inputs.
     manager = KubeRuntimeManager(instrumented, config.node, clock, node_ip=node_ip,
                                  observe=dispatch.observe, cgroups=cgroups,
                                  objects=objects, events=DispatchRecorder(dispatch),
