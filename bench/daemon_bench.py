@@ -134,6 +134,8 @@ CAPPED = "cap"
 INTERLEAVED = "cap-interleaved"
 """The key of those raw runs made between the daemon's own (the daemon stopped meanwhile):
 what phase 2's targets compare against."""
+RAW_REMOVAL = f"graceful{INTERLEAVED}"
+"""The results key of the raw removals between the daemon's runs (as the kubelet removes)."""
 TARGET_RATIO = 1.1
 TARGET_START_P99_RATIO = 1.3
 TARGET_EXIT_S = 0.1
@@ -881,8 +883,6 @@ class Bench:
         goes on."""
         all_ = self.r.bulk_raw_all
         pods = self.pods_for([f"bulk-{i:03d}" for i in range(50)], tag=f"raw-between-{run}")
-        graceful = True
-        kind = "graceful"
         spent = self.r.raw_between_busy
         os.kill(self.daemon.pid, signal.SIGSTOP)
         try:
@@ -891,15 +891,14 @@ class Bench:
                 parallel(functools.partial(self.raw_start, client=self.capped), pods, 50)
                 all_.setdefault(f"create{INTERLEAVED}", []).append(time.perf_counter() - t0)
             with busy(self.emb.pid, spent.setdefault("teardown", [])):
-                all_.setdefault(f"{kind}{INTERLEAVED}", []).append(
-                    self.raw_teardown(50, graceful=graceful, client=self.capped))
+                all_.setdefault(RAW_REMOVAL, []).append(
+                    self.raw_teardown(50, graceful=True, client=self.capped))
             self.reset_logs()
         finally:
             os.kill(self.daemon.pid, signal.SIGCONT)
         self.r.bulk_raw = {k: statistics.median(v) for k, v in all_.items()}
         self.console.print(f"  raw between: create {all_[f'create{INTERLEAVED}'][-1]:.2f} s, "
-                           f"{'StopContainer(2)+' if graceful else ''}Stop+RemovePodSandbox "
-                           f"{all_[f'{kind}{INTERLEAVED}'][-1]:.2f} s")
+                           f"StopContainer(2)+Stop+RemovePodSandbox {all_[RAW_REMOVAL][-1]:.2f} s")
         time.sleep(3.0)  # the daemon catches up with what it missed (as long as a raw
         # run waits after the daemon's teardown: daemon_bulk_once)
 
@@ -909,7 +908,7 @@ class Bench:
         drift of the machine's speed through the three runs cancels too."""
         all_ = self.r.bulk_daemon_all
         raw = self.r.bulk_raw_all
-        keys = {"create": f"create{INTERLEAVED}", "teardown": f"graceful{INTERLEAVED}"}
+        keys = {"create": f"create{INTERLEAVED}", "teardown": RAW_REMOVAL}
         for run in range(self.bursts):
             self.raw_between(run)
             self.daemon_bulk_once()

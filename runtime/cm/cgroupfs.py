@@ -287,12 +287,11 @@ def _remove_tree(directory: str) -> None:
 def _mkdir(directory: str) -> None:
     """The directory, made with its parents when they are missing (a pod cgroup's parent
     is there: one mkdir)."""
-    try:
-        os.mkdir(directory)
-    except FileExistsError:
-        pass
-    except FileNotFoundError:
-        os.makedirs(directory, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        try:
+            os.mkdir(directory)
+        except FileNotFoundError:
+            os.makedirs(directory, exist_ok=True)
 
 
 def _removed_if_empty(directory: str) -> bool:

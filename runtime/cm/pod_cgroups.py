@@ -145,10 +145,6 @@ class PodCgroups:
             "created pod cgroup {}", driver_name(name, self.driver))
         return driver_name(name, self.driver)
 
-    def update_qos(self) -> None:
-        with self._lock:
-            self._update_qos()
-
     def _update_qos(self) -> None:
         for name, config in (
                 (qos_cgroup(self.root, BURSTABLE),
