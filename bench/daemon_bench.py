@@ -1,7 +1,8 @@
 """The kubelet-actors daemon against raw CRI on one private embedded containerd.
 
-    .venv/bin/python -m bench.daemon_bench [--quick] [--profile] [--bulk-only]
-                                           [--py-spy DIR] [--repo PATH]
+    .venv/bin/python -m bench.daemon_bench [--quick] [--profile] [--bulk-only | --start-only]
+                                           [--samples N] [--bursts N] [--py-spy DIR]
+                                           [--repo PATH]
 
 One run, one containerd (actors.app.testbed: the benchmarks' own dir under /var/tmp,
 bridge and subnet, under the machine-wide lock). Raw CRI baselines run first, with no
@@ -18,11 +19,15 @@ keep-alive connection. Raw and daemon pods have different UIDs (set in the manif
    generate_sandbox_config / generate_container_config with the daemon's own node
    settings, so the sandbox's cgroup parent is the pod cgroup, as the kubelet's; runc
    makes that cgroup where the daemon makes it itself first), interleaved one to one with
-   the daemon's samples while the daemon idles (this machine's load moves a lot), and also
-   before the daemon starts and after it stops. A third sample per round, for reference:
-   raw with no pod cgroup (no cgroup parent: runc nests the pod one level up, and its
-   cgroup directories, one per v1 hierarchy, cost some 10-20 ms a pod on these machines).
-   p50 and p90, and the daemon's CRI calls per start from its /metrics.
+   the daemon's samples (this machine's load moves a lot), each raw one taken with the
+   daemon paused (SIGSTOP: beside a running daemon a raw pod is an orphan it relists and
+   kills), and also before the daemon starts and after it stops. A daemon sample waits
+   for its pod's two task starts on containerd's event stream and only then polls /pods
+   every 5 ms (polled from the write on, /pods took CPU from containerd starting the pod).
+   A third sample per round, for reference: raw with no pod cgroup (no cgroup parent: runc
+   nests the pod one level up, and its cgroup directories, one per v1 hierarchy, cost some
+   10-20 ms a pod on these machines). p50, p90 and p99 (``--samples 100`` or more for a
+   p99 that is not the slowest sample), and the daemon's CRI calls per start from its /metrics.
 2. 50 manifests at once until all Running, against raw CRI with 8 and with 50 parallel
    callers; then all 50 manifests deleted until none of their containers or sandboxes is
    left in the runtime, against raw StopPodSandbox + RemovePodSandbox (and against a
@@ -57,9 +62,9 @@ keep-alive connection. Raw and daemon pods have different UIDs (set in the manif
 ``--profile`` adds in-process measurements of what the steady state is made of: a PLEG
 relist (take_snapshot) and a pod status read (get_pod_status) with 110 pods, and the cost
 of GET /pods with 110 pods. ``--bulk-only`` runs phase 2 alone (its raw baselines, then
-the daemon); ``--py-spy DIR`` samples the daemon's Python stacks during phase 2's burst
-and teardown (DIR/create-N.txt, DIR/teardown-N.txt, collapsed stacks). Not a test:
-nothing here asserts on time.
+the daemon), ``--start-only`` phase 1 alone; ``--py-spy DIR`` samples the daemon's Python
+stacks during phase 2's burst and teardown (DIR/create-N.txt, DIR/teardown-N.txt,
+collapsed stacks). Not a test: nothing here asserts on time.
 """
 
 from __future__ import annotations
@@ -115,7 +120,6 @@ from runtime.cri.parallel_limit import ParallelLimit
 from runtime.cri.runtime_events import EventKind, RuntimeEvent, Subscription
 from runtime.cri.service import CRIRuntime
 from runtime.cri.types import ContainerFilter, ImageSpec, SandboxFilter
-from runtime.errors import CRIError
 from runtime.ids import PodUID
 from runtime.kuberuntime import labels as L
 from runtime.kuberuntime.container_config import generate_container_config
@@ -149,6 +153,10 @@ POLL_TIGHT = 0.005
 """Sleep between /pods polls when one pod's latency is measured."""
 POLL_BULK = 0.02
 """Sleep between /pods (or CRI list) polls when many pods are waited for."""
+ONLY_BULK, ONLY_START = "bulk", "start"
+"""--bulk-only, --start-only: the one phase run (its raw baselines, then the daemon)."""
+SETTLE_AFTER_PAUSE = 0.5
+"""Seconds a paused daemon is given, once it goes on, to catch up with what it missed."""
 
 LOOP = "trap 'exit 0' TERM; while true; do sleep 1; done"
 EXIT_1 = "sleep 2; exit 1"
@@ -457,6 +465,18 @@ class DaemonProc:
         os.rename(tmp, final)
         return final
 
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """The daemon stopped (SIGSTOP) for the block, so raw CRI work beside it is neither
+        seen nor touched by it (a kubelet takes a raw pod for an orphan and kills it) and
+        shares the machine with no daemon work; containerd's events wait in its stream and
+        its timers fire once it goes on."""
+        os.kill(self.pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            os.kill(self.pid, signal.SIGCONT)
+
     def stop(self) -> None:
         if self._conn is not None:
             self._conn.close()
@@ -554,6 +574,7 @@ class Results:
     """Raw starts interleaved with the others, with no pod cgroup (for reference)."""
     load: list[tuple[str, str]] = field(default_factory=list)
     start_poll_period: list[float] = field(default_factory=list)
+    start_daemon_cpu: list[float] = field(default_factory=list)
     start_raw_ops: dict[str, tuple[float, float]] = field(default_factory=dict)
     start_daemon_ops: dict[str, tuple[float, float]] = field(default_factory=dict)
     start_daemon_internal: float = 0.0
@@ -605,7 +626,7 @@ class Bench:
         self.bursts = self.repeats  # daemon bursts, each after a raw run (--bursts)
         self.daemon_uids: set[str] = set()
         self.spy_dir: Path | None = None
-        self.events: RuntimeEventCount | None = None  # opened for phase 2
+        self.events: RuntimeEventCount | None = None  # runtime_events()
         # Raw CRI with the daemon's own parallelism: the same interceptor, same caps.
         self.limit = ParallelLimit()
         self.capped: CRIRuntime = intercept(self.client, CRIRuntime, self.limit)
@@ -684,7 +705,8 @@ class Bench:
             if uid not in self.daemon_uids:
                 self.cgroups.destroy(uid)
 
-    def raw_phase(self, bulk_only: bool = False) -> None:
+    def raw_phase(self, only: str = "") -> None:
+        """``only``: "" every phase's baselines, ONLY_BULK phase 2's, ONLY_START phase 1's."""
         c = self.console
         c.print("[bold]raw CRI baselines[/bold]")
         self.note_load("raw baselines")
@@ -692,9 +714,10 @@ class Bench:
         warm = self.pods_for(["warm-000"], tag="raw")
         self.raw_start(warm[0])
         self.raw_teardown(1)
-        if not bulk_only:
+        if only != ONLY_BULK:
             self.raw_sequential()
-        self.raw_bulk()
+        if only != ONLY_START:
+            self.raw_bulk()
 
     def raw_sequential(self) -> None:
         c = self.console
@@ -745,25 +768,6 @@ class Bench:
         """Pod log dirs survive RemovePodSandbox (as upstream): start each pod clean."""
         for entry in self.daemon.logs_dir.iterdir():
             shutil.rmtree(entry, ignore_errors=True)
-
-    def raw_teardown_quiet(self) -> None:
-        """Remove the raw pods beside the daemon. The daemon may be removing one as an
-        orphan at the same moment (containerd: NotFound, or "already in removing"): the
-        error is let pass, and the raw pods are waited for until they are gone."""
-        def raw_left() -> list[Any]:
-            return [s for s in self.client.list_pod_sandbox()
-                    if s.labels.get(L.POD_UID) not in self.daemon_uids]
-
-        def removed() -> bool:
-            for sandbox in raw_left():
-                with contextlib.suppress(CRIError):
-                    self.client.stop_pod_sandbox(sandbox.id)
-                    self.client.remove_pod_sandbox(sandbox.id)
-            return not raw_left()
-
-        wait(removed, POLL_BULK, 60, "the raw pods removed")
-        self.remove_raw_cgroups()
-        self.reset_logs()
 
     def raw_after(self) -> None:
         """The one-pod raw baseline again, after the daemon stopped: drift shows."""
@@ -820,12 +824,26 @@ class Bench:
             return all(running(listed.get(u)) for u in uids)
         return all_running
 
+    def runtime_events(self) -> RuntimeEventCount:
+        """containerd's event stream, opened on first use and kept to the end."""
+        if self.events is None:
+            self.events = RuntimeEventCount(self.emb.endpoint)
+        return self.events
+
     def daemon_start_latency(self) -> None:
-        """Daemon samples interleaved with raw ones on the same containerd while the daemon
-        idles: under a noisy machine, neighbouring samples share its load. A raw pod may be
-        seen as an orphan and killed by the daemon during its teardown (NotFound ignored);
-        a raw sample whose start fails that way is taken again."""
+        """Daemon samples interleaved with raw ones on the same containerd: under a noisy
+        machine, neighbouring samples share its load. The raw samples are taken with the
+        daemon paused (DaemonProc.paused), as phase 2's raw runs are: beside a running
+        daemon a raw pod is an orphan, which it relists and kills, and that work fell on
+        its next sample. A daemon sample waits for its pod's two task starts on
+        containerd's event stream before it polls /pods every POLL_TIGHT (as phase 2's
+        bursts do): polled from the write on, the polling (a GET some 0.3 ms of the
+        daemon's CPU and as much of the bench's, every 5 ms) took CPU from containerd and
+        runc starting the pod, which the raw samples, timed by their calls' return, never
+        paid."""
         d = self.daemon
+        events = self.runtime_events()
+        proc = ProcStat(d.pid)
         pods = self.pods_for([f"start-{i:03d}" for i in range(self.n_start)])
         raw_pods = self.pods_for([f"start-{i:03d}" for i in range(self.n_start)],
                                  tag="raw-interleaved")
@@ -833,31 +851,32 @@ class Bench:
                                   tag="raw-flat")
         deltas: dict[str, float] = defaultdict(float)
         for pod, raw_pod, flat_pod in zip(pods, raw_pods, flat_pods, strict=True):
-            for raw, settings, samples in (
-                    (raw_pod, self.settings, self.r.start_raw_interleaved),
-                    (flat_pod, self.settings_flat, self.r.start_raw_flat)):
-                for _ in range(3):
+            with d.paused():
+                for raw, settings, samples in (
+                        (raw_pod, self.settings, self.r.start_raw_interleaved),
+                        (flat_pod, self.settings_flat, self.r.start_raw_flat)):
                     t0 = time.perf_counter()
-                    try:
-                        self.raw_start(raw, settings=settings)
-                    except CRIError:
-                        self.raw_teardown_quiet()
-                        continue
+                    self.raw_start(raw, settings=settings)
                     samples.append(time.perf_counter() - t0)
-                    break
-                self.raw_teardown_quiet()
-            time.sleep(0.3)
+                    self.raw_teardown(1)
+                    self.reset_logs()
+            time.sleep(SETTLE_AFTER_PAUSE)
             before = self.all_metrics()
+            since = events.mark()
+            cpu0 = proc.cpu()
             t0 = time.perf_counter()
             d.write(pod.metadata.name.removesuffix(f"-{NODE}"))
+            events.wait_for(EventKind.STARTED, 2, since, 60)  # its sandbox's, its container's
             seen = wait(self.running_check(pod.uid), POLL_TIGHT, 60,
                         f"{pod.metadata.name} Running")
             self.r.start_daemon.append(seen.seen - t0)
+            self.r.start_daemon_cpu.append(proc.cpu() - cpu0)
             self.r.start_poll_period.append(seen.period)
             after = self.all_metrics()
             for k, v in after.items():
                 deltas[k] += v - before.get(k, 0.0)
-            self.delete_and_wait([pod.metadata.name.removesuffix(f"-{NODE}")], {pod.uid})
+            self.delete_and_wait([pod.metadata.name.removesuffix(f"-{NODE}")], {pod.uid},
+                                 deletions=2)
             time.sleep(0.3)
         n = len(pods)
         ops: dict[str, tuple[float, float]] = {}
@@ -884,8 +903,7 @@ class Bench:
         all_ = self.r.bulk_raw_all
         pods = self.pods_for([f"bulk-{i:03d}" for i in range(50)], tag=f"raw-between-{run}")
         spent = self.r.raw_between_busy
-        os.kill(self.daemon.pid, signal.SIGSTOP)
-        try:
+        with self.daemon.paused():
             with busy(self.emb.pid, spent.setdefault("create", [])):
                 t0 = time.perf_counter()
                 parallel(functools.partial(self.raw_start, client=self.capped), pods, 50)
@@ -894,8 +912,6 @@ class Bench:
                 all_.setdefault(RAW_REMOVAL, []).append(
                     self.raw_teardown(50, graceful=True, client=self.capped))
             self.reset_logs()
-        finally:
-            os.kill(self.daemon.pid, signal.SIGCONT)
         self.r.bulk_raw = {k: statistics.median(v) for k, v in all_.items()}
         self.console.print(f"  raw between: create {all_[f'create{INTERLEAVED}'][-1]:.2f} s, "
                            f"StopContainer(2)+Stop+RemovePodSandbox {all_[RAW_REMOVAL][-1]:.2f} s")
@@ -929,16 +945,15 @@ class Bench:
         pods = self.pods_for(names)
         uids = {p.uid for p in pods}
         time.sleep(1.0)
-        if self.events is None:
-            self.events = RuntimeEventCount(self.emb.endpoint)
+        events = self.runtime_events()
         # Each pod: its sandbox's task and its container's, started, and later deleted.
         tasks = 2 * len(names)
         with self.phase_cost("create"):
-            since = self.events.mark()
+            since = events.mark()
             t0 = time.perf_counter()
             for name in names:
                 d.write(name)
-            self.events.wait_for(EventKind.STARTED, tasks, since, 180)
+            events.wait_for(EventKind.STARTED, tasks, since, 180)
             seen = wait(self.all_running_check(uids), POLL_TIGHT, 180, "50 pods Running")
         self.r.bulk_daemon["create"] = seen.seen - t0
         self.r.bulk_poll_period = seen.period
@@ -1237,7 +1252,7 @@ class Bench:
         wait(lambda: all(running(d.pods().get(u)) for u in uids), 0.2, 120,
              "110 pods adopted again")
 
-    def daemon_phase(self, profile: bool, bulk_only: bool = False) -> None:
+    def daemon_phase(self, profile: bool, only: str = "") -> None:
         self.console.print("[bold]the daemon[/bold]")
         self.daemon.start()
         self.r.steady["idle_rss"] = ProcStat(self.daemon.pid).rss_mib()
@@ -1247,13 +1262,16 @@ class Bench:
         self.daemon.write("warm-000")
         wait(lambda: running(self.daemon.pods().get(warm[0].uid)), POLL_BULK, 60, "warm-up")
         self.delete_and_wait(["warm-000"], {warm[0].uid})
-        if bulk_only:
+        if only == ONLY_BULK:
             self.note_load("2. 50 pods")
             self.daemon_bulk()
             self.note_load("end")
             return
         self.note_load("1. start latency")
         self.daemon_start_latency()
+        if only == ONLY_START:
+            self.note_load("end")
+            return
         self.note_load("2. 50 pods")
         self.daemon_bulk()
         self.note_load("3. exit latency")
@@ -1284,7 +1302,8 @@ def results_table(b: Bench) -> Table:
         t.add_column(col, justify="left" if col == "measurement" else "right")
     if r.start_daemon:
         start_rows(t, r)
-    bulk_rows(t, b)
+    if r.bulk_daemon:
+        bulk_rows(t, b)
     if r.exit_latency:
         later_rows(t, r)
     return t
@@ -1316,6 +1335,8 @@ def start_rows(t: Table, r: Results) -> None:
                   f"{p50d / pooled:.2f}x", "", "")
     t.add_row("   /pods poll period (mean)",
               f"{statistics.mean(r.start_poll_period) * 1e3:.1f} ms", "", "", "", "")
+    t.add_row("   the daemon's CPU per start, write to seen Running (mean)",
+              f"{statistics.mean(r.start_daemon_cpu) * 1e3:.1f} ms", "", "", "", "")
 
 
 def bulk_rows(t: Table, b: Bench) -> None:
@@ -1554,8 +1575,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer samples, 30 s steady window")
     parser.add_argument("--profile", action="store_true",
                         help="also time a relist, a pod status read, with cProfile")
-    parser.add_argument("--bulk-only", action="store_true",
-                        help="phase 2 alone: 50 pods at once and their teardown")
+    only = parser.add_mutually_exclusive_group()
+    only.add_argument("--bulk-only", action="store_const", dest="only", const=ONLY_BULK,
+                      default="", help="phase 2 alone: 50 pods at once and their teardown")
+    only.add_argument("--start-only", action="store_const", dest="only", const=ONLY_START,
+                      help="phase 1 alone: one pod's start, sequential samples")
     parser.add_argument("--py-spy", type=Path, metavar="DIR",
                         help="phase 2: sample the daemon with py-spy, collapsed stacks in DIR")
     parser.add_argument("--daemon-arg", action="append", default=[], metavar="ARG",
@@ -1590,20 +1614,21 @@ def main(argv: list[str] | None = None) -> int:
         try:
             with quiet_logs(bench.work / "bench.log"):
                 bench.prepare()
-                bench.raw_phase(args.bulk_only)
-                bench.daemon_phase(args.profile, args.bulk_only)
-                if not args.bulk_only:
+                bench.raw_phase(args.only)
+                bench.daemon_phase(args.profile, args.only)
+                if args.only != ONLY_BULK:
                     bench.raw_after()
             console.print(results_table(bench))
-            console.print(bulk_cost_table(bench))
-            if not args.bulk_only:
+            if args.only != ONLY_START:
+                console.print(bulk_cost_table(bench))
+            if args.only != ONLY_BULK:
                 console.print(start_ops_table(bench))
             console.print("load average (1/5/15 min) at each phase: " + "; ".join(
                 f"{phase}: {load}" for phase, load in bench.r.load) + f" ({os.cpu_count()} CPUs)")
-            if not args.bulk_only:
+            if not args.only:
                 for table in steady_tables(bench):
                     console.print(table)
-            if args.profile and not args.bulk_only:
+            if args.profile and not args.only:
                 console.print(bench.r.steady["relist_profile"], markup=False, highlight=False)
                 console.print(bench.r.steady["podstatus_profile"], markup=False,
                               highlight=False)
