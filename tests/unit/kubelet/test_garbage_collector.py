@@ -36,8 +36,15 @@ SETTINGS = GCSettings(
 
 
 @pytest.fixture
-def node(tmp_path: Path) -> Iterator[RecordedNode]:
-    scratch = Path(tempfile.mkdtemp(prefix="gc-"))
+def scratch() -> Iterator[Path]:
+    """The recording node's own directories (its pod logs in ``logs``)."""
+    made = Path(tempfile.mkdtemp(prefix="gc-"))
+    yield made
+    shutil.rmtree(made, ignore_errors=True)
+
+
+@pytest.fixture
+def node(tmp_path: Path, scratch: Path) -> Iterator[RecordedNode]:
     recorded = RecordedNode(tmp_path / "trace", scratch, images=(IMAGE, UNUSED, PAUSE),
                             gc=SETTINGS)
     # The image filesystem is a real one, so its usage is over 1 %.
@@ -46,7 +53,6 @@ def node(tmp_path: Path) -> Iterator[RecordedNode]:
         yield recorded
     finally:
         recorded.close()
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _instances(node: RecordedNode, uid: str, state: ContainerState) -> list[str]:
@@ -82,6 +88,33 @@ def test_a_crash_loop_keeps_one_dead_instance_and_the_run_replays(
     report = replay(read_trace(tmp_path / "trace"), KubeletWorld())
     assert report.ok, format_report(report)
     assert names.GC in report.actors
+
+
+def test_a_replay_of_the_collectors_rounds_removes_no_file(
+        node: RecordedNode, tmp_path: Path, scratch: Path) -> None:
+    """The collector's thread removed dead instances and their logs; a replay, whose GC
+    gets what that thread did as recorded messages, touches no file: each removed
+    instance's log, put back at its recorded path, is still there after the replay."""
+    node.snapshot(pod("u3", "web"))
+    node.until("the pod to run", lambda: len(node.running("u3")) == 1)
+    for n in range(3):
+        (running,) = node.running("u3")
+        node.fake.exit_container(running, 1)
+        node.until(f"restart {n + 1}", lambda r=running: len(node.running("u3")) == 1
+                   and node.running("u3") != [r])
+    (log_dir,) = (scratch / "logs").glob("*_u3/c")
+    node.advance(SETTINGS.container_gc_period)
+    node.settle()
+    # Four instances ran (N.log for restart N); the collector keeps the newest dead one.
+    removed = {f"{n}.log" for n in range(4)} - {p.name for p in log_dir.iterdir()}
+    assert removed, "the collector removed no instance's log"
+    node.close()
+    for name in removed:
+        (log_dir / name).write_text("recorded node's log\n")
+    report = replay(read_trace(tmp_path / "trace"), KubeletWorld())
+    assert report.ok, format_report(report)
+    assert names.GC in report.actors
+    assert {p.name for p in log_dir.iterdir()} >= removed
 
 
 def test_an_unused_image_goes_and_the_others_stay(node: RecordedNode, tmp_path: Path) -> None:
