@@ -55,6 +55,11 @@ from runtime.cri.service import CRIRuntime
 from runtime.cri.types import ContainerStatus
 from runtime.errors import CRINotFound
 from runtime.ids import ContainerID
+from runtime.kuberuntime.container_logs import (
+    CONTAINER_LOGS_TARGET,
+    ContainerLogFiles,
+    NodeContainerLogFiles,
+)
 from runtime.kuberuntime.host_paths import HOST_PATHS_TARGET, HostPaths, NodeHostPaths
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.object_source import ObjectSource
@@ -202,12 +207,14 @@ def start_kubelet(
         timing=WorkerTiming(resync_interval=flags.sync_frequency),
         supervisor=sync_settings, host_ip=node_ip, embedded=containerd is not None,
         cluster=cluster is not None, events=True, stats=stats.parts is not None,
-        host_paths=True, pod_cgroups=True, garbage_collection=flags.garbage_collection,
+        host_paths=True, pod_cgroups=True, container_logs=True,
+        garbage_collection=flags.garbage_collection,
         log_rotation=rotation is not None,
         eviction=eviction,
         probe_state=restore_probe_state(root_dir, runtime))
     writer: TraceWriter | None = None
     host_paths: HostPaths = NodeHostPaths()
+    container_logs: ContainerLogFiles = NodeContainerLogFiles()
     # The calls that run processes on the node, a few at a time (runtime.cri.parallel_limit),
     # outside Timing: the metric times the call, not its wait for a slot.
     calls: tuple[Interceptor, ...] = (ParallelLimit(), Timing(metrics.observe_runtime_call),
@@ -224,6 +231,8 @@ def start_kubelet(
             containerd = intercept(containerd, ManagedContainerd, recording,
                                    target="containerd")
         host_paths = intercept(host_paths, HostPaths, recording, target=HOST_PATHS_TARGET)
+        container_logs = intercept(container_logs, ContainerLogFiles, recording,
+                                   target=CONTAINER_LOGS_TARGET)
         logger.info("recording a trace in {}", flags.trace_dir)
     instrumented = intercept(runtime, CRIRuntime, *calls)
     dispatch = Dispatch(recorder=writer, faults=faults)
@@ -250,7 +259,8 @@ def start_kubelet(
                                  host_paths=host_paths,
                                  reuse_image_status=config.lean_start,
                                  image_checks_beside_sandbox=config.image_checks_beside_sandbox,
-                                 kill_from_listings=config.lean_kill)
+                                 kill_from_listings=config.lean_kill,
+                                 container_logs=container_logs)
     timers = TimerService(dispatch, real_clock)
     events = (EventSourceChooser(runtime_endpoint)
               if runtime_endpoint and enabled(flags.feature_gates, EVENTED_PLEG) else None)

@@ -29,6 +29,11 @@ from runtime.containerd.managed import ManagedContainerd
 from runtime.cri.intercept import intercept, result_types
 from runtime.cri.service import CRIRuntime
 from runtime.events.recorder import NULL_RECORDER
+from runtime.kuberuntime.container_logs import (
+    CONTAINER_LOGS_TARGET,
+    ContainerLogFiles,
+    UncleanedContainerLogFiles,
+)
 from runtime.kuberuntime.host_paths import HOST_PATHS_TARGET, CheckOnlyHostPaths, HostPaths
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.object_source import ObjectSource
@@ -57,7 +62,8 @@ _NOT_ACTORS = frozenset({names.TIMERS, "test"})
 
 _RESULTS = {"runtime": result_types(CRIRuntime), "containerd": result_types(ManagedContainerd),
             HOST_PATHS_TARGET: result_types(HostPaths),
-            POD_CGROUPS_TARGET: result_types(PodCgroupService)}
+            POD_CGROUPS_TARGET: result_types(PodCgroupService),
+            CONTAINER_LOGS_TARGET: result_types(ContainerLogFiles)}
 
 
 class _StubRef:
@@ -112,7 +118,8 @@ class KubeletWorld:
         if isinstance(cls, type) and issubclass(cls, errors.CRIError):
             return cls(record.get("method", ""), record.get("detail", ""),
                        record.get("code", "UNKNOWN"))
-        if isinstance(cls, type) and issubclass(cls, errors.CgroupError):
+        if isinstance(cls, type) and issubclass(cls, (errors.CgroupError,
+                                                      errors.LogRotationError)):
             return cls(record.get("detail", ""))
         return recorded_error(record)
 
@@ -187,13 +194,19 @@ class KubeletWorld:
         cgroups = (cast(PodCgroupService, intercept(Unreachable(), PodCgroupService,
                                                     stubs.answers, target=POD_CGROUPS_TARGET))
                    if config.pod_cgroups else None)
+        # A removed instance's logs as recorded: the replay never removes a file.
+        container_logs: ContainerLogFiles = (
+            cast(ContainerLogFiles, intercept(Unreachable(), ContainerLogFiles, stubs.answers,
+                                              target=CONTAINER_LOGS_TARGET))
+            if config.container_logs else UncleanedContainerLogFiles())
         manager = KubeRuntimeManager(runtime, node, clock, node_ip=config.host_ip,
                                      observe=stubs.dispatch.observe, objects=objects,
                                      cgroups=cgroups,
                                      events=events, host_paths=host_paths,
                                      reuse_image_status=config.lean_start,
                                      image_checks_beside_sandbox=config.image_checks_beside_sandbox,
-                                     kill_from_listings=config.lean_kill)
+                                     kill_from_listings=config.lean_kill,
+                                     container_logs=container_logs)
         return KubeletParts(stubs.dispatch, timers, clock, runtime, manager, config,
                             containerd=containerd, executor=InertExecutor)
 

@@ -98,6 +98,9 @@ class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
     # The pod cgroups' answers recorded (older traces: replayed without pod cgroups, each
     # ensure taken as made).
     pod_cgroups: bool = False
+    # A pruned or purged instance's log removal recorded (older traces: the kubelet
+    # removed none, and their replay removes none).
+    container_logs: bool = False
     # The garbage collector runs with these settings (None: traces from before it).
     garbage_collection: GCSettings | None = None
     log_rotation: bool = False  # the log rotation actor runs (after stats; not replayed)

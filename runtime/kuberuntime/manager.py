@@ -25,7 +25,7 @@ from runtime.cri.types import (
     PodSandboxConfig,
     PodSandboxStatus,
 )
-from runtime.errors import CgroupError, CRIError, CRINotFound, SyncError
+from runtime.errors import CgroupError, CRIError, CRINotFound, LogRotationError, SyncError
 from runtime.events import reasons
 from runtime.events.recorder import NULL_RECORDER, EventRecorder, pod_ref
 from runtime.ids import ContainerID, PodUID, SandboxID
@@ -38,6 +38,7 @@ from runtime.kuberuntime.actions import (
 from runtime.kuberuntime.api_volumes import referenced_objects
 from runtime.kuberuntime.backoff import Observe, unobserved
 from runtime.kuberuntime.container import STOPPING, ContainerLifecycle
+from runtime.kuberuntime.container_logs import ContainerLogFiles, NodeContainerLogFiles
 from runtime.kuberuntime.dns import ResolvConfError
 from runtime.kuberuntime.ephemeral import as_container, ephemeral_containers, target_id
 from runtime.kuberuntime.host_paths import HostPaths
@@ -53,7 +54,12 @@ from runtime.kuberuntime.images import ImageManager
 from runtime.kuberuntime.kill_status import listed_pod_status, needs_full_status
 from runtime.kuberuntime.made import MadeBySync
 from runtime.kuberuntime.object_source import ObjectSource
-from runtime.kuberuntime.podstatus import PodListing, RuntimePodStatus, get_pod_status
+from runtime.kuberuntime.podstatus import (
+    ContainerRuntimeStatus,
+    PodListing,
+    RuntimePodStatus,
+    get_pod_status,
+)
 from runtime.kuberuntime.result import PodSyncResult, StepResult
 from runtime.kuberuntime.sandbox import generate_sandbox_config
 from runtime.kuberuntime.settings import NodeSettings
@@ -81,6 +87,7 @@ class KubeRuntimeManager:
         reuse_image_status: bool = True,
         image_checks_beside_sandbox: bool = True,
         kill_from_listings: bool = True,
+        container_logs: ContainerLogFiles | None = None,
     ) -> None:
         """``reuse_image_status``: one ImageStatus per container start (see
         ContainerLifecycle; False only to replay traces from before).
@@ -97,7 +104,9 @@ class KubeRuntimeManager:
         of what it does go (upstream's recorder; actors.kubelet.events sends them on).
         ``host_paths``: what prepares hostPath volumes (a trace records its answers).
         ``kill_from_listings``: a pod stopped to be removed is read from its two listings
-        alone (runtime.kuberuntime.kill_status; False only to replay traces from before)."""
+        alone (runtime.kuberuntime.kill_status; False only to replay traces from before).
+        ``container_logs``: what removes a removed container's log files (the node's by
+        default; a trace records its answers)."""
         self.runtime = runtime
         self.cgroups = cgroups
         self.settings = settings
@@ -116,6 +125,7 @@ class KubeRuntimeManager:
         self._image_checks_beside_sandbox = image_checks_beside_sandbox
         self._check_pool = check_pool()  # its threads start with the first check
         self._kill_from_listings = kill_from_listings
+        self.container_logs = container_logs or NodeContainerLogFiles()
 
     def get_pod_status(self, uid: PodUID, name: str, namespace: str,
                        listing: PodListing | None = None,
@@ -471,7 +481,7 @@ class KubeRuntimeManager:
         names = {c.name for c in pod.spec.init_containers}
         for entry in status.container_statuses:
             if entry.name in names:
-                self._remove(entry.id)
+                self._remove(pod, entry)
 
     def _prune_init_containers(self, pod: Pod, status: RuntimePodStatus) -> None:
         """Keep only the newest exited instance of each init container."""
@@ -480,15 +490,23 @@ class KubeRuntimeManager:
                 c for c in status.instances(container.name) if c.state == ContainerState.EXITED
             ]
             for entry in exited[1:]:
-                self._remove(entry.id)
+                self._remove(pod, entry)
 
-    def _remove(self, container_id: ContainerID) -> None:
+    def _remove(self, pod: Pod, entry: ContainerRuntimeStatus) -> None:
+        """Upstream's removeContainer: the container, then its log and what its rotations
+        left beside it."""
+        log = logger.bind(pod=pod.metadata.name, uid=pod.uid, container=entry.name)
         try:
-            self.runtime.remove_container(container_id)
+            self.runtime.remove_container(entry.id)
         except CRINotFound:
             pass
         except CRIError as err:
-            logger.warning("removing container {} failed: {}", container_id[:13], err.detail)
+            log.warning("removing container {} failed: {}", entry.id[:13], err.detail)
+            return
+        try:
+            self.container_logs.clean(entry.log_path)
+        except LogRotationError as err:
+            log.warning("removing the logs of container {} failed: {}", entry.id[:13], err)
 
 
 def _first(values: tuple[str, ...]) -> str:

@@ -51,6 +51,11 @@ from runtime.cri.types import ContainerState
 from runtime.events.recorder import NULL_RECORDER
 from runtime.ids import ContainerID
 from runtime.kuberuntime import labels as L
+from runtime.kuberuntime.container_logs import (
+    CONTAINER_LOGS_TARGET,
+    ContainerLogFiles,
+    NodeContainerLogFiles,
+)
 from runtime.kuberuntime.host_paths import HOST_PATHS_TARGET, HostPaths, NodeHostPaths
 from runtime.kuberuntime.log_rotation import LogRotatePolicy
 from runtime.kuberuntime.log_rotator import ContainerLogRotator
@@ -265,7 +270,8 @@ class RecordedNode:
                                         eviction=eviction is not None),
             stats=stats, eviction=eviction, host_paths=True, garbage_collection=gc,
             log_rotation=log_rotation is not None, probe_state=probe_state,
-            events=events, start_path=start_path, pod_cgroups=pod_cgroups is not None)
+            events=events, start_path=start_path, pod_cgroups=pod_cgroups is not None,
+            container_logs=True)
         self.writer = TrackingWriter(directory, config=config.to_header(),
                                      max_bytes=trace_max_bytes)
         self.activity = self.writer.activity
@@ -278,11 +284,15 @@ class RecordedNode:
         # hostPath volumes read and make node paths: their answers recorded, as the daemon's.
         host_paths = intercept(NodeHostPaths(), HostPaths, RecordingInterceptor(self.writer),
                                target=HOST_PATHS_TARGET)
+        container_logs = intercept(NodeContainerLogFiles(), ContainerLogFiles,
+                                   RecordingInterceptor(self.writer),
+                                   target=CONTAINER_LOGS_TARGET)
         if pod_cgroups is not None:  # as the daemon's: their answers recorded
             pod_cgroups = intercept(pod_cgroups, PodCgroupService,
                                     RecordingInterceptor(self.writer), target=POD_CGROUPS_TARGET)
         manager = KubeRuntimeManager(runtime, config.node, clock, observe=d.observe,
                                      host_paths=host_paths, cgroups=pod_cgroups,
+                                     container_logs=container_logs,
                                      events=DispatchRecorder(d) if events else NULL_RECORDER,
                                      reuse_image_status=config.lean_start,
                                      image_checks_beside_sandbox=config.image_checks_beside_sandbox)

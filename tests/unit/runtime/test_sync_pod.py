@@ -412,3 +412,23 @@ def test_repeated_syncs_never_duplicate_a_container(node: Node) -> None:
     running = [n for n, s in node.states(pod) if s == ContainerState.RUNNING]
     assert sorted(running) == ["a", "b"]
     assert node.fake.called("run_pod_sandbox") == 1
+
+
+def test_a_pruned_init_container_instance_goes_with_its_logs(node: Node) -> None:
+    """Upstream's removeContainer: the instance the prune removes takes its log and the
+    files its rotations left with it; the instance kept keeps its log."""
+    pod = make_pod(ctr("app"), init=(ctr("i1"),))
+    node.sync(pod)
+    first = node.container(pod, "i1")
+    node.fake.exit_container(first, 1)
+    node.sync(pod)  # the first restart is immediate
+    second = node.container(pod, "i1")
+    first_log = Path(node.fake.container_status(first).log_path)
+    rotated = first_log.with_name(first_log.name + ".20261126-101010")
+    rotated.write_text("rotated\n")
+    assert first_log.exists()
+    node.fake.exit_container(second, 1)
+    node.sync(pod)  # two exited instances: the older one is pruned
+    assert first not in {c.id for c in node.status(pod).container_statuses}
+    assert not first_log.exists() and not rotated.exists()
+    assert Path(node.fake.container_status(second).log_path).exists()
