@@ -13,7 +13,7 @@ Here:
   ``kubelet`` on this node, reportingComponent/Instance), logs it with the pod, uid and
   container fields, keeps the newest ``RING`` of them de-duplicated by client-go's
   EventCorrelator (a count, as ``kubectl describe`` would show; ``GetEvents`` answers
-  them, for ``/events``), and in cluster mode hands each to the event writer
+  them; no HTTP route serves them yet), and in cluster mode hands each to the event writer
   (actors.kubelet.cluster.event_writer), which correlates and writes it to the API.
 """
 

@@ -385,3 +385,39 @@ spec:
     assert pod["status"]["phase"] == "Running"
     (main,) = pod["status"]["containerStatuses"]
     assert "running" in main["state"] and main["restartCount"] == 0
+
+
+def test_a_failing_init_containers_pruned_instance_goes_with_its_log(
+        daemon: Daemon, cri: CRIClient) -> None:
+    """Upstream's pruneInitContainersBeforeStart keeps an init container's newest exited
+    instance and removes the older ones with removeContainer, which removes their logs:
+    under Always a failing init container leaves one dead instance and one log (of
+    restart 1), not one of each per failure, while it backs off."""
+    text = f"""apiVersion: v1
+kind: Pod
+metadata: {{name: init-prune}}
+spec:
+  restartPolicy: Always
+  terminationGracePeriodSeconds: 2
+  initContainers:
+  - name: init
+    image: {BUSYBOX_IMAGE}
+    command: ["sh", "-c", "echo failing; exit 1"]
+  containers:
+  - name: main
+    image: {BUSYBOX_IMAGE}
+    command: ["sh", "-c", {json.dumps(SERVE)}]
+"""
+    _write(daemon, "init-prune", text)
+    pod = wait_for(lambda: daemon.pod(f"init-prune-{NODE}"), 30.0, "the pod in /pods")
+    assert pod is not None
+    uid = str(pod["metadata"]["uid"])
+    logs = daemon.pod_logs / f"default_init-prune-{NODE}_{uid}"
+
+    def pruned() -> bool:
+        instances = cri.list_containers(ContainerFilter(label_selector={L.POD_UID: uid}))
+        return (sorted(p.name for p in (logs / "init").iterdir()) == ["1.log"]
+                and [c.state for c in instances] == [ContainerState.EXITED])
+
+    wait_for(pruned, 30.0, "the first instance and its log removed, the second kept")
+    assert (logs / "init" / "1.log").read_text().endswith("failing\n"), daemon.log()
