@@ -355,28 +355,35 @@ spec:
         assert lines.index(f"{n} prestop done") < lines.index(f"{n} stopping"), log
 
 
-def test_should_restart_a_restartable_init_container_whatever_the_pods_restart_policy(
-        daemon: Daemon) -> None:
-    """[NodeFeature:SidecarContainers] Containers Lifecycle when A pod with restartPolicy
-    Never has a restartable init container that exits: it is restarted all the same, and
-    the regular container keeps running."""
-    text = f"""apiVersion: v1
+def _init_then_main(name: str, policy: str, init: str, script: str,
+                    restartable: bool = False) -> str:
+    """A pod of one init container running ``script`` (a sidecar when ``restartable``)
+    and one regular container that serves until told to stop."""
+    sidecar = "    restartPolicy: Always\n" if restartable else ""
+    return f"""apiVersion: v1
 kind: Pod
-metadata: {{name: sidecar-never}}
+metadata: {{name: {name}}}
 spec:
-  restartPolicy: Never
+  restartPolicy: {policy}
   terminationGracePeriodSeconds: 2
   initContainers:
-  - name: sidecar
+  - name: {init}
     image: {BUSYBOX_IMAGE}
-    restartPolicy: Always
-    command: ["sh", "-c", "sleep 1; exit 1"]
+{sidecar}    command: ["sh", "-c", {json.dumps(script)}]
   containers:
   - name: main
     image: {BUSYBOX_IMAGE}
     command: ["sh", "-c", {json.dumps(SERVE)}]
 """
-    _write(daemon, "sidecar-never", text)
+
+
+def test_should_restart_a_restartable_init_container_whatever_the_pods_restart_policy(
+        daemon: Daemon) -> None:
+    """[NodeFeature:SidecarContainers] Containers Lifecycle when A pod with restartPolicy
+    Never has a restartable init container that exits: it is restarted all the same, and
+    the regular container keeps running."""
+    _write(daemon, "sidecar-never", _init_then_main(
+        "sidecar-never", "Never", "sidecar", "sleep 1; exit 1", restartable=True))
     pod = wait_for(lambda: (p := daemon.pod(f"sidecar-never-{NODE}"))
                    and p["status"].get("initContainerStatuses")
                    and p["status"]["initContainerStatuses"][0]["restartCount"] >= 1 and p,
@@ -393,22 +400,8 @@ def test_a_failing_init_containers_pruned_instance_goes_with_its_log(
     instance and removes the older ones with removeContainer, which removes their logs:
     under Always a failing init container leaves one dead instance and one log (of
     restart 1), not one of each per failure, while it backs off."""
-    text = f"""apiVersion: v1
-kind: Pod
-metadata: {{name: init-prune}}
-spec:
-  restartPolicy: Always
-  terminationGracePeriodSeconds: 2
-  initContainers:
-  - name: init
-    image: {BUSYBOX_IMAGE}
-    command: ["sh", "-c", "echo failing; exit 1"]
-  containers:
-  - name: main
-    image: {BUSYBOX_IMAGE}
-    command: ["sh", "-c", {json.dumps(SERVE)}]
-"""
-    _write(daemon, "init-prune", text)
+    _write(daemon, "init-prune",
+           _init_then_main("init-prune", "Always", "init", "echo failing; exit 1"))
     pod = wait_for(lambda: daemon.pod(f"init-prune-{NODE}"), 30.0, "the pod in /pods")
     assert pod is not None
     uid = str(pod["metadata"]["uid"])

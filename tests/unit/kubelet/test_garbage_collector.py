@@ -70,15 +70,20 @@ def _restart_count(node: RecordedNode, uid: str) -> int:
     return -1
 
 
+def _crash_loop(node: RecordedNode, uid: str, exits: int) -> None:
+    """Run pod ``uid`` and let its container fail ``exits`` times, each restarted."""
+    node.snapshot(pod(uid, "web"))
+    node.until("the pod to run", lambda: len(node.running(uid)) == 1)
+    for n in range(exits):
+        (running,) = node.running(uid)
+        node.fake.exit_container(running, 1)
+        node.until(f"restart {n + 1}", lambda r=running: len(node.running(uid)) == 1
+                   and node.running(uid) != [r])
+
+
 def test_a_crash_loop_keeps_one_dead_instance_and_the_run_replays(
         node: RecordedNode, tmp_path: Path) -> None:
-    node.snapshot(pod("u1", "web"))
-    node.until("the pod to run", lambda: len(node.running("u1")) == 1)
-    for n in range(4):
-        (running,) = node.running("u1")
-        node.fake.exit_container(running, 1)
-        node.until(f"restart {n + 1}", lambda r=running: len(node.running("u1")) == 1
-                   and node.running("u1") != [r])
+    _crash_loop(node, "u1", 4)
     node.advance(SETTINGS.container_gc_period)
     node.settle()
     assert len(_instances(node, "u1", ContainerState.EXITED)) == 1
@@ -95,13 +100,7 @@ def test_a_replay_of_the_collectors_rounds_removes_no_file(
     """The collector's thread removed dead instances and their logs; a replay, whose GC
     gets what that thread did as recorded messages, touches no file: each removed
     instance's log, put back at its recorded path, is still there after the replay."""
-    node.snapshot(pod("u3", "web"))
-    node.until("the pod to run", lambda: len(node.running("u3")) == 1)
-    for n in range(3):
-        (running,) = node.running("u3")
-        node.fake.exit_container(running, 1)
-        node.until(f"restart {n + 1}", lambda r=running: len(node.running("u3")) == 1
-                   and node.running("u3") != [r])
+    _crash_loop(node, "u3", 3)
     (log_dir,) = (scratch / "logs").glob("*_u3/c")
     node.advance(SETTINGS.container_gc_period)
     node.settle()
