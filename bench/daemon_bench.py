@@ -1486,8 +1486,9 @@ def _started(cost: PhaseCost, name: str) -> float:
 
 def start_ops_table(b: Bench) -> Table:
     r = b.r
-    t = Table(title="1. one pod start: CRI calls per pod (count / summed seconds), "
-                    "raw vs daemon (its /metrics)")
+    t = Table(title="1. one pod start: CRI calls per pod (count / summed seconds), raw "
+                    "(its samples before the daemon ran, on a faster machine than later: "
+                    "compare ratios with the interleaved ones) vs daemon (its /metrics)")
     t.add_column("operation")
     t.add_column("raw CRI", justify="right")
     t.add_column("daemon", justify="right")
