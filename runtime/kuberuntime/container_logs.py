@@ -10,7 +10,6 @@ never touching a file on the machine it replays on.
 
 from __future__ import annotations
 
-import os
 from typing import Protocol
 
 from runtime.kuberuntime.log_rotator import clean_container_logs
@@ -35,8 +34,6 @@ class NodeContainerLogFiles:
     """The real node's files."""
 
     def clean(self, log_path: str) -> tuple[str, ...]:
-        if not log_path or not os.path.isabs(log_path):
-            return ()
         return clean_container_logs(log_path)
 
 

@@ -120,8 +120,7 @@ def _remove_container(runtime: CRIRuntime, removal: ContainerRemoval) -> None:
     if c.state == GCState.UNKNOWN:
         runtime.stop_container(c.id, 0)
     runtime.remove_container(c.id)
-    if log_path and os.path.isabs(log_path):
-        clean_container_logs(log_path)
+    clean_container_logs(log_path)
 
 
 def carry_out(runtime: CRIRuntime, pod_logs_dir: str, containers: ContainerGCPlan | None,

@@ -255,6 +255,9 @@ def clean_container_logs(log_path: str) -> tuple[str, ...]:
     """Remove a removed container's log and every file its rotations left beside it
     (``<log>.<time>``, ``.gz``, ``.tmp``): upstream's ContainerLogManager.Clean, which its
     removeContainer calls, so a container instance's logs go with it. Returns what was
-    removed; LogRotationError names the file that could not be."""
+    removed; LogRotationError names the file that could not be. An empty or relative path
+    (the runtime reported no log, or one it keeps elsewhere) removes nothing."""
+    if not log_path or not os.path.isabs(log_path):
+        return ()
     return tuple(name for name in sorted(glob.glob(glob.escape(log_path) + "*"))
                  if _remove(name, "container log"))

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from runtime.clock import FakeClock
 from runtime.cri.types import (
     ContainerConfig,
@@ -72,3 +74,14 @@ def test_cleaning_a_log_that_is_gone_removes_what_is_left(tmp_path: Path) -> Non
         str(tmp_path / "0.log.20261126-010101"),)
     assert clean_container_logs(str(tmp_path / "0.log")) == ()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_relative_or_empty_log_path_removes_nothing(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runtime reported no log, or a path not on this node's disk as given: nothing in
+    the working directory is taken for it."""
+    (tmp_path / "0.log").write_bytes(b"x")
+    monkeypatch.chdir(tmp_path)
+    assert clean_container_logs("0.log") == ()
+    assert clean_container_logs("") == ()
+    assert (tmp_path / "0.log").exists()
