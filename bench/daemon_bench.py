@@ -521,12 +521,12 @@ def wait(cond: Callable[[], bool], interval: float, timeout: float, what: str) -
 
 class RuntimeEventCount:
     """containerd's task starts and container deletions, counted as they happen (its events
-    service, the stream the daemon's PLEG hears). Phase 2 waits on these for the end of a
-    burst and only then polls /pods (or lists the runtime) every POLL_TIGHT: polled all
-    along, /pods (some 3 ms of the daemon's CPU a GET with 50 pods) and the runtime's
-    lists took CPU from the work measured, which the raw runs (timed by their own calls'
-    return) never paid. If the stream drops an event the wait ends at its deadline and
-    the polling finds the end all the same."""
+    service, the stream the daemon's PLEG hears). Phases 1 and 2 wait on these for a pod's
+    or a burst's last task start and only then poll /pods (or list the runtime) every
+    POLL_TIGHT: polled all along, /pods (some 3 ms of the daemon's CPU a GET with 50
+    pods) and the runtime's lists took CPU from the work measured, which the raw runs
+    (timed by their own calls' return) never paid. If the stream drops an event the wait
+    ends at its deadline and the polling finds the end all the same."""
 
     def __init__(self, endpoint: str) -> None:
         self._counts: Counter[str] = Counter()
@@ -678,6 +678,16 @@ class Bench:
         container_id = client.create_container(sandbox_id, config, sandbox)
         client.start_container(container_id)
 
+    def raw_sample(self, pod: Pod, settings: NodeSettings | None = None) -> float:
+        """One pod started with raw CRI calls, then removed with its logs: the start's
+        seconds."""
+        t0 = time.perf_counter()
+        self.raw_start(pod, settings=settings)
+        took = time.perf_counter() - t0
+        self.raw_teardown(1)
+        self.reset_logs()
+        return took
+
     def raw_teardown(self, workers: int, graceful: bool = False,
                      client: CRIRuntime | None = None) -> float:
         client = client or self.client
@@ -728,7 +738,7 @@ class Bench:
             t0 = time.perf_counter()
             self.raw_start(pod)
             self.r.start_raw.append(time.perf_counter() - t0)
-            sec1, cnt1 = self.client.mark()
+            sec1, cnt1 = self.client.mark()  # the start's calls, not the teardown's
             for k in sec1:
                 o = ops.setdefault(k, [0.0, 0.0])
                 o[0] += cnt1[k] - cnt0[k]
@@ -775,11 +785,7 @@ class Bench:
         self.check_empty()
         pods = self.pods_for([f"start-{i:03d}" for i in range(self.n_start)], tag="raw-after")
         for pod in pods:
-            t0 = time.perf_counter()
-            self.raw_start(pod)
-            self.r.start_raw.append(time.perf_counter() - t0)
-            self.raw_teardown(1)
-            self.reset_logs()
+            self.r.start_raw.append(self.raw_sample(pod))
         self.check_empty()
 
     def check_empty(self) -> None:
@@ -852,14 +858,8 @@ class Bench:
         deltas: dict[str, float] = defaultdict(float)
         for pod, raw_pod, flat_pod in zip(pods, raw_pods, flat_pods, strict=True):
             with d.paused():
-                for raw, settings, samples in (
-                        (raw_pod, self.settings, self.r.start_raw_interleaved),
-                        (flat_pod, self.settings_flat, self.r.start_raw_flat)):
-                    t0 = time.perf_counter()
-                    self.raw_start(raw, settings=settings)
-                    samples.append(time.perf_counter() - t0)
-                    self.raw_teardown(1)
-                    self.reset_logs()
+                self.r.start_raw_interleaved.append(self.raw_sample(raw_pod, self.settings))
+                self.r.start_raw_flat.append(self.raw_sample(flat_pod, self.settings_flat))
             time.sleep(SETTLE_AFTER_PAUSE)
             before = self.all_metrics()
             since = events.mark()
