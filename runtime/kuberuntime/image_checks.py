@@ -12,16 +12,13 @@ back-off, the Pulling/Pulled events, CreateContainer. An answer that the image i
 is not used (a container started before may have pulled it: the start asks again), nor
 is a check that failed (the start asks again and reports the error as it always did).
 
-``images_to_check`` is the plan (pure); ``beside`` carries it out.
+``images_to_check`` is the plan (pure); ``beside_sandbox.beside`` carries it out.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
-import contextvars
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import Executor, ThreadPoolExecutor
-from typing import TypeVar
 
 from runtime.cri.service import ImageService
 from runtime.cri.types import Image, ImageSpec
@@ -30,8 +27,6 @@ from runtime.kuberuntime.actions import PodActions
 from runtime.kuberuntime.ephemeral import as_container
 from runtime.kuberuntime.images import is_valid_image_name
 from runtime.pod.model import Container, Pod
-
-T = TypeVar("T")
 
 PresentImages = Mapping[str, Image]
 """The images found present by the checks, by the name the pod spec gives."""
@@ -78,23 +73,3 @@ def check_pool() -> Executor:
     """Where a kubelet's image checks run: a few threads, kept (a thread made for each
     sync would cost more CPU than the check it runs)."""
     return ThreadPoolExecutor(CHECK_THREADS, thread_name_prefix="image-check")
-
-
-def beside(call: Callable[[], T], runtime: ImageService, images: tuple[str, ...],
-           pool: Executor) -> tuple[T, PresentImages]:
-    """``call()`` on this thread while ``images`` are checked on ``pool``; both results.
-
-    The checks run in a copy of this thread's context, so a trace counts their calls as
-    the caller's handler's; and they have ended when this returns, even when ``call``
-    raises (a handler's calls all happen inside it). An error of a check other than the
-    runtime's (CRIError) is raised here, as it would have been from the call itself.
-    """
-    if not images:
-        return call(), NO_IMAGES
-    checks = pool.submit(contextvars.copy_context().run, check_images, runtime, images)
-    try:
-        result = call()
-    except BaseException:
-        concurrent.futures.wait((checks,))
-        raise
-    return result, checks.result()

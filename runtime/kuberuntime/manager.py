@@ -37,6 +37,7 @@ from runtime.kuberuntime.actions import (
 )
 from runtime.kuberuntime.api_volumes import referenced_objects
 from runtime.kuberuntime.backoff import Observe, unobserved
+from runtime.kuberuntime.beside_sandbox import beside
 from runtime.kuberuntime.container import STOPPING, ContainerLifecycle
 from runtime.kuberuntime.container_logs import ContainerLogFiles, NodeContainerLogFiles
 from runtime.kuberuntime.dns import ResolvConfError
@@ -46,7 +47,6 @@ from runtime.kuberuntime.hostname import HostnameError
 from runtime.kuberuntime.image_checks import (
     NO_IMAGES,
     PresentImages,
-    beside,
     check_pool,
     images_to_check,
 )
