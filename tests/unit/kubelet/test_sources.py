@@ -158,7 +158,12 @@ def test_broken_edit_is_a_problem_and_the_last_good_pod_stays(
     harness.wait_snapshot(lambda s: len(s.pods) == 2, "the first snapshot")
 
     web.write_text(manifest("web").replace("    image: busybox\n", ""))
-    snap = harness.wait_snapshot(lambda s: bool(s.problems), "a problem for the broken file")
+    # Waits for the broken field's problem, not any: the watcher's first listing (once its
+    # watch is in place) may read the file while write_text has it empty ("no pod in the
+    # file"), and the problem the edit makes comes with the listing after.
+    snap = harness.wait_snapshot(
+        lambda s: [p.path for p in s.problems] == ["spec.containers[0].image"],
+        "a problem for the broken file")
     (problem,) = snap.problems
     assert problem.source == str(web)
     assert problem.path == "spec.containers[0].image"
