@@ -18,7 +18,10 @@ from runtime.events.recorder import NULL_RECORDER, EventRecorder, container_ref
 from runtime.ids import ContainerID, SandboxID
 from runtime.kuberuntime.actions import KillReason
 from runtime.kuberuntime.backoff import Backoff, Observe, unobserved
-from runtime.kuberuntime.container_config import generate_container_config
+from runtime.kuberuntime.container_config import (
+    generate_container_config,
+    termination_message_file,
+)
 from runtime.kuberuntime.hooks import HandlerRunner
 from runtime.kuberuntime.host_paths import HostPaths
 from runtime.kuberuntime.images import ImageManager
@@ -57,6 +60,14 @@ class CrashKey(Struct, frozen=True):
 def backoff_key(pod: Pod, container: Container) -> CrashKey:
     m = pod.metadata
     return CrashKey(m.uid, m.name, m.namespace, container.name, hash_container(container))
+
+
+class StartFiles(Struct, frozen=True):
+    """What a container's start makes on the node before CreateContainer that neither the
+    sandbox nor the pod's IP decide, made ahead (ContainerLifecycle.prepare_start)."""
+
+    restart_count: int  # from the logs, as the start would have counted it
+    message_file: str | None  # its termination-message file, made empty (None: none)
 
 
 class ContainerLifecycle:
@@ -120,6 +131,26 @@ class ContainerLifecycle:
             )
         self.crash_backoff.next(key, last.finished_at)
 
+    def prepare_start(self, pod: Pod, container: Container, sandbox_config: PodSandboxConfig,
+                      status: RuntimePodStatus) -> StartFiles | None:
+        """Make what a start of ``container`` makes first that neither the sandbox nor
+        the pod's IP decide (its log directory, its termination-message file) and count
+        its restarts from its logs, as the start would; run beside RunPodSandbox
+        (runtime.kuberuntime.beside_sandbox). None for a container with an instance (its
+        start decides from that one) or when a file could not be made (the start makes
+        it again and reports the error)."""
+        if status.find_container(container.name) is not None:
+            return None
+        log_dir = container_log_dir(sandbox_config.log_directory, container.name)
+        restart_count = restart_count_from_logs(log_dir)
+        try:
+            message_file = termination_message_file(pod, container, self._settings,
+                                                    restart_count)
+            os.makedirs(log_dir, exist_ok=True)
+        except OSError:
+            return None
+        return StartFiles(restart_count, message_file)
+
     def start_container(
         self,
         pod: Pod,
@@ -130,14 +161,16 @@ class ContainerLifecycle:
         pod_ip: str,
         pid_target: str = "",
         present_images: Mapping[str, Image] | None = None,
+        prepared: StartFiles | None = None,
     ) -> ContainerID:
         """Pull, create, start and run the postStart hook; SyncError with the reason.
         ``pid_target``: the container whose PID namespace this one joins (ephemeral).
-        ``present_images``: images this sync already found present (ImageManager)."""
+        ``present_images``: images this sync already found present (ImageManager).
+        ``prepared``: what prepare_start made of this start beside the sandbox."""
         self.check_crash_backoff(pod, container, status)
         try:
             return self._start(pod, container, sandbox_id, sandbox_config, status, pod_ip,
-                               pid_target, present_images)
+                               pid_target, present_images, prepared)
         except SyncError as err:
             if err.reason != "PostStartHookError":  # that one has its own event
                 text = err.reason if err.reason in _IMAGE_ERRORS else err.message
@@ -155,6 +188,7 @@ class ContainerLifecycle:
         pod_ip: str,
         pid_target: str,
         present_images: Mapping[str, Image] | None = None,
+        prepared: StartFiles | None = None,
     ) -> ContainerID:
         log = logger.bind(pod=pod.metadata.name, uid=pod.uid, container=container.name)
         ref = container_ref(pod, container)
@@ -162,14 +196,18 @@ class ContainerLifecycle:
                                                             present_images)
         log_dir = container_log_dir(sandbox_config.log_directory, container.name)
         previous = status.find_container(container.name)
+        if previous is not None:
+            prepared = None  # (prepare_start makes only a first instance's files)
         if previous is not None and previous.state == ContainerState.CREATED:
             # Created but never started (the sync that created it died before
             # StartContainer): remove it, so a pod never keeps a CREATED leftover next to
             # the instance started now; it never ran, so it does not count as a restart.
             self._remove_never_started(previous.id, log)
             restart_count = previous.restart_count
+        elif previous is not None:
+            restart_count = previous.restart_count + 1
         else:
-            restart_count = (previous.restart_count + 1 if previous
+            restart_count = (prepared.restart_count if prepared is not None
                              else restart_count_from_logs(log_dir))
         if image is None or not self._reuse_image_status:
             try:
@@ -183,8 +221,10 @@ class ContainerLifecycle:
             image_user=user,
             objects=self.objects,
             host_paths=self.host_paths,
+            made_message_file=prepared.message_file if prepared is not None else None,
         )
-        os.makedirs(log_dir, exist_ok=True)
+        if prepared is None:
+            os.makedirs(log_dir, exist_ok=True)
         try:
             container_id = self._runtime.create_container(sandbox_id, config, sandbox_config)
         except CRIError as err:

@@ -133,10 +133,33 @@ def _make_api_env(pod: Pod, container: Container, pod_ip: str, node_ip: str,
     return {**env, **{k: v for k, v in services.items() if k not in env}}
 
 
+def termination_message_file(pod: Pod, container: Container, settings: NodeSettings,
+                             restart_count: int) -> str | None:
+    """The file the runtime mounts at the container's terminationMessagePath, made empty
+    now; None when it needs none (no path, or a volume mounted there)."""
+    if not container.termination_message_path or any(
+        vm.mount_path == container.termination_message_path for vm in container.volume_mounts
+    ):
+        return None
+    directory = os.path.join(settings.pod_dir(pod.metadata.uid), "containers", container.name)
+    os.makedirs(directory, exist_ok=True)
+    message_file = os.path.join(directory, f"termination-{restart_count}")
+    # Created empty (a new container must not show an older one's message: upstream
+    # names it by a random id, here the restart count keeps replays deterministic)
+    # and world-writable, so a container running as any user can write it.
+    Path(message_file).write_bytes(b"")
+    os.chmod(message_file, 0o666)
+    return message_file
+
+
 def make_mounts(
     pod: Pod, container: Container, settings: NodeSettings, restart_count: int,
     pod_ip: str = "", host_paths: HostPaths = NODE_HOST_PATHS,
+    made_message_file: str | None = None,
 ) -> tuple[Mount, ...]:
+    """The container's mounts: its volume mounts, its termination-message file (the one
+    ``made_message_file`` names when the start made it already, else made here) and the
+    pod's /etc/hosts."""
     volumes = {v.name: v for v in pod.spec.volumes}
     mounts: list[Mount] = []
     for vm in container.volume_mounts:
@@ -159,17 +182,9 @@ def make_mounts(
                 if error:
                     raise SyncError("CreateContainerConfigError", error)
         mounts.append(Mount(container_path=vm.mount_path, host_path=host, readonly=vm.read_only))
-    if container.termination_message_path and not any(
-        m.container_path == container.termination_message_path for m in mounts
-    ):
-        directory = os.path.join(settings.pod_dir(pod.metadata.uid), "containers", container.name)
-        os.makedirs(directory, exist_ok=True)
-        message_file = os.path.join(directory, f"termination-{restart_count}")
-        # Created empty (a new container must not show an older one's message: upstream
-        # names it by a random id, here the restart count keeps replays deterministic)
-        # and world-writable, so a container running as any user can write it.
-        Path(message_file).write_bytes(b"")
-        os.chmod(message_file, 0o666)
+    message_file = made_message_file or termination_message_file(pod, container, settings,
+                                                                  restart_count)
+    if message_file is not None:
         mounts.append(Mount(container.termination_message_path, message_file))
     hosts = pod_hosts_mount(pod, container, settings, pod_ip)
     if hosts is not None:
@@ -189,12 +204,15 @@ def generate_container_config(
     image_user: ImageUser = ROOT_USER,
     objects: ObjectSource | None = None,
     host_paths: HostPaths = NODE_HOST_PATHS,
+    made_message_file: str | None = None,
 ) -> ContainerConfig:
     """The CreateContainer config; SyncError(CreateContainerConfigError) when it can't be.
 
     ``image_user`` is the user the image's config names (security_context.image_user of
     its ImageStatus), for the runAsNonRoot check and as the user to run as when the pod
     names none. ``host_paths`` makes the subPath directories of hostPath volumes.
+    ``made_message_file``: the termination-message file this start made already
+    (termination_message_file), else it is made here.
     """
     refused = verify_run_as_non_root(pod, container, image_user)
     if refused is not None:
@@ -218,7 +236,8 @@ def generate_container_config(
         args=tuple(expand(a, env) for a in container.args),
         working_dir=container.working_dir,
         envs=tuple(KeyValue(k, v) for k, v in env.items()),
-        mounts=make_mounts(pod, container, settings, restart_count, pod_ip, host_paths),
+        mounts=make_mounts(pod, container, settings, restart_count, pod_ip, host_paths,
+                           made_message_file),
         labels=container_labels(pod, container),
         annotations=container_annotations(pod, container, restart_count),
         log_path=container_log_file(container.name, restart_count),

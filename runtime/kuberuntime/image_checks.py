@@ -18,7 +18,6 @@ is a check that failed (the start asks again and reports the error as it always 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from concurrent.futures import Executor, ThreadPoolExecutor
 
 from runtime.cri.service import ImageService
 from runtime.cri.types import Image, ImageSpec
@@ -32,8 +31,6 @@ PresentImages = Mapping[str, Image]
 """The images found present by the checks, by the name the pod spec gives."""
 
 NO_IMAGES: PresentImages = {}
-CHECK_THREADS = 2
-"""Image checks at once (of pods made at once; each is one short ImageStatus call)."""
 
 
 def images_to_check(pod: Pod, plan: PodActions) -> tuple[str, ...]:
@@ -67,9 +64,3 @@ def check_images(runtime: ImageService, images: tuple[str, ...]) -> PresentImage
         if status is not None:
             present[image] = status
     return present
-
-
-def check_pool() -> Executor:
-    """Where a kubelet's image checks run: a few threads, kept (a thread made for each
-    sync would cost more CPU than the check it runs)."""
-    return ThreadPoolExecutor(CHECK_THREADS, thread_name_prefix="image-check")

@@ -37,8 +37,8 @@ from runtime.kuberuntime.actions import (
 )
 from runtime.kuberuntime.api_volumes import referenced_objects
 from runtime.kuberuntime.backoff import Observe, unobserved
-from runtime.kuberuntime.beside_sandbox import beside
-from runtime.kuberuntime.container import STOPPING, ContainerLifecycle
+from runtime.kuberuntime.beside_sandbox import beside, first_starts, side_pool
+from runtime.kuberuntime.container import STOPPING, ContainerLifecycle, StartFiles
 from runtime.kuberuntime.container_logs import ContainerLogFiles, NodeContainerLogFiles
 from runtime.kuberuntime.dns import ResolvConfError
 from runtime.kuberuntime.ephemeral import as_container, ephemeral_containers, target_id
@@ -47,7 +47,7 @@ from runtime.kuberuntime.hostname import HostnameError
 from runtime.kuberuntime.image_checks import (
     NO_IMAGES,
     PresentImages,
-    check_pool,
+    check_images,
     images_to_check,
 )
 from runtime.kuberuntime.images import ImageManager
@@ -123,7 +123,7 @@ class KubeRuntimeManager:
         self.events = events
         self.images.events = self.containers.events = events
         self._image_checks_beside_sandbox = image_checks_beside_sandbox
-        self._check_pool = check_pool()  # its threads start with the first check
+        self._side_pool = side_pool()  # its threads start with the first sandbox made
         self._kill_from_listings = kill_from_listings
         self.container_logs = container_logs or NodeContainerLogFiles()
 
@@ -280,6 +280,7 @@ class KubeRuntimeManager:
         sandbox_id = plan.sandbox_id
         config: PodSandboxConfig | None = None
         present_images: PresentImages = NO_IMAGES
+        start_files: Mapping[str, StartFiles] = {}
         if plan.create_sandbox:
             try:
                 config = self.sandbox_config(pod, plan.attempt)
@@ -287,13 +288,23 @@ class KubeRuntimeManager:
                 wanted = config  # for the closure: the sandbox this sync makes
                 checked = (images_to_check(pod, plan) if self._image_checks_beside_sandbox
                            else ())
+                preparing = first_starts(pod, plan)
 
                 def create() -> tuple[SandboxID, PodSandboxStatus]:
                     made_id = self.runtime.run_pod_sandbox(wanted, self.settings.runtime_handler)
                     return made_id, self.runtime.pod_sandbox_status(made_id)
 
-                (sandbox_id, sandbox), present_images = beside(create, self.runtime, checked,
-                                                               self._check_pool)
+                def side() -> tuple[PresentImages, dict[str, StartFiles]]:
+                    files: dict[str, StartFiles] = {}
+                    for container in preparing:
+                        made_files = self.containers.prepare_start(pod, container, wanted,
+                                                                   status)
+                        if made_files is not None:
+                            files[container.name] = made_files
+                    return check_images(self.runtime, checked), files
+
+                (sandbox_id, sandbox), (present_images, start_files) = beside(
+                    create, side, self._side_pool)
             except (CRIError, OSError, HostnameError, ResolvConfError) as err:
                 detail = err.detail if isinstance(err, CRIError) else str(err)
                 log.warning("creating the pod sandbox failed: {}", detail)
@@ -339,7 +350,8 @@ class KubeRuntimeManager:
                 return PodSyncResult(tuple(steps))
             container = pod.spec.init_containers[index]
             step = self._start(pod, container, sandbox_id, config, status, pod_ip,
-                               present_images=present_images, made=made)
+                               present_images=present_images, made=made,
+                               prepared=start_files.get(container.name))
             steps.append(step)
             if not step.ok and not container.is_restartable_init:
                 return PodSyncResult(tuple(steps))  # a failed init container aborts the sync
@@ -348,7 +360,8 @@ class KubeRuntimeManager:
                 return PodSyncResult(tuple(steps))
             container = pod.spec.containers[index]
             steps.append(self._start(pod, container, sandbox_id, config, status, pod_ip,
-                                     present_images=present_images, made=made))
+                                     present_images=present_images, made=made,
+                                     prepared=start_files.get(container.name)))
         return PodSyncResult(tuple(steps))
 
     def _start_ephemeral(
@@ -383,10 +396,12 @@ class KubeRuntimeManager:
         pid_target: str = "",
         present_images: PresentImages = NO_IMAGES,
         made: MadeBySync | None = None,
+        prepared: StartFiles | None = None,
     ) -> StepResult:
         try:
             started = self.containers.start_container(pod, container, sandbox_id, config,
-                                                      status, pod_ip, pid_target, present_images)
+                                                      status, pod_ip, pid_target, present_images,
+                                                      prepared)
             if made is not None:
                 made.containers.append(started)
         except SyncError as err:
