@@ -26,8 +26,8 @@ T = TypeVar("T")
 S = TypeVar("S")
 
 SIDE_THREADS = 2
-"""Side works at once (of pods made at once; each is a short ImageStatus call and a few
-files)."""
+"""Threads for side work (of pods made at once; each sync's is a short ImageStatus call
+and a few files)."""
 
 
 def side_pool() -> Executor:
@@ -62,4 +62,3 @@ def first_starts(pod: Pod, plan: PodActions) -> tuple[Container, ...]:
     if plan.init_containers_to_start:
         return (pod.spec.init_containers[plan.init_containers_to_start[0]],)
     return tuple(pod.spec.containers[i] for i in plan.containers_to_start)
-
