@@ -567,6 +567,13 @@ class RuntimeEventCount:
     def stop(self) -> None:
         self._subscription.stop()
 
+    def running_after_start(self, check: Callable[[], bool], since: Counter[str],
+                            what: str) -> Poll:
+        """Wait for one pod's two task starts after ``since`` (its sandbox's, its
+        container's), then poll ``check`` every POLL_AFTER_START until it holds."""
+        self.wait_for(EventKind.STARTED, 2, since, 60)
+        return wait(check, POLL_AFTER_START, 60, what)
+
 
 # --- the bench -----------------------------------------------------------------------------
 
@@ -873,9 +880,8 @@ class Bench:
             cpu0 = proc.cpu()
             t0 = time.perf_counter()
             d.write(pod.metadata.name.removesuffix(f"-{NODE}"))
-            events.wait_for(EventKind.STARTED, 2, since, 60)  # its sandbox's, its container's
-            seen = wait(self.running_check(pod.uid), POLL_AFTER_START, 60,
-                        f"{pod.metadata.name} Running")
+            seen = events.running_after_start(self.running_check(pod.uid), since,
+                                              f"{pod.metadata.name} Running")
             self.r.start_daemon.append(seen.seen - t0)
             self.r.start_daemon_cpu.append(proc.cpu() - cpu0)
             self.r.start_poll_period.append(seen.period)
