@@ -100,8 +100,8 @@ def run(count: int, rounds: int, console: Console) -> Runs:
                         assert daemon.proc is not None
                         stat = ProcStat(daemon.proc.pid)
                         # A daemon's first pod pays for what it makes once (lazy imports,
-                        # thread pools, the pod cgroups' parents): in 12 pods some 10 ms a
-                        # pod, as much as a run's drift, and not the recording's cost.
+                        # thread pools, the pod cgroups' parents): the daemon's cost, not
+                        # the recording's, and spread over a dozen pods it is not small.
                         starts(daemon, events, WARM_UP, f"{kind}{r}-warm")
                         cpu0 = stat.cpu()
                         samples = starts(daemon, events, count, f"{kind}{r}")
