@@ -196,8 +196,8 @@ class ContainerLifecycle:
                                                             present_images)
         log_dir = container_log_dir(sandbox_config.log_directory, container.name)
         previous = status.find_container(container.name)
-        if previous is not None:
-            prepared = None  # (prepare_start makes only a first instance's files)
+        # prepare_start makes only a first instance's files.
+        made = prepared if previous is None else None
         if previous is not None and previous.state == ContainerState.CREATED:
             # Created but never started (the sync that created it died before
             # StartContainer): remove it, so a pod never keeps a CREATED leftover next to
@@ -206,9 +206,10 @@ class ContainerLifecycle:
             restart_count = previous.restart_count
         elif previous is not None:
             restart_count = previous.restart_count + 1
+        elif made is not None:
+            restart_count = made.restart_count
         else:
-            restart_count = (prepared.restart_count if prepared is not None
-                             else restart_count_from_logs(log_dir))
+            restart_count = restart_count_from_logs(log_dir)
         if image is None or not self._reuse_image_status:
             try:
                 image = self._runtime.image_status(ImageSpec(image_ref))
@@ -221,9 +222,9 @@ class ContainerLifecycle:
             image_user=user,
             objects=self.objects,
             host_paths=self.host_paths,
-            made_message_file=prepared.message_file if prepared is not None else None,
+            made_message_file=made.message_file if made is not None else None,
         )
-        if prepared is None:
+        if made is None:
             os.makedirs(log_dir, exist_ok=True)
         try:
             container_id = self._runtime.create_container(sandbox_id, config, sandbox_config)
