@@ -103,5 +103,7 @@ class ValueRecord(msgspec.Struct, tag_field="k", tag="val", gc=False):
     value: msgspec.Raw
 
 
-Record = (MsgRecord | BeginRecord | EndRecord | CallRecord | InputRecord | SpawnRecord
-          | DecisionRecord | ValueRecord)
+HookRecord = (MsgRecord | BeginRecord | EndRecord | CallRecord | InputRecord | SpawnRecord
+              | DecisionRecord)
+"""What a recorder's hook makes: each with its times ``t`` and ``m``."""
+Record = HookRecord | ValueRecord

@@ -52,9 +52,9 @@ from actors.core.trace.records import (
     CallRecord,
     DecisionRecord,
     EndRecord,
+    HookRecord,
     InputRecord,
     MsgRecord,
-    Record,
     SpawnRecord,
 )
 
@@ -66,7 +66,18 @@ values are written once per file in ``val`` records and referred to by id
 (actors.core.trace.interning); the reader puts them back, so records read as before."""
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_FILES = 50
-_FLUSH_EVERY = 0.05
+WRITE_IDLE = 2.0
+"""Every record is in the file at most about this long after it was made (an orderly stop
+or ``flush()`` writes everything at once): what a kubelet killed outright (SIGKILL, the
+OOM killer) loses at most, its last two seconds of records; fewer while it is busy
+(WRITE_WITHIN)."""
+WRITE_WITHIN = 0.5
+"""While records keep coming (WRITE_BATCH of them waiting), they are in the file about this
+long after they were made: the hook that finds the oldest waiting record this old wakes
+the writer."""
+WRITE_BATCH = 32
+"""How many waiting records make the kubelet busy (WRITE_WITHIN): an idle kubelet's timers
+record some 12 a second, a pod's start and stop some 180 in a second."""
 _BATCH = 256
 _RECORD_BYTES = 4096
 
@@ -100,13 +111,18 @@ def error_record(error: BaseException) -> dict[str, Any]:
 class TraceWriter(Recorder):
     """The recorder that writes traces: every hook becomes a record.
 
-    A hook only makes its record (actors.core.trace.records) and appends it to a deque,
-    which wakes nobody: the writer thread takes what has gathered every ``_FLUSH_EVERY``
-    seconds, fills in what can wait (a message's type name, the values it interns) and
-    encodes and writes the batch. A thread woken for every record would take the GIL from
-    the actors hundreds of times a pod. Once an interval passes with nothing recorded the
-    writer sleeps until the next record wakes it, so an idle kubelet's writer wakes
-    nobody either, and a record is in the file ``_FLUSH_EVERY`` seconds after it was made.
+    A hook only makes its record (actors.core.trace.records) and appends it to a deque:
+    the writer thread takes what has gathered, fills in what can wait (a message's type
+    name, the values it interns) and encodes and writes the batch. What recording costs a
+    daemon most is the writer's wakes, not its records: on these machines a thread's timed
+    wake costs some 0.1 ms of CPU (the timer, the scheduling, the GIL handed over and
+    back), writing a record some 5 us, and a writer that woke every 50 ms while records
+    came cost the daemon more in wakes than in records. So it wakes as seldom as its bounds
+    allow: every WRITE_IDLE seconds while anything waits, sooner only when a hook finds
+    WRITE_BATCH records waiting and the oldest WRITE_WITHIN old (a pod starting), and not
+    at all while nothing is recorded (the first record after a quiet spell wakes it to
+    start its timer). An idle kubelet's timers make a dozen records a second: the writer
+    wakes for them every WRITE_IDLE seconds. ``flush()`` and ``close()`` wake it at once.
     """
 
     def __init__(
@@ -125,10 +141,11 @@ class TraceWriter(Recorder):
         self.argv = argv
         # deque.append and popleft are atomic: the hooks' threads and the writer share it
         # without a lock.
-        self._pending: deque[Record] = deque()
+        self._pending: deque[HookRecord] = deque()
         self._wake = threading.Event()
         self._closing = False
-        self._idle = False  # the writer waits for a hook to wake it (nothing came for a while)
+        self._idle = True  # the writer waits for a hook to wake it (nothing is pending)
+        self._due = False  # a hook found the waiting records busy: it has woken the writer
         self._flushed = threading.Condition()
         self._asked = self._done = 0
         existing = sorted(self.directory.glob("trace-*.jsonl"))
@@ -147,11 +164,20 @@ class TraceWriter(Recorder):
 
     # --- recording (any thread; only appends) ---------------------------------------------
 
-    def _add(self, record: Record) -> None:
-        self._pending.append(record)
+    def _add(self, record: HookRecord) -> None:
+        pending = self._pending
+        pending.append(record)
         if self._idle:  # the first record after a quiet spell: the writer sleeps until now
             self._idle = False
             self._wake.set()
+        elif len(pending) >= WRITE_BATCH and not self._due:
+            try:
+                oldest = pending[0].m  # (the writer may take them all meanwhile)
+            except IndexError:
+                return
+            if record.m - oldest >= WRITE_WITHIN:
+                self._due = True
+                self._wake.set()
 
     def delivery(self, id: int, sender: str, sender_seq: int, receiver: str,
                  incarnation: int, parent: int | None, message: object, dead: bool) -> None:
@@ -213,7 +239,7 @@ class TraceWriter(Recorder):
 
     # --- the writer thread ----------------------------------------------------------------
 
-    def _prepare(self, record: Record) -> None:
+    def _prepare(self, record: HookRecord) -> None:
         """Fill in what the hook left to the writer; its new values go to ``pending``."""
         if type(record) is MsgRecord:
             message = record.body
@@ -258,10 +284,10 @@ class TraceWriter(Recorder):
         self._line(encode(record) + b"\n")
         self.records += 1
 
-    def _write_batch(self, batch: list[Record]) -> None:
+    def _write_batch(self, batch: list[HookRecord]) -> None:
         """Prepare and write ``batch``, its new values before it (all in one file)."""
         interner = self._interner
-        ready: list[Record] = []
+        ready: list[HookRecord] = []
         for record in batch:
             if type(record) not in _PREPARED:
                 ready.append(record)
@@ -284,7 +310,7 @@ class TraceWriter(Recorder):
         self._line(lines)
         self.records += len(ready)
 
-    def _encoded_alone(self, record: Record) -> bytes:
+    def _encoded_alone(self, record: HookRecord) -> bytes:
         """One record's line, or nothing (counted, logged) if it cannot be encoded."""
         try:
             return encode(record) + b"\n"
@@ -313,16 +339,15 @@ class TraceWriter(Recorder):
 
     def _run(self) -> None:
         self._open()
-        sleeping = False
         while True:
-            self._wake.wait(None if sleeping else _FLUSH_EVERY)
+            # Idle: until a record, a flush() or a close(); else at most WRITE_IDLE.
+            woken = self._wake.wait(None if self._idle else WRITE_IDLE)
             self._wake.clear()
-            if sleeping and not self._closing and not self._flush_asked():
-                # A hook woke it: let the burst that record begins gather, then write it.
-                self._wake.wait(_FLUSH_EVERY)
-                self._wake.clear()
+            if woken and not (self._due or self._closing or self._flush_asked()):
+                continue  # a quiet spell's first record: it waits for the next timed wake
             with self._flushed:
                 asked = self._asked
+            self._due = False  # a hook finding them busy again after this wakes it again
             written = self._drain()
             if written:
                 self._file.flush()
@@ -331,13 +356,11 @@ class TraceWriter(Recorder):
                 self._flushed.notify_all()
             if self._closing:
                 break
-            sleeping = False
             if not written:
-                # Nothing came for a while: sleep until a hook wakes it (an idle kubelet's
-                # trace wakes nobody). A record added before _idle was set saw it False.
+                # Nothing for a whole WRITE_IDLE: sleep until a record wakes it. A hook
+                # that appended before _idle was set saw it False: seen in _pending here.
                 self._idle = True
-                sleeping = not self._pending
-                if not sleeping:
+                if self._pending:
                     self._idle = False
         self._drain()
         self._file.flush()
@@ -352,5 +375,5 @@ _PREPARED = (MsgRecord, CallRecord)
 """The records the writer thread completes (the others are whole when made)."""
 
 
-def _kind(record: Record) -> str:
+def _kind(record: HookRecord) -> str:
     return str(type(record).__struct_config__.tag)
