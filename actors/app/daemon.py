@@ -26,6 +26,7 @@ from actors.app.flags import KubeletFlags
 from actors.app.http.security import main_port_security
 from actors.app.http.server import KubeletHTTPServer
 from actors.app.http.stream_routes import stream_host
+from actors.app.http.timeline import LiveTrace
 from actors.app.log_rotation_setup import log_rotation_parts
 from actors.app.node import node_settings, this_node
 from actors.app.probe_state import probe_state_file, restore_probe_state
@@ -280,7 +281,7 @@ def start_kubelet(
         healthz_address=flags.healthz_bind_address, tls=tls, auth=auth,
         stats=stats.endpoints,
         streams=stream_host(view, runtime, metrics.observe_runtime_call),
-        trace_dir=flags.trace_dir or None,
+        trace=LiveTrace(flags.trace_dir, writer.flush) if writer is not None else None,
     )
     try:
         http.start()

@@ -44,7 +44,7 @@ from actors.app.http.routes import WSGIApp, build_app, build_healthz_app
 from actors.app.http.stats import StatsEndpoints
 from actors.app.http.stream_proxy import StreamSessions
 from actors.app.http.stream_routes import StreamHost, add_disabled_stream_routes, add_stream_routes
-from actors.app.http.timeline import add_timeline_route
+from actors.app.http.timeline import LiveTrace, add_timeline_route
 from actors.app.http.upgrade import enable_upgrades
 from actors.app.http.view import KubeletView
 from runtime.errors import ConfigError
@@ -200,7 +200,7 @@ class KubeletHTTPServer:
         auth: KubeletAuth | None = None,
         stats: StatsEndpoints | None = None,
         streams: StreamHost | None = None,
-        trace_dir: str | None = None,
+        trace: LiveTrace | None = None,
     ) -> None:
         for name, value in ((MAIN, port), (READ_ONLY, read_only_port),
                             (HEALTHZ, healthz_port)):
@@ -211,7 +211,7 @@ class KubeletHTTPServer:
         self._auth = auth
         self._stats = stats
         self._streams = streams  # exec, attach, port-forward on the main port
-        self._trace_dir = trace_dir  # /debug/timeline shows the trace recorded there
+        self._trace = trace  # /debug/timeline shows the trace recorded there
         self._sessions = StreamSessions()
         self._wanted = (
             (MAIN, address, port), (READ_ONLY, address, read_only_port),
@@ -276,7 +276,7 @@ class KubeletHTTPServer:
                             self._stats)
             if self._streams is not None:
                 add_stream_routes(app, self._streams)
-        add_timeline_route(app, self._trace_dir)
+        add_timeline_route(app, self._trace)
         return app
 
     def _serve(self, listener: _Listener, app: WSGIApp) -> None:

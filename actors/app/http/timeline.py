@@ -1,8 +1,8 @@
 """``/debug/timeline``: the kubelet's own trace as the timeline page.
 
-With ``--trace-dir`` the daemon records a trace; this path reads it back as it stands
-(the writer flushes every few tens of milliseconds; a line still being written is left
-out) and answers the self-contained timeline page (actors.core.trace.page_html): lanes,
+With ``--trace-dir`` the daemon records a trace; this path has its writer write what it
+holds (``LiveTrace.flush``: the writer gathers up to half a second of records otherwise),
+reads it back and answers the self-contained timeline page (actors.core.trace.page_html): lanes,
 message arrows, spans, a pod filter and a search, with nothing fetched from anywhere else.
 It sits with the other debugging handlers: on the main port behind the same
 authentication and authorization (subresource ``proxy``, as upstream's /debug paths), and
@@ -16,20 +16,32 @@ would cost some 20 ms of CPU before /healthz answers.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import falcon
 from loguru import logger
 
 TIMELINE_PATH = "/debug/timeline"
 
 
-class TimelineResource:
-    """The timeline page of the trace in ``trace_dir`` (None: the kubelet records none)."""
+@dataclass(frozen=True)
+class LiveTrace:
+    """The trace the kubelet records: its directory, and how to have its writer write
+    everything recorded so far (actors.core.trace.writer.TraceWriter.flush)."""
 
-    def __init__(self, trace_dir: str | None) -> None:
-        self._trace_dir = trace_dir
+    directory: str
+    flush: Callable[[], bool]
+
+
+class TimelineResource:
+    """The timeline page of the kubelet's trace (None: the kubelet records none)."""
+
+    def __init__(self, trace: LiveTrace | None) -> None:
+        self._trace = trace
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        if not self._trace_dir:
+        if self._trace is None:
             raise falcon.HTTPNotFound(
                 description="no trace is recorded: start the kubelet with --trace-dir to see "
                             "its timeline here")
@@ -40,19 +52,23 @@ class TimelineResource:
         from actors.core.trace.page_html import trace_page
         from actors.core.trace.reader import TraceError, read_trace
 
+        directory = self._trace.directory
+        if not self._trace.flush():
+            logger.warning("timeline: the trace writer did not write its records in time; "
+                           "the page shows the file as it stands")
         try:
-            trace = read_trace(self._trace_dir)
+            trace = read_trace(directory)
         except (TraceError, OSError) as err:
-            logger.warning("timeline: cannot read the trace in {}: {}", self._trace_dir, err)
+            logger.warning("timeline: cannot read the trace in {}: {}", directory, err)
             raise falcon.HTTPServiceUnavailable(
-                description=f"the trace in {self._trace_dir} cannot be read: {err}") from err
+                description=f"the trace in {directory} cannot be read: {err}") from err
         resp.content_type = falcon.MEDIA_HTML
-        resp.text = trace_page(trace, title=f"kubelet trace {self._trace_dir}")
+        resp.text = trace_page(trace, title=f"kubelet trace {directory}")
 
     on_head = on_get
 
 
 def add_timeline_route(app: falcon.App[falcon.Request, falcon.Response],
-                       trace_dir: str | None) -> None:
+                       trace: LiveTrace | None) -> None:
     """Serve ``/debug/timeline`` from ``app``."""
-    app.add_route(TIMELINE_PATH, TimelineResource(trace_dir))
+    app.add_route(TIMELINE_PATH, TimelineResource(trace))

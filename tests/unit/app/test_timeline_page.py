@@ -9,6 +9,7 @@ import json
 import re
 import shutil
 import ssl
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +22,14 @@ import actors.kubelet.timeline_labels
 import actors.kubelet.trace_tools  # noqa: F401
 from actors.app.http.auth import AuthSettings, KubeletAuth
 from actors.app.http.server import ANY_PORT, DISABLED, MAIN, KubeletHTTPServer
-from actors.app.http.timeline import TIMELINE_PATH, add_timeline_route
+from actors.app.http.timeline import TIMELINE_PATH, LiveTrace, add_timeline_route
 from actors.app.http.tls import TLSSettings, server_context, serving_pair
 from actors.app.trace_cli import main as cli_main
 from actors.core.trace.page_data import clip_value, page_data
 from actors.core.trace.page_html import render_page
 from actors.core.trace.perfetto import export_perfetto
 from actors.core.trace.reader import read_trace
+from actors.core.trace.writer import TraceWriter
 from tests.unit.app.test_http_server import FakeView
 
 TRACES = Path(__file__).resolve().parents[2] / "traces"
@@ -126,15 +128,20 @@ def test_trace_html_writes_the_page(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "no such trace" in capsys.readouterr().err
 
 
-def _client(trace_dir: str | None) -> falcon.testing.TestClient:
+def _written(directory: str) -> LiveTrace:
+    """A trace whose writer has nothing held back (a directory of finished files)."""
+    return LiveTrace(directory, lambda: True)
+
+
+def _client(trace: LiveTrace | None) -> falcon.testing.TestClient:
     app: falcon.App[falcon.Request, falcon.Response] = falcon.App()
-    add_timeline_route(app, trace_dir)
+    add_timeline_route(app, trace)
     return falcon.testing.TestClient(app)
 
 
 def test_debug_timeline_serves_the_kubelets_trace(tmp_path: Path) -> None:
     shutil.copytree(RESTART, tmp_path / "trace")
-    result = _client(str(tmp_path / "trace")).simulate_get(TIMELINE_PATH)
+    result = _client(_written(str(tmp_path / "trace"))).simulate_get(TIMELINE_PATH)
     assert result.status_code == 200
     assert result.headers["content-type"].startswith("text/html")
     assert _page_json(result.text)["lanes"]["name"]
@@ -144,9 +151,32 @@ def test_debug_timeline_without_a_trace_says_how_to_record_one(tmp_path: Path) -
     result = _client(None).simulate_get(TIMELINE_PATH)
     assert result.status_code == 404
     assert "--trace-dir" in result.text
-    result = _client(str(tmp_path / "missing")).simulate_get(TIMELINE_PATH)
+    result = _client(_written(str(tmp_path / "missing"))).simulate_get(TIMELINE_PATH)
     assert result.status_code == 503
     assert "no such trace" in result.text
+
+
+@dataclass(frozen=True)
+class Ping:
+    """A message for a live writer to record."""
+
+    n: int
+
+
+def test_debug_timeline_has_the_writer_write_what_it_holds_first(tmp_path: Path) -> None:
+    """A delivery recorded just before the request is on the page: the writer would hold
+    it for up to WRITE_WITHIN otherwise."""
+    writer = TraceWriter(tmp_path / "trace")
+    try:
+        writer.delivery(1, "", 1, "pinged", 1, None, Ping(1), dead=False)
+        writer.begin(1, "pinged", 1)
+        writer.end(1, "pinged", 1, None)
+        result = _client(LiveTrace(str(tmp_path / "trace"), writer.flush)
+                         ).simulate_get(TIMELINE_PATH)
+        assert result.status_code == 200
+        assert _page_json(result.text)["msgs"]["id"] == [1]
+    finally:
+        writer.close()
 
 
 def _main_port_status(tmp_path: Path, settings: AuthSettings, trace_dir: str) -> int:
@@ -157,7 +187,7 @@ def _main_port_status(tmp_path: Path, settings: AuthSettings, trace_dir: str) ->
     server = KubeletHTTPServer(FakeView(tmp_path), port=ANY_PORT, read_only_port=DISABLED,
                                healthz_port=DISABLED,
                                tls=(server_context(tls, cert, key), cert, key),
-                               auth=KubeletAuth(settings, None), trace_dir=trace_dir)
+                               auth=KubeletAuth(settings, None), trace=_written(trace_dir))
     server.start()
     try:
         conn = http.client.HTTPSConnection("127.0.0.1", server.bound_ports[MAIN], timeout=30,
