@@ -189,9 +189,12 @@ def main(argv: list[str] | None = None) -> int:
                       f"{pct(runs.cpu_per_pod[kind], .5) * 1000:.1f} ms",
                       f"{pct(cores, .5) * 1000:.2f} millicores" if cores else "-")
     console.print(table)
-    starts_total = (args.pods + WARM_UP) * args.rounds  # (the trace holds the warm-ups)
+    # (the trace holds the warm-ups and the steady pods too)
+    starts_total = (args.pods + WARM_UP + args.steady_pods) * args.rounds
     console.print(f"trace written: {runs.trace_bytes / 1024:.0f} KiB for {starts_total} pods "
-                  f"({runs.trace_bytes / 1024 / starts_total:.0f} KiB a pod start and stop)")
+                  f"started and stopped ({runs.trace_bytes / 1024 / starts_total:.0f} KiB a pod"
+                  + (f", {args.steady_window:.0f} s of {args.steady_pods} steady a run"
+                     if args.steady_pods else "") + ")")
     latency = pct(runs.latency[TRACED], .5) / pct(runs.latency[PLAIN], .5) - 1
     console.print(f"trace overhead on p50 latency: {latency * 100:+.1f}% "
                   f"(target <= {TARGET * 100:.0f}%: {verdict(latency)})")
