@@ -162,7 +162,7 @@ class TraceWriter(Recorder):
         self._thread = threading.Thread(target=self._run, name="trace-writer", daemon=True)
         self._thread.start()
 
-    # --- recording (any thread; only appends) ---------------------------------------------
+    # --- recording (any thread: appends, and wakes the writer when it is due) -------------
 
     def _add(self, record: HookRecord) -> None:
         pending = self._pending
