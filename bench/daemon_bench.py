@@ -505,6 +505,26 @@ def running(pod: dict[str, Any] | None) -> bool:
     return bool(statuses) and all("running" in s.get("state", {}) for s in statuses)
 
 
+def all_running_check(daemon: DaemonProc, uids: Iterable[str]) -> Callable[[], bool]:
+    """Whether ``daemon``'s /pods shows every pod of ``uids`` Running (one GET a look)."""
+    wanted = tuple(uids)
+
+    def all_running() -> bool:
+        listed = daemon.pods()
+        return all(running(listed.get(u)) for u in wanted)
+    return all_running
+
+
+def none_listed_check(daemon: DaemonProc, uids: Iterable[str]) -> Callable[[], bool]:
+    """Whether ``daemon``'s /pods lists none of ``uids`` (one GET a look)."""
+    wanted = tuple(uids)
+
+    def none_listed() -> bool:
+        listed = daemon.pods()
+        return not any(u in listed for u in wanted)
+    return none_listed
+
+
 def terminated(pod: dict[str, Any] | None) -> bool:
     if pod is None:
         return False
@@ -839,10 +859,7 @@ class Bench:
 
     def all_running_check(self, uids: set[str]) -> Callable[[], bool]:
         """Whether /pods shows every pod of ``uids`` Running (one GET a look)."""
-        def all_running() -> bool:
-            listed = self.daemon.pods()
-            return all(running(listed.get(u)) for u in uids)
-        return all_running
+        return all_running_check(self.daemon, uids)
 
     def runtime_events(self) -> RuntimeEventCount:
         """containerd's event stream, opened on first use and kept to the end."""

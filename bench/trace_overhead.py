@@ -36,6 +36,8 @@ from bench.daemon_bench import (
     DaemonProc,
     ProcStat,
     RuntimeEventCount,
+    all_running_check,
+    none_listed_check,
     pct,
     pod_uid,
     running,
@@ -96,8 +98,7 @@ def steady(daemon: DaemonProc, count: int, window: float, tag: str) -> float:
     names = [f"{tag}-{i:03d}" for i in range(count)]
     paths = [daemon.write(name) for name in names]
     uids = [pod_uid(name, "daemon") for name in names]
-    wait(lambda: all(running(daemon.pods().get(uid)) for uid in uids), 0.2, 300,
-         f"{count} pods Running")
+    wait(all_running_check(daemon, uids), 0.2, 300, f"{count} pods Running")
     time.sleep(5.0)  # the starts' tail (status updates, first probes) is not steady state
     assert daemon.proc is not None
     stat = ProcStat(daemon.proc.pid)
@@ -106,10 +107,8 @@ def steady(daemon: DaemonProc, count: int, window: float, tag: str) -> float:
     cores = (stat.cpu() - cpu0) / (time.perf_counter() - t0)
     for path in paths:
         path.unlink()
-    wait(lambda: not any(uid in daemon.pods() for uid in uids), 0.2, 300,
-         f"{count} pods gone")
+    wait(none_listed_check(daemon, uids), 0.2, 300, f"{count} pods gone")
     return cores
-
 
 
 def run(count: int, rounds: int, console: Console, steady_pods: int = 0,
