@@ -1,28 +1,40 @@
 """What recording a trace costs: pod start latency and daemon CPU with and without --trace-dir.
 
 `.venv/bin/python -m bench.trace_overhead [--pods N] [--rounds R] [--steady-pods S
---steady-window W]`: on one private containerd, R rounds of two daemon runs, one without a
-trace and one with, their order alternating round by round (so drift in the machine's load
-falls on both alike), each starting and removing N pods one after another: manifest
-written until GET /pods shows the pod Running. Each run first starts and removes a
-warm-up pod, measured in neither kind. With ``--steady-pods``, each run then starts S pods
-at once and measures the daemon's CPU over W seconds of them running steady.
+--steady-window W]`: two kubelets side by side, one without a trace and one with, each on
+a private containerd of its own (two slots of the bench's bed: each its own bridge,
+subnet and cgroup root), so that whatever load the machine has falls on both at once. A
+round starts both daemons, starts and removes a warm-up pod on each (measured in neither:
+a daemon's first pod pays for what it makes once), then N pods on each in step: pod i
+written into both manifest dirs at once, each waited for until its GET /pods shows it
+Running, both removed until their /pods no longer list them, then pod i+1. Which
+containerd holds the traced daemon alternates round by round. With ``--steady-pods``,
+both then start S pods at once and their CPU is measured over the same W seconds of them
+running steady.
+
+Why side by side: runs one after another (as this bench first did) differed round to
+round by more than the trace costs (-2% to +27% on the same code), the machine's load
+drifting over the minute between two runs; in step, a round's two figures come from the
+same seconds. Both daemons and both containerds busy at once on a small machine make a
+pod cost each daemon more CPU than when it runs alone (some 60 ms against 47 on 2 CPUs),
+so the overheads are of that figure.
 
 Prints per kind the p50 latency, the daemon's CPU per pod (utime+stime of its process over
-the starts and stops, which the machine's other load disturbs less than latency) and the
-steady CPU; then the trace's overheads against the target of at most 5% (TARGET). A CPU
-overhead's verdict is the median of the rounds' own overheads (each traced run against
-the plain run beside it), which drift between rounds does not move as it moves the pooled
-medians (printed too), and each round's overhead is listed.
+the starts and stops) and the steady CPU; then the trace's overheads against the target of
+at most 5% (TARGET). A CPU overhead's verdict is the median of the rounds' own overheads;
+the pooled medians and each round's overhead are printed too.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +43,8 @@ from rich.console import Console
 from rich.table import Table
 
 from actors.app.testbed import BENCH, machine_lock, private_containerd, serve_images
+from actors.app.testbed.beds import Bed
+from actors.app.testbed.cgroup_root import own_cgroup_root
 from bench.daemon_bench import (
     NODE,
     DaemonProc,
@@ -47,38 +61,56 @@ from bench.daemon_bench import (
 TARGET = 0.05
 """Recording a trace may cost this much at most: p50 start latency, daemon CPU."""
 WARM_UP = 1
-"""Pods each daemon run starts and removes before its measured ones."""
+"""Pods each daemon starts and removes before its measured ones."""
+SLOTS = (BENCH.slot(0), BENCH.slot(1))
+"""The two beds the daemons run on, side by side."""
+PLAIN, TRACED = "plain", "traced"
 
 
-def starts(daemon: DaemonProc, events: RuntimeEventCount, count: int, tag: str
-           ) -> list[float]:
-    """Start ``count`` pods one after another; the seconds each took to show Running. Each
+@dataclass(frozen=True)
+class Bedside:
+    """One slot's containerd, its event stream and the cgroup root its kubelet runs under."""
+
+    endpoint: str
+    events: RuntimeEventCount
+    cgroup_root: str
+
+
+@dataclass(frozen=True)
+class Side:
+    """One of a round's two kubelets: its kind and the bed it runs on."""
+
+    kind: str
+    daemon: DaemonProc
+    bed: Bedside
+
+    def cpu(self) -> float:
+        """The daemon's CPU seconds so far (utime + stime)."""
+        return ProcStat(self.daemon.pid).cpu()
+
+
+def start_stop(side: Side, name: str) -> float:
+    """Start one pod on ``side`` and remove it; the seconds it took to show Running. The
     start polls /pods only once its tasks started (as daemon_bench's phase 1): polled every
     5 ms from the write on, some 30 GETs a start of some 0.3 ms of the daemon's CPU each
     added the same to both kinds of run, and noise."""
-    samples: list[float] = []
-    for i in range(count):
-        name = f"{tag}-{i:03d}"
-        uid = pod_uid(name, "daemon")
-        time.sleep(0.3)  # let the previous pod's teardown settle
+    daemon = side.daemon
+    uid = pod_uid(name, "daemon")
 
-        def up(uid: str = uid) -> bool:
-            return running(daemon.pods().get(uid))
+    def up() -> bool:
+        return running(daemon.pods().get(uid))
 
-        def gone(uid: str = uid) -> bool:
-            return uid not in daemon.pods()
+    def gone() -> bool:
+        return uid not in daemon.pods()
 
-        since = events.mark()
-        t0 = time.perf_counter()
-        path = daemon.write(name)
-        seen = events.running_after_start(up, since, f"{name} Running")
-        samples.append(seen.seen - t0)
-        path.unlink()
-        wait(gone, 0.05, 60, f"{name} gone")
-    return samples
-
-
-PLAIN, TRACED = "plain", "traced"
+    since = side.bed.events.mark()
+    t0 = time.perf_counter()
+    path = daemon.write(name)
+    seen = side.bed.events.running_after_start(up, since, f"{name} Running")
+    path.unlink()
+    wait(gone, 0.05, 60, f"{name} gone")
+    time.sleep(0.3)  # let the teardown settle
+    return seen.seen - t0
 
 
 @dataclass
@@ -92,67 +124,98 @@ class Runs:
     trace_bytes: int = 0
 
 
-def steady(daemon: DaemonProc, count: int, window: float, tag: str) -> float:
-    """Start ``count`` pods at once, let them settle, and return the daemon's CPU (cores)
-    over ``window`` seconds of them running; they are removed after."""
+def steady(sides: dict[str, Side], count: int, window: float, tag: str) -> dict[str, float]:
+    """Start ``count`` pods on each side at once, let them settle, and return each daemon's
+    CPU (cores) over the same ``window`` seconds of them running; they are removed after."""
     names = [f"{tag}-{i:03d}" for i in range(count)]
-    paths = [daemon.write(name) for name in names]
     uids = [pod_uid(name, "daemon") for name in names]
-    wait(all_running_check(daemon, uids), 0.2, 300, f"{count} pods Running")
+    paths = [side.daemon.write(name) for side in sides.values() for name in names]
+    for side in sides.values():
+        wait(all_running_check(side.daemon, uids), 0.2, 600,
+             f"{count} pods Running ({side.kind})")
     time.sleep(5.0)  # the starts' tail (status updates, first probes) is not steady state
-    assert daemon.proc is not None
-    stat = ProcStat(daemon.proc.pid)
-    cpu0, t0 = stat.cpu(), time.perf_counter()
+    cpu0, t0 = {kind: side.cpu() for kind, side in sides.items()}, time.perf_counter()
     time.sleep(window)
-    cores = (stat.cpu() - cpu0) / (time.perf_counter() - t0)
+    cpu1, t1 = {kind: side.cpu() for kind, side in sides.items()}, time.perf_counter()
     for path in paths:
         path.unlink()
-    wait(none_listed_check(daemon, uids), 0.2, 300, f"{count} pods gone")
-    return cores
+    for side in sides.values():
+        wait(none_listed_check(side.daemon, uids), 0.2, 600, f"{count} pods gone ({side.kind})")
+    return {kind: (cpu1[kind] - cpu0[kind]) / (t1 - t0) for kind in sides}
+
+
+@contextlib.contextmanager
+def bedsides() -> Iterator[tuple[Bedside, ...]]:
+    """Both slots' containerds up, each with its cgroup root and event stream."""
+    with contextlib.ExitStack() as stack:
+        out = []
+        for bed in SLOTS:
+            out.append(_bedside(stack, bed))
+        yield tuple(out)
+
+
+def _bedside(stack: contextlib.ExitStack, bed: Bed) -> Bedside:
+    root = stack.enter_context(own_cgroup_root(bed))
+    emb = stack.enter_context(private_containerd(bed))
+    events = RuntimeEventCount(emb.endpoint)
+    stack.callback(events.stop)
+    return Bedside(emb.endpoint, events, root)
+
+
+def one_round(r: int, beds: tuple[Bedside, ...], work: Path, count: int, steady_pods: int,
+              steady_window: float, runs: Runs, console: Console) -> None:
+    """Round ``r``: both daemons up, the warm-ups, ``count`` pods each in turns, then the
+    steady pods; figures added to ``runs``."""
+    kinds = (PLAIN, TRACED) if r % 2 == 0 else (TRACED, PLAIN)  # which bed holds which
+    sides: dict[str, Side] = {}
+    for kind, bed in zip(kinds, beds, strict=True):
+        extra: tuple[str, ...] = ("--cgroup-root", bed.cgroup_root)
+        if kind == TRACED:
+            extra += ("--trace-dir", str(work / f"{kind}-{r}" / "trace"))
+        sides[kind] = Side(kind, DaemonProc(work / f"{kind}-{r}", bed.endpoint, extra), bed)
+    try:
+        for side in sides.values():
+            side.daemon.start()
+        for kind, side in sides.items():
+            for i in range(WARM_UP):
+                start_stop(side, f"{kind}{r}-warm{i}")
+        samples: dict[str, list[float]] = {PLAIN: [], TRACED: []}
+        cpu0 = {kind: side.cpu() for kind, side in sides.items()}
+        with ThreadPoolExecutor(2, thread_name_prefix="side") as pool:
+            for i in range(count):
+                # in step: pod i starts on both at once, and both are gone before pod i+1
+                started = {kind: pool.submit(start_stop, side, f"{kind}{r}-{i:03d}")
+                           for kind, side in sides.items()}
+                for kind, future in started.items():
+                    samples[kind].append(future.result())
+        cpu = {kind: (side.cpu() - cpu0[kind]) / count for kind, side in sides.items()}
+        cores = (steady(sides, steady_pods, steady_window, f"s{r}") if steady_pods else {})
+    finally:
+        for side in sides.values():
+            side.daemon.stop()
+    for kind in (PLAIN, TRACED):
+        runs.latency[kind] += samples[kind]
+        runs.cpu_per_pod[kind].append(cpu[kind])
+        line = (f"  round {r + 1} {kind} (bed {kinds.index(kind)}): p50 "
+                f"{pct(samples[kind], .5):.3f} s, daemon CPU {cpu[kind] * 1000:.1f} ms a pod")
+        if kind in cores:
+            runs.steady_cores[kind].append(cores[kind])
+            line += f", {steady_pods} pods steady {cores[kind] * 1000:.2f} millicores"
+        console.print(line)
+    runs.trace_bytes += sum(f.stat().st_size
+                            for f in (work / f"{TRACED}-{r}" / "trace").glob("*"))
 
 
 def run(count: int, rounds: int, console: Console, steady_pods: int = 0,
         steady_window: float = 60.0) -> Runs:
     runs = Runs()
-    with machine_lock(BENCH), serve_images(), private_containerd(BENCH) as emb:
-        base = Path(tempfile.mkdtemp(prefix="trace-bench-", dir="/var/tmp"))
-        events = RuntimeEventCount(emb.endpoint)
+    with machine_lock(BENCH), serve_images(), bedsides() as beds:
+        work = Path(tempfile.mkdtemp(prefix="trace-bench-", dir="/var/tmp"))
         try:
             for r in range(rounds):
-                order = (PLAIN, TRACED) if r % 2 == 0 else (TRACED, PLAIN)
-                for kind in order:
-                    work = base / f"{kind}-{r}"
-                    extra = ("--trace-dir", str(work / "trace")) if kind == TRACED else ()
-                    daemon = DaemonProc(work, emb.endpoint, extra)
-                    daemon.start()
-                    try:
-                        assert daemon.proc is not None
-                        stat = ProcStat(daemon.proc.pid)
-                        # A daemon's first pod pays for what it makes once (lazy imports,
-                        # thread pools, the pod cgroups' parents): the daemon's cost, not
-                        # the recording's, and spread over a dozen pods it is not small.
-                        starts(daemon, events, WARM_UP, f"{kind}{r}-warm")
-                        cpu0 = stat.cpu()
-                        samples = starts(daemon, events, count, f"{kind}{r}")
-                        cpu = (stat.cpu() - cpu0) / count
-                        cores = (steady(daemon, steady_pods, steady_window, f"{kind}{r}-s")
-                                 if steady_pods else None)
-                    finally:
-                        daemon.stop()
-                    runs.latency[kind] += samples
-                    runs.cpu_per_pod[kind].append(cpu)
-                    line = (f"  round {r + 1} {kind}: p50 {pct(samples, .5):.3f} s, "
-                            f"daemon CPU {cpu * 1000:.1f} ms a pod")
-                    if cores is not None:
-                        runs.steady_cores[kind].append(cores)
-                        line += f", {steady_pods} pods steady {cores * 1000:.2f} millicores"
-                    console.print(line)
-                    if kind == TRACED:
-                        runs.trace_bytes += sum(
-                            f.stat().st_size for f in (work / "trace").glob("*"))
+                one_round(r, beds, work, count, steady_pods, steady_window, runs, console)
         finally:
-            events.stop()
-            shutil.rmtree(base, ignore_errors=True)
+            shutil.rmtree(work, ignore_errors=True)
     return runs
 
 
