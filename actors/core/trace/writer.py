@@ -69,15 +69,7 @@ DEFAULT_MAX_FILES = 50
 WRITE_IDLE = 2.0
 """Every record is in the file at most about this long after it was made (an orderly stop
 or ``flush()`` writes everything at once): what a kubelet killed outright (SIGKILL, the
-OOM killer) loses at most, its last two seconds of records; fewer while it is busy
-(WRITE_WITHIN)."""
-WRITE_WITHIN = 0.5
-"""While records keep coming (WRITE_BATCH of them waiting), they are in the file about this
-long after they were made: the hook that finds the oldest waiting record this old wakes
-the writer."""
-WRITE_BATCH = 32
-"""How many waiting records make the kubelet busy (WRITE_WITHIN): an idle kubelet's timers
-record some 12 a second, a pod's start and stop some 180 in a second."""
+OOM killer) loses at most, its last two seconds of records."""
 _BATCH = 256
 _RECORD_BYTES = 4096
 
@@ -116,13 +108,14 @@ class TraceWriter(Recorder):
     name, the values it interns) and encodes and writes the batch. What recording costs a
     daemon most is the writer's wakes, not its records: on these machines a thread's timed
     wake costs some 0.1 ms of CPU (the timer, the scheduling, the GIL handed over and
-    back), writing a record some 5 us, and a writer that woke every 50 ms while records
-    came cost the daemon more in wakes than in records. So it wakes as seldom as its bounds
-    allow: every WRITE_IDLE seconds while anything waits, sooner only when a hook finds
-    WRITE_BATCH records waiting and the oldest WRITE_WITHIN old (a pod starting), and not
-    at all while nothing is recorded (the first record after a quiet spell wakes it to
-    start its timer). An idle kubelet's timers make a dozen records a second: the writer
-    wakes for them every WRITE_IDLE seconds. ``flush()`` and ``close()`` wake it at once.
+    back), writing a record a few us, and a writer that woke every 50 ms while records
+    came cost the daemon more in wakes than in records. So it wakes as seldom as its bound
+    allows: every WRITE_IDLE seconds while anything waits (a busy kubelet's records too: a
+    pod's start and stop makes some 180 in a second, a burst of 50 pods some 9,000 in a
+    few seconds, held until then at no cost but their memory), and not at all while nothing
+    is recorded (the first record after a quiet spell wakes it to start its timer). An
+    idle kubelet's timers make a dozen records a second. ``flush()`` and ``close()`` wake
+    it at once.
     """
 
     def __init__(
@@ -145,7 +138,6 @@ class TraceWriter(Recorder):
         self._wake = threading.Event()
         self._closing = False
         self._idle = True  # the writer waits for a hook to wake it (nothing is pending)
-        self._due = False  # a hook found the waiting records busy: it has woken the writer
         self._flushed = threading.Condition()
         self._asked = self._done = 0
         existing = sorted(self.directory.glob("trace-*.jsonl"))
@@ -162,22 +154,13 @@ class TraceWriter(Recorder):
         self._thread = threading.Thread(target=self._run, name="trace-writer", daemon=True)
         self._thread.start()
 
-    # --- recording (any thread: appends, and wakes the writer when it is due) -------------
+    # --- recording (any thread: appends; the first record of a quiet spell wakes the writer)
 
     def _add(self, record: HookRecord) -> None:
-        pending = self._pending
-        pending.append(record)
+        self._pending.append(record)
         if self._idle:  # the first record after a quiet spell: the writer sleeps until now
             self._idle = False
             self._wake.set()
-        elif len(pending) >= WRITE_BATCH and not self._due:
-            try:
-                oldest = pending[0].m  # (the writer may take them all meanwhile)
-            except IndexError:
-                return
-            if record.m - oldest >= WRITE_WITHIN:
-                self._due = True
-                self._wake.set()
 
     def delivery(self, id: int, sender: str, sender_seq: int, receiver: str,
                  incarnation: int, parent: int | None, message: object, dead: bool) -> None:
@@ -343,11 +326,10 @@ class TraceWriter(Recorder):
             # Idle: until a record, a flush() or a close(); else at most WRITE_IDLE.
             woken = self._wake.wait(None if self._idle else WRITE_IDLE)
             self._wake.clear()
-            if woken and not (self._due or self._closing or self._flush_asked()):
+            if woken and not (self._closing or self._flush_asked()):
                 continue  # a quiet spell's first record: it waits for the next timed wake
             with self._flushed:
                 asked = self._asked
-            self._due = False  # a hook finding them busy again after this wakes it again
             written = self._drain()
             if written:
                 self._file.flush()

@@ -1,13 +1,14 @@
-"""When the trace writer writes: its two paces and its sleep.
+"""When the trace writer writes: every WRITE_IDLE while records wait, and asleep otherwise.
 
-A record is in the file within WRITE_IDLE of its making, within WRITE_WITHIN while records
-keep coming (a hook that finds WRITE_BATCH of them waiting and the oldest that old wakes
-the writer), and an idle writer sleeps until a record comes. Each test makes one pace
-unreachable (60 s) so only the path it pins can write the records within its deadline.
+A record is in the file within WRITE_IDLE of its making, however many keep coming (a hook
+never wakes a writer that is already timing its next write), and an idle writer sleeps
+untimed until a record comes. The tests shorten WRITE_IDLE so the timed wake is the one
+path that writes records within their deadline.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,20 +18,19 @@ from actors.core.trace.reader import read_trace
 from actors.core.trace.writer import TraceWriter
 from tests.helpers import wait_for
 
-NEVER = 60.0
-"""A pace no test waits for."""
-
 
 def written(directory: Path) -> int:
     files = sorted(directory.glob("trace-*.jsonl"))  # none until the writer opens one
     return len(read_trace(directory).records) if files else 0
 
 
-def test_records_that_keep_coming_are_written_when_the_oldest_is_write_within_old(
+def written_is(directory: Path, count: int) -> Callable[[], bool]:
+    return lambda: written(directory) == count
+
+
+def test_records_that_keep_coming_are_written_every_write_idle(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(trace_writer, "WRITE_IDLE", NEVER)
-    monkeypatch.setattr(trace_writer, "WRITE_WITHIN", 0.05)
-    monkeypatch.setattr(trace_writer, "WRITE_BATCH", 4)
+    monkeypatch.setattr(trace_writer, "WRITE_IDLE", 0.05)
     writer = TraceWriter(tmp_path)
     made = 0
 
@@ -48,31 +48,16 @@ def test_records_that_keep_coming_are_written_when_the_oldest_is_write_within_ol
     assert written(tmp_path) == made
 
 
-def test_a_few_records_are_written_within_write_idle(
+def test_a_quiet_spells_first_record_wakes_the_sleeping_writer(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(trace_writer, "WRITE_IDLE", 0.1)
-    monkeypatch.setattr(trace_writer, "WRITE_WITHIN", NEVER)
     writer = TraceWriter(tmp_path)
     try:
-        for n in range(3):  # fewer than WRITE_BATCH: the writer's own timed wake writes them
-            writer.spawn(f"actor/{n}", 0)
-        wait_for(lambda: written(tmp_path) == 3, 10.0, "the three records in the file")
-        wait_for(lambda: writer._idle, 10.0, "the writer asleep, nothing left to write")
-    finally:
-        writer.close()
-
-
-def test_a_burst_below_write_batch_does_not_wake_the_writer(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(trace_writer, "WRITE_IDLE", NEVER)
-    monkeypatch.setattr(trace_writer, "WRITE_WITHIN", 0.0)
-    writer = TraceWriter(tmp_path)
-    try:
-        for n in range(trace_writer.WRITE_BATCH - 1):
-            writer.spawn(f"actor/{n}", 0)
-        assert not writer._due  # fewer than WRITE_BATCH: not busy, however old
-        writer.spawn("actor/last", 0)  # the WRITE_BATCH-th wakes the writer
-        wait_for(lambda: written(tmp_path) == trace_writer.WRITE_BATCH, 10.0,
-                 "the burst in the file")
+        for spell in range(2):  # the writer starts asleep, and is asleep again after each
+            for n in range(3):
+                writer.spawn(f"actor/{spell}-{n}", 0)
+            wait_for(written_is(tmp_path, 3 * (spell + 1)), 10.0,
+                     f"spell {spell}'s records in the file")
+            wait_for(lambda: writer._idle, 10.0, "the writer asleep, nothing left to write")
     finally:
         writer.close()
