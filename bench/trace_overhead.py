@@ -183,9 +183,11 @@ def one_round(r: int, beds: tuple[Bedside, ...], work: Path, count: int, steady_
         cpu0 = {kind: side.cpu() for kind, side in sides.items()}
         with ThreadPoolExecutor(2, thread_name_prefix="side") as pool:
             for i in range(count):
-                # in step: pod i starts on both at once, and both are gone before pod i+1
-                started = {kind: pool.submit(start_stop, side, f"{kind}{r}-{i:03d}")
-                           for kind, side in sides.items()}
+                # in step: pod i starts on both at once, and both are gone before pod i+1;
+                # which manifest is written first alternates pod by pod
+                first = (PLAIN, TRACED) if i % 2 == 0 else (TRACED, PLAIN)
+                started = {kind: pool.submit(start_stop, sides[kind], f"{kind}{r}-{i:03d}")
+                           for kind in first}
                 for kind, future in started.items():
                     samples[kind].append(future.result())
         cpu = {kind: (side.cpu() - cpu0[kind]) / count for kind, side in sides.items()}
