@@ -1,16 +1,17 @@
 """What recording a trace costs: pod start latency and daemon CPU with and without --trace-dir.
 
 `.venv/bin/python -m bench.trace_overhead [--pods N] [--rounds R] [--steady-pods S
---steady-window W]`: two kubelets side by side, one without a trace and one with, each on
-a private containerd of its own (two slots of the bench's bed: each its own bridge,
-subnet and cgroup root), so that whatever load the machine has falls on both at once. A
-round starts both daemons, starts and removes a warm-up pod on each (measured in neither:
-a daemon's first pod pays for what it makes once), then N pods on each in step: pod i
-written into both manifest dirs at once, each waited for until its GET /pods shows it
-Running, both removed until their /pods no longer list them, then pod i+1. Which
-containerd holds the traced daemon alternates round by round. With ``--steady-pods``,
-both then start S pods at once and their CPU is measured over the same W seconds of them
-running steady.
+--steady-window W --steady-rounds Q]`: two kubelets side by side, one without a trace and
+one with, each on a private containerd of its own (two slots of the bench's bed: each its
+own bridge, subnet and cgroup root), so that whatever load the machine has falls on both
+at once. A round starts both daemons, starts and removes a warm-up pod on each (measured
+in neither: a daemon's first pod pays for what it makes once), then N pods on each in
+step: pod i written into both manifest dirs at once, each waited for until its GET /pods
+shows it Running, both removed until their /pods no longer list them, then pod i+1.
+Which containerd holds the traced daemon alternates round by round. With
+``--steady-pods``, S pods are then started on each bed and kept running through Q pairs
+of daemons (each pair adopting them from the one before, the traced one on the other
+bed), each pair's CPU measured over the same W seconds.
 
 Why side by side: runs one after another (as this bench first did) differed round to
 round by more than the trace costs (-2% to +27% on the same code), the machine's load
@@ -62,6 +63,10 @@ TARGET = 0.05
 """Recording a trace may cost this much at most: p50 start latency, daemon CPU."""
 WARM_UP = 1
 """Pods each daemon starts and removes before its measured ones."""
+SETTLE = 10.0
+"""Seconds a pair of daemons runs its steady pods before their CPU is measured: a pair
+that just adopted them (or started them) is not yet steady (its first relist, the pods'
+first statuses, their first stats)."""
 SLOTS = (BENCH.slot(0), BENCH.slot(1))
 """The two beds the daemons run on, side by side."""
 PLAIN, TRACED = "plain", "traced"
@@ -83,6 +88,8 @@ class Side:
     kind: str
     daemon: DaemonProc
     bed: Bedside
+    index: int
+    """Which of the two beds (0 or 1)."""
 
     def cpu(self) -> float:
         """The daemon's CPU seconds so far (utime + stime)."""
@@ -124,24 +131,29 @@ class Runs:
     trace_bytes: int = 0
 
 
-def steady(sides: dict[str, Side], count: int, window: float, tag: str) -> dict[str, float]:
-    """Start ``count`` pods on each side at once, let them settle, and return each daemon's
-    CPU (cores) over the same ``window`` seconds of them running; they are removed after."""
-    names = [f"{tag}-{i:03d}" for i in range(count)]
-    uids = [pod_uid(name, "daemon") for name in names]
-    paths = [side.daemon.write(name) for side in sides.values() for name in names]
+def pair(r: int, beds: tuple[Bedside, ...], dirs: tuple[Path, ...], trace: Path
+         ) -> dict[str, Side]:
+    """Round ``r``'s two daemons, not yet started, each in the dir ``dirs`` holds for its
+    bed; which bed holds the traced one (its trace in ``trace``) alternates round by round."""
+    kinds = (PLAIN, TRACED) if r % 2 == 0 else (TRACED, PLAIN)
+    sides: dict[str, Side] = {}
+    for kind, bed, work in zip(kinds, beds, dirs, strict=True):
+        extra: tuple[str, ...] = ("--cgroup-root", bed.cgroup_root)
+        if kind == TRACED:
+            extra += ("--trace-dir", str(trace))
+        sides[kind] = Side(kind, DaemonProc(work, bed.endpoint, extra), bed, beds.index(bed))
+    return sides
+
+
+def started(sides: dict[str, Side]) -> dict[str, Side]:
     for side in sides.values():
-        wait(all_running_check(side.daemon, uids), 0.2, 600,
-             f"{count} pods Running ({side.kind})")
-    time.sleep(5.0)  # the starts' tail (status updates, first probes) is not steady state
-    cpu0, t0 = {kind: side.cpu() for kind, side in sides.items()}, time.perf_counter()
-    time.sleep(window)
-    cpu1, t1 = {kind: side.cpu() for kind, side in sides.items()}, time.perf_counter()
-    for path in paths:
-        path.unlink()
+        side.daemon.start()
+    return sides
+
+
+def stop(sides: dict[str, Side]) -> None:
     for side in sides.values():
-        wait(none_listed_check(side.daemon, uids), 0.2, 600, f"{count} pods gone ({side.kind})")
-    return {kind: (cpu1[kind] - cpu0[kind]) / (t1 - t0) for kind in sides}
+        side.daemon.stop()
 
 
 @contextlib.contextmanager
@@ -162,20 +174,14 @@ def _bedside(stack: contextlib.ExitStack, bed: Bed) -> Bedside:
     return Bedside(emb.endpoint, events, root)
 
 
-def one_round(r: int, beds: tuple[Bedside, ...], work: Path, count: int, steady_pods: int,
-              steady_window: float, runs: Runs, console: Console) -> None:
-    """Round ``r``: both daemons up, the warm-ups, ``count`` pods each in turns, then the
-    steady pods; figures added to ``runs``."""
-    kinds = (PLAIN, TRACED) if r % 2 == 0 else (TRACED, PLAIN)  # which bed holds which
-    sides: dict[str, Side] = {}
-    for kind, bed in zip(kinds, beds, strict=True):
-        extra: tuple[str, ...] = ("--cgroup-root", bed.cgroup_root)
-        if kind == TRACED:
-            extra += ("--trace-dir", str(work / f"{kind}-{r}" / "trace"))
-        sides[kind] = Side(kind, DaemonProc(work / f"{kind}-{r}", bed.endpoint, extra), bed)
+def start_stop_round(r: int, beds: tuple[Bedside, ...], work: Path, count: int, runs: Runs,
+                     console: Console) -> None:
+    """Round ``r`` of starts and stops: both daemons up, the warm-ups, then ``count`` pods
+    on each in step; figures added to ``runs``."""
+    trace = work / f"r{r}-trace"
+    sides = pair(r, beds, (work / f"r{r}-bed0", work / f"r{r}-bed1"), trace)
     try:
-        for side in sides.values():
-            side.daemon.start()
+        started(sides)
         for kind, side in sides.items():
             for i in range(WARM_UP):
                 start_stop(side, f"{kind}{r}-warm{i}")
@@ -186,36 +192,71 @@ def one_round(r: int, beds: tuple[Bedside, ...], work: Path, count: int, steady_
                 # in step: pod i starts on both at once, and both are gone before pod i+1;
                 # which manifest is written first alternates pod by pod
                 first = (PLAIN, TRACED) if i % 2 == 0 else (TRACED, PLAIN)
-                started = {kind: pool.submit(start_stop, sides[kind], f"{kind}{r}-{i:03d}")
+                futures = {kind: pool.submit(start_stop, sides[kind], f"{kind}{r}-{i:03d}")
                            for kind in first}
-                for kind, future in started.items():
+                for kind, future in futures.items():
                     samples[kind].append(future.result())
         cpu = {kind: (side.cpu() - cpu0[kind]) / count for kind, side in sides.items()}
-        cores = (steady(sides, steady_pods, steady_window, f"s{r}") if steady_pods else {})
     finally:
-        for side in sides.values():
-            side.daemon.stop()
+        stop(sides)
     for kind in (PLAIN, TRACED):
         runs.latency[kind] += samples[kind]
         runs.cpu_per_pod[kind].append(cpu[kind])
-        line = (f"  round {r + 1} {kind} (bed {kinds.index(kind)}): p50 "
-                f"{pct(samples[kind], .5):.3f} s, daemon CPU {cpu[kind] * 1000:.1f} ms a pod")
-        if kind in cores:
-            runs.steady_cores[kind].append(cores[kind])
-            line += f", {steady_pods} pods steady {cores[kind] * 1000:.2f} millicores"
-        console.print(line)
-    runs.trace_bytes += sum(f.stat().st_size
-                            for f in (work / f"{TRACED}-{r}" / "trace").glob("*"))
+        console.print(f"  round {r + 1} {kind} (bed {sides[kind].index}): p50 "
+                      f"{pct(samples[kind], .5):.3f} s, daemon CPU {cpu[kind] * 1000:.1f} ms "
+                      "a pod")
+    runs.trace_bytes += sum(f.stat().st_size for f in trace.glob("*"))
+
+
+def steady_rounds(beds: tuple[Bedside, ...], work: Path, count: int, window: float,
+                  rounds: int, runs: Runs, console: Console) -> None:
+    """``count`` pods on each bed, kept running through ``rounds`` pairs of daemons (each
+    pair adopts them from the one before, the traced one on the other bed): each pair's
+    CPU over the same ``window`` seconds of them steady. Made once, the pods leave each
+    round its daemons' own noise (round to round, one daemon's stats thread alone moved by
+    some 0.8 millicores of 11) without a minute of starts and removals in between."""
+    names = [f"steady-{i:03d}" for i in range(count)]
+    uids = [pod_uid(name, "daemon") for name in names]
+    dirs = (work / "steady-bed0", work / "steady-bed1")
+    paths: list[Path] = []
+    for r in range(rounds):
+        sides = started(pair(r, beds, dirs, work / f"steady-trace-{r}"))
+        try:
+            if not paths:
+                paths = [side.daemon.write(name) for side in sides.values() for name in names]
+            for side in sides.values():
+                wait(all_running_check(side.daemon, uids), 0.2, 600,
+                     f"{count} pods Running ({side.kind})")
+            time.sleep(SETTLE)
+            cpu0, t0 = {kind: side.cpu() for kind, side in sides.items()}, time.perf_counter()
+            time.sleep(window)
+            cpu1, t1 = {kind: side.cpu() for kind, side in sides.items()}, time.perf_counter()
+            if r == rounds - 1:
+                for path in paths:
+                    path.unlink()
+                for side in sides.values():
+                    wait(none_listed_check(side.daemon, uids), 0.2, 600,
+                         f"{count} pods gone ({side.kind})")
+        finally:
+            stop(sides)
+        for kind in (PLAIN, TRACED):
+            cores = (cpu1[kind] - cpu0[kind]) / (t1 - t0)
+            runs.steady_cores[kind].append(cores)
+            console.print(f"  steady round {r + 1} {kind} (bed {sides[kind].index}): {count} "
+                          f"pods {cores * 1000:.2f} millicores")
 
 
 def run(count: int, rounds: int, console: Console, steady_pods: int = 0,
-        steady_window: float = 60.0) -> Runs:
+        steady_window: float = 60.0, steady_round_count: int = 0) -> Runs:
     runs = Runs()
     with machine_lock(BENCH), serve_images(), bedsides() as beds:
         work = Path(tempfile.mkdtemp(prefix="trace-bench-", dir="/var/tmp"))
         try:
             for r in range(rounds):
-                one_round(r, beds, work, count, steady_pods, steady_window, runs, console)
+                start_stop_round(r, beds, work, count, runs, console)
+            if steady_pods:
+                steady_rounds(beds, work, steady_pods, steady_window, steady_round_count, runs,
+                              console)
         finally:
             shutil.rmtree(work, ignore_errors=True)
     return runs
@@ -228,41 +269,46 @@ def paired(per_kind: dict[str, list[float]]) -> list[float]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.trace_overhead")
-    parser.add_argument("--pods", type=int, default=12, help="pod starts per run")
+    parser.add_argument("--pods", type=int, default=12, help="pods started and removed a round")
     parser.add_argument("--rounds", type=int, default=3,
-                        help="rounds of one untraced and one traced run, order alternating")
+                        help="rounds of starts and stops (0: none), the beds alternating")
     parser.add_argument("--steady-pods", type=int, default=0,
-                        help="pods each run then keeps running to measure steady CPU (0: no)")
+                        help="pods each bed then keeps running to measure steady CPU (0: no)")
     parser.add_argument("--steady-window", type=float, default=60.0,
-                        help="seconds of steady state measured")
+                        help="seconds of steady state measured a round")
+    parser.add_argument("--steady-rounds", type=int, default=4,
+                        help="pairs of daemons the steady pods are measured under")
     args = parser.parse_args(argv)
     console = Console(width=120)
     logger.remove()
     logger.add(sys.stderr, level="WARNING")
-    runs = run(args.pods, args.rounds, console, args.steady_pods, args.steady_window)
-    table = Table(title=f"pod start with and without --trace-dir ({args.rounds} rounds of "
-                        f"{args.pods} pods each, node {NODE})")
-    for column in ("run", "p50", "p90", "min", "max", "daemon CPU a pod (median run)",
-                   "steady CPU (median run)"):
+    runs = run(args.pods, args.rounds, console, args.steady_pods, args.steady_window,
+               args.steady_rounds)
+    steady_rounds_run = args.steady_rounds if args.steady_pods else 0
+    table = Table(title=f"with and without --trace-dir, side by side ({args.rounds} rounds of "
+                        f"{args.pods} pods started and stopped, {steady_rounds_run} of "
+                        f"{args.steady_pods} steady; node {NODE})")
+    for column in ("run", "start p50", "p90", "min", "max", "daemon CPU a pod (median round)",
+                   "steady CPU (median round)"):
         table.add_column(column)
     for kind in (PLAIN, TRACED):
         values = runs.latency[kind]
         cores = runs.steady_cores[kind]
-        table.add_row(kind, *(f"{v:.3f} s" for v in (pct(values, .5), pct(values, .9),
-                                                      min(values), max(values))),
-                      f"{pct(runs.cpu_per_pod[kind], .5) * 1000:.1f} ms",
+        table.add_row(kind, *(f"{pct(values, q):.3f} s" if values else "-"
+                              for q in (.5, .9, 0, 1)),
+                      f"{pct(runs.cpu_per_pod[kind], .5) * 1000:.1f} ms" if values else "-",
                       f"{pct(cores, .5) * 1000:.2f} millicores" if cores else "-")
     console.print(table)
-    # (the trace holds the warm-ups and the steady pods too)
-    starts_total = (args.pods + WARM_UP + args.steady_pods) * args.rounds
-    console.print(f"trace written: {runs.trace_bytes / 1024:.0f} KiB for {starts_total} pods "
-                  f"started and stopped ({runs.trace_bytes / 1024 / starts_total:.0f} KiB a pod"
-                  + (f", {args.steady_window:.0f} s of {args.steady_pods} steady a run"
-                     if args.steady_pods else "") + ")")
-    latency = pct(runs.latency[TRACED], .5) / pct(runs.latency[PLAIN], .5) - 1
-    console.print(f"trace overhead on p50 latency: {latency * 100:+.1f}% "
-                  f"(target <= {TARGET * 100:.0f}%: {verdict(latency)})")
-    cpu_kinds = [("daemon CPU a pod start and stop", runs.cpu_per_pod)]
+    cpu_kinds = []
+    if args.rounds:
+        starts_total = (args.pods + WARM_UP) * args.rounds  # the warm-ups are in the trace
+        console.print(f"trace written: {runs.trace_bytes / 1024:.0f} KiB for {starts_total} "
+                      f"pods started and stopped ({runs.trace_bytes / 1024 / starts_total:.0f}"
+                      " KiB a pod)")
+        latency = pct(runs.latency[TRACED], .5) / pct(runs.latency[PLAIN], .5) - 1
+        console.print(f"trace overhead on p50 latency: {latency * 100:+.1f}% "
+                      f"(target <= {TARGET * 100:.0f}%: {verdict(latency)})")
+        cpu_kinds.append(("daemon CPU a pod start and stop", runs.cpu_per_pod))
     if args.steady_pods:
         cpu_kinds.append((f"daemon CPU with {args.steady_pods} pods steady",
                           runs.steady_cores))
