@@ -224,7 +224,8 @@ def start_kubelet(
     if flags.trace_dir:
         writer = TraceWriter(flags.trace_dir, max_bytes=flags.trace_max_bytes,
                              max_files=flags.trace_max_files,
-                             argv=tuple(sys.argv), config=config.to_header())
+                             argv=tuple(sys.argv), config=config.to_header(),
+                             write_every=flags.trace_flush_frequency)
         recording = RecordingInterceptor(writer)
         calls = (recording, *calls)
         clock = RecordingClock(real_clock, writer)

@@ -20,6 +20,7 @@ from actors.app.gostrconv import parse_bool
 from actors.app.kubelet_config import DEST_OF_FIELD, load_kubelet_config
 from actors.app.origins import Origins, Problems, flag_names
 from actors.core.trace.writer import DEFAULT_MAX_FILES as TRACE_MAX_FILES
+from actors.core.trace.writer import DEFAULT_WRITE_EVERY as TRACE_FLUSH_FREQUENCY
 from actors.kubelet.gc_settings import GCSettings
 from runtime.cm.names import DRIVERS
 from runtime.errors import ConfigError
@@ -118,6 +119,7 @@ class KubeletFlags(Struct, frozen=True):
     container_log_monitor_interval: float = 10.0
     eviction: EvictionConfig = field(default_factory=EvictionConfig)  # --eviction-*
     trace_max_files: int = TRACE_MAX_FILES  # our own: trace files kept (the newest)
+    trace_flush_frequency: float = TRACE_FLUSH_FREQUENCY  # our own: a record's wait, at most
 
 
 # Upstream's kubelet sets these labels on its node itself (IsKubeletLabel): --node-labels
@@ -264,6 +266,10 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
         help="keep this many trace files, deleting the oldest beyond it (default "
              f"{TRACE_MAX_FILES}); a run's beginning deleted is replayed from where its "
              "kept files start, for the actors that started there")
+    add("--trace-flush-frequency", type=parse_duration, default=TRACE_FLUSH_FREQUENCY,
+        help="write what the trace holds at least this often (default "
+             f"{go_duration(TRACE_FLUSH_FREQUENCY)}, as --log-flush-frequency upstream): "
+             "what a kubelet killed outright loses of its trace at most")
     add("--runonce", action="store_true",
         help="start the pods of the manifests, wait until they run, print them and exit")
     add("--runonce-timeout", type=parse_duration, default=120.0,
@@ -423,6 +429,10 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
         if ns.trace_max_files < 1:
             raise ConfigError(f"--trace-max-files {ns.trace_max_files}: must be at least 1")
     with check():
+        if ns.trace_flush_frequency <= 0:
+            raise ConfigError(f"--trace-flush-frequency {go_duration(ns.trace_flush_frequency)}"
+                              ": must be greater than 0")
+    with check():
         if ns.max_pods < 1:
             # Upstream lets 0 through ("must not be a negative number"); a node here runs a
             # pod.
@@ -506,6 +516,7 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
         trace_dir=os.path.abspath(ns.trace_dir) if ns.trace_dir else "",
         trace_max_bytes=ns.trace_max_bytes,
         trace_max_files=ns.trace_max_files,
+        trace_flush_frequency=ns.trace_flush_frequency,
         node_labels=node_labels,
         allowed_unsafe_sysctls=unsafe_sysctls,
         cgroups_per_qos=ns.cgroups_per_qos,

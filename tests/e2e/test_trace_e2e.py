@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from actors.core.trace.reader import read_trace
 from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
 from tests.e2e.daemon import REPO, Daemon
@@ -38,7 +39,7 @@ def test_a_recorded_run_replays_shows_and_exports(
     (manifests / "a.yaml").write_text(manifest("alpha", extra=probed))
     (manifests / "b.yaml").write_text(manifest("beta", "echo once; exit 1"))
     daemon = Daemon(workdir, manifests, "--container-runtime-endpoint", containerd.endpoint,
-                    "--trace-dir", str(trace_dir))
+                    "--trace-dir", str(trace_dir), "--trace-flush-frequency", "500ms")
     try:
         daemon.start()
         daemon.wait_running("alpha-e2e-node")
@@ -48,6 +49,8 @@ def test_a_recorded_run_replays_shows_and_exports(
         wait_for(lambda: daemon.pod("alpha-e2e-node") is None, 30.0, "alpha to go")
     finally:
         daemon.stop()
+
+    assert read_trace(trace_dir).header["write_every"] == 0.5  # the flag reached the writer
 
     replayed = kubelet("trace", "replay", str(trace_dir))
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr

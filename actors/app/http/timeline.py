@@ -1,8 +1,8 @@
 """``/debug/timeline``: the kubelet's own trace as the timeline page.
 
 With ``--trace-dir`` the daemon records a trace; this path has its writer write what it
-holds first (``LiveTrace.flush``: otherwise records wait up to two seconds for the writer,
-actors.core.trace.writer.WRITE_IDLE), reads it back and answers the self-contained
+holds first (``LiveTrace.flush``: otherwise records wait for the writer up to
+--trace-flush-frequency, five seconds by default), reads it back and answers the self-contained
 timeline page (actors.core.trace.page_html): lanes, message arrows, spans, a pod filter
 and a search, with nothing fetched from anywhere else. It sits with the other debugging
 handlers: on the main port behind the same authentication and authorization

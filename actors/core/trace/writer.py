@@ -13,8 +13,9 @@ thread builds the records, encodes them and appends whole lines, so a kubelet ki
 mid-write leaves a trace readable up to its last whole record.
 
 Record kinds (field ``k``), all with wall time ``t`` and monotonic time ``m``:
-  header    v, pid, run, part, argv, config             first record of every file
-            (v: TRACE_VERSION; traces without one are version 1)
+  header    v, pid, run, part, argv, config [, write_every]   first record of every file
+            (v: TRACE_VERSION; traces without one are version 1; write_every: the
+            seconds a record may have waited for the file, what a kill lost at most)
   msg       id, from, seq, to, inc, parent, dead, type, body [, carried] [, interned]
                                                         a delivery or dead letter; carried:
                                                         the types of messages it holds
@@ -66,10 +67,11 @@ values are written once per file in ``val`` records and referred to by id
 (actors.core.trace.interning); the reader puts them back, so records read as before."""
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_FILES = 50
-WRITE_IDLE = 2.0
-"""Every record is in the file at most about this long after it was made (an orderly stop
-or ``flush()`` writes everything at once): what a kubelet killed outright (SIGKILL, the
-OOM killer) loses at most, its last two seconds of records."""
+DEFAULT_WRITE_EVERY = 5.0
+"""How long a record may wait for the file, at most (--trace-flush-frequency; 5 s as the
+upstream kubelet flushes its own log, --log-flush-frequency): what a kubelet killed
+outright (SIGKILL, the OOM killer) loses of its trace at most. An orderly stop, and
+``flush()``, write everything at once."""
 _BATCH = 256
 _RECORD_BYTES = 4096
 
@@ -110,12 +112,12 @@ class TraceWriter(Recorder):
     wake costs some 0.1 ms of CPU (the timer, the scheduling, the GIL handed over and
     back), writing a record a few us, and a writer that woke every 50 ms while records
     came cost the daemon more in wakes than in records. So it wakes as seldom as its bound
-    allows: every WRITE_IDLE seconds while anything waits (a busy kubelet's records too: a
-    pod's start and stop makes some 180 in a second, a burst of 50 pods some 9,000 in a
-    few seconds, held until then at no cost but their memory), and not at all while nothing
-    is recorded (the first record after a quiet spell wakes it to start its timer). An
-    idle kubelet's timers make a dozen records a second. ``flush()`` and ``close()`` wake
-    it at once.
+    allows: every ``write_every`` seconds while anything waits (a busy kubelet's records
+    too: a pod's start and stop makes some 180 in a second, a burst of 50 pods some 9,000
+    in a few seconds, held until then at no cost but their memory), and not at all while
+    nothing is recorded (the first record after a quiet spell wakes it to start its
+    timer). An idle kubelet's timers make a dozen records a second. ``flush()`` and
+    ``close()`` wake it at once.
     """
 
     def __init__(
@@ -125,8 +127,10 @@ class TraceWriter(Recorder):
         max_files: int = DEFAULT_MAX_FILES,
         config: Mapping[str, Any] | None = None,
         argv: tuple[str, ...] = (),
+        write_every: float = DEFAULT_WRITE_EVERY,
     ) -> None:
         self.directory = Path(directory)
+        self.write_every = write_every
         self.directory.mkdir(parents=True, exist_ok=True)
         self.max_bytes = max_bytes
         self.max_files = max_files
@@ -251,7 +255,8 @@ class TraceWriter(Recorder):
         self._interner.new_file()
         self._write({"k": "header", "v": TRACE_VERSION, "pid": os.getpid(), "run": self.run,
                      "part": next(self._part), "argv": self.argv, "config": self.config,
-                     "t": time.time(), "m": time.monotonic()})
+                     "write_every": self.write_every, "t": time.time(),
+                     "m": time.monotonic()})
         self._prune()
 
     def _prune(self) -> None:
@@ -323,8 +328,8 @@ class TraceWriter(Recorder):
     def _run(self) -> None:
         self._open()
         while True:
-            # Idle: until a record, a flush() or a close(); else at most WRITE_IDLE.
-            woken = self._wake.wait(None if self._idle else WRITE_IDLE)
+            # Idle: until a record, a flush() or a close(); else at most write_every.
+            woken = self._wake.wait(None if self._idle else self.write_every)
             self._wake.clear()
             if woken and not (self._closing or self._flush_asked()):
                 continue  # a quiet spell's first record: it waits for the next timed wake
@@ -339,7 +344,7 @@ class TraceWriter(Recorder):
             if self._closing:
                 break
             if not written:
-                # Nothing for a whole WRITE_IDLE: sleep until a record wakes it. A hook
+                # Nothing for a whole write_every: sleep until a record wakes it. A hook
                 # that appended before _idle was set saw it False: seen in _pending here.
                 self._idle = True
                 if self._pending:

@@ -165,7 +165,7 @@ class Ping:
 
 def test_debug_timeline_has_the_writer_write_what_it_holds_first(tmp_path: Path) -> None:
     """A delivery recorded just before the request is on the page: the writer would hold
-    it for up to WRITE_IDLE otherwise."""
+    it for up to its write_every otherwise."""
     writer = TraceWriter(tmp_path / "trace")
     try:
         writer.delivery(1, "", 1, "pinged", 1, None, Ping(1), dead=False)

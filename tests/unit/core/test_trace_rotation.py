@@ -85,6 +85,20 @@ def test_retention_is_a_flag(tmp_path: Path) -> None:
         parse_flags(["--pod-manifest-path", str(tmp_path), "--trace-max-files", "0"])
 
 
+def test_how_long_a_record_may_wait_is_a_flag_the_header_states(tmp_path: Path) -> None:
+    from actors.app.flags import parse_flags
+    from runtime.errors import ConfigError
+
+    flags = parse_flags(["--pod-manifest-path", str(tmp_path), "--trace-flush-frequency", "1s"])
+    assert flags.trace_flush_frequency == 1.0
+    assert parse_flags(["--pod-manifest-path", str(tmp_path)]).trace_flush_frequency == 5.0
+    with pytest.raises(ConfigError, match="--trace-flush-frequency 0s: must be greater than 0"):
+        parse_flags(["--pod-manifest-path", str(tmp_path), "--trace-flush-frequency", "0s"])
+    writer = TraceWriter(tmp_path / "trace", write_every=1.0)
+    writer.close()
+    assert read_trace(tmp_path / "trace").header["write_every"] == 1.0
+
+
 # --- a real kubelet trace, rotated --------------------------------------------------------
 
 

@@ -1,9 +1,9 @@
-"""When the trace writer writes: every WRITE_IDLE while records wait, and asleep otherwise.
+"""When the trace writer writes: every ``write_every`` while records wait, else asleep.
 
-A record is in the file within WRITE_IDLE of its making, however many keep coming (a hook
-never wakes a writer that is already timing its next write), and an idle writer sleeps
-untimed until a record comes. The tests shorten WRITE_IDLE so the timed wake is the one
-path that writes records within their deadline.
+A record is in the file within ``write_every`` of its making, however many keep coming (a
+hook never wakes a writer that is already timing its next write), and an idle writer
+sleeps untimed until a record comes. The tests shorten ``write_every`` so the timed wake is
+the one path that writes records within their deadline.
 """
 
 from __future__ import annotations
@@ -11,9 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
-from actors.core.trace import writer as trace_writer
 from actors.core.trace.reader import read_trace
 from actors.core.trace.writer import TraceWriter
 from tests.helpers import wait_for
@@ -28,10 +25,8 @@ def written_is(directory: Path, count: int) -> Callable[[], bool]:
     return lambda: written(directory) == count
 
 
-def test_records_that_keep_coming_are_written_every_write_idle(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(trace_writer, "WRITE_IDLE", 0.05)
-    writer = TraceWriter(tmp_path)
+def test_records_that_keep_coming_are_written_every_write_every(tmp_path: Path) -> None:
+    writer = TraceWriter(tmp_path, write_every=0.05)
     made = 0
 
     def one_more_and_any_written() -> bool:
@@ -48,10 +43,8 @@ def test_records_that_keep_coming_are_written_every_write_idle(
     assert written(tmp_path) == made
 
 
-def test_a_quiet_spells_first_record_wakes_the_sleeping_writer(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(trace_writer, "WRITE_IDLE", 0.1)
-    writer = TraceWriter(tmp_path)
+def test_a_quiet_spells_first_record_wakes_the_sleeping_writer(tmp_path: Path) -> None:
+    writer = TraceWriter(tmp_path, write_every=0.1)
     try:
         for spell in range(2):  # the writer starts asleep, and is asleep again after each
             for n in range(3):
