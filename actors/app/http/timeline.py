@@ -1,13 +1,13 @@
 """``/debug/timeline``: the kubelet's own trace as the timeline page.
 
 With ``--trace-dir`` the daemon records a trace; this path has its writer write what it
-holds first (``LiveTrace.flush``: otherwise records wait for the writer up to
---trace-flush-frequency, five seconds by default), reads it back and answers the self-contained
-timeline page (actors.core.trace.page_html): lanes, message arrows, spans, a pod filter
-and a search, with nothing fetched from anywhere else. It sits with the other debugging
-handlers: on the main port behind the same authentication and authorization
-(subresource ``proxy``, as upstream's /debug paths), and on the read-only port. Without
-a trace the answer is 404 saying how to record one.
+holds first (``LiveTrace.flush``: otherwise records wait for the writer for up to
+``--trace-flush-frequency``, 5 s by default), reads it back and answers the
+self-contained timeline page (actors.core.trace.page_html): lanes, message arrows,
+spans, a pod filter and a search, with nothing fetched from anywhere else. It sits with
+the other debugging handlers: on the main port behind the same authentication and
+authorization (subresource ``proxy``, as upstream's /debug paths), and on the read-only
+port. Without a trace the answer is 404 saying how to record one.
 
 Building the page reads the whole trace in the request's thread: it is a debugging aid,
 not something to poll. The page's code (the trace reader, the kubelet's plug-ins, rich's

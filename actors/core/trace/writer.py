@@ -108,13 +108,14 @@ class TraceWriter(Recorder):
     A hook only makes its record (actors.core.trace.records) and appends it to a deque:
     the writer thread takes what has gathered, fills in what can wait (a message's type
     name, the values it interns) and encodes and writes the batch. What recording costs a
-    daemon most is the writer's wakes, not its records: on these machines a thread's timed
-    wake costs some 0.1 ms of CPU (the timer, the scheduling, the GIL handed over and
-    back), writing a record a few us, and a writer that woke every 50 ms while records
-    came cost the daemon more in wakes than in records. So it wakes as seldom as its bound
-    allows: every ``write_every`` seconds while anything waits (a busy kubelet's records
-    too: a pod's start and stop makes some 180 in a second, a burst of 50 pods some 9,000
-    in a few seconds, held until then at no cost but their memory), and not at all while
+    daemon most is the writer's wakes, not its records: on these machines a thread's wake
+    costs some 0.15 ms of CPU (the timer, the scheduling, the GIL handed over and back;
+    woken by another thread instead, it costs that thread some 0.08 ms more), writing a
+    record a few us, and a writer that woke every 50 ms while records came cost the
+    daemon more in wakes than in records. So it wakes as seldom as its bound allows:
+    every ``write_every`` seconds while anything waits (a busy kubelet's records too: a
+    pod's start and stop makes some 180 in a second, a burst of 50 pods some 9,000 in a
+    few seconds, held until then at no cost but their memory), and not at all while
     nothing is recorded (the first record after a quiet spell wakes it to start its
     timer). An idle kubelet's timers make a dozen records a second. ``flush()`` and
     ``close()`` wake it at once.
