@@ -74,26 +74,25 @@ def test_the_reader_says_when_a_run_begins_after_deleted_files(tmp_path: Path) -
     assert first.name in note and "deleted (--trace-max-files)" in note
 
 
-def test_retention_is_a_flag(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("flag", "given", "field", "value", "default", "bad", "rule"), [
+    ("--trace-max-files", "7", "trace_max_files", 7, 50, "0", "must be at least 1"),
+    ("--trace-flush-frequency", "1s", "trace_flush_frequency", 1.0, 5.0, "0s",
+     "must be greater than 0"),
+])
+def test_retention_and_flush_frequency_are_flags(
+        tmp_path: Path, flag: str, given: str, field: str, value: object, default: object,
+        bad: str, rule: str) -> None:
     from actors.app.flags import parse_flags
     from runtime.errors import ConfigError
 
-    flags = parse_flags(["--pod-manifest-path", str(tmp_path), "--trace-max-files", "7"])
-    assert flags.trace_max_files == 7
-    assert parse_flags(["--pod-manifest-path", str(tmp_path)]).trace_max_files == 50
-    with pytest.raises(ConfigError, match="--trace-max-files 0: must be at least 1"):
-        parse_flags(["--pod-manifest-path", str(tmp_path), "--trace-max-files", "0"])
+    base = ["--pod-manifest-path", str(tmp_path)]
+    assert getattr(parse_flags([*base, flag, given]), field) == value
+    assert getattr(parse_flags(base), field) == default
+    with pytest.raises(ConfigError, match=f"{flag} {bad}: {rule}"):
+        parse_flags([*base, flag, bad])
 
 
-def test_how_long_a_record_may_wait_is_a_flag_the_header_states(tmp_path: Path) -> None:
-    from actors.app.flags import parse_flags
-    from runtime.errors import ConfigError
-
-    flags = parse_flags(["--pod-manifest-path", str(tmp_path), "--trace-flush-frequency", "1s"])
-    assert flags.trace_flush_frequency == 1.0
-    assert parse_flags(["--pod-manifest-path", str(tmp_path)]).trace_flush_frequency == 5.0
-    with pytest.raises(ConfigError, match="--trace-flush-frequency 0s: must be greater than 0"):
-        parse_flags(["--pod-manifest-path", str(tmp_path), "--trace-flush-frequency", "0s"])
+def test_the_header_states_how_long_a_record_may_have_waited(tmp_path: Path) -> None:
     writer = TraceWriter(tmp_path / "trace", write_every=1.0)
     writer.close()
     assert read_trace(tmp_path / "trace").header["write_every"] == 1.0
