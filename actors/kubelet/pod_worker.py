@@ -10,9 +10,7 @@ supervisor forgets it.
 
 from __future__ import annotations
 
-import os
 import random
-import shutil
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -44,7 +42,9 @@ from runtime.kuberuntime.made import MadeBySync
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.podstatus import PodListing, RuntimePodStatus
 from runtime.kuberuntime.result import PodSyncResult
+from runtime.kuberuntime.subpath import has_sub_paths
 from runtime.kuberuntime.volumes import tear_down_empty_dirs
+from runtime.mounts import remove_unmounted_tree
 from runtime.pod import active_deadline
 from runtime.pod.model import Pod
 from runtime.status.generate import TERMINAL_PHASES, generate_pod_status
@@ -372,6 +372,8 @@ class PodWorker(Actor):
             self._done(TERMINATE_RETRY, str(result))
             return
         self.state = WorkerState.TERMINATED
+        if has_sub_paths(pod):
+            self._manager.unmount_sub_paths(self.uid)  # its containers are gone
         # A pod that goes loses its sandboxes first and its cgroup after: the cgroup is
         # empty once StopPodSandbox returned, and its removal (a walk of the node's pod
         # cgroups, under a lock all workers share) need not hold up the sandbox's.
@@ -415,8 +417,9 @@ class PodWorker(Actor):
             settings.pod_dir(pod.uid),
             settings.pod_log_dir(pod.metadata.namespace, pod.metadata.name, pod.uid),
         ):
-            if os.path.isdir(path):
-                shutil.rmtree(path, ignore_errors=True)
+            mounted = remove_unmounted_tree(path)
+            if mounted:
+                log.error("not removing {}: still mounted there: {}", path, ", ".join(mounted))
         log.debug("removed the pod's sandboxes and directories")
 
     def _done(self, requeue_after: float | None, error: str = "", runtime_error: bool = False

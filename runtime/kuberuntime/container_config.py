@@ -16,6 +16,7 @@ from runtime.cri.types import (
     ImageSpec,
     KeyValue,
     Mount,
+    MountPropagation,
 )
 from runtime.errors import SyncError
 from runtime.kuberuntime.api_env import ObjectEnv, service_env
@@ -33,6 +34,7 @@ from runtime.kuberuntime.security_context import (
     verify_run_as_non_root,
 )
 from runtime.kuberuntime.settings import NodeSettings
+from runtime.kuberuntime.subpath import SubPath
 from runtime.kuberuntime.volumes import NODE_HOST_PATHS, VolumeSetupError, volume_path
 from runtime.machine import mem_total
 from runtime.pod.model import Container, Pod
@@ -152,17 +154,72 @@ def termination_message_file(pod: Pod, container: Container, settings: NodeSetti
     return message_file
 
 
+_PROPAGATIONS = {"": MountPropagation.PRIVATE, "None": MountPropagation.PRIVATE,
+                 "HostToContainer": MountPropagation.HOST_TO_CONTAINER,
+                 "Bidirectional": MountPropagation.BIDIRECTIONAL}
+"""A volume mount's mountPropagation as the CRI names it (upstream's
+translateMountPropagation); None and unset are private."""
+
+
+def expand_sub_path_expr(expr: str, env: Mapping[str, str]) -> str:
+    """A subPathExpr with the container's env put in (upstream's
+    ExpandContainerVolumeMounts): a name that is not set, or set empty, fails it."""
+    missing: set[str] = set()
+
+    def sub(match: re.Match[str]) -> str:
+        if match.group(0) == "$$":
+            return "$"
+        value = env.get(match.group(1), "")
+        if not value:
+            missing.add(match.group(1))
+        return value
+
+    expanded = _VAR_REF.sub(sub, expr)
+    if missing:
+        raise SyncError("CreateContainerConfigError",
+                        f"missing value for {', '.join(sorted(missing))}")
+    return expanded
+
+
+def _sub_path_mount(pod: Pod, container: Container, index: int, sub_path: str,
+                    volume_name: str, volume_dir: str, settings: NodeSettings,
+                    host_paths: HostPaths) -> str:
+    """The host path a container's volume mount with a subPath mounts: the subPath made
+    inside the volume and bind-mounted safely by ``host_paths`` (upstream's makeMounts),
+    never the volume's path joined with what the pod wrote."""
+    if os.path.isabs(sub_path):
+        raise SyncError("CreateContainerConfigError",
+                        f"error SubPath `{sub_path}` must not be an absolute path")
+    if ".." in sub_path.split("/"):
+        raise SyncError("CreateContainerConfigError",
+                        f"unable to provision SubPath `{sub_path}`: must not contain '..'")
+    made = host_paths.mount_sub_path(SubPath(
+        path=os.path.join(volume_dir, sub_path), volume_path=volume_dir,
+        pod_dir=settings.pod_dir(pod.metadata.uid), volume_name=volume_name,
+        container_name=container.name, mount_index=index))
+    if not made.failed:
+        return made.host_path
+    # As upstream: the detail names node paths, so it goes to the log, not to the pod.
+    logger.bind(pod=pod.metadata.name, uid=pod.metadata.uid, container=container.name).warning(
+        "failed to {} subPath for volumeMount {!r}: {}", made.failed, volume_name, made.detail)
+    what = ("create subPath directory" if made.failed == "create" else "prepare subPath")
+    raise SyncError("CreateContainerConfigError",
+                    f'failed to {what} for volumeMount "{volume_name}" of container '
+                    f'"{container.name}"')
+
+
 def make_mounts(
     pod: Pod, container: Container, settings: NodeSettings, restart_count: int,
     pod_ip: str = "", host_paths: HostPaths = NODE_HOST_PATHS,
-    made_message_file: str | None = None,
+    made_message_file: str | None = None, env: Mapping[str, str] | None = None,
 ) -> tuple[Mount, ...]:
-    """The container's mounts: its volume mounts, its termination-message file (the one
+    """The container's mounts: its volume mounts (a subPath or a subPathExpr, expanded from
+    ``env``, bind-mounted safely), its termination-message file (the one
     ``made_message_file`` names when the start made it already, else made here) and the
     pod's /etc/hosts."""
     volumes = {v.name: v for v in pod.spec.volumes}
     mounts: list[Mount] = []
-    for vm in container.volume_mounts:
+    for index, vm in enumerate(container.volume_mounts):
         volume = volumes.get(vm.name)
         if volume is None:
             raise SyncError(
@@ -173,15 +230,17 @@ def make_mounts(
             host = volume_path(pod, volume, settings)
         except VolumeSetupError as err:
             raise SyncError("CreateContainerConfigError", str(err)) from err
-        if vm.sub_path:
-            host = os.path.join(host, vm.sub_path)
-            if volume.host_path is None:
-                os.makedirs(host, exist_ok=True)  # inside the pod's own directory
-            else:  # a node path: made through the service a trace records
-                error = host_paths.prepare(host, "DirectoryOrCreate")
-                if error:
-                    raise SyncError("CreateContainerConfigError", error)
-        mounts.append(Mount(container_path=vm.mount_path, host_path=host, readonly=vm.read_only))
+        sub_path = (expand_sub_path_expr(vm.sub_path_expr, env or {}) if vm.sub_path_expr
+                    else vm.sub_path)
+        if sub_path:
+            host = _sub_path_mount(pod, container, index, sub_path, vm.name, host, settings,
+                                   host_paths)
+        propagation = _PROPAGATIONS.get(vm.mount_propagation)
+        if propagation is None:
+            raise SyncError("CreateContainerConfigError",
+                            f'invalid MountPropagation mode: "{vm.mount_propagation}"')
+        mounts.append(Mount(container_path=vm.mount_path, host_path=host,
+                            readonly=vm.read_only, propagation=propagation))
     message_file = made_message_file or termination_message_file(pod, container, settings,
                                                                   restart_count)
     if message_file is not None:
@@ -210,7 +269,7 @@ def generate_container_config(
 
     ``image_user`` is the user the image's config names (security_context.image_user of
     its ImageStatus), for the runAsNonRoot check and as the user to run as when the pod
-    names none. ``host_paths`` makes the subPath directories of hostPath volumes.
+    names none. ``host_paths`` makes and bind-mounts the volume mounts' subPaths.
     ``made_message_file``: the termination-message file this start made already
     (termination_message_file), else it is made here.
     """
@@ -237,7 +296,7 @@ def generate_container_config(
         working_dir=container.working_dir,
         envs=tuple(KeyValue(k, v) for k, v in env.items()),
         mounts=make_mounts(pod, container, settings, restart_count, pod_ip, host_paths,
-                           made_message_file),
+                           made_message_file, env),
         labels=container_labels(pod, container),
         annotations=container_annotations(pod, container, restart_count),
         log_path=container_log_file(container.name, restart_count),

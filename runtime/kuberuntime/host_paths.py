@@ -1,9 +1,12 @@
-"""The node's filesystem as hostPath volumes see it, as a service the kubelet calls.
+"""The node's filesystem as volumes' paths see it, as a service the kubelet calls.
 
 A hostPath volume reads the node (does the path exist, is it a directory, a socket ...)
-and, for the ``*OrCreate`` types, writes it. Both are inputs from outside the kubelet, so
-they pass one narrow interface (``HostPaths``) that a trace records and a replay answers:
-a replayed pod worker never looks at, nor makes, a path on the machine it replays on.
+and, for the ``*OrCreate`` types, writes it; a subPath is made inside its volume and
+bind-mounted where the runtime can mount it safely (runtime.kuberuntime.subpath), and
+unmounted when the pod's containers are gone. All of these are inputs from outside the
+kubelet, so they pass one narrow interface (``HostPaths``) that a trace records and a replay
+answers: a replayed pod worker never looks at, nor makes, a path on the machine it replays
+on.
 """
 
 from __future__ import annotations
@@ -11,9 +14,22 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
 
-__all__ = ["HOST_PATHS_TARGET", "CheckOnlyHostPaths", "HostPaths", "NodeHostPaths"]
+from loguru import logger
+from msgspec import Struct
+
+from runtime.kuberuntime.subpath import (
+    SubPath,
+    SubPathError,
+    bind_sub_path,
+    clean_sub_paths,
+    safe_make_dir,
+    sub_path_target,
+)
+
+__all__ = ["HOST_PATHS_TARGET", "CheckOnlyHostPaths", "HostPaths", "NodeHostPaths",
+           "SubPathMount"]
 
 HOST_PATHS_TARGET = "hostpath"
 """The service's name in traces (the ``target`` of its recorded calls)."""
@@ -25,6 +41,23 @@ class HostPaths(Protocol):
     def prepare(self, path: str, kind: str) -> str:
         """Make ``path`` if ``kind`` (the volume's ``type``) says to and it is missing, then
         check its type: ``""`` when the volume can be used, else upstream's error."""
+
+    def mount_sub_path(self, sub: SubPath) -> SubPathMount:
+        """Make ``sub.path`` inside its volume if it is missing, then bind-mount it safely
+        (runtime.kuberuntime.subpath): where the runtime is to mount it from, or what
+        failed."""
+
+    def clean_sub_paths(self, pod_dir: str) -> str:
+        """Unmount and remove the pod's subPath mounts: ``""``, else what failed."""
+
+
+class SubPathMount(Struct, frozen=True):
+    """What came of a subPath: the host path to mount, or the step that failed (upstream's
+    makeMounts tells the pod which, ``create`` or ``prepare``, and logs the detail)."""
+
+    host_path: str = ""
+    failed: Literal["", "create", "prepare"] = ""
+    detail: str = ""
 
 
 _CHECKS: dict[str, tuple[Callable[[Path], bool], str]] = {
@@ -59,6 +92,29 @@ class NodeHostPaths:
                 return f"open {path}: {(err.strerror or str(err)).lower()}"
         return _check(path, kind)
 
+    def mount_sub_path(self, sub: SubPath) -> SubPathMount:
+        if not os.path.exists(sub.path):
+            # Made with the volume's own mode, as upstream makes it: a pod whose user may
+            # write the volume may write the subPath (fsGroup's setgid bit included).
+            try:
+                mode = os.stat(sub.volume_path).st_mode & 0o7777
+                safe_make_dir(os.path.relpath(sub.path, sub.volume_path), sub.volume_path,
+                              mode)
+            except (OSError, SubPathError) as err:
+                return SubPathMount(failed="create", detail=str(err))
+        try:
+            return SubPathMount(host_path=bind_sub_path(sub))
+        except (OSError, SubPathError) as err:
+            return SubPathMount(failed="prepare", detail=str(err))
+
+    def clean_sub_paths(self, pod_dir: str) -> str:
+        try:
+            clean_sub_paths(pod_dir)
+        except OSError as err:
+            logger.warning("cleaning the subPath mounts of {} failed: {}", pod_dir, err)
+            return str(err)
+        return ""
+
 
 class CheckOnlyHostPaths:
     """For replaying traces recorded before hostPath answers were: reads the node but
@@ -69,3 +125,9 @@ class CheckOnlyHostPaths:
         if kind in ("DirectoryOrCreate", "FileOrCreate") and not os.path.exists(path):
             return ""
         return _check(path, kind)
+
+    def mount_sub_path(self, sub: SubPath) -> SubPathMount:
+        return SubPathMount(host_path=sub_path_target(sub))  # as it was mounted
+
+    def clean_sub_paths(self, pod_dir: str) -> str:
+        return ""

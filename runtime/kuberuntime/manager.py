@@ -213,6 +213,15 @@ class KubeRuntimeManager:
         if self.cgroups is not None and self.settings.cgroups_per_qos:
             self.cgroups.destroy(str(uid))
 
+    def unmount_sub_paths(self, uid: PodUID) -> None:
+        """Unmount a stopped pod's subPath bind mounts (upstream's CleanSubPaths, when the
+        pod's volumes are unmounted); a failure is logged and tried again when the pod is
+        removed, whose directory is never removed through a mount."""
+        error = self.host_paths.clean_sub_paths(self.settings.pod_dir(uid))
+        if error:
+            logger.bind(pod="", uid=uid, container="").warning(
+                "unmounting the pod's subPath mounts failed: {}", error)
+
     def sandbox_config(self, pod: Pod, attempt: int, report: bool = True) -> PodSandboxConfig:
         """The sandbox config (``report``: log what forming its DNS config dropped, when
         the sandbox is made, not each sync)."""

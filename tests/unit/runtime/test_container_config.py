@@ -224,15 +224,6 @@ def test_empty_dir(settings: NodeSettings) -> None:
     assert stat.S_IMODE(os.stat(host).st_mode) == 0o777
 
 
-def test_sub_path(settings: NodeSettings) -> None:
-    mounts = config_with(Volume(name="cache", empty_dir=EmptyDirVolumeSource()),
-                         VolumeMount(name="cache", mount_path="/data", sub_path="a/b"), settings)
-    host = os.path.join(settings.pod_dir(UID), "volumes", "kubernetes.io~empty-dir", "cache",
-                        "a/b")
-    assert mounts == [("/data", host, False)]
-    assert os.path.isdir(host)
-
-
 @pytest.mark.parametrize(
     ("kind", "prepare", "made"),
     [
