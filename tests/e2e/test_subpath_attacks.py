@@ -221,3 +221,34 @@ def test_the_pods_bind_mounts_go_when_it_stops_and_stay_gone(
     assert (pod_dir / "volumes" / "kubernetes.io~empty-dir" / "vol" / "sub" / "out"
             ).read_text() == "hi\n"
     assert not (pod_dir / "volume-subpaths").exists()
+
+
+def test_host_to_container_propagation_reaches_the_runtime(daemon: Daemon,
+                                                           cri: CRIClient) -> None:
+    # The runtime makes the mount a slave of the node's (master:N in the container's
+    # mountinfo) where the volume's node mount is shared, and refuses it where it is not
+    # (as on a node whose / is a private mount): either way it was asked, never dropped.
+    (daemon.manifests / "p.yaml").write_text(pod("p", [{
+        "name": "main", "script": f"grep ' /h ' /proc/self/mountinfo > /h/info; {SLEEP}",
+        "mounts": [{"name": "vol", "mountPath": "/h",
+                    "mountPropagation": "HostToContainer"}]}], EMPTY))
+    daemon.start()
+
+    def outcome() -> str | None:
+        state = container_state(daemon, "p-e2e-node", "main")
+        if "running" in state:
+            return "running"
+        waiting = state.get("waiting", {})
+        return (waiting.get("message") if waiting.get("reason") == "CreateContainerError"
+                else None)
+
+    seen = wait_for(outcome, 90.0, "the container to run or be refused by the runtime")
+    if seen == "running":
+        found = daemon.pod("p-e2e-node")
+        assert found is not None
+        info = (daemon.workdir / "root" / "pods" / found["metadata"]["uid"] / "volumes" /
+                "kubernetes.io~empty-dir" / "vol" / "info")
+        wait_for(info.exists, 30.0, "the container's mountinfo")
+        assert "master:" in info.read_text()
+    else:
+        assert seen is not None and "is not a shared or slave mount" in seen
