@@ -17,7 +17,7 @@ import pytest
 from actors.app.testbed import BUSYBOX_IMAGE
 from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
-from runtime.cri.types import ContainerFilter
+from runtime.cri.types import ContainerFilter, SandboxFilter
 from runtime.kuberuntime import labels as L
 from runtime.mounts import mount_points_under, unmount
 from tests.e2e.daemon import Daemon
@@ -252,3 +252,25 @@ def test_host_to_container_propagation_reaches_the_runtime(daemon: Daemon,
         assert "master:" in info.read_text()
     else:
         assert seen is not None and "is not a shared or slave mount" in seen
+
+
+def test_a_restarted_kubelet_unmounts_what_gone_pods_left(daemon: Daemon,
+                                                          cri: CRIClient) -> None:
+    (daemon.manifests / "left.yaml").write_text(pod("left", [{
+        "name": "main", "script": SLEEP,
+        "mounts": [{"name": "vol", "mountPath": "/d", "subPath": "sub"}]}], EMPTY))
+    daemon.start()
+    uid = daemon.wait_running("left-e2e-node", timeout=90.0)["metadata"]["uid"]
+    pod_dir = daemon.workdir / "root" / "pods" / uid
+    assert mount_points_under(str(pod_dir)) != ()
+    # The kubelet stops (its pods run on); meanwhile the pod is removed behind its back.
+    daemon.stop()
+    (daemon.manifests / "left.yaml").unlink()
+    for sandbox in cri.list_pod_sandbox(SandboxFilter(label_selector={L.POD_UID: uid})):
+        cri.stop_pod_sandbox(sandbox.id)
+        cri.remove_pod_sandbox(sandbox.id)
+    daemon.start()
+    wait_for(lambda: "unmounted the subPath mounts of 1 pod(s)" in daemon.log(), 60.0,
+             "the start's clean-up")
+    assert mount_points_under(str(pod_dir)) == ()
+    assert not (pod_dir / "volume-subpaths").exists()
