@@ -61,6 +61,11 @@ from runtime.kuberuntime.log_rotation import LogRotatePolicy
 from runtime.kuberuntime.log_rotator import ContainerLogRotator
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.settings import NodeSettings
+from runtime.kuberuntime.volume_mounts import (
+    VOLUME_MOUNTS_TARGET,
+    NodeVolumeMounts,
+    VolumeMounts,
+)
 from runtime.pod.model import (
     Container,
     HostPathVolumeSource,
@@ -271,7 +276,7 @@ class RecordedNode:
             stats=stats, eviction=eviction, host_paths=True, garbage_collection=gc,
             log_rotation=log_rotation is not None, probe_state=probe_state,
             events=events, start_path=start_path, pod_cgroups=pod_cgroups is not None,
-            container_logs=True)
+            container_logs=True, volume_mounts=True)
         self.writer = TrackingWriter(directory, config=config.to_header(),
                                      max_bytes=trace_max_bytes)
         self.activity = self.writer.activity
@@ -287,12 +292,15 @@ class RecordedNode:
         container_logs = intercept(NodeContainerLogFiles(), ContainerLogFiles,
                                    RecordingInterceptor(self.writer),
                                    target=CONTAINER_LOGS_TARGET)
+        volume_mounts = intercept(NodeVolumeMounts(), VolumeMounts,
+                                  RecordingInterceptor(self.writer), target=VOLUME_MOUNTS_TARGET)
         if pod_cgroups is not None:  # as the daemon's: their answers recorded
             pod_cgroups = intercept(pod_cgroups, PodCgroupService,
                                     RecordingInterceptor(self.writer), target=POD_CGROUPS_TARGET)
         manager = KubeRuntimeManager(runtime, config.node, clock, observe=d.observe,
                                      host_paths=host_paths, cgroups=pod_cgroups,
                                      container_logs=container_logs,
+                                     volume_mounts=volume_mounts,
                                      events=DispatchRecorder(d) if events else NULL_RECORDER,
                                      reuse_image_status=config.lean_start,
                                      image_checks_beside_sandbox=config.image_checks_beside_sandbox)
