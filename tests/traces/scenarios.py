@@ -256,8 +256,10 @@ class RecordedNode:
                  start_path: int = tree.START_PATH,
                  metrics: KubeletMetrics | None = None,
                  probe_metrics: ProbeMetrics | None = None,
-                 pod_cgroups: PodCgroupService | None = None) -> None:
+                 pod_cgroups: PodCgroupService | None = None,
+                 volume_mounts: VolumeMounts | None = None) -> None:
         # restart_of: a kubelet restarted on the same node (its runtime and clock go on).
+        # volume_mounts: the mount table memory-backed volumes use (the machine's).
         # pod_cgroups: cgroupsPerQOS on, each pod's cgroup made by this (recorded).
         self.fake_clock: FakeClock = (restart_of.fake_clock if restart_of is not None
                                       else FakeClock())
@@ -292,7 +294,7 @@ class RecordedNode:
         container_logs = intercept(NodeContainerLogFiles(), ContainerLogFiles,
                                    RecordingInterceptor(self.writer),
                                    target=CONTAINER_LOGS_TARGET)
-        volume_mounts = intercept(NodeVolumeMounts(), VolumeMounts,
+        volume_mounts = intercept(volume_mounts or NodeVolumeMounts(), VolumeMounts,
                                   RecordingInterceptor(self.writer), target=VOLUME_MOUNTS_TARGET)
         if pod_cgroups is not None:  # as the daemon's: their answers recorded
             pod_cgroups = intercept(pod_cgroups, PodCgroupService,
