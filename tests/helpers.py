@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
+
+from msgspec.structs import replace
+
+from runtime.kuberuntime.volume_mounts import MountPoint
 
 T = TypeVar("T")
 
@@ -67,3 +72,36 @@ def promtool_check(text: str) -> None:
                           capture_output=True, timeout=60, check=False)
     # Exit 1: it does not parse; exit 3: it parses but breaks Prometheus' naming lint.
     assert done.returncode == 0, done.stderr.decode() + done.stdout.decode()
+
+
+class FakeVolumeMounts:
+    """A mount table in memory for runtime.kuberuntime.volume_mounts.VolumeMounts: each
+    call recorded (``calls``), with whether the directory existed when it came."""
+
+    def __init__(self, fail: str = "") -> None:
+        self.fail = fail  # what each mount answers ("": mounted)
+        self.table: list[MountPoint] = []  # absolute paths, in mount order
+        self.calls: list[tuple[str, str, bool]] = []  # (method, path, the dir existed)
+
+    def mounts_under(self, directory: str) -> tuple[MountPoint, ...]:
+        root = directory.rstrip("/")
+        found = [replace(p, path=os.path.relpath(p.path, root) if p.path != root else "")
+                 for p in reversed(self.table)
+                 if p.path == root or p.path.startswith(root + "/")]
+        return tuple(sorted(found, key=lambda p: -(p.path.count("/") + 1 if p.path else 0)))
+
+    def mount(self, source: str, path: str, fstype: str, options: tuple[str, ...]) -> str:
+        self.calls.append(("mount", path, os.path.isdir(path)))
+        if self.fail:
+            return self.fail
+        # The kernel shows a hugetlbfs's page size as pagesize=2M.
+        shown = tuple(o[:-1] if o.startswith("pagesize=") and o.endswith("i") else o
+                      for o in options)
+        self.table.append(MountPoint(path, fstype, shown))
+        return ""
+
+    def tear_down(self, path: str) -> str:
+        self.calls.append(("tear_down", path, os.path.isdir(path)))
+        self.table = [p for p in self.table if p.path != path]
+        shutil.rmtree(path, ignore_errors=True)
+        return ""

@@ -27,6 +27,7 @@ from actors.app.http.security import main_port_security
 from actors.app.http.server import KubeletHTTPServer
 from actors.app.http.stream_routes import stream_host
 from actors.app.http.timeline import LiveTrace
+from actors.app.leftover_mounts import unmount_leftover_volumes
 from actors.app.log_rotation_setup import log_rotation_parts
 from actors.app.node import node_settings, this_node
 from actors.app.orphan_mounts import unmount_orphaned_sub_paths
@@ -65,6 +66,11 @@ from runtime.kuberuntime.container_logs import (
 from runtime.kuberuntime.host_paths import HOST_PATHS_TARGET, HostPaths, NodeHostPaths
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.object_source import ObjectSource
+from runtime.kuberuntime.volume_mounts import (
+    VOLUME_MOUNTS_TARGET,
+    NodeVolumeMounts,
+    VolumeMounts,
+)
 from runtime.pod.model import Pod
 from runtime.status.types import PodStatus
 
@@ -209,7 +215,7 @@ def start_kubelet(
         timing=WorkerTiming(resync_interval=flags.sync_frequency),
         supervisor=sync_settings, host_ip=node_ip, embedded=containerd is not None,
         cluster=cluster is not None, events=True, stats=stats.parts is not None,
-        host_paths=True, pod_cgroups=True, container_logs=True,
+        host_paths=True, pod_cgroups=True, container_logs=True, volume_mounts=True,
         garbage_collection=flags.garbage_collection,
         log_rotation=rotation is not None,
         eviction=eviction,
@@ -217,6 +223,7 @@ def start_kubelet(
     writer: TraceWriter | None = None
     host_paths: HostPaths = NodeHostPaths()
     container_logs: ContainerLogFiles = NodeContainerLogFiles()
+    volume_mounts: VolumeMounts = NodeVolumeMounts()
     # The calls that run processes on the node, a few at a time (runtime.cri.parallel_limit),
     # outside Timing: the metric times the call, not its wait for a slot.
     calls: tuple[Interceptor, ...] = (ParallelLimit(), Timing(metrics.observe_runtime_call),
@@ -236,6 +243,8 @@ def start_kubelet(
         host_paths = intercept(host_paths, HostPaths, recording, target=HOST_PATHS_TARGET)
         container_logs = intercept(container_logs, ContainerLogFiles, recording,
                                    target=CONTAINER_LOGS_TARGET)
+        volume_mounts = intercept(volume_mounts, VolumeMounts, recording,
+                                  target=VOLUME_MOUNTS_TARGET)
         logger.info("recording a trace in {}", flags.trace_dir)
     instrumented = intercept(runtime, CRIRuntime, *calls)
     dispatch = Dispatch(recorder=writer, faults=faults)
@@ -250,6 +259,7 @@ def start_kubelet(
         source: ObjectSource = watching
         objects = intercept(source, ObjectSource,
                             *((calls[0],) if writer is not None else ()), target="kubeapi")
+    unmount_leftover_volumes(config.node.root_dir, runtime)
     # The pod cgroups' answers come from the node's cgroup filesystem: inputs, recorded.
     unmount_orphaned_sub_paths(root_dir, runtime)
     cgroups: PodCgroupService | None = start_pod_cgroups(flags, runtime,
@@ -264,7 +274,8 @@ def start_kubelet(
                                  reuse_image_status=config.lean_start,
                                  image_checks_beside_sandbox=config.image_checks_beside_sandbox,
                                  kill_from_listings=config.lean_kill,
-                                 container_logs=container_logs)
+                                 container_logs=container_logs,
+                                 volume_mounts=volume_mounts)
     timers = TimerService(dispatch, real_clock)
     events = (EventSourceChooser(runtime_endpoint)
               if runtime_endpoint and enabled(flags.feature_gates, EVENTED_PLEG) else None)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from actors.app.flags import KubeletFlags
 from runtime.cm.container_resources import node_hugepage_sizes
+from runtime.kuberuntime.memory_volumes import tmpfs_noswap
 from runtime.kuberuntime.settings import NodeSettings
 from runtime.machine import apparmor_enabled, machine_allocatable, machine_arch, mem_total
 from runtime.node_address import node_ip as find_node_ip
@@ -33,6 +34,7 @@ def node_settings(flags: KubeletFlags) -> NodeSettings:
         cgroup_driver=flags.cgroup_driver, memory_capacity=mem_total(),
         hugepage_sizes=node_hugepage_sizes(), seccomp_default=flags.seccomp_default,
         max_container_restart_period=flags.max_container_restart_period,
+        tmpfs_noswap=tmpfs_noswap(),
     )
 
 

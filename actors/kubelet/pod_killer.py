@@ -72,6 +72,7 @@ class PodKiller(Actor):
                 raise CRIError("KillPod", str(result))
             self._manager.remove_pod_sandboxes(status)
             self._manager.destroy_pod_cgroup(order.uid)
+            self._manager.unmount_volumes(order.uid, order.name)
             log.info("removed {} pod", order.reason)
             self.send(self.name, KillFinished(order.uid, True))
         except CRIError as err:

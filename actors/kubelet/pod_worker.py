@@ -380,12 +380,15 @@ class PodWorker(Actor):
         cgroup_last = self._remove and self._lean_kill
         if not cgroup_last:
             self._manager.destroy_pod_cgroup(self.uid)
+        # Its tmpfs and hugetlbfs volumes give their memory back once nothing of it runs
+        # (upstream's SyncTerminatedPod waits for the volume manager to unmount them).
+        unmounted = self._manager.unmount_volumes(self.uid, pod.metadata.name)
         if failed[0] == reasons.EVICTED:
             tear_down_empty_dirs(pod, self._manager.settings)  # the reclaimed disk
         if self._remove:
             # Removed: an empty runtime status would read as Pending; the supervisor
             # forgets the pod (and its status) once it hears this worker is done.
-            self._remove_pod(status, log)
+            self._remove_pod(status, log, unmounted)
             if cgroup_last:
                 self._manager.destroy_pod_cgroup(self.uid)
         else:
@@ -406,15 +409,17 @@ class PodWorker(Actor):
         known, self._known_status = self._known_status, None
         return known if known is not None else self._manager.removal_status(pod)
 
-    def _remove_pod(self, status: RuntimePodStatus, log: Any) -> None:
-        """Remove the pod's sandboxes (and with them its containers), then its dirs."""
+    def _remove_pod(self, status: RuntimePodStatus, log: Any, unmounted: bool = True) -> None:
+        """Remove the pod's sandboxes (and with them its containers), then its dirs: its
+        pod directory only once no volume is mounted in it (a removal would reach into
+        the mount; upstream's cleanupOrphanedPodDirs keeps such a directory too)."""
         self._manager.remove_pod_sandboxes(status)
         pod = self._pod
         if pod is None:
             return
         settings = self._manager.settings
         for path in (
-            settings.pod_dir(pod.uid),
+            *((settings.pod_dir(pod.uid),) if unmounted else ()),
             settings.pod_log_dir(pod.metadata.namespace, pod.metadata.name, pod.uid),
         ):
             mounted = remove_unmounted_tree(path)

@@ -37,6 +37,11 @@ from runtime.kuberuntime.container_logs import (
 from runtime.kuberuntime.host_paths import HOST_PATHS_TARGET, CheckOnlyHostPaths, HostPaths
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.object_source import ObjectSource
+from runtime.kuberuntime.volume_mounts import (
+    VOLUME_MOUNTS_TARGET,
+    UnmountedVolumeMounts,
+    VolumeMounts,
+)
 
 # What traces recorded before message names existed called each message (its module path).
 LEGACY_TYPES: dict[str, str] = {
@@ -63,7 +68,8 @@ _NOT_ACTORS = frozenset({names.TIMERS, "test"})
 _RESULTS = {"runtime": result_types(CRIRuntime), "containerd": result_types(ManagedContainerd),
             HOST_PATHS_TARGET: result_types(HostPaths),
             POD_CGROUPS_TARGET: result_types(PodCgroupService),
-            CONTAINER_LOGS_TARGET: result_types(ContainerLogFiles)}
+            CONTAINER_LOGS_TARGET: result_types(ContainerLogFiles),
+            VOLUME_MOUNTS_TARGET: result_types(VolumeMounts)}
 
 
 class _StubRef:
@@ -199,6 +205,11 @@ class KubeletWorld:
             cast(ContainerLogFiles, intercept(Unreachable(), ContainerLogFiles, stubs.answers,
                                               target=CONTAINER_LOGS_TARGET))
             if config.container_logs else UncleanedContainerLogFiles())
+        # Memory-backed volumes' mounts as recorded: the replay never mounts one.
+        volume_mounts: VolumeMounts = (
+            cast(VolumeMounts, intercept(Unreachable(), VolumeMounts, stubs.answers,
+                                         target=VOLUME_MOUNTS_TARGET))
+            if config.volume_mounts else UnmountedVolumeMounts())
         manager = KubeRuntimeManager(runtime, node, clock, node_ip=config.host_ip,
                                      observe=stubs.dispatch.observe, objects=objects,
                                      cgroups=cgroups,
@@ -206,7 +217,8 @@ class KubeletWorld:
                                      reuse_image_status=config.lean_start,
                                      image_checks_beside_sandbox=config.image_checks_beside_sandbox,
                                      kill_from_listings=config.lean_kill,
-                                     container_logs=container_logs)
+                                     container_logs=container_logs,
+                                     volume_mounts=volume_mounts)
         return KubeletParts(stubs.dispatch, timers, clock, runtime, manager, config,
                             containerd=containerd, executor=InertExecutor)
 

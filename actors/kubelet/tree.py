@@ -101,6 +101,9 @@ class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
     # A pruned or purged instance's log removal recorded (older traces: the kubelet
     # removed none, and their replay removes none).
     container_logs: bool = False
+    # Memory-backed volumes' mounts recorded (older traces: the kubelet mounted none,
+    # and their replay finds none mounted and mounts none).
+    volume_mounts: bool = False
     # The garbage collector runs with these settings (None: traces from before it).
     garbage_collection: GCSettings | None = None
     log_rotation: bool = False  # the log rotation actor runs (after stats; not replayed)

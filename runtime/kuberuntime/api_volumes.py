@@ -10,24 +10,22 @@ mount with the manager's NotFound (``configmap "x" not found``) unless the refer
 k`` unless optional. A projected volume collects every source's error. A
 serviceAccountToken source holds a TokenRequest answer bound to the pod (audience,
 expirationSeconds, default 3600). Rewritten at every pod sync, so updates and rotated
-tokens reach the files.
+tokens reach the files. The payload is made here; runtime.kuberuntime.volumes makes the
+directory (a tmpfs for secret and projected volumes) and writes it.
 """
 
 from __future__ import annotations
 
 import base64
-import os
 from collections.abc import Mapping
 from typing import Any
 
-from runtime.kuberuntime.atomic_writer import AtomicWriter, FileProjection, PayloadError
+from runtime.kuberuntime.atomic_writer import FileProjection
 from runtime.kuberuntime.downward import metadata_value, resource_value
 from runtime.kuberuntime.object_source import Answer, ObjectSource
-from runtime.kuberuntime.settings import NodeSettings
 from runtime.pod.model import KeyToPath, Pod, Volume
 
-__all__ = ["APIVolumeError", "api_volume_path", "is_api_volume", "referenced_objects",
-           "set_up_api_volume"]
+__all__ = ["APIVolumeError", "api_volume_payload", "is_api_volume", "referenced_objects"]
 
 DEFAULT_MODE = 0o644
 DEFAULT_TOKEN_EXPIRATION = 3600  # the API's default for a projection's expirationSeconds
@@ -177,35 +175,20 @@ def _projected_payload(pod: Pod, volume: Volume, objects: ObjectSource
     return payload
 
 
-def api_volume_path(pod: Pod, volume: Volume, settings: NodeSettings) -> str:
-    """Where the volume's files are (upstream's plugin directory)."""
-    plugin = ("configmap" if volume.config_map is not None
-              else "secret" if volume.secret is not None else "projected")
-    return os.path.join(settings.pod_dir(pod.metadata.uid), "volumes",
-                        f"kubernetes.io~{plugin}", volume.name)
-
-
-def set_up_api_volume(pod: Pod, volume: Volume, settings: NodeSettings,
-                      objects: ObjectSource) -> str:
-    """Project a configMap, secret or projected volume from the API server into its
-    directory atomically; its host path, or APIVolumeError with upstream's message."""
+def api_volume_payload(pod: Pod, volume: Volume, objects: ObjectSource
+                       ) -> dict[str, FileProjection]:
+    """The files of a configMap, secret or projected volume from the API server (its
+    directory, and the medium under it, are runtime.kuberuntime.volumes'); APIVolumeError
+    with upstream's message when it cannot be had."""
     namespace = pod.metadata.namespace
     if volume.config_map is not None:
         cm = volume.config_map
         mode = DEFAULT_MODE if cm.default_mode is None else cm.default_mode
-        payload = _object_payload(objects, "configmap", namespace, cm.name, cm.items, mode,
-                                  bool(cm.optional))
-    elif volume.secret is not None:
+        return _object_payload(objects, "configmap", namespace, cm.name, cm.items, mode,
+                               bool(cm.optional))
+    if volume.secret is not None:
         s = volume.secret
         mode = DEFAULT_MODE if s.default_mode is None else s.default_mode
-        payload = _object_payload(objects, "secret", namespace, s.secret_name, s.items, mode,
-                                  bool(s.optional))
-    else:
-        payload = _projected_payload(pod, volume, objects)
-    path = api_volume_path(pod, volume, settings)
-    os.makedirs(path, mode=0o755, exist_ok=True)
-    try:
-        AtomicWriter(path).write(payload)
-    except PayloadError as err:
-        raise APIVolumeError(str(err)) from err
-    return path
+        return _object_payload(objects, "secret", namespace, s.secret_name, s.items, mode,
+                               bool(s.optional))
+    return _projected_payload(pod, volume, objects)

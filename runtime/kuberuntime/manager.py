@@ -65,7 +65,13 @@ from runtime.kuberuntime.sandbox import generate_sandbox_config
 from runtime.kuberuntime.settings import NodeSettings
 from runtime.kuberuntime.termination_message import read_termination_message
 from runtime.kuberuntime.termination_order import TerminationOrdering, has_sidecars
-from runtime.kuberuntime.volumes import NODE_HOST_PATHS, set_up_volumes
+from runtime.kuberuntime.volume_mounts import VolumeMounts
+from runtime.kuberuntime.volumes import (
+    NODE_HOST_PATHS,
+    NODE_VOLUME_MOUNTS,
+    set_up_volumes,
+    tear_down_pod_volumes,
+)
 from runtime.pod.model import Container, Pod
 
 
@@ -88,6 +94,7 @@ class KubeRuntimeManager:
         image_checks_beside_sandbox: bool = True,
         kill_from_listings: bool = True,
         container_logs: ContainerLogFiles | None = None,
+        volume_mounts: VolumeMounts = NODE_VOLUME_MOUNTS,
     ) -> None:
         """``reuse_image_status``: one ImageStatus per container start (see
         ContainerLifecycle; False only to replay traces from before).
@@ -106,7 +113,8 @@ class KubeRuntimeManager:
         ``kill_from_listings``: a pod stopped to be removed is read from its two listings
         alone (runtime.kuberuntime.kill_status; False only to replay traces from before).
         ``container_logs``: what removes a removed container's log files (the node's by
-        default; a trace records its answers)."""
+        default; a trace records its answers). ``volume_mounts``: what mounts and
+        unmounts memory-backed volumes (a trace records its answers)."""
         self.runtime = runtime
         self.cgroups = cgroups
         self.settings = settings
@@ -126,6 +134,7 @@ class KubeRuntimeManager:
         self._side_pool = side_pool()  # its threads start with the first sandbox made
         self._kill_from_listings = kill_from_listings
         self.container_logs = container_logs or NodeContainerLogFiles()
+        self.volume_mounts = volume_mounts
 
     def get_pod_status(self, uid: PodUID, name: str, namespace: str,
                        listing: PodListing | None = None,
@@ -232,7 +241,8 @@ class KubeRuntimeManager:
         WaitForAttachAndMount): when one cannot be had, nothing starts, the pod stays
         Pending with its containers ContainerCreating, and each failure is logged as
         upstream's FailedMount event. An empty result when every volume is ready."""
-        failures = set_up_volumes(pod, self.settings, self.objects, self.host_paths)
+        failures = set_up_volumes(pod, self.settings, self.objects, self.host_paths,
+                                  self.volume_mounts)
         if not failures:
             return PodSyncResult()
         log = logger.bind(pod=pod.metadata.name, uid=pod.uid, container="")
@@ -247,6 +257,16 @@ class KubeRuntimeManager:
         self.events.event(ref, reasons.WARNING, reasons.FAILED_MOUNT_VOLUME, message)
         return PodSyncResult((StepResult("MountVolumes", pod.metadata.name, "FailedMount",
                                          message),))
+
+    def unmount_volumes(self, uid: str, name: str = "") -> bool:
+        """Unmount a stopped pod's memory-backed volumes and remove their directories
+        (upstream's volume manager, once the pod terminated); False, each failure
+        logged, while one stays mounted (a kubelet's next start tries again)."""
+        errors = tear_down_pod_volumes(uid, self.settings, self.volume_mounts)
+        for error in errors:
+            logger.bind(pod=name, uid=uid, container="").warning(
+                "UnmountVolume.TearDown failed: {}", error)
+        return not errors
 
     def execute(
         self,

@@ -36,6 +36,9 @@ class NodeSettings(Struct, frozen=True):
     # KubeletConfiguration crashLoopBackOff.maxContainerRestartPeriod (feature gate
     # KubeletCrashLoopBackOffMax): the crash-loop back-off's cap, in seconds.
     max_container_restart_period: float = 300.0
+    # The kernel takes tmpfs's ``noswap`` (6.4 and later): memory-backed volumes get it,
+    # as upstream's IsTmpfsNoswapOptionSupported has them.
+    tmpfs_noswap: bool = False
 
     def pod_dir(self, uid: str) -> str:
         return os.path.join(self.root_dir, "pods", uid)

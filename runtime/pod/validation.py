@@ -44,7 +44,7 @@ from runtime.pod.model import (
     VolumeMount,
     volume_sources,
 )
-from runtime.pod.quantity import parse_quantity
+from runtime.pod.quantity import FORMAT_WRONG, parse_quantity
 
 __all__ = [
     "Problem",
@@ -146,9 +146,7 @@ _PORT_RANGE = "must be between 1 and 65535, inclusive"
 _ID_RANGE = "must be between 0 and 2147483647, inclusive"
 _NON_NEGATIVE = "must be greater than or equal to 0"
 _PLAIN_INIT = "may not be set for init containers without restartPolicy=Always"
-_QUANTITY_MSG = (
-    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
-)
+_QUANTITY_MSG = FORMAT_WRONG
 _MAX_INT32 = 2**31 - 1
 
 

@@ -61,6 +61,11 @@ from runtime.kuberuntime.log_rotation import LogRotatePolicy
 from runtime.kuberuntime.log_rotator import ContainerLogRotator
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.settings import NodeSettings
+from runtime.kuberuntime.volume_mounts import (
+    VOLUME_MOUNTS_TARGET,
+    NodeVolumeMounts,
+    VolumeMounts,
+)
 from runtime.pod.model import (
     Container,
     HostPathVolumeSource,
@@ -251,8 +256,10 @@ class RecordedNode:
                  start_path: int = tree.START_PATH,
                  metrics: KubeletMetrics | None = None,
                  probe_metrics: ProbeMetrics | None = None,
-                 pod_cgroups: PodCgroupService | None = None) -> None:
+                 pod_cgroups: PodCgroupService | None = None,
+                 volume_mounts: VolumeMounts | None = None) -> None:
         # restart_of: a kubelet restarted on the same node (its runtime and clock go on).
+        # volume_mounts: the mount table memory-backed volumes use (the machine's).
         # pod_cgroups: cgroupsPerQOS on, each pod's cgroup made by this (recorded).
         self.fake_clock: FakeClock = (restart_of.fake_clock if restart_of is not None
                                       else FakeClock())
@@ -271,7 +278,7 @@ class RecordedNode:
             stats=stats, eviction=eviction, host_paths=True, garbage_collection=gc,
             log_rotation=log_rotation is not None, probe_state=probe_state,
             events=events, start_path=start_path, pod_cgroups=pod_cgroups is not None,
-            container_logs=True)
+            container_logs=True, volume_mounts=True)
         self.writer = TrackingWriter(directory, config=config.to_header(),
                                      max_bytes=trace_max_bytes)
         self.activity = self.writer.activity
@@ -287,12 +294,15 @@ class RecordedNode:
         container_logs = intercept(NodeContainerLogFiles(), ContainerLogFiles,
                                    RecordingInterceptor(self.writer),
                                    target=CONTAINER_LOGS_TARGET)
+        volume_mounts = intercept(volume_mounts or NodeVolumeMounts(), VolumeMounts,
+                                  RecordingInterceptor(self.writer), target=VOLUME_MOUNTS_TARGET)
         if pod_cgroups is not None:  # as the daemon's: their answers recorded
             pod_cgroups = intercept(pod_cgroups, PodCgroupService,
                                     RecordingInterceptor(self.writer), target=POD_CGROUPS_TARGET)
         manager = KubeRuntimeManager(runtime, config.node, clock, observe=d.observe,
                                      host_paths=host_paths, cgroups=pod_cgroups,
                                      container_logs=container_logs,
+                                     volume_mounts=volume_mounts,
                                      events=DispatchRecorder(d) if events else NULL_RECORDER,
                                      reuse_image_status=config.lean_start,
                                      image_checks_beside_sandbox=config.image_checks_beside_sandbox)

@@ -22,16 +22,17 @@ from runtime.errors import CRIError, SyncError
 from runtime.kubeapi.client import CONFIGMAPS, SECRETS, SERVICES, KubeClient
 from runtime.kubeapi.objects import WatchingObjects
 from runtime.kubeapi.tokens import CachedToken, TokenManager, requires_refresh
-from runtime.kuberuntime.api_volumes import APIVolumeError, referenced_objects, set_up_api_volume
+from runtime.kuberuntime.api_volumes import referenced_objects
 from runtime.kuberuntime.atomic_writer import DATA_DIR
 from runtime.kuberuntime.container_config import make_env
 from runtime.kuberuntime.images import ImageManager
 from runtime.kuberuntime.pull_secrets import Keyring, pull_credentials
 from runtime.kuberuntime.settings import NodeSettings
+from runtime.kuberuntime.volumes import VolumeSetupError, set_up_volume
 from runtime.pod.defaults import apply_defaults
 from runtime.pod.model import Pod
 from tests.apiserver import EmulatedAPIServer
-from tests.helpers import wait_for
+from tests.helpers import FakeVolumeMounts, wait_for
 
 
 def make_pod(spec: dict[str, Any], name: str = "p", uid: str = "uid-1") -> Pod:
@@ -75,6 +76,7 @@ def test_a_watch_per_referenced_object_sees_updates_and_stops_when_unreferenced_
 def test_configmap_and_secret_volumes_are_written_atomically_emulated_apiserver(
         client: KubeClient, objects: WatchingObjects, tmp_path: Path) -> None:
     settings = NodeSettings(node_name="n1", root_dir=str(tmp_path))
+    mounts = FakeVolumeMounts()
     client.create(CONFIGMAPS, {"metadata": {"name": "cm"}, "data": {"a": "1", "b": "2"}},
                   "default")
     client.create(SECRETS, {"metadata": {"name": "s"}, "data": {"pw": b64("hunter2")}},
@@ -87,20 +89,23 @@ def test_configmap_and_secret_volumes_are_written_atomically_emulated_apiserver(
         {"name": "req", "configMap": {"name": "none"}}]})
     objects.register_pod(pod.uid, "default", *referenced_objects(pod))
     cfg, sec, opt, req = pod.spec.volumes
-    path = Path(set_up_api_volume(pod, cfg, settings, objects))
+    path = Path(set_up_volume(pod, cfg, settings, objects, mounts=mounts))
     assert (path / "dir" / "a").read_text() == "1" and not (path / "b").exists()
     assert (path / "dir" / "a").stat().st_mode & 0o777 == 0o600
     first = os.readlink(path / DATA_DIR)
-    assert Path(set_up_api_volume(pod, sec, settings, objects), "pw").read_text() == "hunter2"
-    visible = os.listdir(set_up_api_volume(pod, opt, settings, objects))
+    secret = set_up_volume(pod, sec, settings, objects, mounts=mounts)
+    assert Path(secret, "pw").read_text() == "hunter2"
+    # The secret on a tmpfs, written after the mount; the ConfigMap on the disk.
+    assert [(c[0], c[1]) for c in mounts.calls] == [("mount", secret)]
+    visible = os.listdir(set_up_volume(pod, opt, settings, objects, mounts=mounts))
     assert [n for n in visible if not n.startswith("..")] == []  # empty, as upstream
-    with pytest.raises(APIVolumeError, match='configmap "none" not found'):
-        set_up_api_volume(pod, req, settings, objects)
+    with pytest.raises(VolumeSetupError, match='configmap "none" not found'):
+        set_up_volume(pod, req, settings, objects, mounts=mounts)
     cm = client.get(CONFIGMAPS, "cm", "default")
     client.update(CONFIGMAPS, {**cm, "data": {"a": "new"}}, "default")
     wait_for(lambda: objects.get("configmap", "default", "cm")["object"]["data"]["a"] == "new",
              10, "the new ConfigMap data")
-    set_up_api_volume(pod, cfg, settings, objects)
+    set_up_volume(pod, cfg, settings, objects, mounts=mounts)
     assert (path / "dir" / "a").read_text() == "new"
     assert os.readlink(path / DATA_DIR) != first  # a new version swapped in
 
@@ -158,17 +163,18 @@ def test_kube_api_access_volume_holds_a_bound_token_ca_and_namespace_emulated_ap
                     "fieldPath": "metadata.namespace"}}]}}]}}]})
         watching.register_pod(pod.uid, "default", *referenced_objects(pod))
         settings = NodeSettings(node_name="n1", root_dir=str(tmp_path))
-        path = Path(set_up_api_volume(pod, pod.spec.volumes[0], settings, watching))
+        mounts = FakeVolumeMounts()
+        path = Path(set_up_volume(pod, pod.spec.volumes[0], settings, watching, mounts=mounts))
         token = (path / "token").read_text()
         claims = json.loads(base64.urlsafe_b64decode(token.split(".")[1] + "=="))
         assert claims["kubernetes.io"]["pod"] == {"name": "p", "uid": pod.uid}
         assert claims["exp"] - claims["iat"] == 3607
         assert (path / "ca.crt").read_text() == server.ca.cert_pem.decode()
         assert (path / "namespace").read_text() == "default"
-        set_up_api_volume(pod, pod.spec.volumes[0], settings, watching)
+        set_up_volume(pod, pod.spec.volumes[0], settings, watching, mounts=mounts)
         assert tokens.requests == 1  # cached
         clock.step(3607 * 0.8 + 1)  # past 80% of its life: asked again
-        set_up_api_volume(pod, pod.spec.volumes[0], settings, watching)
+        set_up_volume(pod, pod.spec.volumes[0], settings, watching, mounts=mounts)
         assert tokens.requests == 2 and (path / "token").read_text() != token
     finally:
         watching.stop()

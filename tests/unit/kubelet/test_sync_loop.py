@@ -29,7 +29,7 @@ from runtime.kuberuntime.settings import NodeSettings
 from runtime.pod.model import Container, ObjectMeta, Pod, PodSpec
 from runtime.status.types import PodStatus
 from runtime.testing.fake_runtime import FakeRuntime
-from tests.helpers import wait_for
+from tests.helpers import FakeVolumeMounts, wait_for
 
 IMAGE = "localhost:5000/kubelet-actors/busybox:1.35"
 
@@ -57,7 +57,8 @@ class Node:
         self.metrics = KubeletMetrics()
         settings = NodeSettings("node", root_dir=str(tmp_path / "root"),
                                 pod_logs_dir=str(tmp_path / "logs"))
-        self.manager = KubeRuntimeManager(self.fake, settings, self.clock)
+        self.manager = KubeRuntimeManager(self.fake, settings, self.clock,
+                                          volume_mounts=FakeVolumeMounts())
         # ``admission`` gives the node and the sysctl allowlist; the rest is set here.
         config = ReplayConfig(node=settings, timing=WorkerTiming(60.0),
                               supervisor=replace(

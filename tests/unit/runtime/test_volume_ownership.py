@@ -28,6 +28,7 @@ from runtime.pod.model import (
     PodSpec,
     Volume,
 )
+from tests.helpers import FakeVolumeMounts
 
 GID = 4321
 
@@ -120,7 +121,7 @@ def test_plugins_apply_it_as_upstream(tmp_path: Path) -> None:
         Volume(name="host", host_path=HostPathVolumeSource(path=str(host))),
     )
     settings = NodeSettings(node_name="n", root_dir=str(tmp_path / "root"))
-    assert set_up_volumes(pod, settings) == ()
+    assert set_up_volumes(pod, settings, mounts=FakeVolumeMounts()) == ()
     volumes = Path(settings.pod_dir("uid-9"), "volumes")
     scratch = volumes / "kubernetes.io~empty-dir" / "scratch"
     assert scratch.stat().st_gid == GID and _mode(scratch) == 0o777 | stat.S_ISGID
@@ -140,6 +141,6 @@ def test_looking_an_empty_dir_up_again_keeps_its_setgid(tmp_path: Path) -> None:
     volume = Volume(name="scratch", empty_dir=EmptyDirVolumeSource())
     pod = _pod(GID, volume)
     settings = NodeSettings(node_name="n", root_dir=str(tmp_path / "root"))
-    assert set_up_volumes(pod, settings) == ()
-    path = Path(set_up_volume(pod, volume, settings))
+    assert set_up_volumes(pod, settings, mounts=FakeVolumeMounts()) == ()
+    path = Path(set_up_volume(pod, volume, settings, mounts=FakeVolumeMounts()))
     assert _mode(path) == 0o777 | stat.S_ISGID

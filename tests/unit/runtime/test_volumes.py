@@ -16,7 +16,7 @@ from runtime.kuberuntime.container_config import make_env
 from runtime.kuberuntime.settings import NodeSettings
 from runtime.kuberuntime.volumes import VolumeSetupError, set_up_volume, set_up_volumes
 from runtime.pod.model import Pod, Volume
-from tests.helpers import host_path_case
+from tests.helpers import FakeVolumeMounts, host_path_case
 
 
 @pytest.fixture
@@ -62,7 +62,7 @@ def test_volumes_the_node_cannot_provide(source: dict[str, object], message: str
                                          settings: NodeSettings) -> None:
     v = volume(**source)
     with pytest.raises(VolumeSetupError) as caught:
-        set_up_volume(make_pod(), v, settings)
+        set_up_volume(make_pod(), v, settings, mounts=FakeVolumeMounts())
     assert str(caught.value) == message
 
 
@@ -74,7 +74,7 @@ def test_volumes_the_node_cannot_provide(source: dict[str, object], message: str
 ])
 def test_optional_objects_give_an_empty_volume(source: dict[str, object], plugin: str,
                                                settings: NodeSettings) -> None:
-    path = set_up_volume(make_pod(), volume(**source), settings)
+    path = set_up_volume(make_pod(), volume(**source), settings, mounts=FakeVolumeMounts())
     assert path == os.path.join(settings.pod_dir("uid-1"), "volumes", f"kubernetes.io~{plugin}",
                                 "v")
     # Nothing visible; a projected volume still has its (empty) ..data version.
@@ -82,7 +82,7 @@ def test_optional_objects_give_an_empty_volume(source: dict[str, object], plugin
 
 
 def test_empty_dir_is_world_writable(settings: NodeSettings) -> None:
-    path = set_up_volume(make_pod(), volume(emptyDir={}), settings)
+    path = set_up_volume(make_pod(), volume(emptyDir={}), settings, mounts=FakeVolumeMounts())
     assert path.endswith("kubernetes.io~empty-dir/v")
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o777
 
@@ -111,7 +111,7 @@ def test_set_up_volumes_lists_every_failure_and_sets_up_the_rest(
     pod = make_pod(({"name": "scratch", "emptyDir": {}},
                     {"name": "config", "configMap": {"name": "cfg"}},
                     {"name": "token", "secret": {"secretName": "t"}}))
-    assert set_up_volumes(pod, settings) == (
+    assert set_up_volumes(pod, settings, mounts=FakeVolumeMounts()) == (
         ("config", 'configmap "cfg" not found'), ("token", 'secret "t" not found'))
     assert os.path.isdir(os.path.join(settings.pod_dir("uid-1"), "volumes",
                                       "kubernetes.io~empty-dir", "scratch"))
@@ -164,11 +164,12 @@ def test_downward_api_volumes_hold_the_pod_s_fields(settings: NodeSettings) -> N
                              "divisor": "1Mi"}}]}},
                          {"configMap": {"name": "x", "optional": True}}]}}]},
     }, Pod)
-    info = set_up_volume(pod, pod.spec.volumes[0], settings)
+    mounts = FakeVolumeMounts()
+    info = set_up_volume(pod, pod.spec.volumes[0], settings, mounts=mounts)
     assert Path(info, "labels").read_text() == 'rack="a\\"1"\nzone="us-est-coast"\n'
     assert Path(info, "sub", "name").read_text() == "web"
     assert Path(info, "cpu").read_text() == "250"
     assert stat.S_IMODE(os.stat(Path(info, "cpu")).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(Path(info, "labels")).st_mode) == 0o644
-    both = set_up_volume(pod, pod.spec.volumes[1], settings)
+    both = set_up_volume(pod, pod.spec.volumes[1], settings, mounts=mounts)
     assert Path(both, "mem").read_text() == "64"
