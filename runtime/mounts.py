@@ -12,10 +12,13 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import re
 import shutil
 
-__all__ = ["MountError", "bind_mount", "is_mount_point", "mount_points_under",
-           "remove_unmounted_tree", "unmount"]
+from msgspec import Struct
+
+__all__ = ["MountError", "MountPoint", "bind_mount", "is_mount_point", "mount_points_under",
+           "parse_mountinfo", "read_mountinfo", "remove_unmounted_tree", "unmount"]
 
 MS_BIND = 0x1000
 MNT_DETACH = 0x2
@@ -56,43 +59,57 @@ def unmount(target: str) -> None:
         raise _failed("umount", target)
 
 
+class MountPoint(Struct, frozen=True):
+    """One mount of the node's mount table."""
+
+    path: str
+    fstype: str  # "tmpfs", "hugetlbfs", ...
+    options: tuple[str, ...] = ()  # the filesystem's own (super) options: "size=...", "pagesize=2M"
+
+
+_ESCAPE = re.compile(r"\\([0-7]{3})")
+
+
 def _unescape(field: str) -> str:
-    """mountinfo escapes space, tab, newline and backslash as octal (``\\040``)."""
-    if "\\" not in field:
-        return field
-    out, i = [], 0
-    while i < len(field):
-        if field[i] == "\\" and len(field[i + 1:i + 4]) == 3 and field[i + 1:i + 4].isdigit():
-            out.append(chr(int(field[i + 1:i + 4], 8)))
-            i += 4
-        else:
-            out.append(field[i])
-            i += 1
-    return "".join(out)
+    """mountinfo writes space, tab, newline and backslash in a path as octal escapes."""
+    return _ESCAPE.sub(lambda m: chr(int(m.group(1), 8)), field)
+
+
+def parse_mountinfo(text: str) -> tuple[MountPoint, ...]:
+    """The mounts of a ``/proc/<pid>/mountinfo`` text, in its order (later mounts over
+    earlier ones)."""
+    points: list[MountPoint] = []
+    for line in text.splitlines():
+        fields = line.split()
+        if "-" not in fields[6:]:
+            continue
+        dash = fields.index("-", 6)
+        if len(fields) < dash + 4:
+            continue
+        points.append(MountPoint(_unescape(fields[4]), fields[dash + 1],
+                                 tuple(fields[dash + 3].split(","))))
+    return tuple(points)
+
+
+def read_mountinfo(mountinfo: str = MOUNTINFO) -> tuple[MountPoint, ...]:
+    """The node's mount table (this process's mount namespace)."""
+    with open(mountinfo, encoding="utf-8", errors="surrogateescape") as f:
+        return parse_mountinfo(f.read())
 
 
 def mount_points_under(directory: str, mountinfo: str = MOUNTINFO) -> tuple[str, ...]:
     """The mount points strictly under ``directory``, deepest first (the order to unmount
     them in)."""
     base = os.path.normpath(directory) + "/"
-    points = []
-    with open(mountinfo, encoding="utf-8") as f:
-        for line in f:
-            fields = line.split()
-            if len(fields) > 4:
-                point = _unescape(fields[4])
-                if point.startswith(base):
-                    points.append(point)
-    return tuple(sorted(set(points), key=lambda p: (-p.count("/"), p)))
+    points = {p.path for p in read_mountinfo(mountinfo) if p.path.startswith(base)}
+    return tuple(sorted(points, key=lambda p: (-p.count("/"), p)))
 
 
 def is_mount_point(path: str, mountinfo: str = MOUNTINFO) -> bool:
     """Whether something is mounted at ``path`` (a bind mount of a directory of the same
     filesystem included, which a device-number check would miss)."""
     path = os.path.normpath(path)
-    with open(mountinfo, encoding="utf-8") as f:
-        return any(len(fields) > 4 and _unescape(fields[4]) == path
-                   for fields in (line.split() for line in f))
+    return any(p.path == path for p in read_mountinfo(mountinfo))
 
 
 def remove_unmounted_tree(directory: str) -> tuple[str, ...]:

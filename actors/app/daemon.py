@@ -27,10 +27,9 @@ from actors.app.http.security import main_port_security
 from actors.app.http.server import KubeletHTTPServer
 from actors.app.http.stream_routes import stream_host
 from actors.app.http.timeline import LiveTrace
-from actors.app.leftover_mounts import unmount_leftover_volumes
+from actors.app.leftover_mounts import unmount_leftovers
 from actors.app.log_rotation_setup import log_rotation_parts
 from actors.app.node import node_settings, this_node
-from actors.app.orphan_mounts import unmount_orphaned_sub_paths
 from actors.app.probe_state import probe_state_file, restore_probe_state
 from actors.app.process_memory import TRIM_PERIOD_S, give_back_free_memory
 from actors.app.stats_setup import stats_wiring
@@ -259,9 +258,8 @@ def start_kubelet(
         source: ObjectSource = watching
         objects = intercept(source, ObjectSource,
                             *((calls[0],) if writer is not None else ()), target="kubeapi")
-    unmount_leftover_volumes(config.node.root_dir, runtime)
+    unmount_leftovers(root_dir, runtime)
     # The pod cgroups' answers come from the node's cgroup filesystem: inputs, recorded.
-    unmount_orphaned_sub_paths(root_dir, runtime)
     cgroups: PodCgroupService | None = start_pod_cgroups(flags, runtime,
                                                          embedded=containerd is not None)
     if cgroups is not None and writer is not None:

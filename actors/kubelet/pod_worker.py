@@ -372,17 +372,17 @@ class PodWorker(Actor):
             self._done(TERMINATE_RETRY, str(result))
             return
         self.state = WorkerState.TERMINATED
-        if has_sub_paths(pod):
-            self._manager.unmount_sub_paths(self.uid)  # its containers are gone
         # A pod that goes loses its sandboxes first and its cgroup after: the cgroup is
         # empty once StopPodSandbox returned, and its removal (a walk of the node's pod
         # cgroups, under a lock all workers share) need not hold up the sandbox's.
         cgroup_last = self._remove and self._lean_kill
         if not cgroup_last:
             self._manager.destroy_pod_cgroup(self.uid)
-        # Its tmpfs and hugetlbfs volumes give their memory back once nothing of it runs
-        # (upstream's SyncTerminatedPod waits for the volume manager to unmount them).
-        unmounted = self._manager.unmount_volumes(self.uid, pod.metadata.name)
+        # Its subPath binds go, and its tmpfs and hugetlbfs volumes give their memory back,
+        # once nothing of it runs (upstream's SyncTerminatedPod waits for the volume
+        # manager to unmount them).
+        unmounted = self._manager.unmount_volumes(self.uid, pod.metadata.name,
+                                                  sub_paths=has_sub_paths(pod))
         if failed[0] == reasons.EVICTED:
             tear_down_empty_dirs(pod, self._manager.settings)  # the reclaimed disk
         if self._remove:

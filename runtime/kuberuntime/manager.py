@@ -222,15 +222,6 @@ class KubeRuntimeManager:
         if self.cgroups is not None and self.settings.cgroups_per_qos:
             self.cgroups.destroy(str(uid))
 
-    def unmount_sub_paths(self, uid: PodUID) -> None:
-        """Unmount a stopped pod's subPath bind mounts (upstream's CleanSubPaths, when the
-        pod's volumes are unmounted); a failure is logged and tried again when the pod is
-        removed, whose directory is never removed through a mount."""
-        error = self.host_paths.clean_sub_paths(self.settings.pod_dir(uid))
-        if error:
-            logger.bind(pod="", uid=uid, container="").warning(
-                "unmounting the pod's subPath mounts failed: {}", error)
-
     def sandbox_config(self, pod: Pod, attempt: int, report: bool = True) -> PodSandboxConfig:
         """The sandbox config (``report``: log what forming its DNS config dropped, when
         the sandbox is made, not each sync)."""
@@ -258,11 +249,16 @@ class KubeRuntimeManager:
         return PodSyncResult((StepResult("MountVolumes", pod.metadata.name, "FailedMount",
                                          message),))
 
-    def unmount_volumes(self, uid: str, name: str = "") -> bool:
-        """Unmount a stopped pod's memory-backed volumes and remove their directories
-        (upstream's volume manager, once the pod terminated); False, each failure
-        logged, while one stays mounted (a kubelet's next start tries again)."""
-        errors = tear_down_pod_volumes(uid, self.settings, self.volume_mounts)
+    def unmount_volumes(self, uid: str, name: str = "", sub_paths: bool = True) -> bool:
+        """Unmount a stopped pod's subPath bind mounts (``sub_paths``: it may have some;
+        upstream's CleanSubPaths) and its memory-backed volumes, removing their directories
+        (upstream's volume manager, once the pod terminated); False, each failure logged,
+        while one stays mounted (a kubelet's next start tries again)."""
+        errors: list[str] = []
+        if sub_paths:  # first: a bind may show a file of the pod's tmpfs
+            error = self.host_paths.clean_sub_paths(self.settings.pod_dir(uid))
+            errors += [error] if error else []
+        errors += tear_down_pod_volumes(uid, self.settings, self.volume_mounts)
         for error in errors:
             logger.bind(pod=name, uid=uid, container="").warning(
                 "UnmountVolume.TearDown failed: {}", error)

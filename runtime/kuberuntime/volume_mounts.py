@@ -19,31 +19,19 @@ The node's mounts are made as upstream's mount-utils makes them, by util-linux
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 from typing import Protocol
 
-from msgspec import Struct
 from msgspec.structs import replace
 
+from runtime.mounts import MOUNTINFO, MountPoint, read_mountinfo
+
 __all__ = ["VOLUME_MOUNTS_TARGET", "MountPoint", "NodeVolumeMounts", "UnmountedVolumeMounts",
-           "VolumeMounts", "parse_mountinfo"]
+           "VolumeMounts"]
 
 VOLUME_MOUNTS_TARGET = "volumemounts"
 """The service's name in traces (the ``target`` of its recorded calls)."""
-
-MOUNTINFO = "/proc/self/mountinfo"
-
-
-class MountPoint(Struct, frozen=True):
-    """One mount of the node's mount table, found under a directory asked about."""
-
-    # Relative to that directory ("" for the directory itself): a replay, whose pod
-    # directories are elsewhere than the recorded node's, compares it with its own.
-    path: str
-    fstype: str  # "tmpfs", "hugetlbfs", ...
-    options: tuple[str, ...] = ()  # the filesystem's own (super) options: "size=...", "pagesize=2M"
 
 
 class VolumeMounts(Protocol):
@@ -63,30 +51,6 @@ class VolumeMounts(Protocol):
         directory stays)."""
 
 
-_ESCAPE = re.compile(r"\\([0-7]{3})")
-
-
-def _unescape(field: str) -> str:
-    """mountinfo writes space, tab, newline and backslash in a path as octal escapes."""
-    return _ESCAPE.sub(lambda m: chr(int(m.group(1), 8)), field)
-
-
-def parse_mountinfo(text: str) -> tuple[MountPoint, ...]:
-    """The mounts of a ``/proc/<pid>/mountinfo`` text, in its order (later mounts over
-    earlier ones)."""
-    points: list[MountPoint] = []
-    for line in text.splitlines():
-        fields = line.split()
-        if "-" not in fields[6:]:
-            continue
-        dash = fields.index("-", 6)
-        if len(fields) < dash + 4:
-            continue
-        points.append(MountPoint(_unescape(fields[4]), fields[dash + 1],
-                                 tuple(fields[dash + 3].split(","))))
-    return tuple(points)
-
-
 def _depth(relative: str) -> int:
     return relative.count("/") + 1 if relative else 0
 
@@ -102,8 +66,7 @@ class NodeVolumeMounts:
         self._mountinfo = mountinfo
 
     def mounts_under(self, directory: str) -> tuple[MountPoint, ...]:
-        with open(self._mountinfo, encoding="utf-8", errors="surrogateescape") as f:
-            table = parse_mountinfo(f.read())
+        table = read_mountinfo(self._mountinfo)
         root = directory.rstrip("/")
         found = [replace(p, path=os.path.relpath(p.path, root) if p.path != root else "")
                  for p in table if p.path == root or p.path.startswith(root + "/")]

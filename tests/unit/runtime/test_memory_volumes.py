@@ -17,12 +17,13 @@ from runtime.kuberuntime.memory_volumes import (
     tmpfs_noswap,
 )
 from runtime.kuberuntime.settings import NodeSettings
-from runtime.kuberuntime.volume_mounts import MountPoint, parse_mountinfo
+from runtime.kuberuntime.volume_mounts import MountPoint
 from runtime.kuberuntime.volumes import (
     set_up_volume,
     set_up_volumes,
     tear_down_pod_volumes,
 )
+from runtime.mounts import parse_mountinfo
 from runtime.pod.model import Pod
 from tests.helpers import FakeVolumeMounts
 
