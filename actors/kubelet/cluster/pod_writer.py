@@ -7,9 +7,9 @@ Upstream's status manager (pkg/kubelet/status/status_manager.go) and mirror clie
   for every pod every 10 s when the API's copy differs (syncBatch), GET the pod, check it
   is still ours (same UID; for a static pod, the mirror pod of that config hash), keep the
   conditions the kubelet does not own as the API holds them (mergePodStatus: a readiness
-  gate's condition a controller set is never deleted nor written back older), and PATCH pods/<name>/status with
-  the two-way strategic merge patch from the API's status to ours, the UID in it as a
-  precondition; nothing is sent when the patch is empty;
+  gate's condition a controller set is never deleted nor written back older), and PATCH
+  pods/<name>/status with the two-way strategic merge patch from the API's status to
+  ours, the UID in it as a precondition; nothing is sent when the patch is empty;
 - **deletion**: a pod with a deletionTimestamp that the kubelet has killed and cleaned up
   (the sync loop forgot it: canBeDeleted and podResourcesAreReclaimed) is DELETEd with
   grace 0 and a UID precondition;
