@@ -2,17 +2,21 @@
 the emulated API server. A controller (here the test, with kubectl, through the pod's
 status subresource) sets the gate's condition; the kubelet sees it through its watch,
 turns the pod Ready in the API, and its later status writes keep the condition as the
-controller set it.
+controller set it. The run is traced and replays without divergence (the conditions the
+kubelet heard are in the trace).
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from typing import Any
 
 import pytest
 
 from tests.e2e import test_cluster_emulated_apiserver as base
+from tests.e2e.daemon import REPO
 from tests.e2e.test_cluster_emulated_apiserver import Cluster, pod_manifest
 from tests.helpers import wait_for
 
@@ -47,6 +51,7 @@ def set_gate(c: Cluster, status: str) -> None:
                   "-p", json.dumps(patch))
 
 
+@pytest.mark.parametrize("cluster", [("--trace-dir", "TRACE")], indirect=True)
 def test_a_gate_s_condition_set_by_a_controller_turns_the_pod_ready_emulated_apiserver(
         cluster: Cluster) -> None:
     c = cluster
@@ -102,3 +107,13 @@ def test_a_gate_s_condition_set_by_a_controller_turns_the_pod_ready_emulated_api
 
     c.kubectl.run("delete", "pod", "gated", "--wait=true", timeout=60)
     assert c.pod("gated") is None
+    c.daemon.stop()
+    shown = subprocess.run([sys.executable, "-m", "bin.main", "trace", "show",
+                            str(c.trace_dir), "--type", "APIPodConditions"], cwd=REPO,
+                           capture_output=True, text=True, timeout=120, check=True)
+    assert "APIPodConditions" in shown.stdout  # what the replay feeds the status manager
+    replayed = subprocess.run([sys.executable, "-m", "bin.main", "trace", "replay",
+                               str(c.trace_dir)], cwd=REPO, capture_output=True,
+                              text=True, timeout=300, check=False)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert "no divergence: replayed" in replayed.stdout
