@@ -10,6 +10,11 @@ status it computes for a pod whose containers still run shows them as they were 
 probe manager continues the same results). Until that first status such a pod is not
 served at all: the placeholder of a pod not yet synced (Pending, not ready) would tell a
 reader that a pod which never stopped running went not ready.
+
+In cluster mode the API pod source tells it the conditions others set on each pod
+(``APIPodConditions``): they are kept in the pod's status, and its readiness gates are
+evaluated against them, so a controller setting a gate's condition True turns the pod
+Ready (upstream's HandlePodReconcile re-syncs such a pod for the same reason).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from loguru import logger
 from actors.core.actor import Actor
 from actors.core.dispatch import Dispatch
 from actors.kubelet import names
-from actors.kubelet.cluster.messages import PodStatusChanged
+from actors.kubelet.cluster.messages import APIPodConditions, PodStatusChanged
 from actors.kubelet.messages import (
     DesiredPods,
     GetPods,
@@ -46,7 +51,7 @@ from runtime.prober.state import SavedProbe
 from runtime.status.failed import failed_status
 from runtime.status.generate import generate_pod_status, qos_class
 from runtime.status.messages import cap_termination_messages
-from runtime.status.types import PodStatus, rfc3339
+from runtime.status.types import PodCondition, PodStatus, rfc3339
 
 
 @dataclass(slots=True)
@@ -76,11 +81,11 @@ def _forget_removed_containers(entry: _Entry, runtime: RuntimePodStatus) -> None
             del table[gone]
 
 
-def pending_status(pod: Pod, now: float) -> PodStatus:
+def pending_status(pod: Pod, now: float, others: tuple[PodCondition, ...] = ()) -> PodStatus:
     """What a pod looks like before its first sync: what the runtime holding nothing of it
     means by upstream's rules (Pending, containers creating or waiting on init)."""
     nothing = RuntimePodStatus(PodUID(pod.uid), pod.metadata.name, pod.metadata.namespace)
-    return generate_pod_status(pod, nothing, now=now)
+    return generate_pod_status(pod, nothing, now=now, others=others)
 
 
 def _unchanged(entry: _Entry, message: PodObserved) -> bool:
@@ -128,6 +133,8 @@ class StatusManager(Actor):
         self._host_ip = host_ip
         self._pods: dict[PodUID, _Entry] = {}
         self._restored = _restored_verdicts(restored)
+        # Cluster mode: the conditions others set on each pod in the API, by pod.
+        self._others: dict[PodUID, tuple[PodCondition, ...]] = {}
 
     def _new_entry(self, pod: Pod, status: PodStatus, first_seen: float) -> _Entry:
         entry = _Entry(pod, status, first_seen=first_seen)
@@ -151,6 +158,8 @@ class StatusManager(Actor):
             self._desired(message)
         elif isinstance(message, PodRejected):
             self._rejected(message)
+        elif isinstance(message, APIPodConditions):
+            self._api_conditions(message)
         elif isinstance(message, PodForgotten):
             self._pods.pop(message.uid, None)
             self._restored.pop(message.uid, None)
@@ -170,9 +179,26 @@ class StatusManager(Actor):
                 # Not published: upstream's status manager hears of a pod only once a
                 # sync has read the runtime, so a restarted kubelet never reports a running
                 # pod as Pending.
-                self._pods[uid] = self._new_entry(pod, pending_status(pod, now), now)
+                self._pods[uid] = self._new_entry(
+                    pod, pending_status(pod, now, self._others.get(uid, ())), now)
             else:
                 entry.pod = pod
+
+    def _api_conditions(self, message: APIPodConditions) -> None:
+        """New conditions from others: every pod whose set changed is computed again."""
+        before = self._others
+        self._others = {PodUID(p.uid): p.conditions for p in message.pods}
+        for uid in before.keys() | self._others.keys():
+            if before.get(uid, ()) == self._others.get(uid, ()):
+                continue
+            entry = self._pods.get(uid)
+            if entry is None or entry.rejected:
+                continue
+            if entry.runtime is None:  # not synced yet: its placeholder shows them
+                entry.status = pending_status(entry.pod, self._clock.now(),
+                                              self._others.get(uid, ()))
+            else:
+                self._recompute(uid, entry)
 
     def _rejected(self, message: PodRejected) -> None:
         """Upstream's rejectPod: Failed, the admission reason, "Pod was rejected: " and
@@ -192,7 +218,8 @@ class StatusManager(Actor):
         if entry is None:
             now = self._clock.now()
             entry = self._pods[uid] = self._new_entry(
-                message.pod, pending_status(message.pod, now), _seen_time(message.pod) or now)
+                message.pod, pending_status(message.pod, now, self._others.get(uid, ())),
+                _seen_time(message.pod) or now)
         entry.pod = message.pod
         entry.runtime = message.runtime
         _forget_removed_containers(entry, message.runtime)
@@ -226,6 +253,7 @@ class StatusManager(Actor):
         status = generate_pod_status(
             entry.pod, entry.runtime, entry.sync, entry.readiness, entry.startup,
             now=self._clock.now(), previous=failed_as, host_ip=self._host_ip,
+            others=self._others.get(uid, ()),
         )
         if entry.failed is not None:
             status = failed_status(status, *entry.failed, rfc3339(self._clock.now()), previous)

@@ -1,5 +1,10 @@
 """The v1 PodStatus of a pod from its spec and what the runtime says (upstream
 generateAPIPodStatus, convertToAPIContainerStatuses and getPhase), as a pure function.
+
+The conditions are the kubelet's own (runtime.status.conditions) after the ones others set
+in the pod's status (a readiness gate's, as the API holds them): those are kept as they
+are, and the pod's readiness gates are evaluated against them (upstream's
+GeneratePodReadyCondition).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from runtime.kuberuntime.podstatus import ContainerRuntimeStatus, RuntimePodStat
 from runtime.kuberuntime.result import PodSyncResult
 from runtime.pod.model import Container, Pod
 from runtime.prober.results import ProbeResult
+from runtime.status.conditions import owned_by_kubelet
 from runtime.status.types import (
     ContainerState,
     ContainerStateRunning,
@@ -30,6 +36,8 @@ from runtime.status.types import (
 )
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
+READINESS_GATES_NOT_READY = "ReadinessGatesNotReady"
+"""Upstream's reason for a pod whose containers are ready and a readiness gate is not."""
 Verdicts = Mapping[ContainerID, ProbeResult]
 
 
@@ -201,6 +209,30 @@ def _keep_transition(new: PodCondition, previous: PodStatus | None) -> PodCondit
     return new
 
 
+def unready_gates(pod: Pod, conditions: tuple[PodCondition, ...]) -> str:
+    """Why the pod's readiness gates keep it not ready, in upstream's words, one clause
+    per gate whose condition is missing or not True ("" when every gate is True)."""
+    by_type: dict[str, PodCondition] = {}
+    for c in conditions:
+        by_type.setdefault(c.type, c)  # upstream's GetPodConditionFromList: the first
+    clauses: list[str] = []
+    for gate in pod.spec.readiness_gates:
+        found = by_type.get(gate.condition_type)
+        if found is None:
+            clauses.append(f"corresponding condition of pod readiness gate "
+                           f"{_go_quote(gate.condition_type)} does not exist.")
+        elif found.status != "True":
+            clauses.append(f"the status of pod readiness gate {_go_quote(gate.condition_type)}"
+                           f' is not "True", but {found.status}')
+    return ", ".join(clauses)
+
+
+def _go_quote(text: str) -> str:
+    """Go's %q of a condition type: the API admits qualified names only, in which no
+    character but these two would need escaping."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def generate_pod_status(
     pod: Pod,
     runtime_status: RuntimePodStatus,
@@ -210,8 +242,11 @@ def generate_pod_status(
     now: float = 0.0,
     previous: PodStatus | None = None,
     host_ip: str = "",
+    others: tuple[PodCondition, ...] = (),
 ) -> PodStatus:
-    """The pod's v1 status. A terminal phase in ``previous`` never goes back."""
+    """The pod's v1 status. A terminal phase in ``previous`` never goes back. ``others``
+    are the conditions the pod's status holds that the kubelet does not own (the API's,
+    in cluster mode): kept first, in their order, as upstream keeps them."""
     readiness = readiness or {}
     startup = startup or {}
     # Upstream: every container without an instance waits as PodInitializing when the pod
@@ -253,12 +288,23 @@ def generate_pod_status(
                       f"containers with unready status: [{' '.join(not_ready)}]")
     initialized = (not not_init or phase == "Succeeded"
                    or any(_has_started(s) for s in regular))
-    conditions = (
+    others = tuple(c for c in others if not owned_by_kubelet(c.type))
+    before_ready = (
         _condition("PodReadyToStartContainers", runtime_status.ready_sandbox is not None, "", "",
                    stamp),
         _condition("Initialized", initialized, "ContainersNotInitialized",
                    f"containers with incomplete status: [{' '.join(not_init)}]", stamp),
-        _condition("Ready", *ready_cond, stamp),
+    )
+    pod_ready = ready_cond
+    if ready_cond[0]:
+        # Ready takes ContainersReady's reason while that is not True; only then do the
+        # readiness gates count, against the conditions the status holds so far.
+        gates = unready_gates(pod, others + before_ready)
+        if gates:
+            pod_ready = (False, READINESS_GATES_NOT_READY, gates)
+    conditions = (
+        *before_ready,
+        _condition("Ready", *pod_ready, stamp),
         _condition("ContainersReady", *ready_cond, stamp),
         _condition("PodScheduled", True, "", "", stamp),
     )
@@ -268,7 +314,7 @@ def generate_pod_status(
     start_time = previous.start_time if previous and previous.start_time else stamp
     return PodStatus(
         phase=phase,
-        conditions=tuple(_keep_transition(c, previous) for c in conditions),
+        conditions=others + tuple(_keep_transition(c, previous) for c in conditions),
         host_ip=host_ip,
         host_ips=(HostIP(ip=host_ip),) if host_ip else (),
         pod_ip=ips[0] if ips else "",

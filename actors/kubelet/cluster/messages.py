@@ -9,7 +9,7 @@ from msgspec import Struct
 
 from actors.core.trace.names import message
 from runtime.pod.model import Pod
-from runtime.status.types import PodStatus
+from runtime.status.types import PodCondition, PodStatus
 
 
 @message("ReportHealth")
@@ -50,6 +50,24 @@ class APIPods(Struct, frozen=True):
     """Every pod bound to this node as the API holds it, mirror pods included."""
 
     pods: tuple[APIPod, ...]
+
+
+class PodConditions(Struct, frozen=True):
+    """The conditions of one pod's status in the API that the kubelet does not own."""
+
+    uid: str
+    conditions: tuple[PodCondition, ...]
+
+
+@message("APIPodConditions")
+class APIPodConditions(Struct, frozen=True):
+    """The API pod source to the status manager, when they changed: for every pod bound to
+    this node that has any, the conditions others set in its status (a readiness gate's),
+    which the kubelet keeps in the status it computes and evaluates readiness gates
+    against (upstream reads them from the pod the API sent). Mirror pods are left out:
+    upstream evaluates a static pod's gates against the static pod, not its mirror."""
+
+    pods: tuple[PodConditions, ...]
 
 
 @message("PodStatusChanged")

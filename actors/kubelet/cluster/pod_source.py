@@ -32,7 +32,13 @@ from actors.core.actor import Actor
 from actors.core.dispatch import Dispatch
 from actors.kubelet import names
 from actors.kubelet.cluster.context import Cluster
-from actors.kubelet.cluster.messages import APIPod, APIPodList, APIPods
+from actors.kubelet.cluster.messages import (
+    APIPod,
+    APIPodConditions,
+    APIPodList,
+    APIPods,
+    PodConditions,
+)
 from actors.kubelet.messages import ManifestProblem, SourceSnapshot
 from actors.kubelet.pod_config import CONFIG_MIRROR
 from runtime.clock import Clock
@@ -40,6 +46,7 @@ from runtime.kubeapi.client import PODS
 from runtime.kubeapi.reflector import Reflector, Snapshot
 from runtime.pod.defaults import apply_defaults
 from runtime.pod.model import Pod
+from runtime.status.conditions import others_conditions
 
 SOURCE = "api"
 """Upstream's kubetypes.ApiserverSource."""
@@ -80,6 +87,7 @@ class APISource(Actor):
         self._reflector: Reflector | None = None
         self._thread: threading.Thread | None = None
         self._last: tuple[tuple[Pod, ...], tuple[ManifestProblem, ...]] | None = None
+        self._conditions = APIPodConditions(())
         self.sent = 0
         # The newest set the reflector made that the actor has not taken, and whether an
         # APIPodList is on its way to the mailbox for it.
@@ -189,9 +197,24 @@ class APISource(Actor):
                 pods.append(pod)
                 continue
             problems.append(ManifestProblem(SOURCE, f"{summary.namespace}/{summary.name}", pod))
+        self._tell_conditions(decoded)
         snapshot = (tuple(pods), tuple(problems))
         if snapshot == self._last:
             return  # only statuses or mirror pods changed: nothing for the sync loop
         self._last = snapshot
         self.sent += 1
         self.send(names.SYNC_LOOP, SourceSnapshot(SOURCE, tuple(pods), tuple(problems)))
+
+    def _tell_conditions(self, decoded: list[tuple[str, APIPod, Pod | str]]) -> None:
+        """The status manager hears the conditions others set on the pods it runs when
+        they changed (a controller's readiness gate): before the sync loop hears of a new
+        pod, so its first status already has them."""
+        found = sorted(
+            (PodConditions(summary.uid, others) for _, summary, pod in decoded
+             if isinstance(pod, Pod)
+             and (others := others_conditions(summary.status.get("conditions") or ()))),
+            key=lambda p: p.uid)
+        conditions = APIPodConditions(tuple(found))
+        if conditions != self._conditions:
+            self._conditions = conditions
+            self.send(names.STATUS, conditions)

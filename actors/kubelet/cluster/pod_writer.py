@@ -6,9 +6,10 @@ Upstream's status manager (pkg/kubelet/status/status_manager.go) and mirror clie
 - **status**: for each new status the status manager computes (``PodStatusChanged``) and
   for every pod every 10 s when the API's copy differs (syncBatch), GET the pod, check it
   is still ours (same UID; for a static pod, the mirror pod of that config hash), keep the
-  conditions the kubelet does not own (mergePodStatus), and PATCH pods/<name>/status with
-  the two-way strategic merge patch from the API's status to ours, the UID in it as a
-  precondition; nothing is sent when the patch is empty;
+  conditions the kubelet does not own as the API holds them (mergePodStatus: a readiness
+  gate's condition a controller set is never deleted nor written back older), and PATCH
+  pods/<name>/status with the two-way strategic merge patch from the API's status to
+  ours, the UID in it as a precondition; nothing is sent when the patch is empty;
 - **deletion**: a pod with a deletionTimestamp that the kubelet has killed and cleaned up
   (the sync loop forgot it: canBeDeleted and podResourcesAreReclaimed) is DELETEd with
   grace 0 and a UID precondition;
@@ -47,13 +48,10 @@ from runtime.kubeapi.client import PODS
 from runtime.kubeapi.strategicpatch import pod_status_patch
 from runtime.pod.model import Pod, pod_to_json
 from runtime.pod.static import CONFIG_HASH, CONFIG_SOURCE
+from runtime.status.conditions import SHARED_CONDITIONS, owned_by_kubelet
 from runtime.status.types import PodStatus
 from runtime.status.wire import status_to_api
 
-KUBELET_CONDITIONS = frozenset({"PodScheduled", "Ready", "Initialized", "ContainersReady",
-                                "PodReadyToStartContainers"})
-"""The pod conditions the kubelet owns (kubetypes.PodConditionsByKubelet); others that
-the API holds (set by controllers) are kept when the kubelet writes the status."""
 STATIC_SOURCES = frozenset({"file", "http"})
 
 
@@ -70,15 +68,29 @@ def status_json(status: PodStatus) -> dict[str, Any]:
 
 
 def merge_status(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
-    """mergePodStatus: ours, plus the API's conditions the kubelet does not own and did
-    not set itself (a DisruptionTarget it added replaces the API's, never doubles it)."""
+    """mergePodStatus: ours, with the conditions as upstream merges them: first the API's
+    that the kubelet does not own, as the API holds them (the kubelet's copy of them may be
+    older: a controller's newer word is never written back over), then the kubelet's own;
+    a shared one the kubelet set (its DisruptionTarget) replaces the API's in its place,
+    or comes after the others."""
+    conditions = [c for c in old.get("conditions") or []
+                  if isinstance(c, Mapping) and not owned_by_kubelet(c.get("type", ""))]
+    for c in new.get("conditions") or []:
+        if not isinstance(c, Mapping):
+            continue
+        type_ = c.get("type", "")
+        if owned_by_kubelet(type_):
+            conditions.append(c)
+        elif type_ in SHARED_CONDITIONS:
+            at = next((i for i, k in enumerate(conditions) if k.get("type") == type_), None)
+            if at is None:
+                conditions.append(c)
+            else:
+                conditions[at] = c
     merged = dict(new)
-    ours = {c.get("type") for c in new.get("conditions") or [] if isinstance(c, Mapping)}
-    kept = [c for c in old.get("conditions") or []
-            if isinstance(c, Mapping) and c.get("type") not in KUBELET_CONDITIONS
-            and c.get("type") not in ours]
-    if kept:
-        merged["conditions"] = [*merged.get("conditions", []), *kept]
+    merged.pop("conditions", None)
+    if conditions:
+        merged["conditions"] = conditions
     return merged
 
 

@@ -19,6 +19,7 @@ from actors.kubelet import names
 from actors.kubelet.cluster.context import Cluster, ClusterSettings
 from actors.kubelet.cluster.lease import LeaseActor
 from actors.kubelet.cluster.messages import (
+    APIPodConditions,
     APIPodList,
     APIPods,
     HealthReport,
@@ -217,6 +218,62 @@ def test_the_api_source_sends_pods_to_run_and_leaves_mirror_pods_out_emulated_ap
         assert {p.name for p in inbox.all(APIPods)[-1].pods} == {"web", f"s-{NODE}"}
     finally:
         inbox.ref.stop()
+
+
+def test_the_api_source_tells_the_status_manager_the_conditions_others_set_emulated_apiserver(
+        cluster: Cluster, admin: KubeClient) -> None:
+    dispatch = Dispatch()
+    inbox = Inbox(dispatch, names.SYNC_LOOP, names.POD_WRITER, names.STATUS)
+    gate = {"type": "example.com/gate", "status": "True", "reason": "LoadBalancerReady"}
+    try:
+        source = APISource(dispatch, FakeClock(), cluster)
+        raw = bound_pod(admin, "web")
+        cluster.registration.set("node-uid")
+        w = writer(cluster)
+        w.handle(PodStatusChanged(static_pod("sleep"), running()))  # makes a mirror pod
+        # A controller sets the gate's condition, on the pod and on the mirror pod.
+        for name in ("web", f"s-{NODE}"):
+            admin.patch(PODS, name, {"status": {"conditions": [gate]}}, namespace="default",
+                        subresource="status")
+        source.handle(APIPodList("1", tuple(admin.list(PODS, "default").items)))
+        told = inbox.wait(APIPodConditions)
+        (web,) = told.pods  # the mirror pod's are not the static pod's to evaluate
+        assert web.uid == raw["metadata"]["uid"]
+        ((type_, status, reason),) = [(c.type, c.status, c.reason) for c in web.conditions]
+        assert (type_, status, reason) == ("example.com/gate", "True", "LoadBalancerReady")
+        # The kubelet's own status write changes no condition of others: nothing to tell.
+        w.handle(APIPods(tuple(api_pod(p) for p in admin.list(PODS, "default").items)))
+        w.handle(PodStatusChanged(decode_api_pod(raw), running()))
+        source.handle(APIPodList("2", tuple(admin.list(PODS, "default").items)))
+        wait_for(lambda: len(inbox.all(APIPods)) == 2, 5, "the writer told twice")
+        assert len(inbox.all(APIPodConditions)) == 1
+        # The controller turns it False: told again.
+        admin.patch(PODS, "web", {"status": {"conditions": [{**gate, "status": "False"}]}},
+                    namespace="default", subresource="status")
+        source.handle(APIPodList("3", tuple(admin.list(PODS, "default").items)))
+        wait_for(lambda: len(inbox.all(APIPodConditions)) == 2, 5, "told again")
+        assert inbox.all(APIPodConditions)[-1].pods[0].conditions[0].status == "False"
+    finally:
+        inbox.ref.stop()
+
+
+def test_the_writer_never_writes_back_an_older_copy_of_a_gate_s_condition_emulated_apiserver(
+        cluster: Cluster, admin: KubeClient) -> None:
+    raw = bound_pod(admin, "web")
+    gate = {"type": "example.com/gate", "status": "True"}
+    admin.patch(PODS, "web", {"status": {"conditions": [gate]}}, namespace="default",
+                subresource="status")
+    w = writer(cluster)
+    seen(w, admin)
+    # The kubelet computed its status while it still saw the gate False.
+    stale = PodStatus(phase="Running", conditions=(
+        PodCondition(type="example.com/gate", status="False"),
+        PodCondition(type="Ready", status="False", reason="ReadinessGatesNotReady")))
+    w.handle(PodStatusChanged(decode_api_pod(raw), stale))
+    conditions = admin.get(PODS, "web", "default")["status"]["conditions"]
+    assert [(c["type"], c["status"]) for c in conditions] == [
+        ("example.com/gate", "True"), ("Ready", "False")]
+    assert w.patches == 1
 
 
 def test_the_api_source_takes_the_newest_set_and_decodes_a_pod_once_per_version(
