@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from loguru import logger
 
 from actors.app.cgroups import start_pod_cgroups
+from actors.app.configz import configz_body, kubelet_configuration
 from actors.app.eviction_setup import wire_eviction
 from actors.app.feature_gates import EVENTED_PLEG, enabled
 from actors.app.flags import KubeletFlags
@@ -294,6 +295,9 @@ def start_kubelet(
         stats=stats.endpoints,
         streams=stream_host(view, runtime, metrics.observe_runtime_call),
         trace=LiveTrace(flags.trace_dir, writer.flush) if writer is not None else None,
+        configz=configz_body(kubelet_configuration(
+            flags, runtime_endpoint=runtime_endpoint,
+            tls_files=(tls[1], tls[2]) if tls is not None else ("", ""))),
     )
     try:
         http.start()

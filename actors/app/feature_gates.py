@@ -19,8 +19,17 @@ EVENTED_PLEG = "EventedPLEG"
 CRASH_LOOP_BACKOFF_MAX = "KubeletCrashLoopBackOffMax"
 """crashLoopBackOff.maxContainerRestartPeriod may be set (alpha upstream: off)."""
 
-DEFAULTS: Mapping[str, bool] = {EVENTED_PLEG: True, CRASH_LOOP_BACKOFF_MAX: False}
+KUBELET_FINE_GRAINED_AUTHZ = "KubeletFineGrainedAuthz"
+"""The main port asks nodes/pods, healthz, configz before nodes/proxy (GA in 1.36, locked
+on: actors.app.http.auth always does)."""
+
+DEFAULTS: Mapping[str, bool] = {EVENTED_PLEG: True, CRASH_LOOP_BACKOFF_MAX: False,
+                                KUBELET_FINE_GRAINED_AUTHZ: True}
 """Every gate this kubelet knows, with its default."""
+
+LOCKED: frozenset[str] = frozenset({KUBELET_FINE_GRAINED_AUTHZ})
+"""GA gates locked to their default (upstream's LockToDefault): naming them with that value
+is accepted, with the other refused."""
 
 
 def parse_feature_gates(text: str) -> tuple[tuple[str, bool], ...]:
@@ -42,6 +51,10 @@ def parse_feature_gates(text: str) -> tuple[tuple[str, bool], ...]:
                     f"parsing {value.strip()!r}: invalid syntax")
             raise ConfigError(f"--feature-gates: {rule}", field="featureGates",
                               rule=rule) from None
+        if name in LOCKED and gates[name] != DEFAULTS[name]:
+            rule = (f"cannot set feature gate {name} to {str(gates[name]).lower()}, feature "
+                    f"is locked to {str(DEFAULTS[name]).lower()}")
+            raise ConfigError(f"--feature-gates: {rule}", field="featureGates", rule=rule)
     return tuple(sorted(gates.items()))
 
 

@@ -6,6 +6,7 @@ and the cluster CA as --client-ca-file, it answers only whom the API server vouc
 from __future__ import annotations
 
 import http.client
+import json
 import ssl
 import uuid
 from collections.abc import Iterator
@@ -88,9 +89,75 @@ def test_the_main_port_answers_only_whom_the_api_server_vouches_for_emulated_api
     assert code == 200 and '"PodList"' in body
     assert joined.call("/metrics", cert=pair) == (
         403, "Forbidden (user=kube-apiserver-kubelet-client, verb=get, resource=nodes, "
-             "subresource=metrics)")
-    sars = [(r["spec"]["user"], r["spec"]["resourceAttributes"]["subresource"],
-             r["spec"]["resourceAttributes"]["name"], r["status"]["allowed"])
-            for r in server.reviews_of("SubjectAccessReview")]
-    assert sars == [("kube-apiserver-kubelet-client", "proxy", NODE, True),
-                    ("kube-apiserver-kubelet-client", "metrics", NODE, False)]
+             "subresource(s)=[metrics])\n")
+    # /pods asks nodes/pods first, then (denied) falls back to nodes/proxy.
+    assert _sars(server, "kube-apiserver-kubelet-client") == [
+        ("pods", NODE, False), ("proxy", NODE, True), ("metrics", NODE, False)]
+
+
+def _sars(server: EmulatedAPIServer, user: str) -> list[tuple[str, str, bool]]:
+    """The SubjectAccessReviews asked for ``user``: subresource, name, allowed (each verb
+    get)."""
+    out = []
+    for review in server.reviews_of("SubjectAccessReview"):
+        spec = review["spec"]
+        if spec["user"] == user:
+            assert spec["resourceAttributes"]["verb"] == "get"
+            out.append((spec["resourceAttributes"]["subresource"],
+                        spec["resourceAttributes"]["name"], review["status"]["allowed"]))
+    return out
+
+
+def test_fine_grained_subresources_and_the_proxy_fallback_emulated_apiserver(
+        joined: Joined, containerd: EmbeddedContainerd) -> None:
+    """Upstream's KubeletFineGrainedAuthz: nodes/pods opens /pods and nothing that needs
+    nodes/proxy or nodes/stats; nodes/proxy still opens /pods, through the fallback."""
+    server = joined.server
+    rules = server.sar_policy
+    assert isinstance(rules, Rules)
+    server.add_token("pods-token", "pod-lister")
+    rules.allow("pod-lister", verbs=("get",), subresources=("pods",), name=NODE)
+    server.add_token("proxy-token", "old-monitor")
+    rules.allow("old-monitor", verbs=("get",), subresources=("proxy",), name=NODE)
+    server.add_token("configz-token", "config-reader")
+    rules.allow("config-reader", verbs=("get",), subresources=("configz",), name=NODE)
+
+    code, body = joined.call("/pods", token="pods-token")
+    assert code == 200 and '"PodList"' in body
+    assert joined.call("/exec/default/web/app?command=id&output=1", token="pods-token") == (
+        403, "Forbidden (user=pod-lister, verb=get, resource=nodes, "
+             "subresource(s)=[proxy])\n")
+    assert joined.call("/stats/summary", token="pods-token") == (
+        403, "Forbidden (user=pod-lister, verb=get, resource=nodes, "
+             "subresource(s)=[stats])\n")
+    assert joined.call("/configz", token="pods-token") == (
+        403, "Forbidden (user=pod-lister, verb=get, resource=nodes, "
+             "subresource(s)=[configz proxy])\n")
+    # /configz's fallback found the denied nodes/proxy of /exec cached (30 s): not asked.
+    assert _sars(server, "pod-lister") == [
+        ("pods", NODE, True), ("proxy", NODE, False), ("stats", NODE, False),
+        ("configz", NODE, False)]
+
+    code, body = joined.call("/pods", token="proxy-token")
+    assert code == 200 and '"PodList"' in body
+    assert _sars(server, "old-monitor") == [("pods", NODE, False), ("proxy", NODE, True)]
+
+    code, body = joined.call("/configz", token="configz-token")
+    assert code == 200
+    config = json.loads(body)["kubeletconfig"]
+    assert (config["kind"], config["apiVersion"]) == (
+        "KubeletConfiguration", "kubelet.config.k8s.io/v1beta1")
+    # The daemon's effective settings: its cluster-mode security defaults, the runtime it
+    # was given, the serving pair it made.
+    assert config["authentication"]["anonymous"] == {"enabled": False}
+    assert config["authentication"]["webhook"]["enabled"] is True
+    assert config["authentication"]["x509"] == {
+        "clientCAFile": str(joined.workdir / "ca.crt")}
+    assert config["authorization"]["mode"] == "Webhook"
+    assert config["port"] == joined.daemon.port
+    assert config["readOnlyPort"] == joined.daemon.read_only_port
+    assert config["registerNode"] is True
+    assert config["containerRuntimeEndpoint"] == containerd.endpoint
+    assert config["tlsCertFile"] == str(joined.workdir / "root" / "pki" / "kubelet.crt")
+    assert config["staticPodPath"] == str(joined.workdir / "manifests")
+    assert _sars(server, "config-reader") == [("configz", NODE, True)]

@@ -12,13 +12,20 @@ Upstream's kubelet guards port 10250 with a filter in front of every handler
   is 401 ``Unauthorized``; a request with none is ``system:anonymous`` in
   ``system:unauthenticated`` when ``--anonymous-auth`` allows it, else 401. Every
   authenticated user also gets ``system:authenticated``.
-- **authorization**: ``AlwaysAllow``, or ``Webhook``: a SubjectAccessReview
-  (authorization.k8s.io/v1) on resource ``nodes``, name the node, a subresource chosen by
-  path (``stats``, ``metrics``, ``log``, ``checkpoint``, else ``proxy``) and a verb by HTTP
-  method (GET/HEAD get, POST create, PUT update, PATCH patch, DELETE delete); allowed
-  answers cached 5 min, denied ones 30 s. Denied is 403 ``Forbidden (user=..., verb=...,
-  resource=..., subresource=...)``; a review that fails is 500 ``Authorization error
-  (...)``, as upstream writes them.
+- **authorization**: ``AlwaysAllow``, or ``Webhook``: SubjectAccessReviews
+  (authorization.k8s.io/v1) on resource ``nodes``, name the node, a verb by HTTP method
+  (GET get, POST create, PUT update, PATCH patch, DELETE delete; upstream's switch names no
+  other method, so HEAD asks with an empty verb) and subresources by path, as upstream's
+  GetRequestAttributes with KubeletFineGrainedAuthz (GA, locked on, in 1.36): ``/pods``
+  and ``/runningpods/`` ask ``pods``, ``/healthz`` ``healthz``, ``/configz`` ``configz``,
+  each then falling back to ``proxy``; ``/stats/`` ``stats``, ``/metrics`` ``metrics``,
+  ``/logs/`` ``log``, ``/checkpoint/`` ``checkpoint``, ``/flagz`` ``configz``,
+  ``/statusz`` ``statusz``, with no fallback; every other path ``proxy``. The reviews are
+  asked in that order until one allows; allowed answers are cached 5 min, denied ones
+  30 s. All denied is 403 ``Forbidden (user=..., verb=..., resource=nodes,
+  subresource(s)=[pods proxy])``; a review that fails is 500 ``Authorization error
+  (user=..., verb=..., resource=nodes, subresource=...)`` naming the one that failed, as
+  upstream's InstallAuthFilter writes them.
 
 Reviews go to the API server through :class:`APIReviews`; a review that cannot be made
 (the server is away) is never cached.
@@ -52,10 +59,23 @@ PEER_SUBJECT = "kubelet_actors.peer_subject"
 """WSGI environ key: the verified client certificate's subject (``ssl.getpeercert()``
 shape), set by the TLS listener; absent without a certificate."""
 
-_VERBS = {"GET": "get", "HEAD": "get", "POST": "create", "PUT": "update", "PATCH": "patch",
+_VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch",
           "DELETE": "delete"}
-_SUBRESOURCES = (("/stats", "stats"), ("/metrics", "metrics"), ("/logs", "log"),
-                 ("/checkpoint", "checkpoint"))
+"""Upstream's verb by HTTP method; any other method (HEAD, OPTIONS) asks with verb ""."""
+
+PROXY = "proxy"
+"""The subresource of every path without one of its own, and the fine-grained ones'
+fallback."""
+
+FINE_GRAINED_SUBRESOURCES = (("/pods", "pods"), ("/healthz", "healthz"),
+                             ("/configz", "configz"), ("/runningpods/", "pods"))
+"""KubeletFineGrainedAuthz's paths: their own subresource is asked first, then ``proxy``
+(upstream's order: /runningpods/ last)."""
+
+SUBRESOURCES = (("/stats/", "stats"), ("/metrics", "metrics"), ("/logs/", "log"),
+                ("/checkpoint/", "checkpoint"), ("/flagz", "configz"),
+                ("/statusz", "statusz"))
+"""The paths whose subresource is asked alone; any other path asks ``proxy``."""
 
 
 @dataclass(frozen=True)
@@ -94,15 +114,25 @@ class Attributes:
     resource: str = "nodes"
 
 
-def request_attributes(user: UserInfo, method: str, path: str, node_name: str) -> Attributes:
-    """Upstream's GetRequestAttributes: verb by method, subresource by path."""
-    verb = _VERBS.get(method.upper(), "")
-    subresource = "proxy"
-    for prefix, name in _SUBRESOURCES:
-        if path == prefix or path.startswith(prefix + "/"):
-            subresource = name
-            break
-    return Attributes(user, verb, subresource, node_name, path)
+def is_subpath(subpath: str, path: str) -> bool:
+    """Upstream's isSubpath: ``subpath`` is ``path`` (one trailing slash ignored) or below."""
+    path = path.removesuffix("/")
+    return subpath == path or (subpath.startswith(path) and subpath[len(path)] == "/")
+
+
+def subresources(path: str) -> tuple[str, ...]:
+    """The subresources a request for ``path`` is authorized as, in the order asked."""
+    fine = [name for prefix, name in FINE_GRAINED_SUBRESOURCES if is_subpath(path, prefix)]
+    coarse = [name for prefix, name in SUBRESOURCES if is_subpath(path, prefix)]
+    return (*fine[:1], *(coarse[:1] or [PROXY]))
+
+
+def request_attributes(user: UserInfo, method: str, path: str,
+                       node_name: str) -> tuple[Attributes, ...]:
+    """Upstream's GetRequestAttributes: one Attributes per subresource to ask, in order;
+    they differ only in the subresource."""
+    verb = _VERBS.get(method, "")
+    return tuple(Attributes(user, verb, name, node_name, path) for name in subresources(path))
 
 
 class Reviews(Protocol):
@@ -350,13 +380,18 @@ class AuthMiddleware:
             raise _plain(falcon.HTTP_401, "Unauthorized") from None
         attrs = request_attributes(user, req.method, req.path,
                                    self._auth.settings.node_name)
-        what = (f"user={user.name}, verb={attrs.verb}, resource={attrs.resource}, "
-                f"subresource={attrs.subresource}")
-        try:
-            allowed = self._auth.authorizer.authorize(attrs)
-        except AuthorizationFailed:
-            raise _plain(falcon.HTTP_500, f"Authorization error ({what})") from None
-        if not allowed:
-            logger.debug("HTTP {} {}: forbidden ({})", req.method, req.path, what)
-            raise _plain(falcon.HTTP_403, f"Forbidden ({what})")
-        req.context.user = user
+        for attr in attrs:
+            try:
+                if self._auth.authorizer.authorize(attr):
+                    req.context.user = user
+                    return
+            except AuthorizationFailed:
+                # Upstream answers at the first review that fails, the fallback unasked.
+                raise _plain(falcon.HTTP_500, (
+                    f"Authorization error (user={user.name}, verb={attr.verb}, "
+                    f"resource={attr.resource}, subresource={attr.subresource})")) from None
+        # Go's %v of the subresources' []string: "[pods proxy]"; and a newline, as upstream.
+        what = (f"user={user.name}, verb={attrs[0].verb}, resource={attrs[0].resource}, "
+                f"subresource(s)=[{' '.join(a.subresource for a in attrs)}]")
+        logger.debug("HTTP {} {}: forbidden ({})", req.method, req.path, what)
+        raise _plain(falcon.HTTP_403, f"Forbidden ({what})\n")

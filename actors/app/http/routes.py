@@ -265,6 +265,29 @@ class MetricsResource:
     on_head = on_get
 
 
+class ConfigzResource:
+    """``/configz`` (main port only): the effective KubeletConfiguration, rendered once at
+    start (actors.app.configz). Upstream's handler sits on the mux itself, not behind a
+    GET-only filter: every method gets the same answer, authorized as its verb."""
+
+    allowed_methods = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+
+    def __init__(self, body: bytes) -> None:
+        self._body = body
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        resp.content_type = falcon.MEDIA_JSON
+        resp.set_header("X-Content-Type-Options", "nosniff")
+        resp.data = self._body
+
+    on_head = on_post = on_put = on_patch = on_delete = on_get
+
+
+def add_configz_route(app: WSGIApp, body: bytes) -> None:
+    """Serve ``body`` (actors.app.configz.configz_body) at ``/configz``."""
+    app.add_route("/configz", ConfigzResource(body))
+
+
 def _new_app(middleware: Sequence[Any] = ()) -> WSGIApp:
     app: WSGIApp = falcon.App(middleware=[_AccessLog(), *middleware])
     app.set_error_serializer(_serialize_error)

@@ -40,7 +40,7 @@ from waitress.channel import HTTPChannel
 
 from actors.app.http.auth import PEER_SUBJECT, KubeletAuth
 from actors.app.http.disconnect import CLIENT_GONE, socket_closed
-from actors.app.http.routes import WSGIApp, build_app, build_healthz_app
+from actors.app.http.routes import WSGIApp, add_configz_route, build_app, build_healthz_app
 from actors.app.http.stats import StatsEndpoints
 from actors.app.http.stream_proxy import StreamSessions
 from actors.app.http.stream_routes import StreamHost, add_disabled_stream_routes, add_stream_routes
@@ -181,7 +181,8 @@ class KubeletHTTPServer:
     """The kubelet's HTTP API over a KubeletView, on up to three ports.
 
     The main and read-only ports serve every endpoint (see actors.app.http.routes), the
-    healthz port only ``/healthz`` and its per-check subpaths. With ``tls`` (an SSL
+    healthz port only ``/healthz`` and its per-check subpaths; ``configz`` (the answer of
+    ``/configz``) is served on the main port only, as upstream. With ``tls`` (an SSL
     context and the serving pair's files) the main port is HTTPS; with ``auth`` its
     requests are authenticated and authorized first. ``start()`` binds, then serves in
     daemon threads; ``stop()`` stops serving, closes the sockets and joins the threads.
@@ -201,6 +202,7 @@ class KubeletHTTPServer:
         stats: StatsEndpoints | None = None,
         streams: StreamHost | None = None,
         trace: LiveTrace | None = None,
+        configz: bytes | None = None,
     ) -> None:
         for name, value in ((MAIN, port), (READ_ONLY, read_only_port),
                             (HEALTHZ, healthz_port)):
@@ -212,6 +214,7 @@ class KubeletHTTPServer:
         self._stats = stats
         self._streams = streams  # exec, attach, port-forward on the main port
         self._trace = trace  # /debug/timeline shows the trace recorded there
+        self._configz = configz  # /configz's answer, on the main port only (as upstream)
         self._sessions = StreamSessions()
         self._wanted = (
             (MAIN, address, port), (READ_ONLY, address, read_only_port),
@@ -276,6 +279,8 @@ class KubeletHTTPServer:
                             self._stats)
             if self._streams is not None:
                 add_stream_routes(app, self._streams)
+            if self._configz is not None:
+                add_configz_route(app, self._configz)
         add_timeline_route(app, self._trace)
         return app
 

@@ -6,7 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from actors.app.feature_gates import EVENTED_PLEG, enabled, parse_feature_gates
+from actors.app.feature_gates import (
+    EVENTED_PLEG,
+    KUBELET_FINE_GRAINED_AUTHZ,
+    enabled,
+    parse_feature_gates,
+)
 from actors.app.flags import parse_flags
 from runtime.errors import ConfigError
 
@@ -15,6 +20,7 @@ from runtime.errors import ConfigError
     ("", ()),
     ("EventedPLEG=false", ((EVENTED_PLEG, False),)),
     (" EventedPLEG=T ,", ((EVENTED_PLEG, True),)),
+    ("KubeletFineGrainedAuthz=true", ((KUBELET_FINE_GRAINED_AUTHZ, True),)),
 ])
 def test_feature_gates_parse(text: str, gates: tuple[tuple[str, bool], ...]) -> None:
     assert parse_feature_gates(text) == gates
@@ -24,6 +30,8 @@ def test_feature_gates_parse(text: str, gates: tuple[tuple[str, bool], ...]) -> 
     ("NoSuchGate=true", "unrecognized feature gate: NoSuchGate"),
     ("EventedPLEG=maybe", "invalid value of EventedPLEG: maybe"),
     ("EventedPLEG", "missing bool value for EventedPLEG"),
+    ("KubeletFineGrainedAuthz=false", "cannot set feature gate KubeletFineGrainedAuthz to "
+                                      "false, feature is locked to true"),
 ])
 def test_bad_feature_gates_are_refused_as_upstream_words_it(text: str, words: str) -> None:
     with pytest.raises(ConfigError, match=words):

