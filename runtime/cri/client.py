@@ -203,9 +203,9 @@ class CRIClient:
         return version_from_proto(self._call("Version", req, api_pb2.VersionResponse))
 
     def status(self) -> RuntimeStatus:
-        """The runtime's RuntimeReady / NetworkReady conditions."""
+        """The runtime's RuntimeReady / NetworkReady conditions and its handlers."""
         resp = self._call("Status", api_pb2.StatusRequest(), api_pb2.StatusResponse)
-        return runtime_status_from_proto(resp.status)
+        return runtime_status_from_proto(resp)
 
     def run_pod_sandbox(self, config: PodSandboxConfig, runtime_handler: str = "") -> SandboxID:
         """Create and start a pod sandbox; returns its id."""

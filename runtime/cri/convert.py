@@ -35,6 +35,8 @@ from runtime.cri.types import (
     PortMapping,
     Protocol,
     RuntimeCondition,
+    RuntimeHandler,
+    RuntimeHandlerFeatures,
     RuntimeStatus,
     SandboxFilter,
     SandboxState,
@@ -184,13 +186,20 @@ def version_from_proto(msg: api_pb2.VersionResponse) -> VersionInfo:
     )
 
 
-def runtime_status_from_proto(msg: api_pb2.RuntimeStatus) -> RuntimeStatus:
-    """CRI RuntimeStatus -> RuntimeStatus (its conditions, in the runtime's order)."""
+def runtime_status_from_proto(msg: api_pb2.StatusResponse) -> RuntimeStatus:
+    """CRI StatusResponse -> RuntimeStatus (its conditions, in the runtime's order, and its
+    handlers with their features)."""
     return RuntimeStatus(
         conditions=tuple(
             RuntimeCondition(type=c.type, status=c.status, reason=c.reason, message=c.message)
-            for c in msg.conditions
-        )
+            for c in msg.status.conditions
+        ),
+        handlers=tuple(
+            RuntimeHandler(name=h.name, features=RuntimeHandlerFeatures(
+                recursive_read_only_mounts=h.features.recursive_read_only_mounts,
+                user_namespaces=h.features.user_namespaces))
+            for h in msg.runtime_handlers
+        ),
     )
 
 

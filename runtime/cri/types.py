@@ -38,8 +38,26 @@ class RuntimeCondition(Struct, frozen=True):
     message: str = ""
 
 
+class RuntimeHandlerFeatures(Struct, frozen=True):
+    """CRI RuntimeHandlerFeatures: what one runtime handler can do."""
+
+    recursive_read_only_mounts: bool = False
+    user_namespaces: bool = False
+
+
+class RuntimeHandler(Struct, frozen=True):
+    """CRI RuntimeHandler: a handler the runtime has (``""`` is its default one)."""
+
+    name: str
+    features: RuntimeHandlerFeatures = RuntimeHandlerFeatures()
+
+
 class RuntimeStatus(Struct, frozen=True):
+    """CRI StatusResponse: the runtime's conditions and its handlers with their features
+    (none from a runtime older than CRI's runtime_handlers, such as containerd 1.6)."""
+
     conditions: tuple[RuntimeCondition, ...]
+    handlers: tuple[RuntimeHandler, ...] = ()
 
     def condition(self, type_: str) -> RuntimeCondition | None:
         return next((c for c in self.conditions if c.type == type_), None)

@@ -36,6 +36,7 @@ STARTING_KUBELET = "Starting"
 FAILED_MOUNT_VOLUME = "FailedMount"
 SANDBOX_CHANGED = "SandboxChanged"
 FAILED_CREATE_POD_SANDBOX = "FailedCreatePodSandBox"
+FAILED_PREPARE_DYNAMIC_RESOURCES = "FailedPrepareDynamicResources"
 
 # Garbage collection
 CONTAINER_GC_FAILED = "ContainerGCFailed"

@@ -41,6 +41,7 @@ from runtime.kuberuntime.beside_sandbox import beside, first_starts, side_pool
 from runtime.kuberuntime.container import STOPPING, ContainerLifecycle, StartFiles
 from runtime.kuberuntime.container_logs import ContainerLogFiles, NodeContainerLogFiles
 from runtime.kuberuntime.dns import ResolvConfError
+from runtime.kuberuntime.dra import prepare_error
 from runtime.kuberuntime.ephemeral import as_container, ephemeral_containers, target_id
 from runtime.kuberuntime.host_paths import HostPaths
 from runtime.kuberuntime.hostname import HostnameError
@@ -65,6 +66,7 @@ from runtime.kuberuntime.sandbox import generate_sandbox_config
 from runtime.kuberuntime.settings import NodeSettings
 from runtime.kuberuntime.termination_message import read_termination_message
 from runtime.kuberuntime.termination_order import TerminationOrdering, has_sidecars
+from runtime.kuberuntime.userns import UserNamespaceError, user_namespace_error
 from runtime.kuberuntime.volume_mounts import VolumeMounts
 from runtime.kuberuntime.volumes import (
     NODE_HOST_PATHS,
@@ -227,6 +229,34 @@ class KubeRuntimeManager:
         the sandbox is made, not each sync)."""
         return generate_sandbox_config(pod, attempt, self.settings, report=report)
 
+    def _check_user_namespace(self, pod: Pod) -> None:
+        """UserNamespaceError with upstream's words when the pod asks for a user namespace
+        (``hostUsers: false``) its runtime handler cannot give it. Only such a pod costs a
+        Status call: the handlers' features, which upstream's kubelet keeps from its
+        periodic Status, are read when they are needed."""
+        if pod.spec.host_users is not False:
+            return
+        handler = self.settings.runtime_handler
+        error = user_namespace_error(pod, self.runtime.status().handlers, handler)
+        if error is not None:
+            raise UserNamespaceError(error)
+
+    def prepare_dynamic_resources(self, pod: Pod) -> StepResult | None:
+        """Upstream's PrepareDynamicResources before the sandbox is made: None when the
+        pod has no claim to prepare, else the failed step; the pod's sandbox is not made
+        and the failure is upstream's FailedPrepareDynamicResources event (runtime.
+        kuberuntime.dra: this node prepares no claim)."""
+        error = prepare_error(pod)
+        if error is None:
+            return None
+        message = f"Failed to prepare dynamic resources: {error}"
+        logger.bind(pod=pod.metadata.name, uid=pod.uid, container="").warning(
+            "{}: {}", reasons.FAILED_PREPARE_DYNAMIC_RESOURCES, message)
+        self.events.event(pod_ref(pod), reasons.WARNING,
+                          reasons.FAILED_PREPARE_DYNAMIC_RESOURCES, message)
+        return StepResult("PrepareDynamicResources", pod.metadata.name,
+                          reasons.FAILED_PREPARE_DYNAMIC_RESOURCES, message)
+
     def mount_volumes(self, pod: Pod) -> PodSyncResult:
         """Set up the pod's volumes before anything of it starts (upstream's
         WaitForAttachAndMount): when one cannot be had, nothing starts, the pod stays
@@ -307,8 +337,13 @@ class KubeRuntimeManager:
         present_images: PresentImages = NO_IMAGES
         start_files: Mapping[str, StartFiles] = {}
         if plan.create_sandbox:
+            unprepared = self.prepare_dynamic_resources(pod)
+            if unprepared is not None:
+                steps.append(unprepared)
+                return PodSyncResult(tuple(steps))
             try:
                 config = self.sandbox_config(pod, plan.attempt)
+                self._check_user_namespace(pod)
                 os.makedirs(config.log_directory, exist_ok=True)
                 wanted = config  # for the closure: the sandbox this sync makes
                 checked = (images_to_check(pod, plan) if self._image_checks_beside_sandbox
@@ -330,7 +365,8 @@ class KubeRuntimeManager:
 
                 (sandbox_id, sandbox), (present_images, start_files) = beside(
                     create, side, self._side_pool)
-            except (CRIError, OSError, HostnameError, ResolvConfError) as err:
+            except (CRIError, OSError, HostnameError, ResolvConfError,
+                    UserNamespaceError) as err:
                 detail = err.detail if isinstance(err, CRIError) else str(err)
                 log.warning("creating the pod sandbox failed: {}", detail)
                 self.events.event(pod_ref(pod), reasons.WARNING,

@@ -23,7 +23,8 @@ class StepResult(Struct, frozen=True):
     ``backoff_seconds``.
     """
 
-    action: str  # StartContainer, KillContainer, CreatePodSandbox, KillPodSandbox, MountVolumes
+    action: str  # StartContainer, KillContainer, CreatePodSandbox, KillPodSandbox, MountVolumes,
+    #              PrepareDynamicResources, CreatePodCgroup
     target: str  # a container name, or the pod for sandbox steps
     error: str = ""
     message: str = ""

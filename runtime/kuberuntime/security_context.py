@@ -29,12 +29,11 @@ from runtime.cri.types import (
     SupplementalGroupsPolicy,
 )
 from runtime.pod.admission import (
-    APPARMOR_ANNOTATION_PREFIX,
+    container_apparmor,
     container_security_contexts,
     normalize_sysctl,
 )
 from runtime.pod.model import (
-    AppArmorProfile,
     Container,
     Pod,
     PodSecurityContext,
@@ -244,31 +243,11 @@ def seccomp_profile(pod: Pod, container: Container, profile_root: str,
     return SecurityProfile(SecurityProfileType.UNCONFINED)
 
 
-def _annotation_apparmor(pod: Pod, container: Container) -> AppArmorProfile | None:
-    """The deprecated per-container annotation: runtime/default, unconfined,
-    localhost/<name> (upstream getProfileFromPodAnnotations)."""
-    value = pod.metadata.annotations.get(APPARMOR_ANNOTATION_PREFIX + container.name)
-    if value is None:
-        return None
-    if value == "runtime/default":
-        return AppArmorProfile(type="RuntimeDefault")
-    if value == "unconfined":
-        return AppArmorProfile(type="Unconfined")
-    if value.startswith("localhost/"):
-        return AppArmorProfile(type="Localhost", localhost_profile=value[len("localhost/"):])
-    return None
-
-
 def apparmor_profile(pod: Pod, container: Container) -> SecurityProfile | None:
     """Upstream getAppArmorProfile (apparmor.GetProfile): the container's field, else the
     deprecated annotation (static pods may have only that), else the pod's field; None
     leaves it to the runtime's default."""
-    sc = container.security_context
-    profile = sc.app_armor_profile if sc is not None else None
-    if profile is None:
-        profile = _annotation_apparmor(pod, container)
-    if profile is None and pod.spec.security_context is not None:
-        profile = pod.spec.security_context.app_armor_profile
+    profile = container_apparmor(pod, container.name, container.security_context)
     if profile is None:
         return None
     if profile.type == "RuntimeDefault":

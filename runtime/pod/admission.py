@@ -23,6 +23,7 @@ from decimal import Decimal
 from msgspec import Struct, field
 
 from runtime.pod.model import (
+    AppArmorProfile,
     Container,
     NodeSelectorRequirement,
     NodeSelectorTerm,
@@ -45,6 +46,7 @@ __all__ = [
     "check_resources",
     "check_supplemental_groups_policy",
     "check_sysctls",
+    "container_apparmor",
     "container_security_contexts",
     "node_labels",
     "normalize_sysctl",
@@ -413,17 +415,43 @@ def apparmor_required(pod: Pod) -> bool:
                if key.startswith(APPARMOR_ANNOTATION_PREFIX))
 
 
+def _annotation_apparmor(pod: Pod, container: str) -> AppArmorProfile | None:
+    """The deprecated per-container annotation: runtime/default, unconfined,
+    localhost/<name> (upstream getProfileFromPodAnnotations); None for anything else."""
+    value = pod.metadata.annotations.get(APPARMOR_ANNOTATION_PREFIX + container)
+    if value == "runtime/default":
+        return AppArmorProfile(type="RuntimeDefault")
+    if value == "unconfined":
+        return AppArmorProfile(type="Unconfined")
+    if value is not None and value.startswith("localhost/"):
+        return AppArmorProfile(type="Localhost", localhost_profile=value[len("localhost/"):])
+    return None
+
+
+def container_apparmor(pod: Pod, container: str, sc: SecurityContext | None
+                       ) -> AppArmorProfile | None:
+    """Upstream apparmor.GetProfile: the container's field, else its deprecated
+    annotation (static pods may have only that), else the pod's field."""
+    profile = sc.app_armor_profile if sc is not None else None
+    if profile is None:
+        profile = _annotation_apparmor(pod, container)
+    if profile is None and pod.spec.security_context is not None:
+        profile = pod.spec.security_context.app_armor_profile
+    return profile
+
+
 def check_apparmor(pod: Pod, node: Node) -> Rejection | None:
     """A pod that needs AppArmor on a node without it, or that names an empty Localhost
-    profile, is refused with reason AppArmor (upstream's appArmorAdmitHandler)."""
+    profile, is refused with reason AppArmor (upstream's appArmorAdmitHandler). Whether a
+    named profile is loaded is the runtime's to find out, as upstream leaves it."""
     if not apparmor_required(pod):
         return None
     if not node.apparmor:
         return "AppArmor", "Cannot enforce AppArmor: AppArmor is not enabled on the host"
-    for sc in container_security_contexts(pod):
-        profile = sc.app_armor_profile if sc is not None else None
-        if profile is None and pod.spec.security_context is not None:
-            profile = pod.spec.security_context.app_armor_profile
+    containers = [(c.name, c.security_context) for c in pod.all_containers()]
+    containers += [(e.name, e.security_context) for e in pod.spec.ephemeral_containers]
+    for name, sc in containers:
+        profile = container_apparmor(pod, name, sc)
         if profile is not None and profile.type == "Localhost" \
                 and not (profile.localhost_profile or "").strip():
             return ("AppArmor", "Cannot enforce AppArmor: invalid empty AppArmor profile "

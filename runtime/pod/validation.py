@@ -37,6 +37,7 @@ from runtime.pod.model import (
     PodSecurityContext,
     Probe,
     Quantity,
+    ResourceClaim,
     ResourceRequirements,
     SecurityContext,
     Toleration,
@@ -236,6 +237,8 @@ def validate_pod(pod: Pod) -> list[Problem]:
     if not spec.containers:
         problems.append(required("spec.containers"))
     grace = spec.termination_grace_period_seconds
+    claims = {c.name for c in spec.resource_claims}
+    host_users = spec.host_users is not False  # unset is the node's user namespace
     seen: set[str] = set()
     for field, containers in (
         ("initContainers", spec.init_containers),
@@ -246,7 +249,8 @@ def validate_pod(pod: Pod) -> list[Problem]:
             if c.name and c.name in seen:
                 problems.append(duplicate(f"{path}.name", c.name))
             seen.add(c.name)
-            problems += _container(c, path, volumes, grace, init=field == "initContainers")
+            problems += _container(c, path, volumes, grace, init=field == "initContainers",
+                                   claims=claims, host_users=host_users)
             if spec.host_network:
                 for j, port in enumerate(c.ports):
                     if port.host_port != port.container_port:
@@ -326,7 +330,8 @@ def _metadata(pod: Pod) -> Iterator[Problem]:
 
 
 def _container(
-    c: AnyContainer, path: str, volumes: set[str], grace: int | None, *, init: bool
+    c: AnyContainer, path: str, volumes: set[str], grace: int | None, *, init: bool,
+    claims: set[str], host_users: bool,
 ) -> Iterator[Problem]:
     if not c.name:
         yield required(f"{path}.name")
@@ -367,8 +372,10 @@ def _container(
     yield from _mounts(c, f"{path}.volumeMounts", volumes)
     if c.resources is not None:
         yield from _resources(c.resources, f"{path}.resources")
+        yield from _claim_names(c.resources.claims, claims, f"{path}.resources.claims")
     if c.security_context is not None:
-        yield from _security_context(c.security_context, f"{path}.securityContext")
+        yield from _security_context(c.security_context, f"{path}.securityContext",
+                                     host_users)
     plain_init = init and c.restart_policy != "Always"
     for field, probe in (
         ("livenessProbe", c.liveness_probe),
@@ -608,6 +615,25 @@ def _resources(r: ResourceRequirements, path: str) -> Iterator[Problem]:
         yield forbidden(path, "HugePages require cpu or memory")
 
 
+def _claim_names(claims: Iterable[ResourceClaim], pod_claims: set[str], path: str
+                 ) -> Iterator[Problem]:
+    """Upstream validateResourceClaimNames: each container claim names one of the pod's
+    spec.resourceClaims, once per request."""
+    seen: set[str] = set()
+    for i, claim in enumerate(claims):
+        if not claim.name:
+            yield required(f"{path}[{i}]")
+            continue
+        key = f"{claim.name}/{claim.request}" if claim.request else claim.name
+        if key in seen:
+            yield duplicate(f"{path}[{i}]", key)
+        seen.add(key)
+        if claim.name not in pod_claims:
+            known = (": " + ", ".join(sorted(pod_claims))) if pod_claims else " which is empty"
+            where, what = not_found(f"{path}[{i}]", claim.name)
+            yield where, f"{what}: must be one of the names in pod.spec.resourceClaims{known}"
+
+
 def _resource_value(name: str, value: Quantity, q: Decimal, path: str) -> Iterator[Problem]:
     if q < 0:
         yield invalid(path, str(value), _NON_NEGATIVE)
@@ -662,7 +688,7 @@ def _pod_security_context(sc: PodSecurityContext, path: str) -> Iterator[Problem
                             ("Always", "OnRootMismatch"))
 
 
-def _security_context(sc: SecurityContext, path: str) -> Iterator[Problem]:
+def _security_context(sc: SecurityContext, path: str, host_users: bool) -> Iterator[Problem]:
     yield from _ids(path, runAsUser=sc.run_as_user, runAsGroup=sc.run_as_group)
     if sc.privileged and sc.allow_privilege_escalation is False:
         yield invalid(path, "", "cannot set `allowPrivilegeEscalation` to false and "
@@ -673,6 +699,11 @@ def _security_context(sc: SecurityContext, path: str) -> Iterator[Problem]:
                       "`capabilities.Add` CAP_SYS_ADMIN")
     if sc.proc_mount and sc.proc_mount not in ("Default", "Unmasked"):
         yield not_supported(f"{path}.procMount", sc.proc_mount, ("Default", "Unmasked"))
+    elif sc.proc_mount == "Unmasked" and host_users:
+        # An unmasked /proc only inside the pod's own user namespace, where it cannot
+        # reach the node's.
+        yield invalid(f"{path}.procMount", sc.proc_mount,
+                      "`hostUsers` must be false to use `Unmasked`")
     yield from _seccomp(sc, path)
 
 

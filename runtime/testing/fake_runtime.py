@@ -40,6 +40,7 @@ from runtime.cri.types import (
     PodSandboxConfig,
     PodSandboxStatus,
     RuntimeCondition,
+    RuntimeHandler,
     RuntimeStatus,
     SandboxFilter,
     SandboxState,
@@ -82,6 +83,8 @@ class FakeRuntime(FakeImages):
         self._next_container = 0
         self.runtime_ready = True
         self.network_ready = True
+        # The handlers Status reports: none, as containerd 1.6 reports none.
+        self.handlers: tuple[RuntimeHandler, ...] = ()
         for ref in images:
             self.add_image(ref)
         for ref in pullable:
@@ -211,7 +214,8 @@ class FakeRuntime(FakeImages):
                         self.network_ready,
                         "" if self.network_ready else "NetworkPluginNotReady",
                     ),
-                )
+                ),
+                handlers=self.handlers,
             )
 
     # --- RuntimeService: sandboxes -------------------------------------------------------

@@ -33,7 +33,8 @@ from runtime.prober.results import ProbeResult
 from runtime.status.generate import generate_pod_status
 
 POD_STEPS = {"CreatePodSandbox": "creating its sandbox", "MountVolumes": "mounting its volumes",
-             "CreatePodCgroup": "creating its cgroup"}
+             "CreatePodCgroup": "creating its cgroup",
+             "PrepareDynamicResources": "preparing its resource claims"}
 
 
 def _pod_step_failures(history: PodHistory, since: int) -> list[str]:

@@ -41,6 +41,8 @@ from runtime.cri.types import (
     PodSandboxMetadata,
     PortMapping,
     Protocol,
+    RuntimeHandler,
+    RuntimeHandlerFeatures,
     SandboxFilter,
     SandboxState,
     SecurityProfile,
@@ -72,6 +74,7 @@ class FakeCRI(api_pb2_grpc.RuntimeServiceServicer, api_pb2_grpc.ImageServiceServ
         self.requests: list[Any] = []
         self.release = threading.Event()  # lets the slow handler finish
         self.images = {"busybox:latest": "sha256:b0b"}
+        self.handlers: list[api_pb2.RuntimeHandler] = []  # containerd 1.6 reports none
 
     def Version(self, request: Any, context: Any) -> Any:
         self.requests.append(request)
@@ -89,7 +92,8 @@ class FakeCRI(api_pb2_grpc.RuntimeServiceServicer, api_pb2_grpc.ImageServiceServ
                 type="NetworkReady", status=False, reason="NoCNI", message="no config"
             ),
         ]
-        return api_pb2.StatusResponse(status=api_pb2.RuntimeStatus(conditions=conditions))
+        return api_pb2.StatusResponse(status=api_pb2.RuntimeStatus(conditions=conditions),
+                                      runtime_handlers=self.handlers)
 
     def RunPodSandbox(self, request: Any, context: Any) -> Any:
         sid = f"sb-{len(self.sandboxes) + 1}"
@@ -328,6 +332,26 @@ def test_version_and_status(served: tuple[FakeCRI, CRIClient]) -> None:
     network = status.condition("NetworkReady")
     assert ready is not None and ready.status
     assert network is not None and not network.status and network.reason == "NoCNI"
+    assert status.handlers == ()
+
+
+def test_status_reports_the_runtime_handlers_and_their_features(
+        served: tuple[FakeCRI, CRIClient]) -> None:
+    """Upstream's kubelet reads each handler's features from Status (user namespaces,
+    recursive read-only mounts); a handler without features supports neither."""
+    fake, client = served
+    fake.handlers = [
+        api_pb2.RuntimeHandler(name="", features=api_pb2.RuntimeHandlerFeatures(
+            user_namespaces=True, recursive_read_only_mounts=False)),
+        api_pb2.RuntimeHandler(name="kata", features=api_pb2.RuntimeHandlerFeatures(
+            recursive_read_only_mounts=True)),
+        api_pb2.RuntimeHandler(name="bare"),
+    ]
+    assert client.status().handlers == (
+        RuntimeHandler("", RuntimeHandlerFeatures(user_namespaces=True)),
+        RuntimeHandler("kata", RuntimeHandlerFeatures(recursive_read_only_mounts=True)),
+        RuntimeHandler("bare", RuntimeHandlerFeatures()),
+    )
 
 
 def test_sandbox_round_trip(served: tuple[FakeCRI, CRIClient]) -> None:

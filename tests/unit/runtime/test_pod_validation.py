@@ -273,6 +273,10 @@ SECURITY = [
          "cannot set `allowPrivilegeEscalation` to false and `capabilities.Add` CAP_SYS_ADMIN"),
     case("invalid procMount", manifest(container="securityContext: {procMount: Sometimes}"),
          'spec.containers[0].securityContext.procMount: Unsupported value: "Sometimes": supported values: "Default", "Unmasked"'),
+    case("procMount Unmasked with the node's users", manifest(container="securityContext: {procMount: Unmasked}"),
+         'spec.containers[0].securityContext.procMount: Invalid value: "Unmasked": `hostUsers` must be false to use `Unmasked`'),
+    case("procMount Unmasked with hostUsers true", manifest("hostUsers: true\ninitContainers: [{name: i, image: 'b:1', securityContext: {procMount: Unmasked}}]"),
+         'spec.initContainers[0].securityContext.procMount: Invalid value: "Unmasked": `hostUsers` must be false to use `Unmasked`'),
     case("seccomp Localhost without profile", manifest("securityContext: {seccompProfile: {type: Localhost}}"),
          "spec.securityContext.seccompProfile.localhostProfile: Required value: must be set when seccomp type is Localhost"),
     case("seccomp bad type", manifest(container="securityContext: {seccompProfile: {type: Sometimes}}"),
@@ -281,6 +285,17 @@ SECURITY = [
          'spec.securityContext.sysctls[0].name: Invalid value: "Net.Foo": must have at most 253 characters and match regex'),
     case("duplicate sysctl", manifest("securityContext: {sysctls: [{name: kernel.shm_rmid_forced, value: '1'}, {name: kernel.shm_rmid_forced, value: '0'}]}"),
          'spec.securityContext.sysctls[1].name: Duplicate value: "kernel.shm_rmid_forced"'),
+]
+
+CLAIMS = [
+    case("container claim with no pod claims", manifest(container="resources: {claims: [{name: gpu}]}"),
+         'spec.containers[0].resources.claims[0]: Not found: "gpu": must be one of the names in pod.spec.resourceClaims which is empty'),
+    case("container claim not among the pod's", manifest("resourceClaims: [{name: b, resourceClaimName: x}, {name: a, resourceClaimName: y}]", container="resources: {claims: [{name: gpu}]}"),
+         'spec.containers[0].resources.claims[0]: Not found: "gpu": must be one of the names in pod.spec.resourceClaims: a, b'),
+    case("container claim without a name", manifest("resourceClaims: [{name: a, resourceClaimName: x}]", container="resources: {claims: [{name: ''}]}"),
+         "spec.containers[0].resources.claims[0]: Required value"),
+    case("container claim twice", manifest("resourceClaims: [{name: a, resourceClaimName: x}]", container="resources: {claims: [{name: a}, {name: a}]}"),
+         'spec.containers[0].resources.claims[1]: Duplicate value: "a"'),
 ]
 
 POD = [
@@ -331,7 +346,7 @@ POD = [
 
 @pytest.mark.parametrize(("data", "expected"),
                          PORTS + ENV + MOUNTS + VOLUMES + RESOURCES + CONTAINERS + PROBES
-                         + SECURITY + POD)
+                         + SECURITY + CLAIMS + POD)
 def test_upstream_rule(data: bytes, expected: str) -> None:
     found = errors(data)
     assert any(e.startswith(expected) or expected in e for e in found), found
@@ -344,6 +359,8 @@ VALID = [
     pytest.param(manifest(container="resources: {limits: {nvidia.com/gpu: 2, cpu: '1'}}"), id="extended-limit-only"),
     pytest.param(manifest(container="resources: {limits: {hugepages-2Mi: 2Mi, memory: 1Gi}}"), id="hugepages-with-memory"),
     pytest.param(manifest("initContainers: [{name: s, image: 'b:1', restartPolicy: Always, readinessProbe: {exec: {command: [a]}}}]"), id="sidecar-probes"),
+    pytest.param(manifest("hostUsers: false", container="securityContext: {procMount: Unmasked}"), id="unmasked-in-own-user-namespace"),
+    pytest.param(manifest("resourceClaims: [{name: a, resourceClaimName: x}]", container="resources: {claims: [{name: a}, {name: a, request: r}]}"), id="container-claims"),
     pytest.param(manifest(container="livenessProbe: {httpGet: {port: 80}, periodSeconds: 0, successThreshold: 0}"), id="probe-zero-means-default"),
 ]
 

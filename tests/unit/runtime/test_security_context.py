@@ -514,6 +514,18 @@ NO_APPARMOR = ("AppArmor", "Cannot enforce AppArmor: AppArmor is not enabled on 
         ("an empty localhost name", AppArmorProfile(type="Localhost", localhost_profile=" "),
          None, None, True,
          ("AppArmor", 'Cannot enforce AppArmor: invalid empty AppArmor profile name: " "')),
+        ("a localhost annotation on a node without", None, None, "localhost/not-loaded",
+         False, NO_APPARMOR),
+        ("a localhost field on a node without", AppArmorProfile(
+            type="Localhost", localhost_profile="not-loaded"), None, None, False, NO_APPARMOR),
+        ("an empty localhost annotation", None, None, "localhost/", True,
+         ("AppArmor", 'Cannot enforce AppArmor: invalid empty AppArmor profile name: ""')),
+        ("the annotation over the pod's field", None, AppArmorProfile(
+            type="Localhost", localhost_profile="p"), "localhost/ ", True,
+         ("AppArmor", 'Cannot enforce AppArmor: invalid empty AppArmor profile name: " "')),
+        # Whether a named profile is loaded is the runtime's to find out (upstream dropped
+        # the kubelet's check): containerd refuses the container.
+        ("a localhost name on a node with", None, None, "localhost/not-loaded", True, None),
     ],
 )
 def test_apparmor_admission(name: str, container: AppArmorProfile | None,
