@@ -73,8 +73,11 @@ def _unescape(field: str) -> str:
 
 def mount_points_under(directory: str, mountinfo: str = MOUNTINFO) -> tuple[str, ...]:
     """The mount points strictly under ``directory``, deepest first (the order to unmount
-    them in)."""
-    base = os.path.normpath(directory) + "/"
+    them in), as the kernel names them (symlinks resolved)."""
+    # mountinfo names a mount point by its path with symlinks resolved: a root dir reached
+    # through a symlink would otherwise show nothing mounted, and a caller would remove
+    # files through the mounts.
+    base = os.path.realpath(directory).rstrip("/") + "/"
     points = []
     with open(mountinfo, encoding="utf-8") as f:
         for line in f:
@@ -89,7 +92,7 @@ def mount_points_under(directory: str, mountinfo: str = MOUNTINFO) -> tuple[str,
 def is_mount_point(path: str, mountinfo: str = MOUNTINFO) -> bool:
     """Whether something is mounted at ``path`` (a bind mount of a directory of the same
     filesystem included, which a device-number check would miss)."""
-    path = os.path.normpath(path)
+    path = os.path.realpath(path)  # as mountinfo names it
     with open(mountinfo, encoding="utf-8") as f:
         return any(len(fields) > 4 and _unescape(fields[4]) == path
                    for fields in (line.split() for line in f))
