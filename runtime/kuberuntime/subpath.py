@@ -48,8 +48,9 @@ __all__ = [
 SUB_PATHS_DIR = "volume-subpaths"
 """The directory of a pod's subPath bind mounts, in the pod's directory (upstream's name)."""
 
-_NOFOLLOW = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
-"""Opens a directory to walk on from, never through a symlink."""
+_NOFOLLOW = os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC
+"""Opens a directory to walk on from, never through a symlink; anything else is refused
+(ENOTDIR), where a plain read-only open of a fifo the pod swapped in would block forever."""
 
 _PATH_NOFOLLOW = os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC
 """Opens any file (a fifo without blocking, a symlink as itself) without following it."""
