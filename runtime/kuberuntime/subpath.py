@@ -158,28 +158,39 @@ def safe_make_dir(sub_dir: str, base: str, perm: int) -> None:
     if not path_within_base(path, real_base):
         raise SubPathError(f"path {path} is outside of allowed base {real_base}")
     try:
-        if stat.S_ISDIR(os.stat(path).st_mode):
+        mode: int | None = os.stat(path).st_mode
+    except OSError:
+        mode = None  # missing, or a loop or a file on the way: the walk below tells which
+    if mode is not None:
+        if stat.S_ISDIR(mode):
             return  # exists (upstream: no race-proof check of where it leads; the bind does)
         raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), path)
-    except FileNotFoundError:
-        pass
-    existing, to_make = _existing_prefix(real_base, path)
+    try:
+        existing, to_make = _existing_prefix(real_base, path)
+    except OSError as err:
+        raise SubPathError(f"error opening directory {path}: {err.strerror}") from err
     try:
         real_existing = os.path.realpath(existing, strict=True)
     except OSError as err:
         raise SubPathError(f"error opening directory {existing}: {err.strerror}") from err
     if not path_within_base(real_existing, real_base):
         raise SubPathError(f"path {real_existing} is outside of allowed base {real_base}")
-    parent = safe_open(real_existing, real_base)
+    try:
+        parent = safe_open(real_existing, real_base)
+    except SubPathError as err:
+        raise SubPathError(f"cannot open directory {existing}: {err}") from err
     current = real_existing
     try:
         for name in to_make:
             current = os.path.join(current, name)
             try:
                 os.mkdir(name, perm, dir_fd=parent)
-                child = os.open(name, _NOFOLLOW, dir_fd=parent)
             except OSError as err:
                 raise SubPathError(f"cannot create directory {current}: {err.strerror}") from err
+            try:
+                child = os.open(name, _NOFOLLOW, dir_fd=parent)
+            except OSError as err:
+                raise SubPathError(f"cannot open {current}: {err.strerror}") from err
             os.close(parent)
             parent = child
             os.fchmod(parent, perm)  # mkdirat's mode went through the umask
