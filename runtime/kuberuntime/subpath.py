@@ -39,6 +39,7 @@ __all__ = [
     "bind_sub_path",
     "clean_sub_paths",
     "has_sub_paths",
+    "open_sub_path",
     "path_within_base",
     "safe_make_dir",
     "safe_open",
@@ -227,11 +228,11 @@ def _prepare_target(sub: SubPath) -> tuple[bool, str]:
     return False, target
 
 
-def bind_sub_path(sub: SubPath) -> str:
-    """Bind-mount what ``sub.path`` is inside its volume on its target and return the
-    target, the path to give the runtime (upstream's doBindSubPath). SubPathError when the
-    path leads out of the volume or cannot be opened safely; OSError when the mount
-    cannot be made."""
+def open_sub_path(sub: SubPath) -> tuple[SubPath, int]:
+    """Resolve ``sub``'s symlinks once and open what it leads to inside its volume
+    (upstream's first half of doBindSubPath and safeOpenSubPath): ``sub`` with its paths
+    resolved, and the descriptor (``O_PATH``) of the file opened, which the caller closes.
+    SubPathError when the path leads out of the volume or cannot be opened safely."""
     try:
         volume = os.path.realpath(sub.volume_path, strict=True)
     except OSError as err:
@@ -249,6 +250,15 @@ def bind_sub_path(sub: SubPath) -> str:
         fd = safe_open(path, volume)
     except SubPathError as err:
         raise SubPathError(f"error opening subpath {path}: {err}") from err
+    return resolved, fd
+
+
+def bind_sub_path(sub: SubPath) -> str:
+    """Bind-mount what ``sub.path`` is inside its volume on its target and return the
+    target, the path to give the runtime (upstream's doBindSubPath). SubPathError when the
+    path leads out of the volume or cannot be opened safely; OSError when the mount
+    cannot be made."""
+    resolved, fd = open_sub_path(sub)
     with _closing(fd):
         mounted, target = _prepare_target(resolved)
         if mounted:
