@@ -99,8 +99,11 @@ def read_mountinfo(mountinfo: str = MOUNTINFO) -> tuple[MountPoint, ...]:
 
 def mount_points_under(directory: str, mountinfo: str = MOUNTINFO) -> tuple[str, ...]:
     """The mount points strictly under ``directory``, deepest first (the order to unmount
-    them in)."""
-    base = os.path.normpath(directory) + "/"
+    them in), as the kernel names them (symlinks resolved)."""
+    # mountinfo names a mount point by its path with symlinks resolved: a root dir reached
+    # through a symlink would otherwise show nothing mounted, and a caller would remove
+    # files through the mounts.
+    base = os.path.realpath(directory).rstrip("/") + "/"
     points = {p.path for p in read_mountinfo(mountinfo) if p.path.startswith(base)}
     return tuple(sorted(points, key=lambda p: (-p.count("/"), p)))
 
@@ -108,7 +111,7 @@ def mount_points_under(directory: str, mountinfo: str = MOUNTINFO) -> tuple[str,
 def is_mount_point(path: str, mountinfo: str = MOUNTINFO) -> bool:
     """Whether something is mounted at ``path`` (a bind mount of a directory of the same
     filesystem included, which a device-number check would miss)."""
-    path = os.path.normpath(path)
+    path = os.path.realpath(path)  # as mountinfo names it
     return any(p.path == path for p in read_mountinfo(mountinfo))
 
 

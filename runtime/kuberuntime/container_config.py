@@ -194,7 +194,8 @@ def _sub_path_mount(pod: Pod, container: Container, index: int, sub_path: str,
         raise SyncError("CreateContainerConfigError",
                         f"unable to provision SubPath `{sub_path}`: must not contain '..'")
     made = host_paths.mount_sub_path(SubPath(
-        path=os.path.join(volume_dir, sub_path), volume_path=volume_dir,
+        # Cleaned as upstream's filepath.Join cleans it ("c/." is "c", a file or not).
+        path=os.path.normpath(os.path.join(volume_dir, sub_path)), volume_path=volume_dir,
         pod_dir=settings.pod_dir(pod.metadata.uid), volume_name=volume_name,
         container_name=container.name, mount_index=index))
     if not made.failed:

@@ -39,6 +39,7 @@ __all__ = [
     "bind_sub_path",
     "clean_sub_paths",
     "has_sub_paths",
+    "open_sub_path",
     "path_within_base",
     "safe_make_dir",
     "safe_open",
@@ -48,8 +49,9 @@ __all__ = [
 SUB_PATHS_DIR = "volume-subpaths"
 """The directory of a pod's subPath bind mounts, in the pod's directory (upstream's name)."""
 
-_NOFOLLOW = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
-"""Opens a directory to walk on from, never through a symlink."""
+_NOFOLLOW = os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC
+"""Opens a directory to walk on from, never through a symlink; anything else is refused
+(ENOTDIR), where a plain read-only open of a fifo the pod swapped in would block forever."""
 
 _PATH_NOFOLLOW = os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC
 """Opens any file (a fifo without blocking, a symlink as itself) without following it."""
@@ -157,28 +159,39 @@ def safe_make_dir(sub_dir: str, base: str, perm: int) -> None:
     if not path_within_base(path, real_base):
         raise SubPathError(f"path {path} is outside of allowed base {real_base}")
     try:
-        if stat.S_ISDIR(os.stat(path).st_mode):
+        mode: int | None = os.stat(path).st_mode
+    except OSError:
+        mode = None  # missing, or a loop or a file on the way: the walk below tells which
+    if mode is not None:
+        if stat.S_ISDIR(mode):
             return  # exists (upstream: no race-proof check of where it leads; the bind does)
         raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), path)
-    except FileNotFoundError:
-        pass
-    existing, to_make = _existing_prefix(real_base, path)
+    try:
+        existing, to_make = _existing_prefix(real_base, path)
+    except OSError as err:
+        raise SubPathError(f"error opening directory {path}: {err.strerror}") from err
     try:
         real_existing = os.path.realpath(existing, strict=True)
     except OSError as err:
         raise SubPathError(f"error opening directory {existing}: {err.strerror}") from err
     if not path_within_base(real_existing, real_base):
         raise SubPathError(f"path {real_existing} is outside of allowed base {real_base}")
-    parent = safe_open(real_existing, real_base)
+    try:
+        parent = safe_open(real_existing, real_base)
+    except SubPathError as err:
+        raise SubPathError(f"cannot open directory {existing}: {err}") from err
     current = real_existing
     try:
         for name in to_make:
             current = os.path.join(current, name)
             try:
                 os.mkdir(name, perm, dir_fd=parent)
-                child = os.open(name, _NOFOLLOW, dir_fd=parent)
             except OSError as err:
                 raise SubPathError(f"cannot create directory {current}: {err.strerror}") from err
+            try:
+                child = os.open(name, _NOFOLLOW, dir_fd=parent)
+            except OSError as err:
+                raise SubPathError(f"cannot open {current}: {err.strerror}") from err
             os.close(parent)
             parent = child
             os.fchmod(parent, perm)  # mkdirat's mode went through the umask
@@ -215,11 +228,11 @@ def _prepare_target(sub: SubPath) -> tuple[bool, str]:
     return False, target
 
 
-def bind_sub_path(sub: SubPath) -> str:
-    """Bind-mount what ``sub.path`` is inside its volume on its target and return the
-    target, the path to give the runtime (upstream's doBindSubPath). SubPathError when the
-    path leads out of the volume or cannot be opened safely; OSError when the mount
-    cannot be made."""
+def open_sub_path(sub: SubPath) -> tuple[SubPath, int]:
+    """Resolve ``sub``'s symlinks once and open what it leads to inside its volume
+    (upstream's first half of doBindSubPath and safeOpenSubPath): ``sub`` with its paths
+    resolved, and the descriptor (``O_PATH``) of the file opened, which the caller closes.
+    SubPathError when the path leads out of the volume or cannot be opened safely."""
     try:
         volume = os.path.realpath(sub.volume_path, strict=True)
     except OSError as err:
@@ -237,6 +250,15 @@ def bind_sub_path(sub: SubPath) -> str:
         fd = safe_open(path, volume)
     except SubPathError as err:
         raise SubPathError(f"error opening subpath {path}: {err}") from err
+    return resolved, fd
+
+
+def bind_sub_path(sub: SubPath) -> str:
+    """Bind-mount what ``sub.path`` is inside its volume on its target and return the
+    target, the path to give the runtime (upstream's doBindSubPath). SubPathError when the
+    path leads out of the volume or cannot be opened safely; OSError when the mount
+    cannot be made."""
+    resolved, fd = open_sub_path(sub)
     with _closing(fd):
         mounted, target = _prepare_target(resolved)
         if mounted:

@@ -67,7 +67,10 @@ class NodeVolumeMounts:
 
     def mounts_under(self, directory: str) -> tuple[MountPoint, ...]:
         table = read_mountinfo(self._mountinfo)
-        root = directory.rstrip("/")
+        # mountinfo names mount points with symlinks resolved (a root dir reached through a
+        # symlink would otherwise show nothing mounted, and a tear-down would remove files
+        # through the mount).
+        root = os.path.realpath(directory).rstrip("/")
         found = [replace(p, path=os.path.relpath(p.path, root) if p.path != root else "")
                  for p in table if p.path == root or p.path.startswith(root + "/")]
         # Deepest first; of one path, the later (upper) mount first.

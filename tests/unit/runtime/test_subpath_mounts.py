@@ -129,6 +129,15 @@ def test_a_sub_path_the_node_refuses_fails_the_container_in_upstreams_words(
     assert (err.value.reason, err.value.message) == ("CreateContainerConfigError", message)
 
 
+@pytest.mark.parametrize("sub_path", ["c/.", "c/", "./c", "c//."])
+def test_the_sub_path_is_cleaned_as_upstreams_join_cleans_it(
+        sub_path: str, settings: NodeSettings) -> None:
+    pod, c = pod_with(VolumeMount(name="data", mount_path="/d", sub_path=sub_path))
+    node = RecordingHostPaths()
+    mounts_of(pod, c, settings, node)
+    assert node.sub_paths[0].path.endswith("/data/c")
+
+
 def test_sub_path_expr_is_expanded_from_the_containers_env(settings: NodeSettings) -> None:
     pod, c = pod_with(VolumeMount(name="data", mount_path="/d",
                                   sub_path_expr="logs/$(POD)/$$x"),
