@@ -4,7 +4,9 @@ The flags are upstream's: ``--eviction-hard`` (default ``memory.available<100Mi,
 nodefs.available<10%,nodefs.inodesFree<5%,imagefs.available<15%``), ``--eviction-soft``
 with ``--eviction-soft-grace-period``, ``--eviction-minimum-reclaim``,
 ``--eviction-max-pod-grace-period`` and ``--eviction-pressure-transition-period`` (5m), also
-settable as the KubeletConfiguration fields evictionHard, evictionSoft, ... (maps there).
+settable as the KubeletConfiguration fields evictionHard, evictionSoft, ... (maps there), and
+``--local-storage-capacity-isolation`` (localStorageCapacityIsolation, default true): pods
+over their emptyDir sizeLimit or ephemeral-storage limits are evicted, thresholds or none.
 The manager decides on the stats actor's observations: with stats collection off
 (``--stats-collection-period=0``) there is no eviction.
 """
@@ -19,6 +21,7 @@ import msgspec
 from loguru import logger
 
 from actors.app.durations import parse_duration
+from actors.app.gostrconv import parse_bool
 from actors.kubelet import names
 from runtime.errors import ConfigError
 from runtime.eviction.api import (
@@ -55,6 +58,10 @@ def add_eviction_flags(add: Any) -> None:
         default=DEFAULT_PRESSURE_TRANSITION_PERIOD,
         help="how long a pressure condition stays after its threshold stops being met "
              "(default 5m)")
+    add("--local-storage-capacity-isolation", type=parse_bool, nargs="?", const=True,
+        default=True,
+        help="evict pods whose emptyDir or ephemeral-storage usage is over its limit "
+             "(default true)")
 
 
 def eviction_config(ns: argparse.Namespace) -> EvictionConfig:
@@ -68,12 +75,14 @@ def eviction_config(ns: argparse.Namespace) -> EvictionConfig:
         except argparse.ArgumentTypeError as err:
             raise ConfigError(f"--eviction-soft-grace-period: {err}",
                               field="evictionSoftGracePeriod", rule=str(err)) from err
-    return parse_threshold_config(
+    config = parse_threshold_config(
         parse_map(hard_text, "<", "--eviction-hard"),
         parse_map(ns.eviction_soft, "<", "--eviction-soft"), graces,
         parse_map(ns.eviction_minimum_reclaim, "=", "--eviction-minimum-reclaim"),
         pressure_transition_period=ns.eviction_pressure_transition_period,
         max_pod_grace_period=ns.eviction_max_pod_grace_period)
+    return msgspec.structs.replace(
+        config, local_storage_capacity_isolation=ns.local_storage_capacity_isolation)
 
 
 def _map_text(separator: str) -> Any:
@@ -99,7 +108,7 @@ def wire_eviction(flags: KubeletFlags, stats: StatsParts | None, sync: SyncLoopS
     """The eviction actor's settings (None: off), and the stats parts and sync loop
     settings that feed it."""
     config = flags.eviction
-    if not config.thresholds:
+    if not config.thresholds and not config.local_storage_capacity_isolation:
         return None, stats, sync
     if stats is None:
         logger.warning("eviction is off: it needs stats collection "
@@ -112,6 +121,8 @@ def wire_eviction(flags: KubeletFlags, stats: StatsParts | None, sync: SyncLoopS
     notify = (names.SYNC_LOOP, names.NODE_STATUS) if cluster else (names.SYNC_LOOP,)
     # Disk pressure: the garbage collector reclaims first (it always runs in the daemon).
     settings = EvictionSettings(config, notify, reclaim=names.GC)
-    logger.info("eviction thresholds: {}", ", ".join(t.describe() for t in config.thresholds))
+    logger.info("eviction thresholds: {}; local storage limits {}",
+                ", ".join(t.describe() for t in config.thresholds) or "none",
+                "enforced" if config.local_storage_capacity_isolation else "not enforced")
     return (settings, msgspec.structs.replace(stats, eviction=True),
             dataclasses.replace(sync, eviction=True))

@@ -188,6 +188,7 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "crashLoopBackOff": (SPREAD, lambda v: _block(v, _CRASH_LOOP_FIELDS, "crashLoopBackOff")),
     "evictionMaxPodGracePeriod": ("eviction_max_pod_grace_period", _integer),
     "evictionPressureTransitionPeriod": ("eviction_pressure_transition_period", _duration),
+    "localStorageCapacityIsolation": ("local_storage_capacity_isolation", _bool),
     **EVICTION_FIELDS,
     "authentication": (SPREAD, lambda v: _block(v, _SECURITY_FIELDS, "authentication")),
     "authorization": (SPREAD, lambda v: _block(v, _SECURITY_FIELDS, "authorization")),

@@ -14,7 +14,11 @@ one pass of runtime.eviction (evaluate, then rank and choose) and acts:
   next, newer observations still show the threshold met;
 - else it evicts one pod per pass: an ``Evicted`` event and ``EvictPod`` to the sync loop,
   which kills the pod through its worker and fails it with reason Evicted; no other pod is
-  evicted until that one has stopped (or 30 s passed, upstream's podCleanupTimeout).
+  evicted until that one has stopped (or 30 s passed, upstream's podCleanupTimeout);
+- before any of that, with local storage capacity isolation (the default), every pod over
+  its emptyDir sizeLimit or ephemeral-storage limits is evicted (runtime.eviction.
+  local_storage), thresholds or none, and the pass ends there, as upstream's
+  localStorageEviction.
 
 Replay: every input is a recorded delivery and time comes from the injected clock, so the
 actor is rebuilt and replayed like the others (the stats actor that feeds it is not).
@@ -40,7 +44,8 @@ from runtime.events import reasons
 from runtime.events.recorder import NULL_RECORDER, EventRecorder, node_ref, pod_ref
 from runtime.eviction.api import EPHEMERAL_STORAGE, INODES, EvictionConfig
 from runtime.eviction.evaluate import EvictionState, evaluate
-from runtime.eviction.rank import REASON, choose
+from runtime.eviction.local_storage import local_storage_eviction
+from runtime.eviction.rank import REASON, EvictionOrder, choose
 from runtime.eviction.signals import NodeSignals
 from runtime.pod.model import Pod
 
@@ -77,6 +82,9 @@ class EvictPod(Struct, frozen=True):
     grace_period: int
     reason: str
     message: str
+    # The DisruptionTarget condition with the message (pressure evictions); local storage
+    # limits add none, as upstream's evictPod gets no condition for them.
+    disruption: bool = True
 
 
 @message("GetPressure")
@@ -113,7 +121,7 @@ class EvictionManager(Actor):
         self._pods: tuple[Pod, ...] = ()
         self._told: tuple[str, ...] | None = None
         self._reclaim_asked_at: float | None = None  # observation time of the last ask
-        self._evicting: tuple[str, float] | None = None  # (uid, since)
+        self._evicting: tuple[frozenset[str], float] | None = None  # (uids, since)
         self._ticker: Cancellable | None = None
         self._log = logger.bind(pod="", uid="", container="")
 
@@ -130,8 +138,8 @@ class EvictionManager(Actor):
             self._signals = message.signals
         elif isinstance(message, ActivePods):
             self._pods = message.pods
-            if self._evicting is not None and all(
-                    p.uid != self._evicting[0] for p in message.pods):
+            if self._evicting is not None and not (
+                    self._evicting[0] & {p.uid for p in message.pods}):
                 self._evicting = None  # stopped: the next pass may evict again
         elif isinstance(message, Tick) and message.kind == names.TICK_EVICTION:
             self._synchronize()
@@ -150,26 +158,36 @@ class EvictionManager(Actor):
     def _synchronize(self) -> None:
         signals = self._signals
         config = self._settings.config
-        if signals is None or not config.thresholds:
+        if signals is None or not (config.thresholds or config.local_storage_capacity_isolation):
             return
         now = self._clock.monotonic()
         verdict = evaluate(config, self._state, signals, now)
         self._state = verdict.state
         self._tell_conditions(verdict.state.conditions)
         threshold = verdict.reclaim
-        if threshold is None:
-            if not verdict.state.thresholds_met:
-                self._reclaim_asked_at = None  # relieved: a new episode asks again
+        if threshold is None and not verdict.state.thresholds_met:
+            self._reclaim_asked_at = None  # relieved: a new episode asks again
+        if threshold is None and not config.local_storage_capacity_isolation:
             return
         if self._evicting is not None:
-            # Upstream's waitForPodsCleanup: no other eviction until the last one stopped.
-            uid, since = self._evicting
+            # Upstream's waitForPodsCleanup: no other eviction until the last ones stopped.
+            uids, since = self._evicting
             if now - since < POD_CLEANUP_TIMEOUT:
-                self._log.info("eviction manager: waiting for pod {} to be cleaned up", uid)
+                self._log.info("eviction manager: waiting for pods {} to be cleaned up",
+                               sorted(uids))
                 return
-            self._log.info("eviction manager: timed out waiting for pod {} to be cleaned up",
-                           uid)
+            self._log.info("eviction manager: timed out waiting for pods {} to be cleaned up",
+                           sorted(uids))
             self._evicting = None
+        if config.local_storage_capacity_isolation:
+            orders = local_storage_eviction(self._pods, signals)
+            if orders:
+                for each in orders:
+                    self._evict(each)
+                self._evicting = (frozenset(o.uid for o in orders), now)
+                return
+        if threshold is None:
+            return
         resource = verdict.resource
         self._log.info("eviction manager: attempting to reclaim {}", resource)
         self._events.event(node_ref(self._node_name), reasons.WARNING,
@@ -188,15 +206,19 @@ class EvictionManager(Actor):
         if order is None:
             self._log.info("eviction manager: unable to evict any pods from the node")
             return
+        self._evict(order)
+        self._evicting = (frozenset((order.uid,)), now)
+
+    def _evict(self, order: EvictionOrder) -> None:
+        """evictPod: the Evicted event, then the kill to the sync loop."""
         pod = next(p for p in self._pods if p.uid == order.uid)
         self._events.event(pod_ref(pod), reasons.WARNING, REASON, order.message)
         logger.bind(pod=pod.metadata.name, uid=pod.uid, container="").info(
             "evicting pod: {}", order.message)
         self.send(names.SYNC_LOOP, EvictPod(order.uid, order.grace_period, REASON,
-                                            order.message))
+                                            order.message, order.disruption))
         if self._metrics is not None:
-            self._metrics.evictions.labels(threshold.signal).inc()
-        self._evicting = (order.uid, now)
+            self._metrics.evictions.labels(order.signal).inc()
 
     def _reclaim_node_resources(self, signal: str, resource: str, signals: NodeSignals
                                 ) -> bool:

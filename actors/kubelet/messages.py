@@ -173,6 +173,8 @@ class UpdatePod(Struct, frozen=True):
     # eviction): once stopped, its status is Failed with this reason and message.
     failed_reason: str = ""
     failed_message: str = ""
+    failed_disruption: bool = True  # an eviction's DisruptionTarget condition (not for
+    # local storage limits, as upstream)
     # A periodic resync (the sync loop's requeue), not news of the pod: the worker may
     # sync on the runtime status its last sync read and found nothing to do with, as
     # upstream's worker reads its PLEG cache. False (every other update, and all those of
@@ -221,6 +223,7 @@ class PodObserved(Struct, frozen=True):
     # DeadlineExceeded): the pod is Failed with this reason and message from now on.
     failed_reason: str = ""
     failed_message: str = ""
+    failed_disruption: bool = True  # with an eviction's DisruptionTarget condition
 
 
 @message("PodRejected")

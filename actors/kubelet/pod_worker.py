@@ -264,8 +264,10 @@ class PodWorker(Actor):
         return known
 
     def _observe(self, pod: Pod, status: RuntimePodStatus, result: PodSyncResult | None,
-                 failed_reason: str = "", failed_message: str = "") -> None:
-        observed = PodObserved(pod, status, result, self.state, failed_reason, failed_message)
+                 failed_reason: str = "", failed_message: str = "",
+                 failed_disruption: bool = True) -> None:
+        observed = PodObserved(pod, status, result, self.state, failed_reason, failed_message,
+                               failed_disruption)
         self.send(names.STATUS, observed)
         self.send(names.PROBES, observed)
 
@@ -363,7 +365,8 @@ class PodWorker(Actor):
         kill = self._kill
         # A kill that fails the pod (an eviction): Failed once its containers stopped, as
         # upstream's status manager delays a terminal phase until nothing can run.
-        failed = (kill.failed_reason, kill.failed_message) if kill is not None else ("", "")
+        failed = ((kill.failed_reason, kill.failed_message, kill.failed_disruption)
+                  if kill is not None else ("", "", True))
         result = self._manager.kill_pod(pod, status, self._grace)
         if not result.ok:
             log.warning("stopping the pod failed, will retry: {}", result)

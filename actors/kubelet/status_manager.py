@@ -65,10 +65,12 @@ class _Entry:
     started_recorded: bool = False
     rejected: bool = False
     first_seen: float = 0.0
-    failed: tuple[str, str] | None = None  # a worker's pod-level verdict: reason, message
+    # a worker's pod-level verdict: reason, message, and whether it disrupts the pod
+    failed: tuple[str, str, bool] | None = None
     held: bool = False  # ran before a restart: not served until its first real status
     # What the status was last computed from: pod, runtime status, sync result, verdict.
-    basis: tuple[Pod, RuntimePodStatus, PodSyncResult | None, tuple[str, str] | None] | None = None
+    basis: tuple[Pod, RuntimePodStatus, PodSyncResult | None,
+                 tuple[str, str, bool] | None] | None = None
 
 
 def _forget_removed_containers(entry: _Entry, runtime: RuntimePodStatus) -> None:
@@ -224,7 +226,8 @@ class StatusManager(Actor):
         entry.runtime = message.runtime
         _forget_removed_containers(entry, message.runtime)
         if message.failed_reason and entry.failed is None:
-            entry.failed = (message.failed_reason, message.failed_message)
+            entry.failed = (message.failed_reason, message.failed_message,
+                            message.failed_disruption)
         if message.sync is not None:
             entry.sync = message.sync
         self._recompute(uid, entry)
@@ -256,7 +259,9 @@ class StatusManager(Actor):
             others=self._others.get(uid, ()),
         )
         if entry.failed is not None:
-            status = failed_status(status, *entry.failed, rfc3339(self._clock.now()), previous)
+            reason, text, disruption = entry.failed
+            status = failed_status(status, reason, text, rfc3339(self._clock.now()), previous,
+                                   disruption=disruption)
         entry.status = cap_termination_messages(entry.pod, status)
         entry.basis = (entry.pod, entry.runtime, entry.sync, entry.failed)
         if previous is None or previous.phase != entry.status.phase:

@@ -669,7 +669,7 @@ class SyncLoop(SupervisorActor):
         self._requeue_at.pop(uid, None)
         kill = UpdatePod(pod, UpdateKind.KILL, grace_override=order.grace_period,
                          reason=order.reason, failed_reason=order.reason,
-                         failed_message=order.message)
+                         failed_message=order.message, failed_disruption=order.disruption)
         worker.kill = kill
         worker.state = WorkerState.TERMINATING
         self.send(names.worker_name(uid), kill)

@@ -161,3 +161,6 @@ class EvictionConfig(Struct, frozen=True):
     pressure_transition_period: float = DEFAULT_PRESSURE_TRANSITION_PERIOD
     max_pod_grace_period: int = 0
     monitoring_interval: float = MONITORING_INTERVAL
+    # --local-storage-capacity-isolation: evict pods over their local storage limits
+    # (emptyDir sizeLimit, ephemeral-storage limits), with or without thresholds.
+    local_storage_capacity_isolation: bool = True

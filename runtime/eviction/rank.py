@@ -32,7 +32,7 @@ from runtime.eviction.api import (
 )
 from runtime.eviction.signals import NodeSignals, PodUsage
 from runtime.pod.admission import pod_requests
-from runtime.pod.model import Pod
+from runtime.pod.model import Pod, Volume
 from runtime.pod.quantity import parse_quantity
 
 REASON = reasons.EVICTED
@@ -55,19 +55,18 @@ def _request(pod: Pod, resource: str) -> int:
     return int(pod_requests(pod).get(resource, Decimal(0)))
 
 
-_LOCAL_SOURCES = ("host_path", "git_repo", "config_map", "downward_api")
+def is_local_ephemeral(volume: Volume) -> bool:
+    """IsLocalEphemeralVolume: gitRepo, configMap, and emptyDir on the node's disk (the
+    default medium; a memory emptyDir is memory). Their usage is the pod's ephemeral
+    storage."""
+    return (volume.git_repo is not None or volume.config_map is not None
+            or (volume.empty_dir is not None and not volume.empty_dir.medium))
 
 
 def _local_volumes(pod: Pod) -> set[str]:
-    """localVolumeNames: hostPath and local ephemeral volumes (disk-backed emptyDir,
-    gitRepo, configMap, downwardAPI)."""
-    out: set[str] = set()
-    for volume in pod.spec.volumes:
-        empty = volume.empty_dir
-        if (empty is not None and not empty.medium) or any(
-                getattr(volume, source) is not None for source in _LOCAL_SOURCES):
-            out.add(volume.name)
-    return out
+    """localVolumeNames: hostPath and local ephemeral volumes."""
+    return {v.name for v in pod.spec.volumes
+            if v.host_path is not None or is_local_ephemeral(v)}
 
 
 class DiskParts(Struct, frozen=True):
@@ -216,6 +215,7 @@ class EvictionOrder(Struct, frozen=True):
     signal: str
     grace_period: int
     message: str
+    disruption: bool = True  # the pod gets the DisruptionTarget condition (pressure does)
 
 
 def choose(config: EvictionConfig, threshold: Threshold, resource: str, pods: Sequence[Pod],

@@ -54,6 +54,7 @@ class PodUsage(Struct, frozen=True):
     processes: int | None = None
     containers: tuple[ContainerUsage, ...] = ()
     volumes: tuple[VolumeUsage, ...] = ()
+    ephemeral_storage: int | None = None  # the summary's ephemeral-storage used bytes
 
 
 class NodeSignals(Struct, frozen=True):
@@ -94,7 +95,8 @@ def _pod(pod: s.PodStats) -> PodUsage:
         pod.pod_ref.uid,
         pod.memory.working_set_bytes if pod.memory is not None else None,
         pod.process_stats.process_count if pod.process_stats is not None else None,
-        containers, volumes)
+        containers, volumes,
+        pod.ephemeral_storage.used_bytes if pod.ephemeral_storage is not None else None)
 
 
 def observe(summary: s.Summary, at: float) -> NodeSignals:

@@ -1,8 +1,9 @@
 """The status of a pod the kubelet itself failed (a pod-level verdict: DeadlineExceeded,
-Evicted): phase Failed with the verdict's reason and message and, for an eviction, the
-DisruptionTarget condition upstream's eviction manager adds (status True, reason
-TerminationByKubelet, the eviction message), which tells controllers the pod was disrupted
-rather than failed by itself.
+Evicted): phase Failed with the verdict's reason and message and, for an eviction under
+node pressure, the DisruptionTarget condition upstream's eviction manager adds (status True,
+reason TerminationByKubelet, the eviction message), which tells controllers the pod was
+disrupted rather than failed by itself. An eviction for a local storage limit adds none
+(upstream's evictPod gets no condition for it).
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ DISRUPTING_REASONS: Final = frozenset({reasons.EVICTED})
 
 
 def failed_status(status: PodStatus, reason: str, message: str, now: str,
-                  previous: PodStatus | None = None) -> PodStatus:
+                  previous: PodStatus | None = None, disruption: bool = True) -> PodStatus:
     """``status`` failed with ``reason`` and ``message``; ``now`` (RFC 3339) stamps a new
-    DisruptionTarget condition, which keeps its time from ``previous`` after that."""
+    DisruptionTarget condition (a disrupting reason, unless ``disruption`` is False), which
+    keeps its time from ``previous`` after that."""
     failed = msgspec.structs.replace(status, phase="Failed", reason=reason, message=message)
-    if reason not in DISRUPTING_REASONS:
+    if reason not in DISRUPTING_REASONS or not disruption:
         return failed
     old = previous.condition(DISRUPTION_TARGET) if previous is not None else None
     since = old.last_transition_time if old is not None and old.status == "True" else now

@@ -135,6 +135,7 @@ BAD: dict[str, Bad] = {
     "evictionMaxPodGracePeriod": Bad("soon", NOT_INTEGER),
     "evictionPressureTransitionPeriod": Bad("-1s", "-1s: must not be negative",
                                             ("--eviction-pressure-transition-period=-1s",)),
+    "localStorageCapacityIsolation": Bad('"yes"', NOT_BOOL),
     "evictionHard": Bad("{memory.available: bogus}", "quantities must match the regular "
                         "expression", ("--eviction-hard", "memory.available<bogus")),
     "evictionSoft": Bad("{disk.full: 1Gi}", "unsupported eviction signal disk.full",

@@ -53,11 +53,23 @@ evictionSoftGracePeriod:
   nodefs.available: 2m
 evictionMaxPodGracePeriod: 10
 evictionPressureTransitionPeriod: 1m
+localStorageCapacityIsolation: false
 """)
     eviction = parse_flags(["--config", str(config)]).eviction
     assert [(t.signal, str(t.value), t.grace_period) for t in eviction.thresholds] == [
         (MEMORY_AVAILABLE, "200Mi", 0.0), (NODEFS_AVAILABLE, "15%", 120.0)]
     assert (eviction.pressure_transition_period, eviction.max_pod_grace_period) == (60.0, 10)
+    assert not eviction.local_storage_capacity_isolation
+
+
+@pytest.mark.parametrize(("argv", "isolation"), [
+    ([], True), (["--local-storage-capacity-isolation=false"], False),
+    (["--local-storage-capacity-isolation"], True),
+])
+def test_local_storage_capacity_isolation_is_on_by_default(
+        tmp_path: Path, argv: list[str], isolation: bool) -> None:
+    eviction = parse_flags(["--pod-manifest-path", str(tmp_path), *argv]).eviction
+    assert eviction.local_storage_capacity_isolation is isolation
 
 
 @pytest.mark.parametrize(("argv", "message"), [

@@ -36,13 +36,20 @@ from actors.kubelet.tree import KubeletParts, ReplayConfig
 from runtime.clock import FakeClock
 from runtime.cri.types import ContainerState
 from runtime.eviction.api import MEMORY_AVAILABLE, NODEFS_AVAILABLE
+from runtime.eviction.local_storage import SIGNAL_CONTAINER, SIGNAL_EMPTY_DIR
 from runtime.eviction.parse import parse_threshold_config
-from runtime.eviction.signals import ContainerUsage, NodeSignals, Observation, PodUsage
+from runtime.eviction.signals import (
+    ContainerUsage,
+    NodeSignals,
+    Observation,
+    PodUsage,
+    VolumeUsage,
+)
 from runtime.kuberuntime import labels as L
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.settings import NodeSettings
 from runtime.pod.admission import Node as AdmissionNode
-from runtime.pod.model import Pod, ResourceRequirements
+from runtime.pod.model import EmptyDirVolumeSource, Pod, ResourceRequirements, Volume
 from runtime.status.types import PodStatus
 from runtime.testing.fake_runtime import FakeRuntime
 from tests.helpers import wait_for
@@ -50,7 +57,8 @@ from tests.traces.scenarios import RecordedNode
 from tests.unit.kubelet.test_sync_loop import IMAGE, pod
 
 Mi = 1 << 20
-NODE = AdmissionNode(name="node", allocatable={"cpu": "2", "memory": "4Gi"})
+NODE = AdmissionNode(name="node", allocatable={"cpu": "2", "memory": "4Gi",
+                                             "ephemeral-storage": "10Gi"})
 
 
 def api_pod(uid: str, memory_request: str = "") -> Pod:
@@ -67,7 +75,8 @@ def api_pod(uid: str, memory_request: str = "") -> Pod:
 class EvictingNode:
     """The kubelet's tree with an eviction manager, observations told by the test."""
 
-    def __init__(self, tmp_path: Path, transition: float = 60.0) -> None:
+    def __init__(self, tmp_path: Path, transition: float = 60.0,
+                 local_storage: bool = True) -> None:
         self.clock = FakeClock()
         self.fake = FakeRuntime(self.clock, images=[IMAGE])
         self.dispatch = Dispatch()
@@ -76,8 +85,9 @@ class EvictingNode:
         settings = NodeSettings("node", root_dir=str(tmp_path / "root"),
                                 pod_logs_dir=str(tmp_path / "logs"))
         manager = KubeRuntimeManager(self.fake, settings, self.clock)
-        eviction = parse_threshold_config({MEMORY_AVAILABLE: "1Gi"},
-                                          pressure_transition_period=transition)
+        eviction = sreplace(parse_threshold_config(
+            {MEMORY_AVAILABLE: "1Gi"}, pressure_transition_period=transition),
+            local_storage_capacity_isolation=local_storage)
         config = ReplayConfig(node=settings, timing=WorkerTiming(60.0), supervisor=replace(
             SyncLoopSettings(), node=NODE, expected_sources=frozenset({"file"}),
             eviction=True),
@@ -97,6 +107,13 @@ class EvictingNode:
                      for uid, ws in usage.items())
         signals = NodeSignals(self.observed_at, (
             Observation(MEMORY_AVAILABLE, available, 4096 * Mi),), pods)
+        self.dispatch.tell(names.EVICTION, SignalsObserved(signals), sender="test")
+
+    def observe_usage(self, *pods: PodUsage) -> None:
+        """A stats collection with plenty of memory and these pods' disk usage."""
+        self.observed_at += 10.0
+        signals = NodeSignals(self.observed_at, (
+            Observation(MEMORY_AVAILABLE, 3000 * Mi, 4096 * Mi),), pods)
         self.dispatch.tell(names.EVICTION, SignalsObserved(signals), sender="test")
 
     def statuses(self) -> dict[str, PodStatus]:
@@ -251,6 +268,89 @@ def test_disk_pressure_asks_the_garbage_collector_before_evicting() -> None:
         order = inbox.wait(EvictPod)
         assert (order.uid, order.grace_period, order.reason) == ("victim", 1, "Evicted")
         assert len(inbox.all(CollectGarbage)) == 1
+    finally:
+        manager.stop()
+        inbox.stop()
+
+
+def storage_pod(uid: str, size_limit: str = "", storage_limit: str = "") -> Pod:
+    """An API pod with a disk emptyDir (``size_limit``) and an ephemeral-storage limit."""
+    p = api_pod(uid)
+    c = p.spec.containers[0]
+    if storage_limit:
+        c = sreplace(c, resources=ResourceRequirements(
+            limits={"ephemeral-storage": storage_limit}))
+    volumes = (Volume(name="scratch", empty_dir=EmptyDirVolumeSource(
+        size_limit=size_limit or None)),)
+    return sreplace(p, spec=sreplace(p.spec, containers=(c,), volumes=volumes))
+
+
+def test_pods_over_their_local_storage_limits_are_evicted_in_one_pass(
+        node: EvictingNode) -> None:
+    """No pressure: a pod over its emptyDir sizeLimit and one over its container limit are
+    both evicted in the same pass, Failed with upstream's messages and no DisruptionTarget;
+    a pod under its limits keeps running."""
+    full = storage_pod("full", size_limit="10Mi")
+    chatty = storage_pod("chatty", storage_limit="5Mi")
+    calm = storage_pod("calm", size_limit="10Mi", storage_limit="5Mi")
+    node.snapshot(full, chatty, calm)
+    node.until("the pods to run", lambda: all(node.running(u) for u in
+                                              ("full", "chatty", "calm")))
+    node.observe_usage(
+        PodUsage("full", volumes=(VolumeUsage("scratch", 20 * Mi),)),
+        PodUsage("chatty", containers=(ContainerUsage("c", rootfs=4 * Mi, logs=2 * Mi),)),
+        PodUsage("calm", containers=(ContainerUsage("c", rootfs=Mi, logs=Mi),),
+                 volumes=(VolumeUsage("scratch", 9 * Mi),)))
+
+    def evicted() -> bool:
+        return all(node.phase(u) == "Failed" and not node.running(u)
+                   for u in ("full", "chatty"))
+
+    node.until("both pods to be evicted", evicted)
+    statuses = node.statuses()
+    assert (statuses["full"].reason, statuses["full"].message) == (
+        "Evicted", 'Usage of EmptyDir volume "scratch" exceeds the limit "10Mi". ')
+    assert (statuses["chatty"].reason, statuses["chatty"].message) == (
+        "Evicted", 'Container c exceeded its local ephemeral storage limit "5Mi". ')
+    for uid in ("full", "chatty"):
+        assert all(c.type != "DisruptionTarget" for c in statuses[uid].conditions)
+    assert node.running("calm") and node.pressure() == ()
+    assert node.metrics.evictions.labels(SIGNAL_EMPTY_DIR)._value.get() == 1
+    assert node.metrics.evictions.labels(SIGNAL_CONTAINER)._value.get() == 1
+
+
+@pytest.mark.parametrize("isolation", [True, False])
+def test_local_storage_limits_evict_only_with_capacity_isolation(isolation: bool) -> None:
+    """--local-storage-capacity-isolation=false: a pod over its emptyDir sizeLimit stays;
+    on (the default) it is evicted with no threshold configured at all, at 1 s grace and
+    without the DisruptionTarget condition."""
+    clock = FakeClock()
+    dispatch = Dispatch()
+    timers = ManualTimers(dispatch, clock)
+    inbox = Inbox(dispatch, names.SYNC_LOOP)
+    config = sreplace(parse_threshold_config({}), local_storage_capacity_isolation=isolation)
+    metrics = KubeletMetrics()
+    manager = EvictionManager.start(dispatch, timers, clock, EvictionSettings(config), "node",
+                                    metrics=metrics)
+    dispatch.register(names.EVICTION, manager)
+    try:
+        dispatch.tell(names.EVICTION, ActivePods((storage_pod("full", size_limit="10Mi"),)),
+                      sender="test")
+        dispatch.tell(names.EVICTION, SignalsObserved(NodeSignals(1.0, (), (PodUsage(
+            "full", volumes=(VolumeUsage("scratch", 20 * Mi),)),))), sender="test")
+        timers.advance(10.0)
+        timers.advance(10.0)
+        ref = dispatch.ref(names.EVICTION)
+        assert ref is not None and ref.ask(GetPressure(), block=True, timeout=5) == ()
+        # Both passes ran (the ask came after their Ticks): counted when evicted.
+        assert metrics.evictions.labels(SIGNAL_EMPTY_DIR)._value.get() == int(isolation)
+        if not isolation:
+            return
+        order = inbox.wait(EvictPod)
+        assert order == EvictPod("full", 1, "Evicted",
+                                 'Usage of EmptyDir volume "scratch" exceeds the limit "10Mi". ',
+                                 disruption=False)
+        assert len(inbox.all(EvictPod)) == 1  # the second pass waits for it to stop
     finally:
         manager.stop()
         inbox.stop()

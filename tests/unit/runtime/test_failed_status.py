@@ -29,3 +29,10 @@ def test_an_eviction_adds_disruption_target_and_keeps_its_transition_time() -> N
     # Recomputed later from a fresh status: one condition, still stamped when it came.
     again = failed_status(RUNNING, "Evicted", message, LATE, previous=first)
     assert again.conditions == first.conditions
+
+
+def test_an_eviction_for_a_local_storage_limit_adds_no_disruption_condition() -> None:
+    message = 'Usage of EmptyDir volume "scratch" exceeds the limit "10Mi". '
+    status = failed_status(RUNNING, "Evicted", message, EARLY, disruption=False)
+    assert (status.phase, status.reason, status.message) == ("Failed", "Evicted", message)
+    assert status.conditions == (READY,)
