@@ -1,0 +1,146 @@
+"""The pod as a whole: upstream's ValidatePodCreate, ValidatePodSpec and ValidateObjectMeta.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from runtime.pod.model import (
+    Pod,
+)
+from runtime.pod.validation.containers import (
+    _container,
+    _host_port_conflicts,
+)
+from runtime.pod.validation.fields import (
+    _LABEL_VALUE,
+    _LABEL_VALUE_MSG,
+    _MAX_INT32,
+    _NON_NEGATIVE,
+    Problem,
+    _qualified_name,
+    dns1123_label,
+    dns1123_subdomain,
+    duplicate,
+    forbidden,
+    invalid,
+    not_supported,
+    required,
+)
+from runtime.pod.validation.scheduling import (
+    _affinity,
+    _dns_config,
+    _toleration,
+)
+from runtime.pod.validation.security import (
+    _pod_security_context,
+)
+from runtime.pod.validation.volumes import (
+    _volume,
+)
+
+RESTART_POLICIES = ("Always", "OnFailure", "Never")
+DNS_POLICIES = ("ClusterFirst", "ClusterFirstWithHostNet", "Default", "None")
+OPERATING_SYSTEMS = ("linux", "windows")
+
+# --- the pod -----------------------------------------------------------------------------
+
+
+
+def validate_pod(pod: Pod) -> list[Problem]:
+    """Every semantic fault of a decoded, defaulted pod, in field order; empty when valid."""
+    problems: list[Problem] = list(_metadata(pod))
+    spec = pod.spec
+    volumes = {v.name for v in spec.volumes}
+    names: set[str] = set()
+    for i, v in enumerate(spec.volumes):
+        problems += _volume(v, f"spec.volumes[{i}]", names)
+    if not spec.containers:
+        problems.append(required("spec.containers"))
+    grace = spec.termination_grace_period_seconds
+    seen: set[str] = set()
+    for field, containers in (
+        ("initContainers", spec.init_containers),
+        ("containers", spec.containers),
+    ):
+        for i, c in enumerate(containers):
+            path = f"spec.{field}[{i}]"
+            if c.name and c.name in seen:
+                problems.append(duplicate(f"{path}.name", c.name))
+            seen.add(c.name)
+            problems += _container(c, path, volumes, grace, init=field == "initContainers")
+            if spec.host_network:
+                for j, port in enumerate(c.ports):
+                    if port.host_port != port.container_port:
+                        problems.append(invalid(
+                            f"{path}.ports[{j}].containerPort", port.container_port,
+                            "must match `hostPort` when `hostNetwork` is true"))
+    problems += _host_port_conflicts(spec.containers, "spec.containers")
+    if spec.ephemeral_containers:
+        problems.append(forbidden("spec.ephemeralContainers", "cannot be set on create"))
+    if spec.restart_policy not in RESTART_POLICIES:
+        problems.append(not_supported("spec.restartPolicy", spec.restart_policy,
+                                      RESTART_POLICIES))
+    if spec.dns_policy not in DNS_POLICIES:
+        problems.append(not_supported("spec.dnsPolicy", spec.dns_policy, DNS_POLICIES))
+    problems += _dns_config(pod)
+    if grace is not None and grace < 0:
+        problems.append(invalid("spec.terminationGracePeriodSeconds", grace, _NON_NEGATIVE))
+    deadline = spec.active_deadline_seconds
+    if deadline is not None and not 1 <= deadline <= _MAX_INT32:
+        problems.append(invalid("spec.activeDeadlineSeconds", deadline,
+                                "must be between 1 and 2147483647, inclusive"))
+    if spec.security_context is not None:
+        problems += _pod_security_context(spec.security_context, "spec.securityContext")
+    for key, value in spec.node_selector.items():
+        problems += _label(key, value, "spec.nodeSelector")
+    for i, t in enumerate(spec.tolerations):
+        problems += _toleration(t, f"spec.tolerations[{i}]")
+    problems += _affinity(pod)
+    if spec.os is not None and spec.os.name not in OPERATING_SYSTEMS:
+        problems.append(not_supported("spec.os.name", spec.os.name, OPERATING_SYSTEMS))
+    if spec.hostname and (why := dns1123_label(spec.hostname)):
+        problems.append(invalid("spec.hostname", spec.hostname, why))
+    if spec.subdomain and (why := dns1123_label(spec.subdomain)):
+        problems.append(invalid("spec.subdomain", spec.subdomain, why))
+    if spec.priority_class_name and (why := dns1123_subdomain(spec.priority_class_name)):
+        problems.append(invalid("spec.priorityClassName", spec.priority_class_name, why))
+    if spec.runtime_class_name is not None and (why := dns1123_subdomain(
+            spec.runtime_class_name)):
+        problems.append(invalid("spec.runtimeClassName", spec.runtime_class_name, why))
+    for i, secret in enumerate(spec.image_pull_secrets):
+        if not secret.name:
+            problems.append(required(f"spec.imagePullSecrets[{i}].name"))
+    return problems
+
+
+def validate_labels(labels: Mapping[str, str], path: str) -> list[Problem]:
+    """Upstream's label rules (IsQualifiedName keys, IsValidLabelValue values), for
+    labels that do not come in a pod (``--node-labels``)."""
+    return [p for k, v in labels.items() for p in _label(k, v, path)]
+
+
+def _label(key: str, value: str, path: str) -> Iterator[Problem]:
+    for why in _qualified_name(key):
+        yield invalid(path, key, why)
+    if len(value) > 63:
+        yield invalid(f"{path}[{key}]", value, "must be no more than 63 characters")
+    elif not _LABEL_VALUE.fullmatch(value):
+        yield invalid(f"{path}[{key}]", value, _LABEL_VALUE_MSG)
+
+
+def _metadata(pod: Pod) -> Iterator[Problem]:
+    meta = pod.metadata
+    if not meta.name:
+        yield required("metadata.name", "name or generateName is required")
+    elif why := dns1123_subdomain(meta.name):
+        yield invalid("metadata.name", meta.name, why)
+    if meta.namespace and (why := dns1123_label(meta.namespace)):
+        yield invalid("metadata.namespace", meta.namespace, why)
+    for key, value in meta.labels.items():
+        yield from _label(key, value, "metadata.labels")
+    for key in meta.annotations:
+        for why in _qualified_name(key):
+            yield invalid("metadata.annotations", key, why)
+
+
