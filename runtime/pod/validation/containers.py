@@ -46,7 +46,7 @@ from runtime.pod.validation.fields import (
     required,
 )
 from runtime.pod.validation.security import (
-    _security_context,
+    security_context,
 )
 
 PULL_POLICIES = ("Always", "IfNotPresent", "Never")
@@ -58,7 +58,8 @@ MOUNT_PROPAGATIONS = ("Bidirectional", "HostToContainer", "None")
 
 
 def _container(
-    c: AnyContainer, path: str, volumes: set[str], grace: int | None, *, init: bool
+    c: AnyContainer, path: str, volumes: set[str], grace: int | None, *, init: bool,
+    host_users: bool,
 ) -> Iterator[Problem]:
     if not c.name:
         yield required(f"{path}.name")
@@ -100,7 +101,8 @@ def _container(
     if c.resources is not None:
         yield from _resources(c.resources, f"{path}.resources")
     if c.security_context is not None:
-        yield from _security_context(c.security_context, f"{path}.securityContext")
+        yield from security_context(c.security_context, f"{path}.securityContext",
+                                    host_users=host_users)
     plain_init = init and c.restart_policy != "Always"
     for field, probe in (
         ("livenessProbe", c.liveness_probe),

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from runtime.pod.model import (
-    Pod,
-)
+from runtime.pod.model import Pod, PodSpec
 from runtime.pod.validation.containers import (
     _container,
     _host_port_conflicts,
@@ -33,7 +31,10 @@ from runtime.pod.validation.scheduling import (
     _toleration,
 )
 from runtime.pod.validation.security import (
-    _pod_security_context,
+    host_users,
+    operating_system,
+    pod_security_context,
+    windows_host_process,
 )
 from runtime.pod.validation.volumes import (
     _volume,
@@ -41,10 +42,8 @@ from runtime.pod.validation.volumes import (
 
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
 DNS_POLICIES = ("ClusterFirst", "ClusterFirstWithHostNet", "Default", "None")
-OPERATING_SYSTEMS = ("linux", "windows")
 
 # --- the pod -----------------------------------------------------------------------------
-
 
 
 def validate_pod(pod: Pod) -> list[Problem]:
@@ -68,14 +67,10 @@ def validate_pod(pod: Pod) -> list[Problem]:
             if c.name and c.name in seen:
                 problems.append(duplicate(f"{path}.name", c.name))
             seen.add(c.name)
-            problems += _container(c, path, volumes, grace, init=field == "initContainers")
-            if spec.host_network:
-                for j, port in enumerate(c.ports):
-                    if port.host_port != port.container_port:
-                        problems.append(invalid(
-                            f"{path}.ports[{j}].containerPort", port.container_port,
-                            "must match `hostPort` when `hostNetwork` is true"))
+            problems += _container(c, path, volumes, grace, init=field == "initContainers",
+                                   host_users=spec.host_users is not False)
     problems += _host_port_conflicts(spec.containers, "spec.containers")
+    problems += _host_network_ports(spec)
     if spec.ephemeral_containers:
         problems.append(forbidden("spec.ephemeralContainers", "cannot be set on create"))
     if spec.restart_policy not in RESTART_POLICIES:
@@ -90,15 +85,14 @@ def validate_pod(pod: Pod) -> list[Problem]:
     if deadline is not None and not 1 <= deadline <= _MAX_INT32:
         problems.append(invalid("spec.activeDeadlineSeconds", deadline,
                                 "must be between 1 and 2147483647, inclusive"))
-    if spec.security_context is not None:
-        problems += _pod_security_context(spec.security_context, "spec.securityContext")
+    problems += pod_security_context(spec)
     for key, value in spec.node_selector.items():
         problems += _label(key, value, "spec.nodeSelector")
     for i, t in enumerate(spec.tolerations):
         problems += _toleration(t, f"spec.tolerations[{i}]")
     problems += _affinity(pod)
-    if spec.os is not None and spec.os.name not in OPERATING_SYSTEMS:
-        problems.append(not_supported("spec.os.name", spec.os.name, OPERATING_SYSTEMS))
+    problems += windows_host_process(spec)
+    problems += host_users(spec)
     if spec.hostname and (why := dns1123_label(spec.hostname)):
         problems.append(invalid("spec.hostname", spec.hostname, why))
     if spec.subdomain and (why := dns1123_label(spec.subdomain)):
@@ -111,7 +105,20 @@ def validate_pod(pod: Pod) -> list[Problem]:
     for i, secret in enumerate(spec.image_pull_secrets):
         if not secret.name:
             problems.append(required(f"spec.imagePullSecrets[{i}].name"))
+    problems += operating_system(spec)
     return problems
+
+
+def _host_network_ports(spec: PodSpec) -> Iterator[Problem]:
+    """upstream validatePodHostNetworkDeps (for a pod, ResourceIsPod): in the host's network
+    a container's port is the host's port."""
+    if not spec.host_network:
+        return
+    for i, c in enumerate(spec.containers):
+        for j, port in enumerate(c.ports):
+            if port.host_port != port.container_port:
+                yield invalid(f"spec.containers[{i}].ports[{j}].hostPort", port.host_port,
+                              "must match `containerPort` when `hostNetwork` is true")
 
 
 def validate_labels(labels: Mapping[str, str], path: str) -> list[Problem]:

@@ -65,7 +65,7 @@ PORTS = [
     case("invalid protocol", manifest(container="ports: [{containerPort: 80, protocol: ICMP}]"),
          'spec.containers[0].ports[0].protocol: Unsupported value: "ICMP": supported values: "SCTP", "TCP", "UDP"'),
     case("host network: hostPort must match", manifest("hostNetwork: true", container="ports: [{containerPort: 80, hostPort: 8080}]"),
-         "spec.containers[0].ports[0].containerPort: Invalid value: 80: must match `hostPort` when `hostNetwork` is true"),
+         "spec.containers[0].ports[0].hostPort: Invalid value: 8080: must match `containerPort` when `hostNetwork` is true"),
     case("host port conflict", manifest("containers:\n- {name: a, image: 'b:1', ports: [{containerPort: 80, hostPort: 80}]}\n- {name: b, image: 'b:1', ports: [{containerPort: 81, hostPort: 80}]}"),
          'spec.containers[1].ports[0].hostPort: Duplicate value: "TCP//80"'),
 ]
@@ -305,7 +305,7 @@ POD = [
     case("bad runtimeClassName", manifest("runtimeClassName: Bad_Class"),
          'spec.runtimeClassName: Invalid value: "Bad_Class": a lowercase RFC 1123 subdomain'),
     case("bad os", manifest("os: {name: plan9}"),
-         'spec.os.name: Unsupported value: "plan9": supported values: "linux", "windows"'),
+         'spec.os: Unsupported value: "plan9": supported values: "linux", "windows"'),
     case("toleration bad operator", manifest("tolerations: [{key: k, operator: Maybe}]"),
          'spec.tolerations[0].operator: Unsupported value: "Maybe": supported values: "Equal", "Exists", "Gt", "Lt"'),
     case("toleration Exists with value", manifest("tolerations: [{key: k, operator: Exists, value: v}]"),
