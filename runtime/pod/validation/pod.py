@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from runtime.pod.model import Pod, PodSpec
+from runtime.pod.validation.annotations import pod_annotations
 from runtime.pod.validation.containers import (
     _container,
     _host_port_conflicts,
@@ -106,6 +107,7 @@ def validate_pod(pod: Pod) -> list[Problem]:
         if not secret.name:
             problems.append(required(f"spec.imagePullSecrets[{i}].name"))
     problems += operating_system(spec)
+    problems += pod_annotations(pod)
     return problems
 
 

@@ -137,7 +137,38 @@ OS = [
 ]
 
 
-@pytest.mark.parametrize(("data", "expected"), HOST_NAMESPACES + SECURITY_CONTEXT + WINDOWS_OPTIONS + OS)
+SECCOMP_POD = "seccomp.security.alpha.kubernetes.io/pod"
+SECCOMP_C = "container.seccomp.security.alpha.kubernetes.io/c"
+APPARMOR_C = "container.apparmor.security.beta.kubernetes.io/c"
+
+
+def annotated(annotations: str, spec: str = "", container: str = "") -> bytes:
+    return manifest(spec, container=container, metadata="name: p\nannotations: {" + annotations + "}")
+
+
+ANNOTATIONS = [
+    case("seccomp pod annotation unknown", annotated(f"{SECCOMP_POD}: foo"),
+         f'metadata.annotations.{SECCOMP_POD}: Invalid value: "foo": must be a valid seccomp profile'),
+    case("seccomp container annotation escaping", annotated(f"{SECCOMP_C}: localhost/../foo"),
+         f"metadata.annotations.{SECCOMP_C}: Invalid value: \"../foo\": must not contain '..'"),
+    case("seccomp annotation and field disagree", annotated(f"{SECCOMP_POD}: unconfined", "securityContext: {seccompProfile: {type: RuntimeDefault}}"),
+         "spec.securityContext.seccompProfile.type: Forbidden: seccomp type in annotation and field must match"),
+    case("seccomp container localhost profiles disagree", annotated(f"{SECCOMP_C}: localhost/a.json", container=CSC + "{seccompProfile: {type: Localhost, localhostProfile: b.json}}"),
+         "spec.containers[0].securityContext.seccompProfile.localhostProfile: Forbidden: seccomp profile in annotation and field must match"),
+    case("apparmor annotation for no container", annotated("container.apparmor.security.beta.kubernetes.io/ghost: runtime/default"),
+         'metadata.annotations[container.apparmor.security.beta.kubernetes.io/ghost]: Invalid value: "ghost": container not found'),
+    case("apparmor annotation bad profile", annotated(f"{APPARMOR_C}: confined"),
+         f'metadata.annotations[{APPARMOR_C}]: Invalid value: "confined": invalid AppArmor profile name: "confined"'),
+    case("apparmor annotation and field disagree", annotated(f"{APPARMOR_C}: unconfined", container=CSC + "{appArmorProfile: {type: RuntimeDefault}}"),
+         "spec.containers[0].securityContext.appArmorProfile.type: Forbidden: apparmor type in annotation and field must match"),
+    case("apparmor annotation and pod field disagree", annotated(f"{APPARMOR_C}: localhost/a", "securityContext: {appArmorProfile: {type: Localhost, localhostProfile: b}}"),
+         "spec.containers[0].securityContext.appArmorProfile.localhostProfile: Forbidden: apparmor profile in annotation and field must match"),
+    case("deletion cost not an int32", annotated("controller.kubernetes.io/pod-deletion-cost: '2147483648'"),
+         'metadata.annotations[controller.kubernetes.io/pod-deletion-cost]: Invalid value: "2147483648": must be a 32bit integer'),
+]
+
+
+@pytest.mark.parametrize(("data", "expected"), HOST_NAMESPACES + SECURITY_CONTEXT + WINDOWS_OPTIONS + OS + ANNOTATIONS)
 def test_upstream_refusal(data: bytes, expected: str) -> None:
     found = errors(data)
     assert expected in found, found
@@ -153,6 +184,9 @@ VALID = [
     pytest.param(manifest("os: {name: windows}\nhostNetwork: true\nsecurityContext: {windowsOptions: {hostProcess: true, runAsUserName: 'NT AUTHORITY\\SYSTEM'}}"), id="windows hostProcess pod"),
     pytest.param(manifest(container=CSC + "{windowsOptions: {runAsUserName: 'Domain\\User', gmsaCredentialSpecName: gmsa-spec}}"), id="windows options without an os"),
     pytest.param(manifest(container=CSC + "{privileged: true, allowPrivilegeEscalation: true, capabilities: {add: [CAP_SYS_ADMIN]}}"), id="privileged with escalation"),
+    pytest.param(annotated(f"{SECCOMP_POD}: runtime/default, {SECCOMP_C}: localhost/a.json, {APPARMOR_C}: localhost/a, controller.kubernetes.io/pod-deletion-cost: '-5'",
+                           "securityContext: {seccompProfile: {type: RuntimeDefault}}",
+                           CSC + "{seccompProfile: {type: Localhost, localhostProfile: a.json}, appArmorProfile: {type: Localhost, localhostProfile: a}}"), id="annotations agreeing with fields"),
 ]
 
 
