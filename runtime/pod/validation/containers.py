@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from decimal import Decimal
 
 from runtime.pod.model import (
@@ -19,6 +19,7 @@ from runtime.pod.model import (
     Probe,
     Quantity,
     ResourceRequirements,
+    Volume,
     VolumeMount,
 )
 from runtime.pod.quantity import parse_quantity
@@ -58,7 +59,8 @@ MOUNT_PROPAGATIONS = ("Bidirectional", "HostToContainer", "None")
 
 
 def _container(
-    c: AnyContainer, path: str, volumes: set[str], grace: int | None, *, init: bool,
+    c: AnyContainer, path: str, volumes: Mapping[str, Volume], grace: int | None, *,
+    init: bool,
     host_users: bool,
 ) -> Iterator[Problem]:
     if not c.name:
@@ -98,6 +100,7 @@ def _container(
         if source.prefix and _ENV_NAME_BAD.search(source.prefix):
             yield invalid(f"{p}.prefix", source.prefix, _ENV_NAME_MSG)
     yield from _mounts(c, f"{path}.volumeMounts", volumes)
+    yield from _devices(c, f"{path}.volumeDevices", volumes)
     if c.resources is not None:
         yield from _resources(c.resources, f"{path}.resources")
     if c.security_context is not None:
@@ -233,26 +236,91 @@ def _object_name(name: str, path: str) -> Iterator[Problem]:
         yield invalid(path, name, why)
 
 
-def _mounts(c: AnyContainer, path: str, volumes: set[str]) -> Iterator[Problem]:
+def _mounts(c: AnyContainer, path: str, volumes: Mapping[str, Volume]) -> Iterator[Problem]:
+    """upstream ValidateVolumeMounts. Some of its errors name the list, not the entry
+    (``volumeMounts.subPath``): upstream's paths, kept."""
     mount_paths: set[str] = set()
+    devices = {d.name: d.device_path for d in c.volume_devices}
     privileged = c.security_context is not None and c.security_context.privileged is True
     for i, m in enumerate(c.volume_mounts):
         p = f"{path}[{i}]"
         if not m.name:
             yield required(f"{p}.name")
-        elif m.name not in volumes:
+        if m.name not in volumes:
             yield not_found(f"{p}.name", m.name)
         if not m.mount_path:
             yield required(f"{p}.mountPath")
-        elif m.mount_path in mount_paths:
+        if m.mount_path in mount_paths:
             yield invalid(f"{p}.mountPath", m.mount_path, "must be unique")
         mount_paths.add(m.mount_path)
+        if m.name in devices:
+            yield invalid(f"{p}.name", m.name, "must not already exist in volumeDevices")
+        if m.mount_path in devices.values():
+            yield invalid(f"{p}.mountPath", m.mount_path,
+                          "must not already exist as a path in volumeDevices")
+        # (upstream refused subPath on image volumes until its ImageVolume feature took
+        # them, 1.33: the Kubernetes docs' own example mounts one with a subPath.)
         if m.sub_path:
-            yield from _descending_path(m.sub_path, f"{p}.subPath")
-        if m.sub_path and m.sub_path_expr:
-            yield invalid(f"{p}.subPathExpr", m.sub_path_expr,
-                          "subPathExpr and subPath are mutually exclusive")
-        yield from _propagation(m, f"{p}.mountPropagation", privileged)
+            yield from _descending_path(m.sub_path, f"{path}.subPath")
+        if m.sub_path_expr:
+            if m.sub_path:
+                yield invalid(f"{p}.subPathExpr", m.sub_path_expr,
+                              "subPathExpr and subPath are mutually exclusive")
+            yield from _descending_path(m.sub_path_expr, f"{path}.subPathExpr")
+        yield from _propagation(m, f"{path}.mountPropagation", privileged)
+        yield from _recursive_read_only(m, f"{path}.recursiveReadOnly")
+
+
+_RRO = ("Disabled", "Enabled", "IfPossible")
+
+
+def _recursive_read_only(m: VolumeMount, path: str) -> Iterator[Problem]:
+    """upstream validateMountRecursiveReadOnly."""
+    if m.recursive_read_only is None or m.recursive_read_only == "Disabled":
+        return
+    if m.recursive_read_only not in _RRO:
+        yield not_supported(path, m.recursive_read_only, _RRO)
+        return
+    if not m.read_only:
+        yield forbidden(path, "may only be specified when readOnly is true")
+    if m.mount_propagation and m.mount_propagation != "None":
+        yield forbidden(path, "may only be specified when mountPropagation is None or not "
+                        "specified")
+
+
+def _devices(c: AnyContainer, path: str, volumes: Mapping[str, Volume]) -> Iterator[Problem]:
+    """upstream ValidateVolumeDevices."""
+    mounts = {m.name: m.mount_path for m in c.volume_mounts}
+    device_paths: set[str] = set()
+    device_names: set[str] = set()
+    for i, d in enumerate(c.volume_devices):
+        p = f"{path}[{i}]"
+        volume = volumes.get(d.name)
+        if not d.name:
+            yield required(f"{p}.name")
+        if d.name in device_names:
+            yield invalid(f"{p}.name", d.name, "must be unique")
+        if volume is not None and volume.persistent_volume_claim is None and (
+                volume.ephemeral is None):
+            yield invalid(f"{p}.name", d.name, "can only use volume source type of "
+                          "PersistentVolumeClaim or Ephemeral for block mode")
+        if volume is None:
+            yield not_found(f"{p}.name", d.name)
+        if not d.device_path:
+            yield required(f"{p}.devicePath")
+        if d.device_path in device_paths:
+            yield invalid(f"{p}.devicePath", d.device_path, "must be unique")
+        if d.device_path and ".." in d.device_path.replace("\\", "/").split("/"):
+            yield invalid(f"{p}.devicePath", d.device_path, "can not contain backsteps ('..')")
+        else:
+            device_paths.add(d.device_path)
+        if d.name in mounts:
+            yield invalid(f"{p}.name", d.name, "must not already exist in volumeMounts")
+        if d.device_path in mounts.values():
+            yield invalid(f"{p}.devicePath", d.device_path,
+                          "must not already exist as a path in volumeMounts")
+        if d.name:
+            device_names.add(d.name)
 
 
 def _propagation(m: VolumeMount, path: str, privileged: bool) -> Iterator[Problem]:

@@ -37,9 +37,7 @@ from runtime.pod.validation.security import (
     pod_security_context,
     windows_host_process,
 )
-from runtime.pod.validation.volumes import (
-    _volume,
-)
+from runtime.pod.validation.volumes import volumes
 
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
 DNS_POLICIES = ("ClusterFirst", "ClusterFirstWithHostNet", "Default", "None")
@@ -51,10 +49,9 @@ def validate_pod(pod: Pod) -> list[Problem]:
     """Every semantic fault of a decoded, defaulted pod, in field order; empty when valid."""
     problems: list[Problem] = list(_metadata(pod))
     spec = pod.spec
-    volumes = {v.name for v in spec.volumes}
-    names: set[str] = set()
-    for i, v in enumerate(spec.volumes):
-        problems += _volume(v, f"spec.volumes[{i}]", names)
+    good, volume_problems = volumes(spec, pod.metadata.name)
+    problems += volume_problems
+    usable = {v.name: v for v in spec.volumes if v.name in good}
     if not spec.containers:
         problems.append(required("spec.containers"))
     grace = spec.termination_grace_period_seconds
@@ -68,7 +65,7 @@ def validate_pod(pod: Pod) -> list[Problem]:
             if c.name and c.name in seen:
                 problems.append(duplicate(f"{path}.name", c.name))
             seen.add(c.name)
-            problems += _container(c, path, volumes, grace, init=field == "initContainers",
+            problems += _container(c, path, usable, grace, init=field == "initContainers",
                                    host_users=spec.host_users is not False)
     problems += _host_port_conflicts(spec.containers, "spec.containers")
     problems += _host_network_ports(spec)
@@ -107,6 +104,10 @@ def validate_pod(pod: Pod) -> list[Problem]:
         if not secret.name:
             problems.append(required(f"spec.imagePullSecrets[{i}].name"))
     problems += operating_system(spec)
+    # upstream validatePodMetadataAndSpec's "serviceAccountToken: must not be specified when
+    # serviceAccountName is not set" is not applied: upstream's ServiceAccount admission sets
+    # serviceAccountName "default" before validating, so a real pod never meets it (the
+    # Kubernetes docs' projected token example names no service account).
     problems += pod_annotations(pod)
     return problems
 

@@ -112,17 +112,17 @@ MOUNTS = [
     case("mountpath collision", manifest(VOL, container="volumeMounts: [{name: abc, mountPath: /path/a}, {name: abc-123, mountPath: /path/a}]"),
          'spec.containers[0].volumeMounts[1].mountPath: Invalid value: "/path/a": must be unique'),
     case("absolute subpath", manifest(VOL, container="volumeMounts: [{name: abc, mountPath: /bar, subPath: /baz}]"),
-         'spec.containers[0].volumeMounts[0].subPath: Invalid value: "/baz": must be a relative path'),
+         'spec.containers[0].volumeMounts.subPath: Invalid value: "/baz": must be a relative path'),
     case("subpath in ..", manifest(VOL, container="volumeMounts: [{name: abc, mountPath: /bar, subPath: ../baz}]"),
-         "spec.containers[0].volumeMounts[0].subPath: Invalid value: \"../baz\": must not contain '..'"),
+         "spec.containers[0].volumeMounts.subPath: Invalid value: \"../baz\": must not contain '..'"),
     case("subpath contains ..", manifest(VOL, container="volumeMounts: [{name: abc, mountPath: /bar, subPath: baz/../bat}]"),
-         "spec.containers[0].volumeMounts[0].subPath: Invalid value: \"baz/../bat\": must not contain '..'"),
+         "spec.containers[0].volumeMounts.subPath: Invalid value: \"baz/../bat\": must not contain '..'"),
     case("subpath ends in ..", manifest(VOL, container="volumeMounts: [{name: abc, mountPath: /bar, subPath: ./..}]"),
-         "spec.containers[0].volumeMounts[0].subPath: Invalid value: \"./..\": must not contain '..'"),
+         "spec.containers[0].volumeMounts.subPath: Invalid value: \"./..\": must not contain '..'"),
     case("bidirectional propagation unprivileged", manifest(VOL, container="volumeMounts: [{name: abc, mountPath: /bar, mountPropagation: Bidirectional}]"),
-         "spec.containers[0].volumeMounts[0].mountPropagation: Forbidden: Bidirectional mount propagation is available only to privileged containers"),
+         "spec.containers[0].volumeMounts.mountPropagation: Forbidden: Bidirectional mount propagation is available only to privileged containers"),
     case("invalid propagation", manifest(VOL, container="volumeMounts: [{name: abc, mountPath: /bar, mountPropagation: Sideways}]"),
-         'spec.containers[0].volumeMounts[0].mountPropagation: Unsupported value: "Sideways"'),
+         'spec.containers[0].volumeMounts.mountPropagation: Unsupported value: "Sideways"'),
 ]
 
 VOLUMES = [
@@ -157,7 +157,7 @@ VOLUMES = [
     case("CSI without driver", manifest("volumes: [{name: s, csi: {driver: ''}}]"),
          "spec.volumes[0].csi.driver: Required value"),
     case("downwardAPI absolute path", manifest("volumes: [{name: s, downwardAPI: {items: [{path: /x, fieldRef: {fieldPath: metadata.name}}]}}]"),
-         'spec.volumes[0].downwardAPI.items[0].path: Invalid value: "/x": must be a relative path'),
+         'spec.volumes[0].downwardAPI.path: Invalid value: "/x": must be a relative path'),
 ]
 
 RESOURCES = [
