@@ -157,7 +157,8 @@ def _qualified_name(value: str) -> tuple[str, ...]:
     """upstream IsQualifiedName: ``[prefix/]name`` (label keys, resource names)."""
     parts = value.split("/")
     if len(parts) > 2:
-        return ("a qualified name " + _QUALIFIED_MSG.removeprefix("name part "),)
+        return ("a qualified name " + _QUALIFIED_MSG.removeprefix("name part ")
+                + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",)
     name = parts[-1]
     why: list[str] = []
     if len(parts) == 2:

@@ -30,6 +30,8 @@ from runtime.pod.validation.scheduling import (
     _affinity,
     _dns_config,
     _toleration,
+    gates_and_aliases,
+    topology_spread,
 )
 from runtime.pod.validation.security import (
     host_users,
@@ -103,6 +105,8 @@ def validate_pod(pod: Pod) -> list[Problem]:
     for i, secret in enumerate(spec.image_pull_secrets):
         if not secret.name:
             problems.append(required(f"spec.imagePullSecrets[{i}].name"))
+    problems += gates_and_aliases(spec)
+    problems += topology_spread(spec)
     problems += operating_system(spec)
     # upstream validatePodMetadataAndSpec's "serviceAccountToken: must not be specified when
     # serviceAccountName is not set" is not applied: upstream's ServiceAccount admission sets

@@ -9,12 +9,14 @@ from collections.abc import Iterator
 from runtime.pod.model import (
     NodeSelectorRequirement,
     Pod,
+    PodSpec,
     Toleration,
 )
 from runtime.pod.validation.fields import (
     Problem,
     _qualified_name,
     dns1123_subdomain,
+    duplicate,
     forbidden,
     invalid,
     not_supported,
@@ -119,3 +121,77 @@ def _dns_config(pod: Pod) -> Iterator[Problem]:
     for i, option in enumerate(config.options):
         if not option.name:
             yield required(f"spec.dnsConfig.options[{i}]", "Option.Name must not be empty")
+
+
+# --- gates, host aliases, topology spread ----------------------------------------------------
+
+_IP_MSG = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
+WHEN_UNSATISFIABLE = ("DoNotSchedule", "ScheduleAnyway")
+NODE_INCLUSION_POLICIES = ("Honor", "Ignore")
+
+
+def gates_and_aliases(spec: PodSpec) -> Iterator[Problem]:
+    """upstream validateReadinessGates, validateSchedulingGates (and ValidatePodCreate's
+    nodeName with gates left), ValidateHostAliases."""
+    for i, gate in enumerate(spec.readiness_gates):
+        for why in _qualified_name(gate.condition_type):
+            yield invalid(f"spec.readinessGates[{i}].conditionType", gate.condition_type, why)
+    seen: set[str] = set()
+    for i, sg in enumerate(spec.scheduling_gates):
+        for why in _qualified_name(sg.name):
+            yield invalid(f"spec.schedulingGates[{i}]", sg.name, why)
+        if sg.name in seen:
+            yield duplicate(f"spec.schedulingGates[{i}]", sg.name)
+        seen.add(sg.name)
+    if spec.node_name and spec.scheduling_gates:
+        yield forbidden("spec.nodeName", "cannot be set until all schedulingGates have been "
+                        "cleared")
+    for i, alias in enumerate(spec.host_aliases):
+        try:
+            ipaddress.ip_address(alias.ip)
+        except ValueError:
+            yield invalid(f"spec.hostAliases[{i}].ip", alias.ip, _IP_MSG)
+        for j, hostname in enumerate(alias.hostnames):
+            if bad := dns1123_subdomain(hostname):
+                yield invalid(f"spec.hostAliases[{i}].hostnames[{j}]", hostname, bad)
+
+
+def topology_spread(spec: PodSpec) -> Iterator[Problem]:
+    """upstream validateTopologySpreadConstraints (its label selector's own rules aside)."""
+    constraints = spec.topology_spread_constraints
+    for i, c in enumerate(constraints):
+        p = f"spec.topologySpreadConstraints[{i}]"
+        if c.max_skew <= 0:
+            yield invalid(f"{p}.maxSkew", c.max_skew, "must be greater than zero")
+        if not c.topology_key:
+            yield required(f"{p}.topologyKey", "can not be empty")
+        if c.when_unsatisfiable not in WHEN_UNSATISFIABLE:
+            yield not_supported(f"{p}.whenUnsatisfiable", c.when_unsatisfiable,
+                                WHEN_UNSATISFIABLE)
+        if any(c.topology_key == o.topology_key and c.when_unsatisfiable == o.when_unsatisfiable
+               for o in constraints[i + 1:]):
+            yield duplicate(f"{p}.{{topologyKey, whenUnsatisfiable}}",
+                            f"{{{c.topology_key}, {c.when_unsatisfiable}}}")
+        if c.min_domains is not None:
+            if c.min_domains <= 0:
+                yield invalid(f"{p}.minDomains", c.min_domains, "must be greater than zero")
+            if c.when_unsatisfiable != "DoNotSchedule":
+                yield invalid(f"{p}.minDomains", c.min_domains, "can only use minDomains if "
+                              f"whenUnsatisfiable=DoNotSchedule, not {c.when_unsatisfiable}")
+        for field, policy in (("nodeAffinityPolicy", c.node_affinity_policy),
+                              ("nodeTaintsPolicy", c.node_taints_policy)):
+            if policy and policy not in NODE_INCLUSION_POLICIES:
+                yield not_supported(f"{p}.{field}", policy, NODE_INCLUSION_POLICIES)
+        if c.match_label_keys:
+            selector = c.label_selector
+            keys = set(selector.match_labels) | {e.key for e in selector.match_expressions} \
+                if selector is not None else set()
+            if selector is None:
+                yield forbidden(f"{p}.matchLabelKeys",
+                                "must not be specified when labelSelector is not set")
+            for j, key in enumerate(c.match_label_keys):
+                for why in _qualified_name(key):
+                    yield invalid(f"{p}.matchLabelKeys[{j}]", key, why)
+                if key in keys:
+                    yield invalid(f"{p}.matchLabelKeys[{j}]", key,
+                                  "exists in both matchLabelKeys and labelSelector")
