@@ -91,7 +91,9 @@ def test_volume_marker_defaults() -> None:
         - {name: a, configMap: {name: x}}
         - {name: b, projected: {sources: [{serviceAccountToken: {path: t}}]}}
         - {name: c, rbd: {monitors: [m], image: i}}
-        - {name: d, ephemeral: {volumeClaimTemplate: {spec: {accessModes: [ReadWriteOnce]}}}}
+        - name: d
+          ephemeral: {volumeClaimTemplate: {spec: {accessModes: [ReadWriteOnce],
+                                                   resources: {requests: {storage: 1Gi}}}}}
     """)["spec"]
     volumes = {v["name"]: v for v in spec["volumes"]}
     assert volumes["a"]["configMap"]["defaultMode"] == 420

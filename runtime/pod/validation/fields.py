@@ -1,0 +1,188 @@
+"""upstream's field.Error wording and the name rules of k8s.io/apimachinery/pkg/util/validation.
+
+Every check of the package reports ``(path, cause)`` pairs built by the helpers here, worded
+as upstream's field.ErrorList prints them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from decimal import Decimal
+from functools import lru_cache
+
+from runtime.pod.model import (
+    Container,
+    EphemeralContainer,
+)
+from runtime.pod.quantity import FORMAT_WRONG
+
+"""A field path (``spec.containers[1].image``) and what is wrong with it."""
+
+Problem = tuple[str, str]
+"""A field path (``spec.containers[1].image``) and what is wrong with it."""
+
+AnyContainer = Container | EphemeralContainer
+
+# --- upstream's field.Error wording --------------------------------------------------------
+
+
+def _show(value: object) -> str:
+    """A value as upstream's field errors print it: strings quoted, numbers bare."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float | Decimal):
+        return str(value)
+    if value is None:
+        return "null"
+    return json.dumps(str(value), ensure_ascii=False)
+
+
+def required(path: str, detail: str = "") -> Problem:
+    return path, f"Required value: {detail}" if detail else "Required value"
+
+
+def invalid(path: str, value: object, detail: str) -> Problem:
+    return path, f"Invalid value: {_show(value)}: {detail}"
+
+
+def duplicate(path: str, value: object) -> Problem:
+    return path, f"Duplicate value: {_show(value)}"
+
+
+def not_supported(path: str, value: object, supported: Iterable[str]) -> Problem:
+    values = ", ".join(_show(s) for s in supported)
+    return path, f"Unsupported value: {_show(value)}: supported values: {values}"
+
+
+def forbidden(path: str, detail: str) -> Problem:
+    return path, f"Forbidden: {detail}"
+
+
+def not_found(path: str, value: object) -> Problem:
+    return path, f"Not found: {_show(value)}"
+
+
+# --- names (k8s.io/apimachinery/pkg/util/validation) ---------------------------------------
+
+_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_LABEL = re.compile(_LABEL)
+_SUBDOMAIN = rf"{_LABEL}(\.{_LABEL})*"
+_DNS1123_SUBDOMAIN = re.compile(_SUBDOMAIN)
+_LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
+    f"regex used for validation is '{_LABEL}')"
+)
+_SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
+    "or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
+    f"regex used for validation is '{_SUBDOMAIN}')"
+)
+_QUALIFIED = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_QUALIFIED_NAME = re.compile(_QUALIFIED)
+_QUALIFIED_MSG = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and "
+    "end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex "
+    f"used for validation is '{_QUALIFIED}')"
+)
+_LABEL_VALUE = re.compile(rf"({_QUALIFIED})?")
+_LABEL_VALUE_MSG = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
+    "or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
+    f"'my_value',  or '12345', regex used for validation is '({_QUALIFIED})?')"
+)
+_PORT_NAME_CHARS = re.compile(r"[-a-z0-9]+")
+_ENV_NAME_MSG = (
+    "a valid environment variable name must consist only of printable ASCII characters "
+    "other than '='"
+)
+_ENV_NAME_BAD = re.compile(r"[^\x20-\x7e]|=")  # not printable ASCII, or '='
+_HEADER = re.compile(r"[-A-Za-z0-9]+")
+_HEADER_MSG = (
+    "a valid HTTP header must consist of alphanumeric characters or '-' (e.g. "
+    "'X-Header-Name', regex used for validation is '[-A-Za-z0-9]+')"
+)
+_SYSCTL = r"([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?"
+_SYSCTL_NAME = re.compile(_SYSCTL)
+_PORT_RANGE = "must be between 1 and 65535, inclusive"
+_ID_RANGE = "must be between 0 and 2147483647, inclusive"
+_NON_NEGATIVE = "must be greater than or equal to 0"
+_PLAIN_INIT = "may not be set for init containers without restartPolicy=Always"
+_QUANTITY_MSG = FORMAT_WRONG
+_MAX_INT32 = 2**31 - 1
+
+
+@lru_cache(maxsize=4096)  # names repeat across a pod's containers
+def dns1123_label(value: str) -> str | None:
+    """Why ``value`` is not a DNS-1123 label (container, volume, namespace names), or None."""
+    if len(value) > 63:
+        return "must be no more than 63 characters"
+    if not _DNS1123_LABEL.fullmatch(value):
+        return _LABEL_MSG
+    return None
+
+
+@lru_cache(maxsize=4096)  # names repeat across a pod's containers
+def dns1123_subdomain(value: str) -> str | None:
+    """Why ``value`` is not a DNS-1123 subdomain (pod names), or None."""
+    if len(value) > 253:
+        return "must be no more than 253 characters"
+    if not _DNS1123_SUBDOMAIN.fullmatch(value):
+        return _SUBDOMAIN_MSG
+    return None
+
+
+@lru_cache(maxsize=4096)
+def _port_name(name: str) -> tuple[str, ...]:
+    """upstream IsValidPortName: an IANA service name."""
+    why: list[str] = []
+    if len(name) > 15:
+        why.append("must be no more than 15 characters")
+    if not _PORT_NAME_CHARS.fullmatch(name):
+        why.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
+    if not re.search("[a-z]", name):
+        why.append("must contain at least one letter (a-z)")
+    if "--" in name:
+        why.append("must not contain consecutive hyphens")
+    if name.startswith("-") or name.endswith("-"):
+        why.append("must not begin or end with a hyphen")
+    return tuple(why)
+
+
+@lru_cache(maxsize=4096)
+def _qualified_name(value: str) -> tuple[str, ...]:
+    """upstream IsQualifiedName: ``[prefix/]name`` (label keys, resource names)."""
+    parts = value.split("/")
+    if len(parts) > 2:
+        return ("a qualified name " + _QUALIFIED_MSG.removeprefix("name part ")
+                + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",)
+    name = parts[-1]
+    why: list[str] = []
+    if len(parts) == 2:
+        if not parts[0]:
+            why.append("prefix part must be non-empty")
+        elif (w := dns1123_subdomain(parts[0])) is not None:
+            why.append(f"prefix part {w}")
+    if not name:
+        why.append("name part must be non-empty")
+    elif len(name) > 63:
+        why.append("name part must be no more than 63 characters")
+    elif not _QUALIFIED_NAME.fullmatch(name):
+        why.append(_QUALIFIED_MSG)
+    return tuple(why)
+
+
+
+# --- paths ---------------------------------------------------------------------------------
+
+def _descending_path(value: str, path: str) -> Iterator[Problem]:
+    if value.startswith("/"):
+        yield invalid(path, value, "must be a relative path")
+    yield from _no_backsteps(value, path)
+
+
+def _no_backsteps(value: str, path: str) -> Iterator[Problem]:
+    if ".." in value.replace("\\", "/").split("/"):
+        yield invalid(path, value, "must not contain '..'")

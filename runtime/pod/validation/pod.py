@@ -1,0 +1,161 @@
+"""The pod as a whole: upstream's ValidatePodCreate, ValidatePodSpec and ValidateObjectMeta.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from runtime.pod.model import Pod, PodSpec
+from runtime.pod.validation.annotations import pod_annotations
+from runtime.pod.validation.containers import (
+    _container,
+    _host_port_conflicts,
+)
+from runtime.pod.validation.fields import (
+    _LABEL_VALUE,
+    _LABEL_VALUE_MSG,
+    _MAX_INT32,
+    _NON_NEGATIVE,
+    Problem,
+    _qualified_name,
+    dns1123_label,
+    dns1123_subdomain,
+    duplicate,
+    forbidden,
+    invalid,
+    not_supported,
+    required,
+)
+from runtime.pod.validation.scheduling import (
+    _affinity,
+    _dns_config,
+    _toleration,
+    gates_and_aliases,
+    topology_spread,
+)
+from runtime.pod.validation.security import (
+    host_users,
+    operating_system,
+    pod_security_context,
+    windows_host_process,
+)
+from runtime.pod.validation.volumes import volumes
+
+RESTART_POLICIES = ("Always", "OnFailure", "Never")
+DNS_POLICIES = ("ClusterFirst", "ClusterFirstWithHostNet", "Default", "None")
+
+# --- the pod -----------------------------------------------------------------------------
+
+
+def validate_pod(pod: Pod) -> list[Problem]:
+    """Every semantic fault of a decoded, defaulted pod, in field order; empty when valid."""
+    problems: list[Problem] = list(_metadata(pod))
+    spec = pod.spec
+    good, volume_problems = volumes(spec, pod.metadata.name)
+    problems += volume_problems
+    usable = {v.name: v for v in spec.volumes if v.name in good}
+    if not spec.containers:
+        problems.append(required("spec.containers"))
+    grace = spec.termination_grace_period_seconds
+    seen: set[str] = set()
+    for field, containers in (
+        ("initContainers", spec.init_containers),
+        ("containers", spec.containers),
+    ):
+        for i, c in enumerate(containers):
+            path = f"spec.{field}[{i}]"
+            if c.name and c.name in seen:
+                problems.append(duplicate(f"{path}.name", c.name))
+            seen.add(c.name)
+            problems += _container(c, path, usable, grace, init=field == "initContainers",
+                                   host_users=spec.host_users is not False,
+                                   claims=frozenset(r.name for r in spec.resource_claims))
+    problems += _host_port_conflicts(spec.containers, "spec.containers")
+    problems += _host_network_ports(spec)
+    if spec.ephemeral_containers:
+        problems.append(forbidden("spec.ephemeralContainers", "cannot be set on create"))
+    if spec.restart_policy not in RESTART_POLICIES:
+        problems.append(not_supported("spec.restartPolicy", spec.restart_policy,
+                                      RESTART_POLICIES))
+    if spec.dns_policy not in DNS_POLICIES:
+        problems.append(not_supported("spec.dnsPolicy", spec.dns_policy, DNS_POLICIES))
+    problems += _dns_config(pod)
+    if grace is not None and grace < 0:
+        problems.append(invalid("spec.terminationGracePeriodSeconds", grace, _NON_NEGATIVE))
+    deadline = spec.active_deadline_seconds
+    if deadline is not None and not 1 <= deadline <= _MAX_INT32:
+        problems.append(invalid("spec.activeDeadlineSeconds", deadline,
+                                "must be between 1 and 2147483647, inclusive"))
+    problems += pod_security_context(spec)
+    for key, value in spec.node_selector.items():
+        problems += _label(key, value, "spec.nodeSelector")
+    for i, t in enumerate(spec.tolerations):
+        problems += _toleration(t, f"spec.tolerations[{i}]")
+    problems += _affinity(pod)
+    problems += windows_host_process(spec)
+    problems += host_users(spec)
+    if spec.hostname and (why := dns1123_label(spec.hostname)):
+        problems.append(invalid("spec.hostname", spec.hostname, why))
+    if spec.subdomain and (why := dns1123_label(spec.subdomain)):
+        problems.append(invalid("spec.subdomain", spec.subdomain, why))
+    if spec.priority_class_name and (why := dns1123_subdomain(spec.priority_class_name)):
+        problems.append(invalid("spec.priorityClassName", spec.priority_class_name, why))
+    if spec.runtime_class_name is not None and (why := dns1123_subdomain(
+            spec.runtime_class_name)):
+        problems.append(invalid("spec.runtimeClassName", spec.runtime_class_name, why))
+    for i, secret in enumerate(spec.image_pull_secrets):
+        if not secret.name:
+            problems.append(required(f"spec.imagePullSecrets[{i}].name"))
+    problems += gates_and_aliases(spec)
+    problems += topology_spread(spec)
+    problems += operating_system(spec)
+    # upstream validatePodMetadataAndSpec's "serviceAccountToken: must not be specified when
+    # serviceAccountName is not set" is not applied: upstream's ServiceAccount admission sets
+    # serviceAccountName "default" before validating, so a real pod never meets it (the
+    # Kubernetes docs' projected token example names no service account).
+    problems += pod_annotations(pod)
+    return problems
+
+
+def _host_network_ports(spec: PodSpec) -> Iterator[Problem]:
+    """upstream validatePodHostNetworkDeps (for a pod, ResourceIsPod): in the host's network
+    a container's port is the host's port."""
+    if not spec.host_network:
+        return
+    for i, c in enumerate(spec.containers):
+        for j, port in enumerate(c.ports):
+            if port.host_port != port.container_port:
+                yield invalid(f"spec.containers[{i}].ports[{j}].hostPort", port.host_port,
+                              "must match `containerPort` when `hostNetwork` is true")
+
+
+def validate_labels(labels: Mapping[str, str], path: str) -> list[Problem]:
+    """Upstream's label rules (IsQualifiedName keys, IsValidLabelValue values), for
+    labels that do not come in a pod (``--node-labels``)."""
+    return [p for k, v in labels.items() for p in _label(k, v, path)]
+
+
+def _label(key: str, value: str, path: str) -> Iterator[Problem]:
+    for why in _qualified_name(key):
+        yield invalid(path, key, why)
+    if len(value) > 63:
+        yield invalid(f"{path}[{key}]", value, "must be no more than 63 characters")
+    elif not _LABEL_VALUE.fullmatch(value):
+        yield invalid(f"{path}[{key}]", value, _LABEL_VALUE_MSG)
+
+
+def _metadata(pod: Pod) -> Iterator[Problem]:
+    meta = pod.metadata
+    if not meta.name:
+        yield required("metadata.name", "name or generateName is required")
+    elif why := dns1123_subdomain(meta.name):
+        yield invalid("metadata.name", meta.name, why)
+    if meta.namespace and (why := dns1123_label(meta.namespace)):
+        yield invalid("metadata.namespace", meta.namespace, why)
+    for key, value in meta.labels.items():
+        yield from _label(key, value, "metadata.labels")
+    for key in meta.annotations:
+        for why in _qualified_name(key):
+            yield invalid("metadata.annotations", key, why)
+
+
