@@ -61,6 +61,7 @@ from runtime.kuberuntime.podstatus import (
     get_pod_status,
 )
 from runtime.kuberuntime.result import PodSyncResult, StepResult
+from runtime.kuberuntime.runtime_class import RuntimeClassError, lookup_runtime_handler
 from runtime.kuberuntime.sandbox import generate_sandbox_config
 from runtime.kuberuntime.settings import NodeSettings
 from runtime.kuberuntime.termination_message import read_termination_message
@@ -126,6 +127,7 @@ class KubeRuntimeManager:
         self._side_pool = side_pool()  # its threads start with the first sandbox made
         self._kill_from_listings = kill_from_listings
         self.container_logs = container_logs or NodeContainerLogFiles()
+        self._runtime_classes = dict(settings.runtime_classes)
 
     def get_pod_status(self, uid: PodUID, name: str, namespace: str,
                        listing: PodListing | None = None,
@@ -213,6 +215,13 @@ class KubeRuntimeManager:
         if self.cgroups is not None and self.settings.cgroups_per_qos:
             self.cgroups.destroy(str(uid))
 
+    def runtime_handler(self, pod: Pod) -> str:
+        """The CRI runtime handler of the pod's runtime class ("" for none); raises
+        RuntimeClassError (upstream's NotFound) for a class neither the API server
+        (cluster mode) nor the node's table (standalone) knows."""
+        return lookup_runtime_handler(pod.spec.runtime_class_name, self._runtime_classes,
+                                      self.objects)
+
     def sandbox_config(self, pod: Pod, attempt: int, report: bool = True) -> PodSandboxConfig:
         """The sandbox config (``report``: log what forming its DNS config dropped, when
         the sandbox is made, not each sync)."""
@@ -283,6 +292,11 @@ class KubeRuntimeManager:
         start_files: Mapping[str, StartFiles] = {}
         if plan.create_sandbox:
             try:
+                # Before anything of the sandbox is made, as upstream's
+                # generatePodSandboxConfig looks the class up first (NamespacesForPod).
+                handler = self.runtime_handler(pod)
+                if handler:
+                    log.debug("running pod with runtime handler {}", handler)
                 config = self.sandbox_config(pod, plan.attempt)
                 os.makedirs(config.log_directory, exist_ok=True)
                 wanted = config  # for the closure: the sandbox this sync makes
@@ -291,7 +305,7 @@ class KubeRuntimeManager:
                 preparing = first_starts(pod, plan)
 
                 def create() -> tuple[SandboxID, PodSandboxStatus]:
-                    made_id = self.runtime.run_pod_sandbox(wanted, self.settings.runtime_handler)
+                    made_id = self.runtime.run_pod_sandbox(wanted, handler)
                     return made_id, self.runtime.pod_sandbox_status(made_id)
 
                 def side() -> tuple[PresentImages, dict[str, StartFiles]]:
@@ -305,7 +319,8 @@ class KubeRuntimeManager:
 
                 (sandbox_id, sandbox), (present_images, start_files) = beside(
                     create, side, self._side_pool)
-            except (CRIError, OSError, HostnameError, ResolvConfError) as err:
+            except (CRIError, OSError, HostnameError, ResolvConfError,
+                    RuntimeClassError) as err:
                 detail = err.detail if isinstance(err, CRIError) else str(err)
                 log.warning("creating the pod sandbox failed: {}", detail)
                 self.events.event(pod_ref(pod), reasons.WARNING,
