@@ -33,6 +33,7 @@ def node_settings(flags: KubeletFlags) -> NodeSettings:
         cgroup_driver=flags.cgroup_driver, memory_capacity=mem_total(),
         hugepage_sizes=node_hugepage_sizes(), seccomp_default=flags.seccomp_default,
         max_container_restart_period=flags.max_container_restart_period,
+        runtime_classes=flags.runtime_classes,
     )
 
 
