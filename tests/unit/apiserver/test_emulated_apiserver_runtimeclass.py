@@ -1,0 +1,78 @@
+"""RuntimeClass (node.k8s.io/v1) in the emulated API server: served and discovered like
+its other cluster-scoped resources, validated as upstream validates it, and the
+RuntimeClass admission plug-in on pod creation (missing class, overhead, scheduling)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.apiserver.client import RawClient
+
+RUNTIMECLASSES = "/apis/node.k8s.io/v1/runtimeclasses"
+PODS = "/api/v1/namespaces/default/pods"
+
+
+def runtime_class(name: str, handler: str, **extra: Any) -> dict[str, Any]:
+    return {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+            "metadata": {"name": name}, "handler": handler, **extra}
+
+
+def pod(name: str, runtime_class_name: str | None = None, **spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"containers": [{"name": "app", "image": "busybox:1"}], **spec}
+    if runtime_class_name is not None:
+        body["runtimeClassName"] = runtime_class_name
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": body}
+
+
+def test_emulated_apiserver_serves_runtimeclasses(client: RawClient) -> None:
+    group = client.get("/apis/node.k8s.io/v1").body
+    (entry,) = [r for r in group["resources"] if r["name"] == "runtimeclasses"]
+    assert (entry["kind"], entry["namespaced"]) == ("RuntimeClass", False)
+    created = client.post(RUNTIMECLASSES, runtime_class("alt", "runc-alt"))
+    assert created.status == 201 and created.body["handler"] == "runc-alt"
+    assert "namespace" not in created.body["metadata"]
+    assert [i["metadata"]["name"] for i in client.get(RUNTIMECLASSES).body["items"]] == ["alt"]
+    bad = client.post(RUNTIMECLASSES, runtime_class("bad", "Runc_Alt"))
+    assert bad.status == 422
+    assert bad.body["message"].startswith(
+        'RuntimeClass.node.k8s.io "bad" is invalid: handler: Invalid value: "Runc_Alt": a '
+        "lowercase RFC 1123 label must consist of")
+    changed = client.put(RUNTIMECLASSES + "/alt", {**created.body, "handler": "runc"})
+    assert changed.status == 422
+    assert changed.body["message"] == ('RuntimeClass.node.k8s.io "alt" is invalid: handler: '
+                                       'Invalid value: "runc": field is immutable')
+    assert client.delete(RUNTIMECLASSES + "/alt").status == 200
+    assert client.get(RUNTIMECLASSES + "/alt").status == 404
+
+
+def test_emulated_apiserver_runtimeclass_admission(client: RawClient) -> None:
+    missing = client.post(PODS, pod("nowhere", "ghost"))
+    assert (missing.status, missing.body["reason"], missing.body["message"]) == (
+        403, "Forbidden", 'pods "nowhere" is forbidden: pod rejected: RuntimeClass "ghost" '
+                          "not found")
+    client.post(RUNTIMECLASSES, runtime_class(
+        "alt", "runc-alt", overhead={"podFixed": {"cpu": "250m", "memory": "120Mi"}},
+        scheduling={"nodeSelector": {"sandbox": "alt"},
+                    "tolerations": [{"key": "sandbox", "operator": "Exists",
+                                     "effect": "NoSchedule"}]}))
+    admitted = client.post(PODS, pod("web", "alt", nodeSelector={"disk": "ssd"}))
+    assert admitted.status == 201
+    spec = admitted.body["spec"]
+    assert spec["overhead"] == {"cpu": "250m", "memory": "120Mi"}
+    assert spec["nodeSelector"] == {"disk": "ssd", "sandbox": "alt"}
+    assert {"key": "sandbox", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
+    # The same overhead written otherwise is the same overhead.
+    assert client.post(PODS, pod("same", "alt", overhead={"cpu": "0.25",
+                                                         "memory": "120Mi"})).status == 201
+    for name, body, why in (
+        ("other", pod("other", "alt", overhead={"cpu": "1"}),
+         "pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead"),
+        ("bare", pod("bare", overhead={"cpu": "1"}),
+         "pod rejected: Overhead set without corresponding RuntimeClass defined Overhead"),
+        ("clash", pod("clash", "alt", nodeSelector={"sandbox": "runc"}),
+         "conflict: runtimeClass.scheduling.nodeSelector[sandbox] = alt; "
+         "pod.spec.nodeSelector[sandbox] = runc"),
+    ):
+        refused = client.post(PODS, body)
+        assert (refused.status, refused.body["message"]) == (
+            403, f'pods "{name}" is forbidden: {why}')
