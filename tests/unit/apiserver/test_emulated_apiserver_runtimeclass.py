@@ -4,9 +4,12 @@ RuntimeClass admission plug-in on pod creation (missing class, overhead, schedul
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from tests.apiserver.client import RawClient
+from tests.apiserver.kubectl import Kubectl
 
 RUNTIMECLASSES = "/apis/node.k8s.io/v1/runtimeclasses"
 PODS = "/api/v1/namespaces/default/pods"
@@ -76,3 +79,16 @@ def test_emulated_apiserver_runtimeclass_admission(client: RawClient) -> None:
         refused = client.post(PODS, body)
         assert (refused.status, refused.body["message"]) == (
             403, f'pods "{name}" is forbidden: {why}')
+
+
+def test_kubectl_applies_gets_and_deletes_runtimeclasses_on_emulated_apiserver(
+        kubectl: Kubectl, tmp_path: Path) -> None:
+    manifest = tmp_path / "alt.json"
+    manifest.write_text(json.dumps(runtime_class("alt", "runc-alt")))
+    assert kubectl.run("apply", "-f", str(manifest)).stdout.strip() == (
+        "runtimeclass.node.k8s.io/alt created")
+    lines = kubectl.run("get", "runtimeclass").stdout.splitlines()
+    assert lines[0].split() == ["NAME", "HANDLER", "AGE"]
+    assert lines[1].split()[:2] == ["alt", "runc-alt"]
+    assert kubectl.run("delete", "runtimeclass", "alt").stdout.strip() == (
+        'runtimeclass.node.k8s.io "alt" deleted')
