@@ -248,7 +248,8 @@ def start_kubelet(
         logger.info("recording a trace in {}", flags.trace_dir)
     instrumented = intercept(runtime, CRIRuntime, *calls)
     dispatch = Dispatch(recorder=writer, faults=faults)
-    # Cluster mode: ConfigMaps, Secrets, Services and tokens, each answer recorded.
+    # Cluster mode: ConfigMaps, Secrets, Services, tokens and RuntimeClasses, each answer
+    # recorded.
     watching: WatchingObjects | None = None
     objects: ObjectSource | None = None
     if cluster is not None:
@@ -256,6 +257,7 @@ def start_kubelet(
 
         watching = WatchingObjects(cluster.client, real_clock)
         watching.start_services()
+        watching.start_runtime_classes()
         source: ObjectSource = watching
         objects = intercept(source, ObjectSource,
                             *((calls[0],) if writer is not None else ()), target="kubeapi")

@@ -23,6 +23,7 @@ from actors.core.trace.writer import DEFAULT_MAX_FILES as TRACE_MAX_FILES
 from actors.core.trace.writer import DEFAULT_WRITE_EVERY as TRACE_FLUSH_FREQUENCY
 from actors.kubelet.gc_settings import GCSettings
 from runtime.cm.names import DRIVERS
+from runtime.containerd.config import RUNTIME_HANDLERS
 from runtime.errors import ConfigError
 from runtime.events.v1 import go_duration
 from runtime.eviction.api import EvictionConfig
@@ -35,7 +36,7 @@ from runtime.kuberuntime.log_rotation import (
     parse_max_size,
 )
 from runtime.pod.admission import sysctl_allowlist_error
-from runtime.pod.validation import validate_labels
+from runtime.pod.validation import dns1123_label, dns1123_subdomain, validate_labels
 
 if TYPE_CHECKING:
     from runtime.kubeapi.nodestatus import Taint
@@ -120,6 +121,8 @@ class KubeletFlags(Struct, frozen=True):
     eviction: EvictionConfig = field(default_factory=EvictionConfig)  # --eviction-*
     trace_max_files: int = TRACE_MAX_FILES  # our own: trace files kept (the newest)
     trace_flush_frequency: float = TRACE_FLUSH_FREQUENCY  # our own: a record's wait, at most
+    # our own: standalone, runtime class name -> CRI runtime handler (--runtime-classes)
+    runtime_classes: tuple[tuple[str, str], ...] = ()
 
 
 # Upstream's kubelet sets these labels on its node itself (IsKubeletLabel): --node-labels
@@ -160,6 +163,36 @@ def parse_node_labels(text: str) -> tuple[tuple[str, str], ...]:
     if problems := validate_labels(labels, "--node-labels"):
         raise ConfigError("invalid node labels: " + "; ".join(f"{p}: {c}" for p, c in problems))
     return tuple(labels.items())
+
+
+def parse_runtime_classes(value: str | dict[str, str], cluster: bool = False
+                          ) -> tuple[tuple[str, str], ...]:
+    """``--runtime-classes name=handler,name2=handler2`` (or the config file's
+    runtimeClasses map): the runtime classes a standalone node knows, each name a
+    RuntimeClass name (a DNS-1123 subdomain) and each handler as upstream's RuntimeClass
+    validation wants it (a DNS-1123 label). ``cluster``: joined to an API server, whose
+    RuntimeClass objects name the handlers, a table of the node's own is refused."""
+    if isinstance(value, str):
+        classes: dict[str, str] = {}
+        for pair in filter(None, (p.strip() for p in value.split(","))):
+            name, equals, handler = pair.partition("=")
+            if not equals:
+                raise ConfigError(f'malformed pair "{pair}", expect string=string',
+                                  field="runtimeClasses")
+            classes[name.strip()] = handler.strip()
+    else:
+        classes = dict(value)
+    if classes and cluster:
+        raise ConfigError("with --kubeconfig the API server's RuntimeClass objects name the "
+                          "runtime handlers; a table of the node's own is for a standalone "
+                          "node", field="runtimeClasses")
+    problems = [f'runtime class "{name}": metadata.name: Invalid value: "{name}": {why}'
+                for name in classes if (why := dns1123_subdomain(name))]
+    problems += [f'runtime class "{name}": handler: Invalid value: "{handler}": {why}'
+                 for name, handler in classes.items() if (why := dns1123_label(handler))]
+    if problems:
+        raise ConfigError("; ".join(problems), field="runtimeClasses")
+    return tuple(sorted(classes.items()))
 
 
 def parse_allowed_unsafe_sysctls(value: str | list[str]) -> tuple[str, ...]:
@@ -239,6 +272,13 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
              "affinity of its pods (kubernetes.io/hostname, os and arch are always set)")
     add("--allowed-unsafe-sysctls", default="",
         help="unsafe sysctls (or patterns ending in *) pods may set, comma-separated")
+    add("--runtime-classes", default="",
+        help="standalone: the runtime classes pods may name in spec.runtimeClassName, "
+             "name=handler,name2=handler2, each handler a runtime handler of the CRI "
+             "runtime (the embedded containerd has "
+             f"{' and '.join(RUNTIME_HANDLERS)}); a pod naming "
+             "another class fails to get a sandbox (with --kubeconfig the API server's "
+             "RuntimeClass objects say)")
     add("--node-ip", default="",
         help="the node's IP address (default: the node name's address, else the address "
              "of the default route's interface), shown as the pods' status.hostIP")
@@ -482,6 +522,8 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
         lambda: parse_allowed_unsafe_sysctls(ns.allowed_unsafe_sysctls)) or ()
     cluster_dns = problems.value(lambda: parse_cluster_dns(ns.cluster_dns)) or ()
     taints = problems.value(lambda: _taints(ns.register_with_taints)) or ()
+    runtime_classes = problems.value(
+        lambda: parse_runtime_classes(ns.runtime_classes, bool(ns.kubeconfig))) or ()
     problems.raise_found()
     # raise_found raised if a value was not made
     assert gates is not None and garbage_collection is not None and eviction is not None
@@ -519,6 +561,7 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
         trace_flush_frequency=ns.trace_flush_frequency,
         node_labels=node_labels,
         allowed_unsafe_sysctls=unsafe_sysctls,
+        runtime_classes=runtime_classes,
         cgroups_per_qos=ns.cgroups_per_qos,
         # Upstream: "--cgroups-per-qos enabled, but --cgroup-root was not specified.
         # defaulting to /".

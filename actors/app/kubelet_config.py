@@ -70,6 +70,15 @@ def _feature_gates(value: Any) -> str:
     return ",".join(f"{gate}={str(on).lower()}" for gate, on in value.items())
 
 
+def _runtime_classes(value: Any) -> dict[str, str]:
+    """runtimeClasses (kubelet-actors' own): a map of runtime class name to CRI handler,
+    checked with --runtime-classes (actors.app.flags.parse_runtime_classes)."""
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                              for k, v in value.items()):
+        raise TypeError("expected a map of runtime class names to runtime handlers")
+    return value
+
+
 def _taints(value: Any) -> list[Taint]:
     """registerWithTaints: a list of core/v1 Taints (key, value, effect)."""
     from runtime.kubeapi.nodestatus import parse_taints  # the Node's code: cluster mode's
@@ -166,6 +175,7 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "clusterDomain": ("cluster_domain", _string),
     "resolvConf": ("resolv_conf", _string),
     "seccompDefault": ("seccomp_default", _bool),
+    "runtimeClasses": ("runtime_classes", _runtime_classes),
     "registerNode": ("register_node", _bool),
     "registerWithTaints": ("register_with_taints", _taints),
     "nodeStatusUpdateFrequency": ("node_status_update_frequency", _duration),

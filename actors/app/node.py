@@ -35,6 +35,7 @@ def node_settings(flags: KubeletFlags) -> NodeSettings:
         hugepage_sizes=node_hugepage_sizes(), seccomp_default=flags.seccomp_default,
         max_container_restart_period=flags.max_container_restart_period,
         tmpfs_noswap=tmpfs_noswap(),
+        runtime_classes=flags.runtime_classes,
     )
 
 

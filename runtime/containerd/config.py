@@ -26,6 +26,14 @@ from runtime.errors import ContainerdError
 DEFAULT_SANDBOX_IMAGE = "localhost:5000/kubelet-actors/pause:3.9"
 """The pod sandbox image scripts/images.sh builds and pushes to the loopback registry."""
 
+DEFAULT_RUNTIME_HANDLER = "runc"
+"""The CRI runtime handler of pods that name no runtime class (containerd's default)."""
+ALT_RUNTIME_HANDLER = "runc-alt"
+"""A second handler on the same runc, with the same options: a pod whose RuntimeClass names
+it runs exactly as on the default one, and CRI PodSandboxStatus (and ListPodSandbox) report
+``runtime_handler`` "runc-alt", so a RuntimeClass can be seen choosing its handler."""
+RUNTIME_HANDLERS: tuple[str, ...] = (DEFAULT_RUNTIME_HANDLER, ALT_RUNTIME_HANDLER)
+
 DEFAULT_BRIDGE_NAME = "kacni0"
 DEFAULT_SUBNET = "10.88.0.0/16"
 DEFAULT_CNI_BIN_DIR = "/usr/lib/cni"
@@ -204,7 +212,17 @@ def _qlist(values: tuple[str, ...]) -> str:
 def render_config_toml(config: ContainerdConfig) -> str:
     """containerd 1.6's config.toml (version 2) for ``config``."""
     cri = '[plugins."io.containerd.grpc.v1.cri"]'
-    runc = '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]'
+    runtimes: list[str] = []
+    for handler in RUNTIME_HANDLERS:
+        section = f'[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.{handler}]'
+        runtimes += [
+            section,
+            '  runtime_type = "io.containerd.runc.v2"',
+            "",
+            f"{section[:-1]}.options]",
+            "  SystemdCgroup = false",
+            "",
+        ]
     lines = [
         "# Written by kubelet-actors (runtime/containerd/config.py); rewritten at each start.",
         "version = 2",
@@ -247,15 +265,10 @@ def render_config_toml(config: ContainerdConfig) -> str:
         "",
         f"{cri[:-1]}.containerd]",
         '  snapshotter = "overlayfs"',
-        '  default_runtime_name = "runc"',
+        f"  default_runtime_name = {_q(DEFAULT_RUNTIME_HANDLER)}",
         "  disable_snapshot_annotations = true",
         "",
-        runc,
-        '  runtime_type = "io.containerd.runc.v2"',
-        "",
-        f"{runc[:-1]}.options]",
-        "  SystemdCgroup = false",
-        "",
+        *runtimes,
         f"{cri[:-1]}.registry]",
         '  config_path = ""',
         "",

@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import TypeVar
 
+from msgspec import UNSET
+
 from proto import api_pb2
 from runtime.cri.convert_security import sandbox_security_from_proto, sandbox_security_to_proto
 from runtime.cri.types import (
@@ -311,4 +313,5 @@ def sandbox_status_from_proto(msg: api_pb2.PodSandboxStatus) -> PodSandboxStatus
         ),
         labels=frozen_map(msg.labels),
         annotations=frozen_map(msg.annotations),
+        runtime_handler=msg.runtime_handler or UNSET,
     )

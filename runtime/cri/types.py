@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 
-from msgspec import Struct, field
+from msgspec import UNSET, Struct, UnsetType, field
 
 from runtime.cri.usage import CpuUsage, MemoryUsage
 from runtime.ids import ContainerID, SandboxID
@@ -207,6 +207,14 @@ class PodSandbox(Struct, frozen=True):
 
 
 class PodSandboxStatus(Struct, frozen=True):
+    """One sandbox as PodSandboxStatus reports it.
+
+    ``runtime_handler`` is the handler the sandbox runs on (its RuntimeClass's); the
+    runtime's default handler ("") leaves it UNSET, so msgspec leaves it out of the JSON:
+    a status on the default handler encodes exactly as it did before the field existed,
+    and recorded traces still compare equal on replay. Read it as ``handler``.
+    """
+
     id: SandboxID
     metadata: PodSandboxMetadata
     state: SandboxState
@@ -216,6 +224,12 @@ class PodSandboxStatus(Struct, frozen=True):
     network_mode: NamespaceMode = NamespaceMode.POD
     labels: Mapping[str, str] = field(default_factory=_empty)
     annotations: Mapping[str, str] = field(default_factory=_empty)
+    runtime_handler: str | UnsetType = UNSET
+
+    @property
+    def handler(self) -> str:
+        """The runtime handler, "" for the runtime's default."""
+        return "" if isinstance(self.runtime_handler, UnsetType) else self.runtime_handler
 
 
 class SandboxFilter(Struct, frozen=True):

@@ -64,6 +64,7 @@ CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
 SECRETS = Resource("", "v1", "secrets", "Secret", True)
 EVENTS = Resource("", "v1", "events", "Event", True)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
+RUNTIMECLASSES = Resource("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", False)
 
 
 @dataclass(frozen=True)

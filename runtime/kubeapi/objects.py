@@ -1,5 +1,5 @@
 """The API objects a pod's containers and volumes are made from, as the kubelet reads
-them: ConfigMaps, Secrets, Services, service account tokens.
+them: ConfigMaps, Secrets, Services, service account tokens, RuntimeClasses.
 
 ``WatchingObjects`` implements runtime.kuberuntime.object_source.ObjectSource. It is
 upstream's watch-based manager (pkg/kubelet/util/manager/watch_based_manager.go):
@@ -10,7 +10,10 @@ each reflector no pod references any more. A read waits up to a second for its
 reflector's first list (``failed to sync configmap cache`` otherwise) and answers from
 the reflector's store; an object marked ``immutable`` stops being watched (its value
 cannot change). Services come from one informer over every namespace (upstream's
-serviceLister); tokens from ``runtime.kubeapi.tokens``.
+serviceLister); tokens from ``runtime.kubeapi.tokens``; RuntimeClasses from one informer
+over the cluster-scoped node.k8s.io/v1 resource (upstream's runtimeclass.Manager, started
+with the kubelet). Upstream's lookup reads its lister even before the informer's first
+list (a NotFound then); here a lookup waits up to the same second as the object reads.
 """
 
 from __future__ import annotations
@@ -22,7 +25,14 @@ from typing import Any
 from loguru import logger
 
 from runtime.clock import Clock, RealClock
-from runtime.kubeapi.client import CONFIGMAPS, SECRETS, SERVICES, KubeClient, Resource
+from runtime.kubeapi.client import (
+    CONFIGMAPS,
+    RUNTIMECLASSES,
+    SECRETS,
+    SERVICES,
+    KubeClient,
+    Resource,
+)
 from runtime.kubeapi.reflector import Reflector, Snapshot
 from runtime.kubeapi.tokens import TokenManager
 from runtime.kuberuntime.object_source import Answer, found, not_found
@@ -61,6 +71,9 @@ class WatchingObjects:
         self._by_pod: dict[str, frozenset[tuple[str, str, str]]] = {}
         self._services: tuple[Mapping[str, Any], ...] | None = None
         self._service_reflector: Reflector | None = None
+        self._runtime_classes: Mapping[str, Mapping[str, Any]] = {}
+        self._runtime_classes_synced = threading.Event()
+        self._runtime_class_reflector: Reflector | None = None
 
     # --- references ------------------------------------------------------------------
 
@@ -159,7 +172,32 @@ class WatchingObjects:
         return self._tokens.token(namespace, service_account, pod_name, pod_uid, audience,
                                   expiration_seconds)
 
+    def runtime_class(self, name: str) -> Answer:
+        self.start_runtime_classes()
+        if not self._runtime_classes_synced.wait(self._sync_timeout):
+            return {"error": "failed to sync runtimeclass cache: timed out waiting for the "
+                             "condition"}
+        with self._lock:
+            obj = self._runtime_classes.get(name)
+        return not_found() if obj is None else found(obj)
+
+    def _runtime_classes_changed(self, snapshot: Snapshot) -> None:
+        by_name = {str(o["metadata"]["name"]): o for o in snapshot.items}
+        with self._lock:
+            self._runtime_classes = by_name
+        self._runtime_classes_synced.set()
+
     # --- lifecycle -------------------------------------------------------------------
+
+    def start_runtime_classes(self) -> None:
+        """Start the RuntimeClass informer (once; upstream starts it with the kubelet)."""
+        with self._lock:
+            if self._runtime_class_reflector is not None:
+                return
+            self._runtime_class_reflector = Reflector(
+                self._client, RUNTIMECLASSES, self._runtime_classes_changed,
+                clock=self._clock, name="runtimeclasses")
+            self._runtime_class_reflector.start()
 
     def start_services(self) -> None:
         """Start the Service informer now (upstream starts it with the kubelet)."""
@@ -170,8 +208,9 @@ class WatchingObjects:
             items = list(self._watched.values())
             self._watched.clear()
             self._by_pod.clear()
-            services = self._service_reflector
+            informers = (self._service_reflector, self._runtime_class_reflector)
         for item in items:
             item.reflector.stop(timeout=1.0)
-        if services is not None:
-            services.stop(timeout=1.0)
+        for informer in informers:
+            if informer is not None:
+                informer.stop(timeout=1.0)

@@ -15,6 +15,8 @@ with no host of its own is sent to it. A pod with any preStop hook is read in fu
 
 from __future__ import annotations
 
+from msgspec import UNSET
+
 from runtime.cri.service import RuntimeService
 from runtime.cri.types import (
     Container,
@@ -61,7 +63,8 @@ def status_from_listings(uid: PodUID, name: str, namespace: str,
         uid=uid, name=name, namespace=namespace, ips=(),
         sandbox_statuses=tuple(PodSandboxStatus(
             id=s.id, metadata=s.metadata, state=s.state, created_at=s.created_at,
-            labels=s.labels, annotations=s.annotations) for s in ordered),
+            labels=s.labels, annotations=s.annotations,
+            runtime_handler=s.runtime_handler or UNSET) for s in ordered),
         container_statuses=tuple(statuses),
     )
 

@@ -62,6 +62,7 @@ from runtime.kuberuntime.podstatus import (
     get_pod_status,
 )
 from runtime.kuberuntime.result import PodSyncResult, StepResult
+from runtime.kuberuntime.runtime_class import RuntimeClassError, lookup_runtime_handler
 from runtime.kuberuntime.sandbox import generate_sandbox_config
 from runtime.kuberuntime.settings import NodeSettings
 from runtime.kuberuntime.termination_message import read_termination_message
@@ -137,6 +138,7 @@ class KubeRuntimeManager:
         self._kill_from_listings = kill_from_listings
         self.container_logs = container_logs or NodeContainerLogFiles()
         self.volume_mounts = volume_mounts
+        self._runtime_classes = dict(settings.runtime_classes)
 
     def get_pod_status(self, uid: PodUID, name: str, namespace: str,
                        listing: PodListing | None = None,
@@ -224,19 +226,25 @@ class KubeRuntimeManager:
         if self.cgroups is not None and self.settings.cgroups_per_qos:
             self.cgroups.destroy(str(uid))
 
+    def runtime_handler(self, pod: Pod) -> str:
+        """The CRI runtime handler of the pod's runtime class ("" for none); raises
+        RuntimeClassError (upstream's NotFound) for a class neither the API server
+        (cluster mode) nor the node's table (standalone) knows."""
+        return lookup_runtime_handler(pod.spec.runtime_class_name, self._runtime_classes,
+                                      self.objects)
+
     def sandbox_config(self, pod: Pod, attempt: int, report: bool = True) -> PodSandboxConfig:
         """The sandbox config (``report``: log what forming its DNS config dropped, when
         the sandbox is made, not each sync)."""
         return generate_sandbox_config(pod, attempt, self.settings, report=report)
 
-    def _check_user_namespace(self, pod: Pod) -> None:
+    def _check_user_namespace(self, pod: Pod, handler: str) -> None:
         """UserNamespaceError with upstream's words when the pod asks for a user namespace
-        (``hostUsers: false``) its runtime handler cannot give it. Only such a pod costs a
+        (``hostUsers: false``) its runtime ``handler`` cannot give it. Only such a pod costs a
         Status call: the handlers' features, which upstream's kubelet keeps from its
         periodic Status, are read when they are needed."""
         if pod.spec.host_users is not False:
             return
-        handler = self.settings.runtime_handler
         error = user_namespace_error(pod, self.runtime.status().handlers, handler)
         if error is not None:
             raise UserNamespaceError(error)
@@ -342,8 +350,13 @@ class KubeRuntimeManager:
                 steps.append(unprepared)
                 return PodSyncResult(tuple(steps))
             try:
+                # Before anything of the sandbox is made, as upstream's
+                # generatePodSandboxConfig looks the class up first (NamespacesForPod).
+                handler = self.runtime_handler(pod)
+                if handler:
+                    log.debug("running pod with runtime handler {}", handler)
                 config = self.sandbox_config(pod, plan.attempt)
-                self._check_user_namespace(pod)
+                self._check_user_namespace(pod, handler)
                 os.makedirs(config.log_directory, exist_ok=True)
                 wanted = config  # for the closure: the sandbox this sync makes
                 checked = (images_to_check(pod, plan) if self._image_checks_beside_sandbox
@@ -351,7 +364,7 @@ class KubeRuntimeManager:
                 preparing = first_starts(pod, plan)
 
                 def create() -> tuple[SandboxID, PodSandboxStatus]:
-                    made_id = self.runtime.run_pod_sandbox(wanted, self.settings.runtime_handler)
+                    made_id = self.runtime.run_pod_sandbox(wanted, handler)
                     return made_id, self.runtime.pod_sandbox_status(made_id)
 
                 def side() -> tuple[PresentImages, dict[str, StartFiles]]:
@@ -366,7 +379,7 @@ class KubeRuntimeManager:
                 (sandbox_id, sandbox), (present_images, start_files) = beside(
                     create, side, self._side_pool)
             except (CRIError, OSError, HostnameError, ResolvConfError,
-                    UserNamespaceError) as err:
+                    UserNamespaceError, RuntimeClassError) as err:
                 detail = err.detail if isinstance(err, CRIError) else str(err)
                 log.warning("creating the pod sandbox failed: {}", detail)
                 self.events.event(pod_ref(pod), reasons.WARNING,

@@ -1,5 +1,6 @@
 """What the runtime manager reads from the API server in cluster mode: ConfigMaps,
-Secrets, Services and service account tokens, as one service (``ObjectSource``).
+Secrets, Services, service account tokens and RuntimeClasses, as one service
+(``ObjectSource``).
 
 Declared as a Protocol, like the CRI, so the daemon wraps it with the same interceptors:
 a trace records every answer and a replay gives the recorded one back. Answers are plain
@@ -49,4 +50,9 @@ class ObjectSource(Protocol):
     def token(self, namespace: str, service_account: str, pod_name: str, pod_uid: str,
               audience: str, expiration_seconds: int) -> Answer:
         """``{"token": ..., "expirationTimestamp": ...}`` bound to the pod, or an error."""
+        ...
+
+    def runtime_class(self, name: str) -> Answer:
+        """The RuntimeClass ``name`` (node.k8s.io/v1, cluster-scoped) as the RuntimeClass
+        informer holds it, ``notFound``, or an error (runtime.kuberuntime.runtime_class)."""
         ...

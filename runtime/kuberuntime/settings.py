@@ -18,7 +18,9 @@ class NodeSettings(Struct, frozen=True):
     resolv_conf: str = "/etc/resolv.conf"
     cluster_dns: tuple[str, ...] = ()
     cluster_domain: str = ""
-    runtime_handler: str = ""
+    # Standalone: the runtime classes this node knows, name -> CRI runtime handler
+    # (--runtime-classes; runtime.kuberuntime.runtime_class). Cluster mode reads the API's.
+    runtime_classes: tuple[tuple[str, str], ...] = ()
     # cgroupsPerQOS: pod cgroups under <cgroup_root>/kubepods, named for cgroup_driver.
     cgroups_per_qos: bool = False
     cgroup_root: str = "/"

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from msgspec import UNSET
+
 from runtime.cri.types import (
     Container,
     ContainerConfig,
@@ -66,6 +68,7 @@ class SandboxRecord:
             network_mode=self.config.network_mode,
             labels=dict(self.config.labels),
             annotations=dict(self.config.annotations),
+            runtime_handler=self.runtime_handler or UNSET,
         )
 
     def summary(self) -> PodSandbox:

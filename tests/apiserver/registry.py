@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from tests.apiserver import errors
+from tests.apiserver import errors, runtimeclass
 from tests.apiserver.errors import APIError
 from tests.apiserver.patch import (
     PatchError,
@@ -215,6 +215,9 @@ class Registry:
             self._check_namespace(rt, ns, obj)
             if rt.kind == "Pod":
                 self._admit_pod(ns, obj)
+                class_name = obj["spec"].get("runtimeClassName")
+                runtimeclass.admit(obj, self.store.get(runtimeclass.KEY, ("", class_name))
+                                   if class_name else None)
             key = (ns if rt.namespaced else "", obj["metadata"]["name"])
             if self.store.get(resource_key(rt), key) is not None:
                 raise errors.already_exists(rt.plural, key[1], rt.group)
@@ -270,7 +273,11 @@ class Registry:
                 "case alphanumeric characters, '-' or '.', and must start and end with an "
                 "alphanumeric character")], rt.group)
 
-    def _validate(self, rt: ResourceType, obj: dict[str, Any]) -> None:
+    def _validate(self, rt: ResourceType, obj: dict[str, Any],
+                  old: dict[str, Any] | None = None) -> None:
+        """The kind's validation (``old``: the object an update replaces)."""
+        if rt.kind == "RuntimeClass":
+            runtimeclass.validate(obj, old)
         if rt.kind != "Pod":
             return
         name = obj["metadata"]["name"]
@@ -491,7 +498,7 @@ class Registry:
                 new.pop("status", None)
         if rt.kind == "Pod" and subresource != "status":
             self._check_pod_update(current, new)
-        self._validate(rt, new)
+        self._validate(rt, new, current)
         if new.get("spec") != current.get("spec"):
             meta["generation"] = old_meta.get("generation", 1) + 1
         meta["resourceVersion"] = old_meta["resourceVersion"]

@@ -115,6 +115,7 @@ RESOURCES: tuple[ResourceType, ...] = (
                  subresources={"status": ("Namespace", _RW)},
                  field_labels=_NAMESPACE_FIELDS[0], get_fields=_NAMESPACE_FIELDS[1]),
     ResourceType("coordination.k8s.io", "v1", "leases", "lease", "Lease", True),
+    ResourceType("node.k8s.io", "v1", "runtimeclasses", "runtimeclass", "RuntimeClass", False),
     ResourceType("authentication.k8s.io", "v1", "tokenreviews", "tokenreview", "TokenReview",
                  False, verbs=CREATE_ONLY),
     ResourceType("authorization.k8s.io", "v1", "subjectaccessreviews", "subjectaccessreview",

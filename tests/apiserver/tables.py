@@ -156,6 +156,9 @@ TABLES: dict[str, tuple[list[Column], Cells]] = {
     "Lease": ([("Name", "string", 0), ("Holder", "string", 0), ("Age", "string", 0)],
               lambda o, now: [o["metadata"]["name"],
                               o.get("spec", {}).get("holderIdentity", ""), _age(o, now)]),
+    "RuntimeClass": ([("Name", "string", 0), ("Handler", "string", 0), ("Age", "string", 0)],
+                     lambda o, now: [o["metadata"]["name"], o.get("handler", ""),
+                                     _age(o, now)]),
 }
 
 DEFAULT: tuple[list[Column], Cells] = (

@@ -85,6 +85,9 @@ BAD: dict[str, Bad] = {
     "clusterDomain": Bad("5", NOT_STRING),
     "resolvConf": Bad("[a]", NOT_STRING),
     "seccompDefault": Bad('"yes"', NOT_BOOL),
+    "runtimeClasses": Bad("{alt: Runc_Alt}", 'runtime class "alt": handler: Invalid value: '
+                          '"Runc_Alt": a lowercase RFC 1123 label must consist of',
+                          ("--runtime-classes", "alt=Runc_Alt")),
     "registerNode": Bad('"yes"', NOT_BOOL),
     "registerWithTaints": Bad("[{key: a, effect: Sometimes}]",
                               "invalid taint effect: Sometimes, unsupported taint effect"),

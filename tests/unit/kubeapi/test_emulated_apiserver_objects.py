@@ -1,4 +1,4 @@
-"""ConfigMaps, Secrets, Services, tokens and pull secrets read from the emulated API
+"""ConfigMaps, Secrets, Services, tokens, pull secrets and RuntimeClasses read from the emulated API
 server as the runtime manager reads them (runtime.kubeapi.objects, runtime.kuberuntime's
 api_volumes, api_env and pull_secrets)."""
 
@@ -19,7 +19,7 @@ from runtime.clock import FakeClock
 from runtime.cri.service import ImageService
 from runtime.cri.types import AuthConfig, ImageSpec, PodSandboxConfig
 from runtime.errors import CRIError, SyncError
-from runtime.kubeapi.client import CONFIGMAPS, SECRETS, SERVICES, KubeClient
+from runtime.kubeapi.client import CONFIGMAPS, RUNTIMECLASSES, SECRETS, SERVICES, KubeClient
 from runtime.kubeapi.objects import WatchingObjects
 from runtime.kubeapi.tokens import CachedToken, TokenManager, requires_refresh
 from runtime.kuberuntime.api_volumes import referenced_objects
@@ -27,6 +27,7 @@ from runtime.kuberuntime.atomic_writer import DATA_DIR
 from runtime.kuberuntime.container_config import make_env
 from runtime.kuberuntime.images import ImageManager
 from runtime.kuberuntime.pull_secrets import Keyring, pull_credentials
+from runtime.kuberuntime.runtime_class import RuntimeClassError, lookup_runtime_handler
 from runtime.kuberuntime.settings import NodeSettings
 from runtime.kuberuntime.volumes import VolumeSetupError, set_up_volume
 from runtime.pod.defaults import apply_defaults
@@ -286,3 +287,31 @@ def test_a_static_pod_does_not_wait_for_the_service_informer() -> None:
     static = msgspec.structs.replace(from_api, metadata=msgspec.structs.replace(
         from_api.metadata, annotations={"kubernetes.io/config.source": "file"}))
     assert service_env(static, objects) == {}
+
+
+def test_runtime_classes_come_from_one_informer_emulated_apiserver(
+        client: KubeClient, objects: WatchingObjects) -> None:
+    client.create(RUNTIMECLASSES, {"metadata": {"name": "alt"}, "handler": "runc-alt"})
+    assert lookup_runtime_handler("alt", {}, objects) == "runc-alt"
+    assert objects.runtime_class("ghost") == {"notFound": True}
+    with pytest.raises(RuntimeClassError) as caught:
+        lookup_runtime_handler("ghost", {"ghost": "runc"}, objects)
+    assert str(caught.value) == 'runtimeclass.node.k8s.io "ghost" not found'
+    client.create(RUNTIMECLASSES, {"metadata": {"name": "late"}, "handler": "runc"})
+    wait_for(lambda: "object" in objects.runtime_class("late"), 10, "the new class seen")
+    client.delete(RUNTIMECLASSES, "alt")
+    wait_for(lambda: objects.runtime_class("alt") == {"notFound": True}, 10,
+             "the deleted class gone")
+
+
+def test_a_runtime_class_read_before_the_informer_lists_is_an_error_emulated_apiserver(
+        server: EmulatedAPIServer, client: KubeClient) -> None:
+    server.partition()
+    watching = WatchingObjects(client, sync_timeout=0.2)
+    try:
+        answer = watching.runtime_class("alt")
+    finally:
+        server.heal()
+        watching.stop()
+    assert answer == {"error": "failed to sync runtimeclass cache: timed out waiting for the "
+                               "condition"}

@@ -70,6 +70,7 @@ class FakeCRI(api_pb2_grpc.RuntimeServiceServicer, api_pb2_grpc.ImageServiceServ
 
     def __init__(self) -> None:
         self.sandboxes: dict[str, api_pb2.PodSandboxConfig] = {}
+        self.sandbox_handlers: dict[str, str] = {}
         self.containers: dict[str, api_pb2.CreateContainerRequest] = {}
         self.requests: list[Any] = []
         self.release = threading.Event()  # lets the slow handler finish
@@ -98,6 +99,7 @@ class FakeCRI(api_pb2_grpc.RuntimeServiceServicer, api_pb2_grpc.ImageServiceServ
     def RunPodSandbox(self, request: Any, context: Any) -> Any:
         sid = f"sb-{len(self.sandboxes) + 1}"
         self.sandboxes[sid] = request.config
+        self.sandbox_handlers[sid] = request.runtime_handler
         self.requests.append(request)
         return api_pb2.RunPodSandboxResponse(pod_sandbox_id=sid)
 
@@ -120,6 +122,7 @@ class FakeCRI(api_pb2_grpc.RuntimeServiceServicer, api_pb2_grpc.ImageServiceServ
             linux=api_pb2.LinuxPodSandboxStatus(namespaces=api_pb2.Namespace(options=ns)),
             labels=config.labels,
             annotations=config.annotations,
+            runtime_handler=self.sandbox_handlers[request.pod_sandbox_id],
         )
         return api_pb2.PodSandboxStatusResponse(status=status)
 
@@ -372,6 +375,7 @@ def test_sandbox_round_trip(served: tuple[FakeCRI, CRIClient]) -> None:
     assert (status.ip, status.additional_ips) == ("10.88.0.2", ("fd00::2",))
     assert status.network_mode is NamespaceMode.NODE
     assert status.labels == config.labels and status.annotations == config.annotations
+    assert status.handler == status.runtime_handler == "runc"
 
     items = client.list_pod_sandbox(
         SandboxFilter(state=SandboxState.READY, label_selector={"io.kubernetes.pod.uid": "uid-1"})
@@ -508,3 +512,15 @@ def test_unavailable_when_nothing_listens(tmp_path: Path) -> None:
         client.version()
     assert (info.value.method, info.value.code) == ("Version", "UNAVAILABLE")
     assert isinstance(info.value.__cause__, grpc.RpcError)
+
+
+def test_a_sandbox_on_the_default_handler_encodes_as_before_the_field(
+        served: tuple[FakeCRI, CRIClient]) -> None:
+    """PodSandboxStatus.runtime_handler is left out of the JSON for the default handler,
+    so traces recorded before it existed replay equal."""
+    import msgspec
+
+    _, client = served
+    status = client.pod_sandbox_status(client.run_pod_sandbox(_sandbox_config()))
+    assert status.handler == ""
+    assert b"runtime_handler" not in msgspec.json.encode(status)

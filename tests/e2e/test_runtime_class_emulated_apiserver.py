@@ -1,0 +1,117 @@
+"""spec.runtimeClassName in cluster mode, end to end: the daemon joined to the emulated API
+server reads the RuntimeClass objects (node.k8s.io/v1) through its informer, runs a pod on
+its class's handler (the embedded containerd's runc-alt, as PodSandboxStatus reports), sees
+the class's overhead in spec.overhead (set by the API server's admission), and fails the
+sandbox of a pod whose class is gone with upstream's FailedCreatePodSandBox Event, until
+the class is back."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from actors.app.testbed import BUSYBOX_IMAGE
+from runtime.containerd.config import ALT_RUNTIME_HANDLER
+from runtime.containerd.embedded import EmbeddedContainerd
+from runtime.cri.client import CRIClient
+from runtime.cri.types import PodSandbox, SandboxFilter
+from runtime.kuberuntime.labels import POD_UID
+from tests.apiserver import EmulatedAPIServer
+from tests.e2e.test_cluster_emulated_apiserver import NODE, SERVE, Cluster
+from tests.helpers import wait_for
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def rc_cluster(containerd: EmbeddedContainerd, cri: CRIClient) -> Iterator[Cluster]:
+    workdir = containerd.base_dir / "cluster" / uuid.uuid4().hex[:8]
+    (workdir / "manifests").mkdir(parents=True)
+    with EmulatedAPIServer(bookmark_interval=0.5) as server:
+        c = Cluster(server, workdir, containerd.endpoint)
+        try:
+            yield c
+        finally:
+            c.daemon.stop()
+            if c.daemon.log_path.exists():  # shown when the test failed
+                print(c.daemon.log_path.read_text(errors="replace"))
+
+
+def apply(cluster: Cluster, obj: dict[str, Any]) -> None:
+    path = cluster.workdir / f"{uuid.uuid4().hex[:6]}.json"
+    path.write_text(json.dumps(obj))
+    cluster.kubectl.run("apply", "-f", str(path))
+
+
+def runtime_class(name: str, handler: str, **extra: Any) -> dict[str, Any]:
+    return {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+            "metadata": {"name": name}, "handler": handler, **extra}
+
+
+def pod(name: str, runtime_class_name: str, node: str = NODE) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "runtimeClassName": runtime_class_name, "terminationGracePeriodSeconds": 1,
+        "automountServiceAccountToken": False,
+        "containers": [{"name": "main", "image": BUSYBOX_IMAGE,
+                        "command": ["sh", "-c", SERVE]}]}
+    if node:
+        spec["nodeName"] = node
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
+
+
+def sandboxes(cri: CRIClient, uid: str) -> tuple[PodSandbox, ...]:
+    return cri.list_pod_sandbox(SandboxFilter(label_selector={POD_UID: uid}))
+
+
+def test_runtime_class_objects_pick_the_handler_emulated_apiserver(
+        rc_cluster: Cluster, cri: CRIClient) -> None:
+    cluster = rc_cluster
+    apply(cluster, runtime_class("alt", ALT_RUNTIME_HANDLER,
+                                 overhead={"podFixed": {"cpu": "100m", "memory": "16Mi"}}))
+    cluster.daemon.start()
+    wait_for(lambda: cluster.node_ready() == "True", 30, "the Node Ready",
+             ignore=(AssertionError,), interval=0.5)
+
+    apply(cluster, pod("on-alt", "alt"))
+    running = wait_for(lambda: cluster.running("on-alt"), 60, "on-alt Running", interval=0.5)
+    assert running["spec"]["overhead"] == {"cpu": "100m", "memory": "16Mi"}
+    (sandbox,) = sandboxes(cri, running["metadata"]["uid"])
+    assert cri.pod_sandbox_status(sandbox.id).handler == ALT_RUNTIME_HANDLER
+
+    # A pod admitted while its class existed, bound once the class is gone: the kubelet's
+    # informer no longer has it, so the sandbox fails as upstream's does.
+    apply(cluster, runtime_class("gone", "runc"))
+    apply(cluster, pod("lost", "gone", node=""))  # no scheduler here: it stays unbound
+    cluster.kubectl.run("delete", "runtimeclass", "gone")
+    cluster.server.registry.bind("default", "lost", {"target": {"kind": "Node", "name": NODE}})
+
+    def failed_event() -> Any:
+        events = cluster.get("events", "--field-selector", "involvedObject.name=lost")["items"]
+        return next((e for e in events if e["reason"] == "FailedCreatePodSandBox"), None)
+
+    event = wait_for(failed_event, 60, "lost's FailedCreatePodSandBox Event", interval=0.5)
+    assert event["type"] == "Warning"
+    assert event["message"] == ('Failed to create pod sandbox: runtimeclass.node.k8s.io '
+                                '"gone" not found')
+    assert event["source"] == {"component": "kubelet", "host": NODE}
+
+    def container_creating() -> Any:
+        lost = cluster.pod("lost")
+        statuses = lost.get("status", {}).get("containerStatuses", [])
+        return lost if [s["state"].get("waiting", {}).get("reason") for s in statuses] == [
+            "ContainerCreating"] else None
+
+    lost = wait_for(container_creating, 30, "lost's status written", interval=0.5)
+    assert lost["status"]["phase"] == "Pending"
+    assert sandboxes(cri, lost["metadata"]["uid"]) == ()
+
+    # The class back: the worker's next try runs the pod on it.
+    apply(cluster, runtime_class("gone", ALT_RUNTIME_HANDLER))
+    back = wait_for(lambda: cluster.running("lost"), 60, "lost Running once its class is back",
+                    interval=0.5)
+    (sandbox,) = sandboxes(cri, back["metadata"]["uid"])
+    assert sandbox.runtime_handler == ALT_RUNTIME_HANDLER
