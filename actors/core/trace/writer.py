@@ -132,7 +132,9 @@ class TraceWriter(Recorder):
     ) -> None:
         self.directory = Path(directory)
         self.write_every = write_every
-        self.directory.mkdir(parents=True, exist_ok=True)
+        # A trace holds what the kubelet was answered: Secret data and service account
+        # tokens among it. It is the node's to read, not any local user's.
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.max_bytes = max_bytes
         self.max_files = max_files
         self.config = dict(config or {})
@@ -251,7 +253,8 @@ class TraceWriter(Recorder):
         if self._file is not None:
             self._file.close()
         path = self.directory / f"trace-{next(self._index):06d}.jsonl"
-        self._file = path.open("ab", buffering=1024 * 1024)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        self._file = os.fdopen(fd, "ab", buffering=1024 * 1024)
         self._size = 0
         self._interner.new_file()
         self._write({"k": "header", "v": TRACE_VERSION, "pid": os.getpid(), "run": self.run,

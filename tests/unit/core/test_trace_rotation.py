@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -96,6 +97,18 @@ def test_the_header_states_how_long_a_record_may_have_waited(tmp_path: Path) -> 
     writer = TraceWriter(tmp_path / "trace", write_every=1.0)
     writer.close()
     assert read_trace(tmp_path / "trace").header["write_every"] == 1.0
+
+
+def test_a_trace_is_readable_by_its_owner_alone(tmp_path: Path) -> None:
+    # It holds what the API server answered (Secret data, service account tokens).
+    writer = TraceWriter(tmp_path / "trace", max_bytes=256)
+    for i in range(20):
+        writer.input("test", "x" * 64 + str(i))
+    writer.close()
+    files = sorted((tmp_path / "trace").glob("trace-*.jsonl"))
+    assert len(files) > 1
+    assert stat.S_IMODE((tmp_path / "trace").stat().st_mode) == 0o700
+    assert {stat.S_IMODE(f.stat().st_mode) for f in files} == {0o600}
 
 
 # --- a real kubelet trace, rotated --------------------------------------------------------
