@@ -112,6 +112,7 @@ def mount_to_proto(mount: Mount) -> api_pb2.Mount:
         host_path=mount.host_path,
         readonly=mount.readonly,
         propagation=api_pb2.MountPropagation.ValueType(int(mount.propagation)),
+        recursive_read_only=mount.recursive_read_only is True,
     )
 
 
@@ -122,6 +123,7 @@ def mount_from_proto(msg: api_pb2.Mount) -> Mount:
         host_path=msg.host_path,
         readonly=msg.readonly,
         propagation=enum_or(MountPropagation, msg.propagation, MountPropagation.PRIVATE),
+        recursive_read_only=True if msg.recursive_read_only else UNSET,
     )
 
 

@@ -274,6 +274,9 @@ class Mount(Struct, frozen=True):
     host_path: str
     readonly: bool = False
     propagation: MountPropagation = MountPropagation.PRIVATE
+    # Read-only all the way down (mounts under it too). Only True is written: UNSET, left
+    # out of the JSON, is false, so traces from before replay unchanged.
+    recursive_read_only: bool | UnsetType = UNSET
 
 
 class HugepageLimit(Struct, frozen=True):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from loguru import logger
@@ -11,7 +11,13 @@ from msgspec import Struct
 
 from runtime.clock import Clock
 from runtime.cri.service import CRIRuntime
-from runtime.cri.types import ContainerState, Image, ImageSpec, PodSandboxConfig
+from runtime.cri.types import (
+    ContainerState,
+    Image,
+    ImageSpec,
+    PodSandboxConfig,
+    RuntimeHandlerFeatures,
+)
 from runtime.errors import CRIError, CRINotFound, SyncError
 from runtime.events import reasons
 from runtime.events.recorder import NULL_RECORDER, EventRecorder, container_ref
@@ -21,6 +27,7 @@ from runtime.kuberuntime.backoff import Backoff, Observe, unobserved
 from runtime.kuberuntime.container_config import (
     generate_container_config,
     termination_message_file,
+    wants_recursive_read_only,
 )
 from runtime.kuberuntime.hooks import HandlerRunner
 from runtime.kuberuntime.host_paths import HostPaths
@@ -97,6 +104,10 @@ class ContainerLifecycle:
         self.objects: ObjectSource | None = None
         self.host_paths: HostPaths = NODE_HOST_PATHS  # the manager's (a trace records it)
         self.events: EventRecorder = NULL_RECORDER  # set by KubeRuntimeManager
+        # What the pod's runtime handler can do (set by KubeRuntimeManager; by default a
+        # handler that can do nothing optional).
+        self.handler_features: Callable[[Pod], RuntimeHandlerFeatures] = (
+            lambda pod: RuntimeHandlerFeatures())
         # Upstream: 10 s doubling to 5 m; with crashLoopBackOff.maxContainerRestartPeriod
         # the cap is that, and the first wait no longer than it.
         cap = settings.max_container_restart_period
@@ -223,6 +234,9 @@ class ContainerLifecycle:
             objects=self.objects,
             host_paths=self.host_paths,
             made_message_file=made.message_file if made is not None else None,
+            # Only a container that asks costs the handler's features (a Status call).
+            recursive_read_only=(wants_recursive_read_only(container) and
+                                 self.handler_features(pod).recursive_read_only_mounts),
         )
         if made is None:
             os.makedirs(log_dir, exist_ok=True)

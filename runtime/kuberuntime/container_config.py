@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from loguru import logger
+from msgspec import UNSET
 
 from runtime.cm.container_resources import linux_container_resources
 from runtime.cri.types import (
@@ -37,7 +38,7 @@ from runtime.kuberuntime.settings import NodeSettings
 from runtime.kuberuntime.subpath import SubPath
 from runtime.kuberuntime.volumes import NODE_HOST_PATHS, VolumeSetupError, volume_path
 from runtime.machine import mem_total
-from runtime.pod.model import Container, Pod
+from runtime.pod.model import Container, Pod, VolumeMount
 
 _VAR_REF = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
 
@@ -181,6 +182,38 @@ def expand_sub_path_expr(expr: str, env: Mapping[str, str]) -> str:
     return expanded
 
 
+def wants_recursive_read_only(container: Container) -> bool:
+    """Whether a volume mount of ``container`` asks for recursive read-only (Enabled or
+    IfPossible): only then does the runtime handler's support matter."""
+    return any(m.recursive_read_only not in (None, "", "Disabled")
+               for m in container.volume_mounts)
+
+
+def resolve_recursive_read_only(mount: VolumeMount, supported: bool) -> bool:
+    """Whether ``mount`` is made recursively read-only (upstream's resolveRecursiveReadOnly):
+    Enabled needs a read-only mount with no propagation on a runtime that supports it,
+    IfPossible takes it where the runtime does; SyncError in upstream's words else."""
+    mode = mount.recursive_read_only
+    if mode in (None, "", "Disabled"):
+        return False
+    if not mount.read_only:
+        error = f'volume "{mount.name}" requested recursive read-only mode, but it is not read-only'
+    elif mount.mount_propagation not in ("", "None"):
+        error = (f'volume "{mount.name}" requested recursive read-only mode, but it is not '
+                 f'compatible with propagation "{mount.mount_propagation}"')
+    elif mode == "IfPossible":
+        return supported
+    elif mode == "Enabled":
+        if supported:
+            return True
+        error = (f'volume "{mount.name}" requested recursive read-only mode, but it is not '
+                 "supported by the runtime")
+    else:
+        error = f'unknown recursive read-only mode "{mode}"'
+    raise SyncError("CreateContainerConfigError",
+                    f"failed to resolve recursive read-only mode: {error}")
+
+
 def _sub_path_mount(pod: Pod, container: Container, index: int, sub_path: str,
                     volume_name: str, volume_dir: str, settings: NodeSettings,
                     host_paths: HostPaths) -> str:
@@ -213,9 +246,11 @@ def make_mounts(
     pod: Pod, container: Container, settings: NodeSettings, restart_count: int,
     pod_ip: str = "", host_paths: HostPaths = NODE_HOST_PATHS,
     made_message_file: str | None = None, env: Mapping[str, str] | None = None,
+    recursive_read_only: bool = False,
 ) -> tuple[Mount, ...]:
     """The container's mounts: its volume mounts (a subPath or a subPathExpr, expanded from
-    ``env``, bind-mounted safely), its termination-message file (the one
+    ``env``, bind-mounted safely; recursively read-only where asked and the runtime handler
+    can, ``recursive_read_only``), its termination-message file (the one
     ``made_message_file`` names when the start made it already, else made here) and the
     pod's /etc/hosts."""
     volumes = {v.name: v for v in pod.spec.volumes}
@@ -240,8 +275,10 @@ def make_mounts(
         if propagation is None:
             raise SyncError("CreateContainerConfigError",
                             f'invalid MountPropagation mode: "{vm.mount_propagation}"')
+        rro = resolve_recursive_read_only(vm, recursive_read_only)
         mounts.append(Mount(container_path=vm.mount_path, host_path=host,
-                            readonly=vm.read_only, propagation=propagation))
+                            readonly=vm.read_only, propagation=propagation,
+                            recursive_read_only=True if rro else UNSET))
     message_file = made_message_file or termination_message_file(pod, container, settings,
                                                                   restart_count)
     if message_file is not None:
@@ -265,6 +302,7 @@ def generate_container_config(
     objects: ObjectSource | None = None,
     host_paths: HostPaths = NODE_HOST_PATHS,
     made_message_file: str | None = None,
+    recursive_read_only: bool = False,
 ) -> ContainerConfig:
     """The CreateContainer config; SyncError(CreateContainerConfigError) when it can't be.
 
@@ -272,7 +310,8 @@ def generate_container_config(
     its ImageStatus), for the runAsNonRoot check and as the user to run as when the pod
     names none. ``host_paths`` makes and bind-mounts the volume mounts' subPaths.
     ``made_message_file``: the termination-message file this start made already
-    (termination_message_file), else it is made here.
+    (termination_message_file), else it is made here. ``recursive_read_only``: whether the
+    pod's runtime handler can make recursive read-only mounts.
     """
     refused = verify_run_as_non_root(pod, container, image_user)
     if refused is not None:
@@ -297,7 +336,7 @@ def generate_container_config(
         working_dir=container.working_dir,
         envs=tuple(KeyValue(k, v) for k, v in env.items()),
         mounts=make_mounts(pod, container, settings, restart_count, pod_ip, host_paths,
-                           made_message_file, env),
+                           made_message_file, env, recursive_read_only),
         labels=container_labels(pod, container),
         annotations=container_annotations(pod, container, restart_count),
         log_path=container_log_file(container.name, restart_count),

@@ -24,6 +24,7 @@ from runtime.cri.types import (
     ContainerStatus,
     PodSandboxConfig,
     PodSandboxStatus,
+    RuntimeHandlerFeatures,
 )
 from runtime.errors import CgroupError, CRIError, CRINotFound, LogRotationError, SyncError
 from runtime.events import reasons
@@ -133,6 +134,7 @@ class KubeRuntimeManager:
         self.images.objects = self.containers.objects = objects
         self.events = events
         self.images.events = self.containers.events = events
+        self.containers.handler_features = self.handler_features
         self._image_checks_beside_sandbox = image_checks_beside_sandbox
         self._side_pool = side_pool()  # its threads start with the first sandbox made
         self._kill_from_listings = kill_from_listings
@@ -232,6 +234,17 @@ class KubeRuntimeManager:
         (cluster mode) nor the node's table (standalone) knows."""
         return lookup_runtime_handler(pod.spec.runtime_class_name, self._runtime_classes,
                                       self.objects)
+
+    def handler_features(self, pod: Pod) -> RuntimeHandlerFeatures:
+        """What the pod's runtime handler can do, as the runtime's Status says (asked each
+        time: only a pod that needs a feature asks); nothing optional for a handler the
+        runtime does not list, or a runtime class no longer known."""
+        try:
+            name = self.runtime_handler(pod)
+        except RuntimeClassError:
+            return RuntimeHandlerFeatures()
+        return next((h.features for h in self.runtime.status().handlers if h.name == name),
+                    RuntimeHandlerFeatures())
 
     def sandbox_config(self, pod: Pod, attempt: int, report: bool = True) -> PodSandboxConfig:
         """The sandbox config (``report``: log what forming its DNS config dropped, when

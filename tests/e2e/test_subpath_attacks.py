@@ -274,3 +274,22 @@ def test_a_restarted_kubelet_unmounts_what_gone_pods_left(daemon: Daemon,
              "the start's clean-up")
     assert mount_points_under(str(pod_dir)) == ()
     assert not (pod_dir / "volume-subpaths").exists()
+
+
+def test_recursive_read_only_is_refused_where_the_runtime_cannot_and_kept_where_asked(
+        daemon: Daemon, cri: CRIClient) -> None:
+    # containerd 1.6 reports no handler features: Enabled cannot be had (refused in
+    # upstream's words, never run writable below), IfPossible falls back to read-only.
+    def rro(name: str, mode: str) -> str:
+        return pod(name, [{"name": "main", "script": f"touch /d/x 2>/d-denied || true; {SLEEP}",
+                           "mounts": [{"name": "vol", "mountPath": "/d", "readOnly": True,
+                                       "recursiveReadOnly": mode}]}], EMPTY)
+
+    (daemon.manifests / "enabled.yaml").write_text(rro("enabled", "Enabled"))
+    (daemon.manifests / "possible.yaml").write_text(rro("possible", "IfPossible"))
+    daemon.start()
+    assert refused(daemon, "enabled-e2e-node", "main") == (
+        'failed to resolve recursive read-only mode: volume "vol" requested recursive '
+        "read-only mode, but it is not supported by the runtime")
+    assert created_containers(cri, daemon, "enabled-e2e-node") == []
+    daemon.wait_running("possible-e2e-node", timeout=90.0)

@@ -14,6 +14,7 @@ from runtime.errors import SyncError
 from runtime.kuberuntime.container_config import (
     expand_sub_path_expr,
     generate_container_config,
+    wants_recursive_read_only,
 )
 from runtime.kuberuntime.host_paths import SubPathMount
 from runtime.kuberuntime.settings import NodeSettings
@@ -195,3 +196,47 @@ def test_only_a_pod_with_a_sub_path_has_bind_mounts_to_clean() -> None:
     assert has_sub_paths(pod_with(VolumeMount(name="data", mount_path="/d", sub_path="x"))[0])
     assert has_sub_paths(pod_with(VolumeMount(name="data", mount_path="/d",
                                               sub_path_expr="$(X)"))[0])
+
+
+# --- recursiveReadOnly (upstream's resolveRecursiveReadOnly) --------------------------------
+
+RRO_UNSUPPORTED = ('failed to resolve recursive read-only mode: volume "data" requested '
+                   "recursive read-only mode, but it is not supported by the runtime")
+
+
+@pytest.mark.parametrize(("mode", "read_only", "propagation", "supported", "outcome"), [
+    (None, True, "", False, False),
+    ("Disabled", True, "", True, False),
+    ("IfPossible", True, "", False, False),
+    ("IfPossible", True, "", True, True),
+    ("Enabled", True, "", True, True),
+    ("Enabled", True, "None", True, True),
+    ("Enabled", True, "", False, RRO_UNSUPPORTED),
+    ("Enabled", False, "", True,
+     'failed to resolve recursive read-only mode: volume "data" requested recursive '
+     "read-only mode, but it is not read-only"),
+    ("IfPossible", True, "HostToContainer", True,
+     'failed to resolve recursive read-only mode: volume "data" requested recursive '
+     'read-only mode, but it is not compatible with propagation "HostToContainer"'),
+    ("Sometimes", True, "", True,
+     'failed to resolve recursive read-only mode: unknown recursive read-only mode '
+     '"Sometimes"'),
+])
+def test_recursive_read_only_as_upstream_resolves_it(
+        mode: str | None, read_only: bool, propagation: str, supported: bool,
+        outcome: bool | str, settings: NodeSettings) -> None:
+    pod, c = pod_with(VolumeMount(name="data", mount_path="/d", read_only=read_only,
+                                  mount_propagation=propagation, recursive_read_only=mode))
+    assert set_up_volumes(pod, settings) == ()
+    if isinstance(outcome, str):
+        with pytest.raises(SyncError) as err:
+            generate_container_config(pod, c, "", 0, "", settings,
+                                      host_paths=RecordingHostPaths(),
+                                      recursive_read_only=supported)
+        assert (err.value.reason, err.value.message) == ("CreateContainerConfigError", outcome)
+        return
+    cfg = generate_container_config(pod, c, "", 0, "", settings,
+                                    host_paths=RecordingHostPaths(),
+                                    recursive_read_only=supported)
+    assert [m.recursive_read_only is True for m in cfg.mounts] == [outcome]
+    assert wants_recursive_read_only(c) == (mode not in (None, "Disabled"))
