@@ -12,9 +12,12 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from runtime.containerd.embedded import EmbeddedContainerd
 from tests.helpers import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -124,3 +127,24 @@ class Daemon:
             if self.proc.poll() is None:
                 self.proc.kill()
                 self.proc.wait(timeout=10)
+
+
+def daemon_on(containerd: EmbeddedContainerd, group: str, *flags: str) -> Daemon:
+    """A daemon (not started) on ``containerd``, its dirs in a fresh
+    ``<containerd's dir>/<group>/<id>`` (removed with the containerd's)."""
+    workdir = containerd.base_dir / group / uuid.uuid4().hex[:8]
+    (workdir / "manifests").mkdir(parents=True)
+    return Daemon(workdir, workdir / "manifests", "--container-runtime-endpoint",
+                  containerd.endpoint, *flags)
+
+
+@contextlib.contextmanager
+def stopped_after(daemon: Daemon) -> Iterator[Daemon]:
+    """Yield ``daemon``; then stop it and print its log (pytest shows it when the test
+    failed). The ``cri`` fixture removes the pods it left running."""
+    try:
+        yield daemon
+    finally:
+        daemon.stop()
+        if daemon.log_path.exists():
+            print(daemon.log())

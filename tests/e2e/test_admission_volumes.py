@@ -3,7 +3,6 @@ cannot provide, as upstream's kubelet reports them (issue 9)."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,7 +10,7 @@ import pytest
 
 from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
-from tests.e2e.daemon import Daemon
+from tests.e2e.daemon import Daemon, daemon_on
 from tests.e2e.test_daemon import manifest, sandboxes_of
 from tests.helpers import wait_for
 
@@ -20,10 +19,7 @@ pytestmark = pytest.mark.e2e
 
 def daemon(containerd: EmbeddedContainerd, *flags: str) -> Daemon:
     """A daemon (not started) on the e2e containerd, with its own dirs under it."""
-    workdir = containerd.base_dir / "daemon" / uuid.uuid4().hex[:8]
-    (workdir / "manifests").mkdir(parents=True)
-    return Daemon(workdir, workdir / "manifests", "--container-runtime-endpoint",
-                  containerd.endpoint, *flags)
+    return daemon_on(containerd, "daemon", *flags)
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ static pod (upstream evaluates a static pod's gates against the static pod's own
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,7 +15,7 @@ import pytest
 from actors.app.testbed import BUSYBOX_IMAGE
 from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
-from tests.e2e.daemon import Daemon
+from tests.e2e.daemon import Daemon, daemon_on, stopped_after
 from tests.helpers import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -28,14 +27,8 @@ SERVE = "trap 'exit 0' TERM; touch /tmp/ready; while true; do sleep 1; done"
 @pytest.fixture
 def daemon(containerd: EmbeddedContainerd, cri: CRIClient) -> Iterator[Daemon]:
     """The daemon; at the end it stops and the ``cri`` fixture removes what it made."""
-    workdir = containerd.base_dir / "gates" / uuid.uuid4().hex[:8]
-    (workdir / "manifests").mkdir(parents=True)
-    d = Daemon(workdir, workdir / "manifests", "--container-runtime-endpoint",
-               containerd.endpoint)
-    yield d
-    d.stop()
-    if d.log_path.exists():
-        print(d.log())  # pytest shows it when the test failed
+    with stopped_after(daemon_on(containerd, "gates")) as d:
+        yield d
 
 
 def conditions(pod: dict[str, Any]) -> dict[str, tuple[str, str, str]]:

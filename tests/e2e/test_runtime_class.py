@@ -7,7 +7,6 @@ ContainerCreating."""
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
 from runtime.cri.types import PodSandbox, SandboxFilter
 from runtime.kuberuntime.labels import POD_NAME
-from tests.e2e.daemon import Daemon
+from tests.e2e.daemon import Daemon, daemon_on, stopped_after
 from tests.helpers import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -32,14 +31,9 @@ NODE = "e2e-node"
 def daemon(containerd: EmbeddedContainerd, cri: CRIClient) -> Iterator[Daemon]:
     """The daemon with a table of two classes; at the end it stops and the ``cri`` fixture
     removes what it made."""
-    workdir = containerd.base_dir / "runtimeclass" / uuid.uuid4().hex[:8]
-    (workdir / "manifests").mkdir(parents=True)
-    d = Daemon(workdir, workdir / "manifests", "--container-runtime-endpoint",
-               containerd.endpoint, "--runtime-classes", f"alt={ALT_RUNTIME_HANDLER},plain=runc")
-    yield d
-    d.stop()
-    if d.log_path.exists():
-        print(d.log())  # pytest shows it when the test failed
+    with stopped_after(daemon_on(containerd, "runtimeclass", "--runtime-classes",
+                                 f"alt={ALT_RUNTIME_HANDLER},plain=runc")) as d:
+        yield d
 
 
 def write_pod(manifests: Path, name: str, runtime_class: str | None) -> str:

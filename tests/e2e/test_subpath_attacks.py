@@ -8,7 +8,6 @@ made is gone with the pod."""
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,7 +19,7 @@ from runtime.cri.client import CRIClient
 from runtime.cri.types import ContainerFilter, SandboxFilter
 from runtime.kuberuntime import labels as L
 from runtime.mounts import mount_points_under, unmount
-from tests.e2e.daemon import Daemon
+from tests.e2e.daemon import Daemon, daemon_on, stopped_after
 from tests.helpers import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -61,19 +60,14 @@ def planted(link_target: str) -> str:
 
 @pytest.fixture
 def daemon(containerd: EmbeddedContainerd, cri: CRIClient) -> Iterator[Daemon]:
-    workdir = containerd.base_dir / "daemon" / uuid.uuid4().hex[:8]
-    (workdir / "manifests").mkdir(parents=True)
-    d = Daemon(workdir, workdir / "manifests", "--container-runtime-endpoint",
-               containerd.endpoint)
-    yield d
-    # The pods go through the daemon, which must unmount what it mounted for them.
-    for path in d.manifests.iterdir():
-        path.unlink()
-    if d.proc is not None and d.proc.poll() is None:
-        wait_for(lambda: not d.pods(), 90.0, "every pod to go")
-    d.stop()
-    print(d.log())  # shown when the test failed
-    leftovers = mount_points_under(str(workdir))
+    with stopped_after(daemon_on(containerd, "subpath")) as d:
+        yield d
+        # The pods go through the daemon, which must unmount what it mounted for them.
+        for path in d.manifests.iterdir():
+            path.unlink()
+        if d.proc is not None and d.proc.poll() is None:
+            wait_for(lambda: not d.pods(), 90.0, "every pod to go")
+    leftovers = mount_points_under(str(d.workdir))
     for point in leftovers:
         unmount(point)
     assert leftovers == (), "the daemon left mounts behind"
