@@ -25,6 +25,7 @@ from loguru import logger
 from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
 from runtime.errors import CRIError
+from runtime.mounts import is_mount_point, mount_points_under
 
 RUNC_ROOT = "/run/containerd/runc"
 POLL_S = 0.05
@@ -115,20 +116,10 @@ def _remove_runc_state(base: Path) -> None:
             shutil.rmtree(state.parent, ignore_errors=True)
 
 
-def _unescape_mount(path: str) -> str:
-    return path.encode().decode("unicode_escape") if "\\" in path else path
-
-
 def mounts_under(base: Path) -> list[str]:
     """Mount points at or under ``base``, deepest first."""
-    prefix = str(base).rstrip("/") + "/"
-    points = []
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            point = _unescape_mount(line.split()[4])
-            if point == str(base) or point.startswith(prefix):
-                points.append(point)
-    return sorted(set(points), key=lambda p: p.count("/"), reverse=True)
+    own = [str(base)] if is_mount_point(str(base)) else []
+    return [*mount_points_under(str(base)), *own]
 
 
 def _unmount_all(base: Path) -> None:
