@@ -35,9 +35,8 @@ def object_meta(meta: ObjectMeta) -> Iterator[Problem]:
     """upstream ValidateObjectMeta for a namespaced object named by NameIsDNSSubdomain, with
     core's validateKubeFinalizerName. A namespace left empty is the kubelet's to default
     (upstream's file source sets it before validating), so it is not required here."""
-    if meta.generate_name:
-        if why := name_is_dns_subdomain(meta.generate_name, prefix=True):
-            yield invalid("metadata.generateName", meta.generate_name, why)
+    if meta.generate_name and (why := name_is_dns_subdomain(meta.generate_name, prefix=True)):
+        yield invalid("metadata.generateName", meta.generate_name, why)
     if not meta.name:
         yield required("metadata.name", "name or generateName is required")
     elif why := name_is_dns_subdomain(meta.name):
