@@ -5,8 +5,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
-from decimal import Decimal
+from collections.abc import Iterator, Mapping
 
 from runtime.pod.model import (
     Container,
@@ -17,13 +16,9 @@ from runtime.pod.model import (
     Lifecycle,
     LifecycleHandler,
     Probe,
-    Quantity,
-    ResourceClaim,
-    ResourceRequirements,
     Volume,
     VolumeMount,
 )
-from runtime.pod.quantity import parse_quantity
 from runtime.pod.validation.fields import (
     _ENV_NAME_BAD,
     _ENV_NAME_MSG,
@@ -32,7 +27,6 @@ from runtime.pod.validation.fields import (
     _NON_NEGATIVE,
     _PLAIN_INIT,
     _PORT_RANGE,
-    _QUANTITY_MSG,
     AnyContainer,
     Problem,
     _descending_path,
@@ -47,6 +41,7 @@ from runtime.pod.validation.fields import (
     not_supported,
     required,
 )
+from runtime.pod.validation.resources import claim_names, requirements, resize_policy
 from runtime.pod.validation.security import (
     security_context,
 )
@@ -64,6 +59,7 @@ def _container(
     init: bool,
     host_users: bool,
     claims: frozenset[str] = frozenset(),
+    pod_restart_policy: str = "Always",
 ) -> Iterator[Problem]:
     if not c.name:
         yield required(f"{path}.name")
@@ -104,8 +100,9 @@ def _container(
     yield from _mounts(c, f"{path}.volumeMounts", volumes)
     yield from _devices(c, f"{path}.volumeDevices", volumes)
     if c.resources is not None:
-        yield from _resources(c.resources, f"{path}.resources")
-        yield from _claim_names(c.resources.claims, claims, f"{path}.resources.claims")
+        yield from requirements(c.resources, f"{path}.resources")
+        yield from claim_names(c.resources.claims, claims, f"{path}.resources.claims")
+    yield from resize_policy(c.resize_policy, f"{path}.resizePolicy", pod_restart_policy)
     if c.security_context is not None:
         yield from security_context(c.security_context, f"{path}.securityContext",
                                     host_users=host_users)
@@ -421,97 +418,3 @@ def _port(port: IntOrString, path: str) -> Iterator[Problem]:
     else:
         for why in _port_name(port):
             yield invalid(path, port, why)
-
-
-# --- resources -----------------------------------------------------------------------------
-
-
-def _is_native(name: str) -> bool:
-    return "/" not in name or name.split("/", 1)[0].endswith("kubernetes.io")
-
-
-def _overcommit_allowed(name: str) -> bool:
-    """upstream IsOvercommitAllowed: native resources other than hugepages."""
-    return _is_native(name) and not name.startswith("hugepages-")
-
-
-def _quantity(value: Quantity, path: str) -> tuple[Decimal | None, list[Problem]]:
-    try:
-        return parse_quantity(value), []
-    except ValueError:
-        return None, [invalid(path, str(value), _QUANTITY_MSG)]
-
-
-def _claim_names(claims: Iterable[ResourceClaim], pod_claims: frozenset[str], path: str
-                 ) -> Iterator[Problem]:
-    """Upstream validateResourceClaimNames: each container claim names one of the pod's
-    spec.resourceClaims, once per request."""
-    seen: set[str] = set()
-    for i, claim in enumerate(claims):
-        if not claim.name:
-            yield required(f"{path}[{i}]")
-            continue
-        key = f"{claim.name}/{claim.request}" if claim.request else claim.name
-        if key in seen:
-            yield duplicate(f"{path}[{i}]", key)
-        seen.add(key)
-        if claim.name not in pod_claims:
-            known = (": " + ", ".join(sorted(pod_claims))) if pod_claims else " which is empty"
-            where, what = not_found(f"{path}[{i}]", claim.name)
-            yield where, f"{what}: must be one of the names in pod.spec.resourceClaims{known}"
-
-
-def _container_resource_name(name: str, path: str) -> Iterator[Problem]:
-    for why in _qualified_name(name):
-        yield invalid(path, name, why)
-    if "/" not in name:
-        if name not in ("cpu", "memory", "ephemeral-storage") and not name.startswith(
-                "hugepages-"):
-            yield invalid(path, name, "must be a standard resource for containers")
-    elif name.startswith(("requests.", "limits.")):
-        yield invalid(path, name, "must not start with 'requests.' or 'limits.'")
-
-
-def _resources(r: ResourceRequirements, path: str) -> Iterator[Problem]:
-    limits: dict[str, Decimal] = {}
-    for name, value in r.limits.items():
-        p = f"{path}.limits[{name}]"
-        yield from _container_resource_name(name, p)
-        q, errors = _quantity(value, p)
-        yield from errors
-        if q is None:
-            continue
-        limits[name] = q
-        yield from _resource_value(name, value, q, p)
-    for name, value in r.requests.items():
-        p = f"{path}.requests[{name}]"
-        yield from _container_resource_name(name, p)
-        q, errors = _quantity(value, p)
-        yield from errors
-        if q is None:
-            continue
-        yield from _resource_value(name, value, q, p)
-        limit = limits.get(name)
-        if limit is not None:
-            shown = str(r.limits[name])
-            if q != limit and not _overcommit_allowed(name):
-                yield invalid(f"{path}.requests", str(value),
-                              f"must be equal to {name} limit of {shown}")
-            elif q > limit:
-                yield invalid(f"{path}.requests", str(value),
-                              f"must be less than or equal to {name} limit of {shown}")
-        elif not _overcommit_allowed(name) and name not in r.limits:
-            yield required(f"{path}.limits[{name}]",
-                           "Limit must be set for non overcommitable resources")
-    resources = set(r.limits) | set(r.requests)
-    if any(n.startswith("hugepages-") for n in resources) and not resources & {"cpu", "memory"}:
-        yield forbidden(path, "HugePages require cpu or memory")
-
-
-def _resource_value(name: str, value: Quantity, q: Decimal, path: str) -> Iterator[Problem]:
-    if q < 0:
-        yield invalid(path, str(value), _NON_NEGATIVE)
-    if not _is_native(name) and q != q.to_integral_value():
-        yield invalid(path, str(value), "must be an integer")
-
-

@@ -29,8 +29,14 @@ AnyContainer = Container | EphemeralContainer
 # --- upstream's field.Error wording --------------------------------------------------------
 
 
+class Raw(str):
+    """A value upstream prints bare: a Go Stringer (a Quantity) or a Go value dump."""
+
+
 def _show(value: object) -> str:
     """A value as upstream's field errors print it: strings quoted, numbers bare."""
+    if isinstance(value, Raw):
+        return str(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float | Decimal):

@@ -24,6 +24,7 @@ from runtime.pod.validation.fields import (
     required,
 )
 from runtime.pod.validation.metadata import labels, object_meta
+from runtime.pod.validation.resources import overhead, pod_claims, pod_resources
 from runtime.pod.validation.scheduling import (
     _affinity,
     _dns_config,
@@ -41,6 +42,7 @@ from runtime.pod.validation.volumes import volumes
 
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
 DNS_POLICIES = ("ClusterFirst", "ClusterFirstWithHostNet", "Default", "None")
+PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
 
 # --- the pod -----------------------------------------------------------------------------
 
@@ -52,6 +54,7 @@ def validate_pod(pod: Pod) -> list[Problem]:
     good, volume_problems = volumes(spec, pod.metadata.name)
     problems += volume_problems
     usable = {v.name: v for v in spec.volumes if v.name in good}
+    problems += pod_claims(spec.resource_claims)
     if not spec.containers:
         problems.append(required("spec.containers"))
     grace = spec.termination_grace_period_seconds
@@ -67,8 +70,10 @@ def validate_pod(pod: Pod) -> list[Problem]:
             seen.add(c.name)
             problems += _container(c, path, usable, grace, init=field == "initContainers",
                                    host_users=spec.host_users is not False,
-                                   claims=frozenset(r.name for r in spec.resource_claims))
+                                   claims=frozenset(r.name for r in spec.resource_claims if r.name),
+                                   pod_restart_policy=spec.restart_policy)
     problems += _host_port_conflicts(spec.containers, "spec.containers")
+    problems += pod_resources(spec)
     problems += _host_network_ports(spec)
     if spec.ephemeral_containers:
         problems.append(forbidden("spec.ephemeralContainers", "cannot be set on create"))
@@ -100,9 +105,20 @@ def validate_pod(pod: Pod) -> list[Problem]:
     if spec.runtime_class_name is not None and (why := dns1123_subdomain(
             spec.runtime_class_name)):
         problems.append(invalid("spec.runtimeClassName", spec.runtime_class_name, why))
-    for i, secret in enumerate(spec.image_pull_secrets):
-        if not secret.name:
-            problems.append(required(f"spec.imagePullSecrets[{i}].name"))
+    # upstream validateImagePullSecrets ("only name may be set") cannot fail here: a
+    # LocalObjectReference has no other field, and decoding refuses unknown ones; an empty
+    # name upstream lets through.
+    for field, name in (("serviceAccountName", spec.service_account_name),
+                        ("nodeName", spec.node_name)):
+        if name and (why := dns1123_subdomain(name)):
+            problems.append(invalid(f"spec.{field}", name, why))
+    if spec.preemption_policy is not None:
+        if not spec.preemption_policy:
+            problems.append(required("spec.preemptionPolicy"))
+        elif spec.preemption_policy not in PREEMPTION_POLICIES:
+            problems.append(not_supported("spec.preemptionPolicy", spec.preemption_policy,
+                                          PREEMPTION_POLICIES))
+    problems += overhead(spec.overhead)
     problems += gates_and_aliases(spec)
     problems += topology_spread(spec)
     problems += operating_system(spec)

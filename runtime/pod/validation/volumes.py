@@ -31,7 +31,7 @@ from runtime.pod.model import (
     StorageOSVolumeSource,
     Volume,
 )
-from runtime.pod.validation.containers import PULL_POLICIES, _quantity
+from runtime.pod.validation.containers import PULL_POLICIES
 from runtime.pod.validation.fields import (
     Problem,
     _descending_path,
@@ -45,6 +45,7 @@ from runtime.pod.validation.fields import (
     not_supported,
     required,
 )
+from runtime.pod.validation.resources import _quantity
 
 HOST_PATH_TYPES = (
     "", "BlockDevice", "CharDevice", "Directory", "DirectoryOrCreate", "File", "FileOrCreate",

@@ -174,9 +174,9 @@ RESOURCES = [
     case("extended request must equal limit", manifest(container="resources: {limits: {nvidia.com/gpu: 2}, requests: {nvidia.com/gpu: 1}}"),
          'spec.containers[0].resources.requests: Invalid value: "1": must be equal to nvidia.com/gpu limit of 2'),
     case("extended request without limit", manifest(container="resources: {requests: {nvidia.com/gpu: 1}}"),
-         "spec.containers[0].resources.limits[nvidia.com/gpu]: Required value: Limit must be set for non overcommitable resources"),
+         "spec.containers[0].resources.limits: Required value: Limit must be set for non overcommitable resources"),
     case("extended resources are integers", manifest(container="resources: {limits: {example.com/foo: 500m}}"),
-         'spec.containers[0].resources.limits[example.com/foo]: Invalid value: "500m": must be an integer'),
+         'spec.containers[0].resources.limits[example.com/foo]: Invalid value: 500m: must be an integer'),
     case("hugepages need cpu or memory", manifest(container="resources: {limits: {hugepages-2Mi: 2Mi}}"),
          "spec.containers[0].resources: Forbidden: HugePages require cpu or memory"),
     case("not a quantity", manifest(container="resources: {limits: {cpu: lots}}"),
@@ -362,7 +362,7 @@ VALID = [
     pytest.param(manifest(container="resources: {limits: {hugepages-2Mi: 2Mi, memory: 1Gi}}"), id="hugepages-with-memory"),
     pytest.param(manifest("initContainers: [{name: s, image: 'b:1', restartPolicy: Always, readinessProbe: {exec: {command: [a]}}}]"), id="sidecar-probes"),
     pytest.param(manifest("hostUsers: false", container="securityContext: {procMount: Unmasked}"), id="unmasked-in-own-user-namespace"),
-    pytest.param(manifest("resourceClaims: [{name: a, resourceClaimName: x}]", container="resources: {claims: [{name: a}, {name: a, request: r}]}"), id="container-claims"),
+    pytest.param(manifest("resourceClaims: [{name: a, resourceClaimName: x}]", container="resources: {claims: [{name: a, request: r}, {name: a, request: s}]}"), id="container-claims"),
     pytest.param(manifest(container="livenessProbe: {httpGet: {port: 80}, periodSeconds: 0, successThreshold: 0}"), id="probe-zero-means-default"),
 ]
 
