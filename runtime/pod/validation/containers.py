@@ -32,16 +32,23 @@ from runtime.pod.validation.fields import (
     _descending_path,
     _port_name,
     _qualified_name,
+    config_map_key,
     dns1123_label,
     dns1123_subdomain,
     duplicate,
     forbidden,
     invalid,
+    name_is_dns_subdomain,
     not_found,
     not_supported,
     required,
 )
-from runtime.pod.validation.resources import claim_names, requirements, resize_policy
+from runtime.pod.validation.resources import (
+    claim_names,
+    divisor,
+    requirements,
+    resize_policy,
+)
 from runtime.pod.validation.security import (
     security_context,
 )
@@ -169,37 +176,47 @@ def _env(env: tuple[EnvVar, ...], path: str) -> Iterator[Problem]:
             yield required(f"{p}.name")
         elif _ENV_NAME_BAD.search(e.name):
             yield invalid(f"{p}.name", e.name, _ENV_NAME_MSG)
-        if e.value_from is None:
-            continue
-        vf = e.value_from
-        sources = [s for s in (vf.field_ref, vf.resource_field_ref, vf.config_map_key_ref,
-                               vf.secret_key_ref, vf.file_key_ref) if s is not None]
-        if not sources:
-            yield invalid(f"{p}.valueFrom", "", "must specify one of: `fieldRef`, "
-                          "`resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`")
-        elif len(sources) > 1:
-            yield invalid(f"{p}.valueFrom", "",
-                          "may not have more than one field specified at a time")
-        if e.value and sources:
-            yield invalid(f"{p}.valueFrom", "", "may not be specified when `value` is not empty")
-        if vf.field_ref is not None:
-            yield from _field_ref(vf.field_ref.api_version, vf.field_ref.field_path,
-                                  f"{p}.valueFrom.fieldRef")
-        if vf.resource_field_ref is not None:
-            resource = vf.resource_field_ref.resource
-            rp = f"{p}.valueFrom.resourceFieldRef.resource"
-            if not resource:
-                yield required(rp)
-            elif resource not in _ENV_RESOURCES and not resource.startswith(
-                    ("limits.hugepages-", "requests.hugepages-")):
-                yield not_supported(rp, resource, _ENV_RESOURCES)
-        for field, ref in (("configMapKeyRef", vf.config_map_key_ref),
+        if e.value_from is not None:
+            yield from _value_from(e, f"{p}.valueFrom")
+
+
+def _value_from(e: EnvVar, path: str) -> Iterator[Problem]:
+    """upstream validateEnvVarValueFrom: each source's own rules, then one error at most
+    about how many there are."""
+    vf = e.value_from
+    assert vf is not None
+    if vf.field_ref is not None:
+        yield from _field_ref(vf.field_ref.api_version, vf.field_ref.field_path,
+                              f"{path}.fieldRef")
+    if (ref := vf.resource_field_ref) is not None:
+        rp = f"{path}.resourceFieldRef"
+        if not ref.resource:
+            yield required(f"{rp}.resource")
+        elif ref.resource not in _ENV_RESOURCES and not ref.resource.startswith(
+                ("limits.hugepages-", "requests.hugepages-")):
+            yield not_supported(f"{rp}.resource", ref.resource, _ENV_RESOURCES)
+        yield from divisor(ref.resource, ref.divisor, rp)
+    for field, key_ref in (("configMapKeyRef", vf.config_map_key_ref),
                            ("secretKeyRef", vf.secret_key_ref)):
-            if ref is None:
-                continue
-            if not ref.key:
-                yield required(f"{p}.valueFrom.{field}.key")
-            yield from _object_name(ref.name, f"{p}.valueFrom.{field}.name")
+        if key_ref is None:
+            continue
+        kp = f"{path}.{field}"
+        # upstream checks the name with NameIsDNSSubdomain even when it is empty
+        if why := dns1123_subdomain(key_ref.name):
+            yield invalid(f"{kp}.name", key_ref.name, why)
+        if not key_ref.key:
+            yield required(f"{kp}.key")
+        for why in config_map_key(key_ref.key):
+            yield invalid(f"{kp}.key", key_ref.key, why)
+    sources = [s for s in (vf.field_ref, vf.resource_field_ref, vf.config_map_key_ref,
+                           vf.secret_key_ref, vf.file_key_ref) if s is not None]
+    if not sources:
+        yield invalid(path, "", "must specify one of: `fieldRef`, `resourceFieldRef`, "
+                      "`configMapKeyRef` or `secretKeyRef`")
+    elif e.value:
+        yield invalid(path, "", "may not be specified when `value` is not empty")
+    elif len(sources) > 1:
+        yield invalid(path, "", "may not have more than one field specified at a time")
 
 
 _ENV_FIELD_PATHS = (
@@ -215,24 +232,32 @@ _ENV_RESOURCES = (
 
 
 def _field_ref(api_version: str, field_path: str, path: str) -> Iterator[Problem]:
+    """upstream validateObjectFieldSelector for env: the first missing part ends it."""
     if not api_version:
         yield required(f"{path}.apiVersion")
+        return
     if not field_path:
         yield required(f"{path}.fieldPath")
         return
+    if api_version != "v1":
+        yield invalid(f"{path}.fieldPath", field_path,
+                      f"error converting fieldPath: unsupported pod version: {api_version}")
+        return
     match = _ENV_SUBSCRIPT.fullmatch(field_path)
     if match is not None:
-        for why in _qualified_name(match["key"]):
-            yield invalid(f"{path}.fieldPath", field_path, why)
+        key = match["key"].lower() if match[1] == "annotations" else match["key"]
+        for why in _qualified_name(key):
+            yield invalid(path, key, why)
     elif field_path not in _ENV_FIELD_PATHS:
         yield not_supported(f"{path}.fieldPath", field_path, _ENV_FIELD_PATHS)
 
 
 def _object_name(name: str, path: str) -> Iterator[Problem]:
-    """A reference to a ConfigMap or Secret: a DNS-1123 subdomain."""
+    """An envFrom reference to a ConfigMap or Secret: upstream's NameIsDNSSubdomain as a
+    prefix (a trailing '-' allowed)."""
     if not name:
         yield required(path)
-    elif why := dns1123_subdomain(name):
+    elif why := name_is_dns_subdomain(name, prefix=True):
         yield invalid(path, name, why)
 
 

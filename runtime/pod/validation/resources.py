@@ -243,6 +243,35 @@ def resize_policy(policies: tuple[ContainerResizePolicy, ...], path: str,
                           "must be 'NotRequired' when `restartPolicy` is 'Never'")
 
 
+_BYTE_DIVISORS = frozenset({"1", "1k", "1M", "1G", "1T", "1P", "1E", "1Ki", "1Mi", "1Gi", "1Ti",
+                            "1Pi", "1Ei"})
+_BYTE_DIVISORS_MSG = "only divisor's values 1, 1k, 1M, 1G, 1T, 1P, 1E, 1Ki, 1Mi, 1Gi, 1Ti, 1Pi, " \
+    "1Ei are supported with the {} resource"
+
+
+def divisor(resource: str, value: Quantity, path: str) -> Iterator[Problem]:
+    """upstream validateContainerResourceDivisor (a downward API resourceFieldRef); the value
+    shown is the resource's name, as upstream shows it."""
+    try:
+        q = parse_quantity(value)
+    except ValueError:
+        return  # the decoder refuses a malformed quantity first
+    if q == 0:
+        return
+    shown = canonical(q, binary=str(value).endswith("i"))
+    p = f"{path}.divisor"
+    kind = {"cpu": "cpu", "memory": "memory", "ephemeral-storage": "local ephemeral storage"}.get(
+        resource.partition(".")[2]) if resource.startswith(("limits.", "requests.")) else None
+    if kind == "cpu" and shown not in ("1m", "1"):
+        yield invalid(p, resource, "only divisor's values 1m and 1 are supported with the cpu "
+                      "resource")
+    elif kind not in (None, "cpu") and shown not in _BYTE_DIVISORS:
+        yield invalid(p, resource, _BYTE_DIVISORS_MSG.format(kind))
+    if resource.startswith(("requests.hugepages-", "limits.hugepages-")) and (
+            shown not in _BYTE_DIVISORS):
+        yield invalid(p, resource, _BYTE_DIVISORS_MSG.format("hugepages"))
+
+
 def overhead(values: Mapping[str, Quantity]) -> Iterator[Problem]:
     """upstream validateOverhead: the overhead checked as a container's limits."""
     if values:
