@@ -46,7 +46,7 @@ def object_meta(meta: ObjectMeta) -> Iterator[Problem]:
     if meta.generation < 0:
         yield invalid("metadata.generation", meta.generation, _NON_NEGATIVE)
     yield from labels(meta.labels, "metadata.labels")
-    yield from annotations(meta.annotations, "metadata.annotations")
+    yield from annotation_map(meta.annotations, "metadata.annotations")
     yield from owner_references(meta.owner_references, "metadata.ownerReferences")
     yield from finalizers(meta.finalizers, "metadata.finalizers")
 
@@ -66,7 +66,7 @@ def validate_labels(values: Mapping[str, str], path: str) -> list[Problem]:
     return list(labels(values, path))
 
 
-def annotations(values: Mapping[str, str], path: str) -> Iterator[Problem]:
+def annotation_map(values: Mapping[str, str], path: str) -> Iterator[Problem]:
     """upstream ValidateAnnotations: a key is a qualified name whatever its case, and all of
     them together fit in 256 KiB."""
     for key in values:

@@ -377,7 +377,7 @@ def canonical(q: Decimal, *, binary: bool) -> str:
     """upstream Quantity.String for a computed quantity: binary form with the largest
     suffix that divides it (below 1024, or fractional, it turns decimal), else decimal with
     the largest power of a thousand that leaves a whole number."""
-    if binary and abs(q) >= 1024 and q == q.to_integral_value():
+    if binary and 1024 <= abs(q) < 2**70 and q == q.to_integral_value():
         whole = int(q)
         for bits, suffix in _BINARY_SUFFIXES:
             if whole % (1 << bits) == 0:
@@ -386,5 +386,6 @@ def canonical(q: Decimal, *, binary: bool) -> str:
     for exponent, suffix in _DECIMAL_SUFFIXES:
         scaled = q.scaleb(-exponent)
         if scaled == scaled.to_integral_value():
-            return f"{int(scaled)}{suffix}"
-    return f"{int(q.scaleb(9).to_integral_value(ROUND_CEILING))}n"
+            # formatted, not int(): a fuzzed quantity may have thousands of digits
+            return f"{scaled.to_integral_value():f}{suffix}"
+    return f"{q.scaleb(9).to_integral_value(ROUND_CEILING):f}n"

@@ -55,8 +55,8 @@ def _toleration(t: Toleration, path: str) -> Iterator[Problem]:
         yield invalid(f"{path}.effect", t.effect,
                       "effect must be 'NoExecute' when `tolerationSeconds` is set")
     if t.operator in ("Equal", ""):
-        if why := label_value(t.value):
-            yield invalid(f"{path}.operator", t.value, ";".join(why))
+        if faults := label_value(t.value):
+            yield invalid(f"{path}.operator", t.value, ";".join(faults))
     elif t.operator == "Exists":
         if t.value:
             yield invalid(f"{path}.operator", t.value,
