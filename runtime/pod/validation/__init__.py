@@ -11,12 +11,14 @@ way upstream words it: the field path and ``Required value``, ``Invalid value: <
 
 Every check reports ``(path, cause)`` pairs rather than raising, so a manifest with
 several mistakes is reported in one go. One module an area: fields (the wording and the
-name rules), pod (the pod as a whole), containers, security, volumes, scheduling.
+name rules), metadata, pod (the pod as a whole), containers, resources, security, volumes,
+scheduling, annotations.
 """
 
 from runtime.pod.defaults import apply_defaults, default_pull_policy
 from runtime.pod.validation.fields import Problem, dns1123_label, dns1123_subdomain
-from runtime.pod.validation.pod import validate_labels, validate_pod
+from runtime.pod.validation.metadata import validate_labels
+from runtime.pod.validation.pod import validate_pod
 
 __all__ = [
     "Problem",

@@ -25,6 +25,10 @@ def pod_annotations(pod: Pod) -> Iterator[Problem]:
     annotations' formats), then ValidatePodCreate's checks that annotation and field agree."""
     annotations = pod.metadata.annotations
     path = "metadata.annotations"
+    # upstream's "must set spec.nodeName if mirror pod annotation is set" is not applied: the
+    # kubelet's file source sets nodeName before it validates, and an API server's pod was
+    # checked there, so on a node it cannot fire. The deprecated tolerations annotation
+    # (scheduler.alpha.kubernetes.io/tolerations) is not parsed either (see the report).
     if (cost := annotations.get(DELETION_COST)) is not None and not (
             _INT.fullmatch(cost) and -(2**31) <= int(cost) < 2**31):
         yield invalid(f"{path}[{DELETION_COST}]", cost, "must be a 32bit integer")

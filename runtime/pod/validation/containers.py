@@ -5,8 +5,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
-from decimal import Decimal
+from collections.abc import Iterator, Mapping
 
 from runtime.pod.model import (
     Container,
@@ -17,13 +16,9 @@ from runtime.pod.model import (
     Lifecycle,
     LifecycleHandler,
     Probe,
-    Quantity,
-    ResourceClaim,
-    ResourceRequirements,
     Volume,
     VolumeMount,
 )
-from runtime.pod.quantity import parse_quantity
 from runtime.pod.validation.fields import (
     _ENV_NAME_BAD,
     _ENV_NAME_MSG,
@@ -32,20 +27,27 @@ from runtime.pod.validation.fields import (
     _NON_NEGATIVE,
     _PLAIN_INIT,
     _PORT_RANGE,
-    _QUANTITY_MSG,
     AnyContainer,
     Problem,
     _descending_path,
     _port_name,
     _qualified_name,
+    config_map_key,
     dns1123_label,
     dns1123_subdomain,
     duplicate,
     forbidden,
     invalid,
+    name_is_dns_subdomain,
     not_found,
     not_supported,
     required,
+)
+from runtime.pod.validation.resources import (
+    claim_names,
+    divisor,
+    requirements,
+    resize_policy,
 )
 from runtime.pod.validation.security import (
     security_context,
@@ -64,6 +66,7 @@ def _container(
     init: bool,
     host_users: bool,
     claims: frozenset[str] = frozenset(),
+    pod_restart_policy: str = "Always",
 ) -> Iterator[Problem]:
     if not c.name:
         yield required(f"{path}.name")
@@ -104,8 +107,9 @@ def _container(
     yield from _mounts(c, f"{path}.volumeMounts", volumes)
     yield from _devices(c, f"{path}.volumeDevices", volumes)
     if c.resources is not None:
-        yield from _resources(c.resources, f"{path}.resources")
-        yield from _claim_names(c.resources.claims, claims, f"{path}.resources.claims")
+        yield from requirements(c.resources, f"{path}.resources")
+        yield from claim_names(c.resources.claims, claims, f"{path}.resources.claims")
+    yield from resize_policy(c.resize_policy, f"{path}.resizePolicy", pod_restart_policy)
     if c.security_context is not None:
         yield from security_context(c.security_context, f"{path}.securityContext",
                                     host_users=host_users)
@@ -172,37 +176,47 @@ def _env(env: tuple[EnvVar, ...], path: str) -> Iterator[Problem]:
             yield required(f"{p}.name")
         elif _ENV_NAME_BAD.search(e.name):
             yield invalid(f"{p}.name", e.name, _ENV_NAME_MSG)
-        if e.value_from is None:
-            continue
-        vf = e.value_from
-        sources = [s for s in (vf.field_ref, vf.resource_field_ref, vf.config_map_key_ref,
-                               vf.secret_key_ref, vf.file_key_ref) if s is not None]
-        if not sources:
-            yield invalid(f"{p}.valueFrom", "", "must specify one of: `fieldRef`, "
-                          "`resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`")
-        elif len(sources) > 1:
-            yield invalid(f"{p}.valueFrom", "",
-                          "may not have more than one field specified at a time")
-        if e.value and sources:
-            yield invalid(f"{p}.valueFrom", "", "may not be specified when `value` is not empty")
-        if vf.field_ref is not None:
-            yield from _field_ref(vf.field_ref.api_version, vf.field_ref.field_path,
-                                  f"{p}.valueFrom.fieldRef")
-        if vf.resource_field_ref is not None:
-            resource = vf.resource_field_ref.resource
-            rp = f"{p}.valueFrom.resourceFieldRef.resource"
-            if not resource:
-                yield required(rp)
-            elif resource not in _ENV_RESOURCES and not resource.startswith(
-                    ("limits.hugepages-", "requests.hugepages-")):
-                yield not_supported(rp, resource, _ENV_RESOURCES)
-        for field, ref in (("configMapKeyRef", vf.config_map_key_ref),
+        if e.value_from is not None:
+            yield from _value_from(e, f"{p}.valueFrom")
+
+
+def _value_from(e: EnvVar, path: str) -> Iterator[Problem]:
+    """upstream validateEnvVarValueFrom: each source's own rules, then one error at most
+    about how many there are."""
+    vf = e.value_from
+    assert vf is not None
+    if vf.field_ref is not None:
+        yield from _field_ref(vf.field_ref.api_version, vf.field_ref.field_path,
+                              f"{path}.fieldRef")
+    if (ref := vf.resource_field_ref) is not None:
+        rp = f"{path}.resourceFieldRef"
+        if not ref.resource:
+            yield required(f"{rp}.resource")
+        elif ref.resource not in _ENV_RESOURCES and not ref.resource.startswith(
+                ("limits.hugepages-", "requests.hugepages-")):
+            yield not_supported(f"{rp}.resource", ref.resource, _ENV_RESOURCES)
+        yield from divisor(ref.resource, ref.divisor, rp)
+    for field, key_ref in (("configMapKeyRef", vf.config_map_key_ref),
                            ("secretKeyRef", vf.secret_key_ref)):
-            if ref is None:
-                continue
-            if not ref.key:
-                yield required(f"{p}.valueFrom.{field}.key")
-            yield from _object_name(ref.name, f"{p}.valueFrom.{field}.name")
+        if key_ref is None:
+            continue
+        kp = f"{path}.{field}"
+        # upstream checks the name with NameIsDNSSubdomain even when it is empty
+        if why := dns1123_subdomain(key_ref.name):
+            yield invalid(f"{kp}.name", key_ref.name, why)
+        if not key_ref.key:
+            yield required(f"{kp}.key")
+        for why in config_map_key(key_ref.key):
+            yield invalid(f"{kp}.key", key_ref.key, why)
+    sources = [s for s in (vf.field_ref, vf.resource_field_ref, vf.config_map_key_ref,
+                           vf.secret_key_ref, vf.file_key_ref) if s is not None]
+    if not sources:
+        yield invalid(path, "", "must specify one of: `fieldRef`, `resourceFieldRef`, "
+                      "`configMapKeyRef` or `secretKeyRef`")
+    elif e.value:
+        yield invalid(path, "", "may not be specified when `value` is not empty")
+    elif len(sources) > 1:
+        yield invalid(path, "", "may not have more than one field specified at a time")
 
 
 _ENV_FIELD_PATHS = (
@@ -218,24 +232,32 @@ _ENV_RESOURCES = (
 
 
 def _field_ref(api_version: str, field_path: str, path: str) -> Iterator[Problem]:
+    """upstream validateObjectFieldSelector for env: the first missing part ends it."""
     if not api_version:
         yield required(f"{path}.apiVersion")
+        return
     if not field_path:
         yield required(f"{path}.fieldPath")
         return
+    if api_version != "v1":
+        yield invalid(f"{path}.fieldPath", field_path,
+                      f"error converting fieldPath: unsupported pod version: {api_version}")
+        return
     match = _ENV_SUBSCRIPT.fullmatch(field_path)
     if match is not None:
-        for why in _qualified_name(match["key"]):
-            yield invalid(f"{path}.fieldPath", field_path, why)
+        key = match["key"].lower() if match[1] == "annotations" else match["key"]
+        for why in _qualified_name(key):
+            yield invalid(path, key, why)
     elif field_path not in _ENV_FIELD_PATHS:
         yield not_supported(f"{path}.fieldPath", field_path, _ENV_FIELD_PATHS)
 
 
 def _object_name(name: str, path: str) -> Iterator[Problem]:
-    """A reference to a ConfigMap or Secret: a DNS-1123 subdomain."""
+    """An envFrom reference to a ConfigMap or Secret: upstream's NameIsDNSSubdomain as a
+    prefix (a trailing '-' allowed)."""
     if not name:
         yield required(path)
-    elif why := dns1123_subdomain(name):
+    elif why := name_is_dns_subdomain(name, prefix=True):
         yield invalid(path, name, why)
 
 
@@ -421,97 +443,3 @@ def _port(port: IntOrString, path: str) -> Iterator[Problem]:
     else:
         for why in _port_name(port):
             yield invalid(path, port, why)
-
-
-# --- resources -----------------------------------------------------------------------------
-
-
-def _is_native(name: str) -> bool:
-    return "/" not in name or name.split("/", 1)[0].endswith("kubernetes.io")
-
-
-def _overcommit_allowed(name: str) -> bool:
-    """upstream IsOvercommitAllowed: native resources other than hugepages."""
-    return _is_native(name) and not name.startswith("hugepages-")
-
-
-def _quantity(value: Quantity, path: str) -> tuple[Decimal | None, list[Problem]]:
-    try:
-        return parse_quantity(value), []
-    except ValueError:
-        return None, [invalid(path, str(value), _QUANTITY_MSG)]
-
-
-def _claim_names(claims: Iterable[ResourceClaim], pod_claims: frozenset[str], path: str
-                 ) -> Iterator[Problem]:
-    """Upstream validateResourceClaimNames: each container claim names one of the pod's
-    spec.resourceClaims, once per request."""
-    seen: set[str] = set()
-    for i, claim in enumerate(claims):
-        if not claim.name:
-            yield required(f"{path}[{i}]")
-            continue
-        key = f"{claim.name}/{claim.request}" if claim.request else claim.name
-        if key in seen:
-            yield duplicate(f"{path}[{i}]", key)
-        seen.add(key)
-        if claim.name not in pod_claims:
-            known = (": " + ", ".join(sorted(pod_claims))) if pod_claims else " which is empty"
-            where, what = not_found(f"{path}[{i}]", claim.name)
-            yield where, f"{what}: must be one of the names in pod.spec.resourceClaims{known}"
-
-
-def _container_resource_name(name: str, path: str) -> Iterator[Problem]:
-    for why in _qualified_name(name):
-        yield invalid(path, name, why)
-    if "/" not in name:
-        if name not in ("cpu", "memory", "ephemeral-storage") and not name.startswith(
-                "hugepages-"):
-            yield invalid(path, name, "must be a standard resource for containers")
-    elif name.startswith(("requests.", "limits.")):
-        yield invalid(path, name, "must not start with 'requests.' or 'limits.'")
-
-
-def _resources(r: ResourceRequirements, path: str) -> Iterator[Problem]:
-    limits: dict[str, Decimal] = {}
-    for name, value in r.limits.items():
-        p = f"{path}.limits[{name}]"
-        yield from _container_resource_name(name, p)
-        q, errors = _quantity(value, p)
-        yield from errors
-        if q is None:
-            continue
-        limits[name] = q
-        yield from _resource_value(name, value, q, p)
-    for name, value in r.requests.items():
-        p = f"{path}.requests[{name}]"
-        yield from _container_resource_name(name, p)
-        q, errors = _quantity(value, p)
-        yield from errors
-        if q is None:
-            continue
-        yield from _resource_value(name, value, q, p)
-        limit = limits.get(name)
-        if limit is not None:
-            shown = str(r.limits[name])
-            if q != limit and not _overcommit_allowed(name):
-                yield invalid(f"{path}.requests", str(value),
-                              f"must be equal to {name} limit of {shown}")
-            elif q > limit:
-                yield invalid(f"{path}.requests", str(value),
-                              f"must be less than or equal to {name} limit of {shown}")
-        elif not _overcommit_allowed(name) and name not in r.limits:
-            yield required(f"{path}.limits[{name}]",
-                           "Limit must be set for non overcommitable resources")
-    resources = set(r.limits) | set(r.requests)
-    if any(n.startswith("hugepages-") for n in resources) and not resources & {"cpu", "memory"}:
-        yield forbidden(path, "HugePages require cpu or memory")
-
-
-def _resource_value(name: str, value: Quantity, q: Decimal, path: str) -> Iterator[Problem]:
-    if q < 0:
-        yield invalid(path, str(value), _NON_NEGATIVE)
-    if not _is_native(name) and q != q.to_integral_value():
-        yield invalid(path, str(value), "must be an integer")
-
-

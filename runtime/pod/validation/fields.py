@@ -6,6 +6,7 @@ as upstream's field.ErrorList prints them.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 from collections.abc import Iterable, Iterator
@@ -28,8 +29,14 @@ AnyContainer = Container | EphemeralContainer
 # --- upstream's field.Error wording --------------------------------------------------------
 
 
+class Raw(str):
+    """A value upstream prints bare: a Go Stringer (a Quantity) or a Go value dump."""
+
+
 def _show(value: object) -> str:
     """A value as upstream's field errors print it: strings quoted, numbers bare."""
+    if isinstance(value, Raw):
+        return str(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float | Decimal):
@@ -64,6 +71,11 @@ def not_found(path: str, value: object) -> Problem:
     return path, f"Not found: {_show(value)}"
 
 
+def too_long(path: str, limit: int) -> Problem:
+    """upstream field.TooLong: the value itself is not shown."""
+    return path, f"Too long: may not be more than {limit} bytes"
+
+
 # --- names (k8s.io/apimachinery/pkg/util/validation) ---------------------------------------
 
 _LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
@@ -93,6 +105,22 @@ _LABEL_VALUE_MSG = (
     "or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
     f"'my_value',  or '12345', regex used for validation is '({_QUALIFIED})?')"
 )
+_UNDERSCORE_LABEL = r"_?[a-z0-9]([-_a-z0-9]*[a-z0-9])?"
+_SUBDOMAIN_UNDERSCORE = rf"{_UNDERSCORE_LABEL}(\.{_UNDERSCORE_LABEL})*"
+_SUBDOMAIN_UNDERSCORE_RE = re.compile(_SUBDOMAIN_UNDERSCORE)
+_SUBDOMAIN_UNDERSCORE_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '_', "
+    "'-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
+    f"regex used for validation is '{_SUBDOMAIN_UNDERSCORE}')"
+)
+_CONFIG_KEY = re.compile(r"[-._a-zA-Z0-9]+")
+_CONFIG_KEY_MSG = (
+    "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. "
+    "'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is "
+    "'[-._a-zA-Z0-9]+')"
+)
+IP_MSG = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
+_SLOPPY_IPV4 = re.compile(r"([0-9]+)\.([0-9]+)\.([0-9]+)\.([0-9]+)")
 _PORT_NAME_CHARS = re.compile(r"[-a-z0-9]+")
 _ENV_NAME_MSG = (
     "a valid environment variable name must consist only of printable ASCII characters "
@@ -120,7 +148,8 @@ def dns1123_label(value: str) -> str | None:
     if len(value) > 63:
         return "must be no more than 63 characters"
     if not _DNS1123_LABEL.fullmatch(value):
-        return _LABEL_MSG
+        # a subdomain of the right length can only have failed on its dots
+        return "must not contain dots" if _DNS1123_SUBDOMAIN.fullmatch(value) else _LABEL_MSG
     return None
 
 
@@ -132,6 +161,63 @@ def dns1123_subdomain(value: str) -> str | None:
     if not _DNS1123_SUBDOMAIN.fullmatch(value):
         return _SUBDOMAIN_MSG
     return None
+
+
+def dns1123_subdomain_with_underscore(value: str) -> tuple[str, ...]:
+    """upstream IsDNS1123SubdomainWithUnderscore (relaxed DNS search domains)."""
+    why: list[str] = []
+    if len(value) > 253:
+        why.append("must be no more than 253 characters")
+    if not _SUBDOMAIN_UNDERSCORE_RE.fullmatch(value):
+        why.append(_SUBDOMAIN_UNDERSCORE_MSG)
+    return tuple(why)
+
+
+def name_is_dns_subdomain(name: str, *, prefix: bool = False) -> str | None:
+    """upstream NameIsDNSSubdomain: a prefix (generateName, envFrom's names) may end in '-',
+    since characters are appended to it."""
+    if prefix and len(name) > 1 and name.endswith("-"):
+        name = name[:-1] + "a"
+    return dns1123_subdomain(name)
+
+
+def config_map_key(value: str) -> tuple[str, ...]:
+    """upstream IsConfigMapKey: a key of a ConfigMap or Secret."""
+    why: list[str] = []
+    if len(value) > 253:
+        why.append("must be no more than 253 characters")
+    if not _CONFIG_KEY.fullmatch(value):
+        why.append(_CONFIG_KEY_MSG)
+    if value == ".":
+        why.append("must not be '.'")
+    elif value == "..":
+        why.append("must not be '..'")
+    elif value.startswith(".."):
+        why.append("must not start with '..'")
+    return tuple(why)
+
+
+def label_value(value: str) -> tuple[str, ...]:
+    """upstream IsValidLabelValue."""
+    why: list[str] = []
+    if len(value) > 63:
+        why.append("must be no more than 63 characters")
+    if not _LABEL_VALUE.fullmatch(value):
+        why.append(_LABEL_VALUE_MSG)
+    return tuple(why)
+
+
+def valid_ip(value: str) -> bool:
+    """upstream IsValidIP's netutils.ParseIPSloppy: Go's net.ParseIP of old, which reads an
+    IPv4 field with leading zeros as decimal and knows no IPv6 zone."""
+    if "%" in value:
+        return False
+    try:
+        ipaddress.ip_address(value)
+        return True
+    except ValueError:
+        match = _SLOPPY_IPV4.fullmatch(value)
+        return match is not None and all(int(f) <= 255 for f in match.groups())
 
 
 @lru_cache(maxsize=4096)

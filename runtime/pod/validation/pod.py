@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 
 from runtime.pod.model import Pod, PodSpec
 from runtime.pod.validation.annotations import pod_annotations
@@ -12,12 +12,9 @@ from runtime.pod.validation.containers import (
     _host_port_conflicts,
 )
 from runtime.pod.validation.fields import (
-    _LABEL_VALUE,
-    _LABEL_VALUE_MSG,
     _MAX_INT32,
     _NON_NEGATIVE,
     Problem,
-    _qualified_name,
     dns1123_label,
     dns1123_subdomain,
     duplicate,
@@ -26,6 +23,8 @@ from runtime.pod.validation.fields import (
     not_supported,
     required,
 )
+from runtime.pod.validation.metadata import labels, object_meta
+from runtime.pod.validation.resources import overhead, pod_claims, pod_resources
 from runtime.pod.validation.scheduling import (
     _affinity,
     _dns_config,
@@ -43,17 +42,19 @@ from runtime.pod.validation.volumes import volumes
 
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
 DNS_POLICIES = ("ClusterFirst", "ClusterFirstWithHostNet", "Default", "None")
+PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
 
 # --- the pod -----------------------------------------------------------------------------
 
 
 def validate_pod(pod: Pod) -> list[Problem]:
     """Every semantic fault of a decoded, defaulted pod, in field order; empty when valid."""
-    problems: list[Problem] = list(_metadata(pod))
+    problems: list[Problem] = list(object_meta(pod.metadata))
     spec = pod.spec
     good, volume_problems = volumes(spec, pod.metadata.name)
     problems += volume_problems
     usable = {v.name: v for v in spec.volumes if v.name in good}
+    problems += pod_claims(spec.resource_claims)
     if not spec.containers:
         problems.append(required("spec.containers"))
     grace = spec.termination_grace_period_seconds
@@ -69,8 +70,10 @@ def validate_pod(pod: Pod) -> list[Problem]:
             seen.add(c.name)
             problems += _container(c, path, usable, grace, init=field == "initContainers",
                                    host_users=spec.host_users is not False,
-                                   claims=frozenset(r.name for r in spec.resource_claims))
+                                   claims=frozenset(r.name for r in spec.resource_claims if r.name),
+                                   pod_restart_policy=spec.restart_policy)
     problems += _host_port_conflicts(spec.containers, "spec.containers")
+    problems += pod_resources(spec)
     problems += _host_network_ports(spec)
     if spec.ephemeral_containers:
         problems.append(forbidden("spec.ephemeralContainers", "cannot be set on create"))
@@ -87,8 +90,7 @@ def validate_pod(pod: Pod) -> list[Problem]:
         problems.append(invalid("spec.activeDeadlineSeconds", deadline,
                                 "must be between 1 and 2147483647, inclusive"))
     problems += pod_security_context(spec)
-    for key, value in spec.node_selector.items():
-        problems += _label(key, value, "spec.nodeSelector")
+    problems += labels(spec.node_selector, "spec.nodeSelector")
     for i, t in enumerate(spec.tolerations):
         problems += _toleration(t, f"spec.tolerations[{i}]")
     problems += _affinity(pod)
@@ -103,9 +105,20 @@ def validate_pod(pod: Pod) -> list[Problem]:
     if spec.runtime_class_name is not None and (why := dns1123_subdomain(
             spec.runtime_class_name)):
         problems.append(invalid("spec.runtimeClassName", spec.runtime_class_name, why))
-    for i, secret in enumerate(spec.image_pull_secrets):
-        if not secret.name:
-            problems.append(required(f"spec.imagePullSecrets[{i}].name"))
+    # upstream validateImagePullSecrets ("only name may be set") cannot fail here: a
+    # LocalObjectReference has no other field, and decoding refuses unknown ones; an empty
+    # name upstream lets through.
+    for field, name in (("serviceAccountName", spec.service_account_name),
+                        ("nodeName", spec.node_name)):
+        if name and (why := dns1123_subdomain(name)):
+            problems.append(invalid(f"spec.{field}", name, why))
+    if spec.preemption_policy is not None:
+        if not spec.preemption_policy:
+            problems.append(required("spec.preemptionPolicy"))
+        elif spec.preemption_policy not in PREEMPTION_POLICIES:
+            problems.append(not_supported("spec.preemptionPolicy", spec.preemption_policy,
+                                          PREEMPTION_POLICIES))
+    problems += overhead(spec.overhead)
     problems += gates_and_aliases(spec)
     problems += topology_spread(spec)
     problems += operating_system(spec)
@@ -127,35 +140,3 @@ def _host_network_ports(spec: PodSpec) -> Iterator[Problem]:
             if port.host_port != port.container_port:
                 yield invalid(f"spec.containers[{i}].ports[{j}].hostPort", port.host_port,
                               "must match `containerPort` when `hostNetwork` is true")
-
-
-def validate_labels(labels: Mapping[str, str], path: str) -> list[Problem]:
-    """Upstream's label rules (IsQualifiedName keys, IsValidLabelValue values), for
-    labels that do not come in a pod (``--node-labels``)."""
-    return [p for k, v in labels.items() for p in _label(k, v, path)]
-
-
-def _label(key: str, value: str, path: str) -> Iterator[Problem]:
-    for why in _qualified_name(key):
-        yield invalid(path, key, why)
-    if len(value) > 63:
-        yield invalid(f"{path}[{key}]", value, "must be no more than 63 characters")
-    elif not _LABEL_VALUE.fullmatch(value):
-        yield invalid(f"{path}[{key}]", value, _LABEL_VALUE_MSG)
-
-
-def _metadata(pod: Pod) -> Iterator[Problem]:
-    meta = pod.metadata
-    if not meta.name:
-        yield required("metadata.name", "name or generateName is required")
-    elif why := dns1123_subdomain(meta.name):
-        yield invalid("metadata.name", meta.name, why)
-    if meta.namespace and (why := dns1123_label(meta.namespace)):
-        yield invalid("metadata.namespace", meta.namespace, why)
-    for key, value in meta.labels.items():
-        yield from _label(key, value, "metadata.labels")
-    for key in meta.annotations:
-        for why in _qualified_name(key):
-            yield invalid("metadata.annotations", key, why)
-
-

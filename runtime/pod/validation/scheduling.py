@@ -3,30 +3,47 @@
 
 from __future__ import annotations
 
-import ipaddress
+import json
 from collections.abc import Iterator
 
 from runtime.pod.model import (
+    LabelSelector,
+    NodeAffinity,
     NodeSelectorRequirement,
+    NodeSelectorTerm,
     Pod,
+    PodAffinityTerm,
     PodSpec,
     Toleration,
 )
 from runtime.pod.validation.fields import (
+    IP_MSG,
     Problem,
+    Raw,
     _qualified_name,
+    dns1123_label,
     dns1123_subdomain,
+    dns1123_subdomain_with_underscore,
     duplicate,
     forbidden,
     invalid,
+    label_value,
     not_supported,
     required,
+    valid_ip,
 )
+from runtime.pod.validation.metadata import labels
 
 # --- scheduling and DNS ----------------------------------------------------------------------
 
 
+TOLERATION_OPERATORS = ("Equal", "Exists")
+"""Gt and Lt need upstream's TaintTolerationComparisonOperators, alpha (off by default) since
+1.35: with the gate off upstream refuses them as any unknown operator."""
+
+
 def _toleration(t: Toleration, path: str) -> Iterator[Problem]:
+    """upstream ValidateTolerations, for one toleration."""
     if t.key:
         for why in _qualified_name(t.key):
             yield invalid(f"{path}.key", t.key, why)
@@ -34,27 +51,27 @@ def _toleration(t: Toleration, path: str) -> Iterator[Problem]:
         yield invalid(f"{path}.operator", t.operator,
                       "operator must be Exists when `key` is empty, which means \"match all "
                       "values and all keys\"")
-    # Gt and Lt compare numeric taint values (upstream's TaintTolerationComparisonOperators
-    # feature, documented in the Kubernetes docs' examples); accepted here.
-    if t.operator and t.operator not in ("Equal", "Exists", "Gt", "Lt"):
-        yield not_supported(f"{path}.operator", t.operator, ("Equal", "Exists", "Gt", "Lt"))
-    if t.operator == "Exists" and t.value:
-        yield invalid(f"{path}.operator", t.value,
-                      "value must be empty when `operator` is 'Exists'")
-    if t.effect and t.effect not in ("NoExecute", "NoSchedule", "PreferNoSchedule"):
-        yield not_supported(f"{path}.effect", t.effect,
-                            ("NoExecute", "NoSchedule", "PreferNoSchedule"))
     if t.toleration_seconds is not None and t.effect != "NoExecute":
         yield invalid(f"{path}.effect", t.effect,
                       "effect must be 'NoExecute' when `tolerationSeconds` is set")
+    if t.operator in ("Equal", ""):
+        if faults := label_value(t.value):
+            yield invalid(f"{path}.operator", t.value, ";".join(faults))
+    elif t.operator == "Exists":
+        if t.value:
+            yield invalid(f"{path}.operator", t.value,
+                          "value must be empty when `operator` is 'Exists'")
+    else:
+        yield not_supported(f"{path}.operator", t.operator, TOLERATION_OPERATORS)
+    if t.effect and t.effect not in ("NoExecute", "NoSchedule", "PreferNoSchedule"):
+        yield not_supported(f"{path}.effect", t.effect,
+                            ("NoSchedule", "PreferNoSchedule", "NoExecute"))
 
 
-_SELECTOR_OPS = ("DoesNotExist", "Exists", "Gt", "In", "Lt", "NotIn")
-
-
-def _requirement(r: NodeSelectorRequirement, path: str) -> Iterator[Problem]:
-    for why in _qualified_name(r.key):
-        yield invalid(f"{path}.key", r.key, why)
+def _requirement(r: NodeSelectorRequirement, path: str, *, values_checked: bool
+                 ) -> Iterator[Problem]:
+    """upstream ValidateNodeSelectorRequirement; a required term's values must be label
+    values (upstream lets a preferred term's through)."""
     if r.operator in ("In", "NotIn"):
         if not r.values:
             yield required(f"{path}.values",
@@ -69,63 +86,201 @@ def _requirement(r: NodeSelectorRequirement, path: str) -> Iterator[Problem]:
             yield required(f"{path}.values",
                            "must be specified single value when `operator` is 'Lt' or 'Gt'")
     else:
-        yield not_supported(f"{path}.operator", r.operator, _SELECTOR_OPS)
+        yield invalid(f"{path}.operator", r.operator, _NOT_AN_OPERATOR)
+    for why in _qualified_name(r.key):
+        yield invalid(f"{path}.key", r.key, why)
+    if values_checked:
+        for i, value in enumerate(r.values):
+            for why in label_value(value):
+                yield invalid(f"{path}.values[{i}]", value, why)
+
+
+def _field_requirement(r: NodeSelectorRequirement, path: str) -> Iterator[Problem]:
+    """upstream ValidateNodeFieldSelectorRequirement: only metadata.name, In or NotIn, with
+    one value."""
+    if r.operator in ("In", "NotIn"):
+        if len(r.values) != 1:
+            yield required(f"{path}.values", "must be only one value when `operator` is 'In' "
+                           "or 'NotIn' for node field selector")
+    else:
+        yield invalid(f"{path}.operator", r.operator, _NOT_AN_OPERATOR)
+    if r.key != "metadata.name":
+        yield invalid(f"{path}.key", r.key, "not a valid field selector key")
+    else:
+        for i, value in enumerate(r.values):
+            if why := dns1123_subdomain(value):
+                yield invalid(f"{path}.values[{i}]", value, why)
+
+
+def _term(term: NodeSelectorTerm, path: str, *, values_checked: bool) -> Iterator[Problem]:
+    for j, r in enumerate(term.match_expressions):
+        yield from _requirement(r, f"{path}.matchExpressions[{j}]",
+                                values_checked=values_checked)
+    for j, r in enumerate(term.match_fields):
+        yield from _field_requirement(r, f"{path}.matchFields[{j}]")
+
+
+def label_selector(selector: LabelSelector | None, path: str) -> Iterator[Problem]:
+    """upstream ValidateLabelSelector (label values checked, as for a new pod)."""
+    if selector is None:
+        return
+    yield from labels(selector.match_labels, f"{path}.matchLabels")
+    for i, e in enumerate(selector.match_expressions):
+        p = f"{path}.matchExpressions[{i}]"
+        if e.operator in ("In", "NotIn"):
+            if not e.values:
+                yield required(f"{p}.values",
+                               "must be specified when `operator` is 'In' or 'NotIn'")
+        elif e.operator in ("Exists", "DoesNotExist"):
+            if e.values:
+                yield forbidden(f"{p}.values", "may not be specified when `operator` is "
+                                "'Exists' or 'DoesNotExist'")
+        else:
+            yield invalid(f"{p}.operator", e.operator, _NOT_AN_OPERATOR)
+        for why in _qualified_name(e.key):
+            yield invalid(f"{p}.key", e.key, why)
+        for j, value in enumerate(e.values):
+            for why in label_value(value):
+                yield invalid(f"{p}.values[{j}]", value, why)
 
 
 def _affinity(pod: Pod) -> Iterator[Problem]:
+    """upstream validateAffinity."""
     affinity = pod.spec.affinity
-    if affinity is None or affinity.node_affinity is None:
+    if affinity is None:
         return
-    path = "spec.affinity.nodeAffinity"
-    required_ = affinity.node_affinity.required_during_scheduling_ignored_during_execution
+    if affinity.node_affinity is not None:
+        yield from _node_affinity(affinity.node_affinity, "spec.affinity.nodeAffinity")
+    for field, pod_affinity in (("podAffinity", affinity.pod_affinity),
+                                ("podAntiAffinity", affinity.pod_anti_affinity)):
+        if pod_affinity is None:
+            continue
+        path = f"spec.affinity.{field}"
+        for i, term in enumerate(pod_affinity.required_during_scheduling_ignored_during_execution):
+            yield from _pod_affinity_term(
+                term, f"{path}.requiredDuringSchedulingIgnoredDuringExecution[{i}]")
+        for i, weighted in enumerate(
+                pod_affinity.preferred_during_scheduling_ignored_during_execution):
+            p = f"{path}.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
+            if not 1 <= weighted.weight <= 100:
+                yield invalid(f"{p}.weight", weighted.weight, "must be in the range 1-100")
+            yield from _pod_affinity_term(weighted.pod_affinity_term, f"{p}.podAffinityTerm")
+
+
+def _node_affinity(node_affinity: NodeAffinity, path: str) -> Iterator[Problem]:
+    required_ = node_affinity.required_during_scheduling_ignored_during_execution
     if required_ is not None:
-        p = f"{path}.requiredDuringSchedulingIgnoredDuringExecution"
+        p = f"{path}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
         if not required_.node_selector_terms:
-            yield required(f"{p}.nodeSelectorTerms", "must have at least one node selector term")
+            yield required(p, "must have at least one node selector term")
         for i, term in enumerate(required_.node_selector_terms):
-            for j, r in enumerate(term.match_expressions):
-                yield from _requirement(r, f"{p}.nodeSelectorTerms[{i}].matchExpressions[{j}]")
-    preferred = affinity.node_affinity.preferred_during_scheduling_ignored_during_execution
+            yield from _term(term, f"{p}[{i}]", values_checked=True)
+    preferred = node_affinity.preferred_during_scheduling_ignored_during_execution
     for i, pref in enumerate(preferred):
         p = f"{path}.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
         if not 1 <= pref.weight <= 100:
             yield invalid(f"{p}.weight", pref.weight, "must be in the range 1-100")
-        for j, r in enumerate(pref.preference.match_expressions):
-            yield from _requirement(r, f"{p}.preference.matchExpressions[{j}]")
+        yield from _term(pref.preference, f"{p}.preference", values_checked=False)
+
+
+def _pod_affinity_term(term: PodAffinityTerm, path: str) -> Iterator[Problem]:
+    """upstream validatePodAffinityTerm. Its namespaces' errors name ``namespace``, as
+    upstream's do."""
+    yield from label_selector(term.label_selector, f"{path}.labelSelector")
+    yield from label_selector(term.namespace_selector, f"{path}.namespaceSelector")
+    for name in term.namespaces:
+        if why := dns1123_label(name):
+            yield invalid(f"{path}.namespace", name, why)
+    yield from _label_keys(term, path)
+    if not term.topology_key:
+        yield required(f"{path}.topologyKey", "can not be empty")
+    for why in _qualified_name(term.topology_key):
+        yield invalid(f"{path}.topologyKey", term.topology_key, why)
+
+
+def _label_keys(term: PodAffinityTerm, path: str) -> Iterator[Problem]:
+    """upstream validateMatchLabelKeysAndMismatchLabelKeys."""
+    selector = term.label_selector
+    for field, keys in (("matchLabelKeys", term.match_label_keys),
+                        ("mismatchLabelKeys", term.mismatch_label_keys)):
+        if not keys:
+            continue
+        if selector is None:
+            yield forbidden(f"{path}.{field}", "must not be specified when labelSelector is "
+                            "not set")
+            continue
+        for i, key in enumerate(keys):
+            for why in _qualified_name(key):
+                yield invalid(f"{path}.{field}[{i}]", key, why)
+    if selector is not None:
+        # upstream's index is into the term's path itself, not into matchLabelKeys
+        positions = {key: i for i, key in enumerate(term.match_label_keys)}
+        selector_keys = set(selector.match_labels)
+        for e in selector.match_expressions:
+            if e.key in positions and e.key in selector_keys:
+                yield invalid(f"{path}[{positions[e.key]}]", e.key,
+                              "exists in both matchLabelKeys and labelSelector")
+            selector_keys.add(e.key)
+    mismatch = set(term.mismatch_label_keys)
+    for i, key in enumerate(term.match_label_keys):
+        if key in mismatch:
+            yield invalid(f"{path}.matchLabelKeys[{i}]", key,
+                          "exists in both matchLabelKeys and mismatchLabelKeys")
+
+
+def _go_strings(values: tuple[str, ...]) -> Raw:
+    """A []string as upstream's field errors print it (Go's %#v)."""
+    return Raw("[]string{" + ", ".join(json.dumps(v) for v in values) + "}")
 
 
 def _dns_config(pod: Pod) -> Iterator[Problem]:
+    """upstream validatePodDNSConfig, with RelaxedDNSSearchValidation (on by default): a
+    search domain may be '.' or hold underscores."""
     spec = pod.spec
     config = spec.dns_config
-    if spec.dns_policy == "None" and config is None:
-        yield required("spec.dnsConfig", "must provide `dnsConfig` when `dnsPolicy` is None")
+    path = "spec.dnsConfig"
+    if spec.dns_policy == "None":
+        if config is None:
+            yield required(path, "must provide `dnsConfig` when `dnsPolicy` is None")
+            return
+        if not config.nameservers:
+            yield required(f"{path}.nameservers",
+                           "must provide at least one DNS nameserver when `dnsPolicy` is None")
+            return
     if config is None:
         return
-    if spec.dns_policy == "None" and not config.nameservers:
-        yield required("spec.dnsConfig.nameservers",
-                       "must provide at least one DNS nameserver when `dnsPolicy` is None")
-    if len(config.nameservers) > 3:
-        yield invalid("spec.dnsConfig.nameservers", ",".join(config.nameservers),
-                      "must not have more than 3 nameservers")
+    if len(config.nameservers) > MAX_NAMESERVERS:
+        yield invalid(f"{path}.nameservers", _go_strings(config.nameservers),
+                      f"must not have more than {MAX_NAMESERVERS} nameservers")
     for i, ns in enumerate(config.nameservers):
-        try:
-            ipaddress.ip_address(ns)
-        except ValueError:
-            yield invalid(f"spec.dnsConfig.nameservers[{i}]", ns, "must be valid IP address")
-    if len(config.searches) > 32:
-        yield invalid("spec.dnsConfig.searches", ",".join(config.searches),
-                      "must not have more than 32 search paths")
+        if not valid_ip(ns):
+            yield invalid(f"{path}.nameservers[{i}]", ns, IP_MSG)
+    if len(config.searches) > MAX_SEARCH_PATHS:
+        yield invalid(f"{path}.searches", _go_strings(config.searches),
+                      f"must not have more than {MAX_SEARCH_PATHS} search paths")
+    if len(" ".join(config.searches)) > MAX_SEARCH_LIST_CHARS:
+        yield invalid(f"{path}.searches", _go_strings(config.searches),
+                      f"must not have more than {MAX_SEARCH_LIST_CHARS} characters (including "
+                      "spaces) in the search list")
     for i, search in enumerate(config.searches):
-        if search != "." and (why := dns1123_subdomain(search.removesuffix("."))):
-            yield invalid(f"spec.dnsConfig.searches[{i}]", search, why)
+        if search != ".":
+            trimmed = search.removesuffix(".")
+            for why in dns1123_subdomain_with_underscore(trimmed):
+                yield invalid(f"{path}.searches[{i}]", trimmed, why)
     for i, option in enumerate(config.options):
         if not option.name:
-            yield required(f"spec.dnsConfig.options[{i}]", "Option.Name must not be empty")
+            yield required(f"{path}.options[{i}]", "must not be empty")
+
+
+MAX_NAMESERVERS = 3
+MAX_SEARCH_PATHS = 32
+MAX_SEARCH_LIST_CHARS = 2048
+"""upstream's MaxDNSNameservers, MaxDNSSearchPaths, MaxDNSSearchListChars."""
+_NOT_AN_OPERATOR = "not a valid selector operator"
 
 
 # --- gates, host aliases, topology spread ----------------------------------------------------
 
-_IP_MSG = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
 WHEN_UNSATISFIABLE = ("DoNotSchedule", "ScheduleAnyway")
 NODE_INCLUSION_POLICIES = ("Honor", "Ignore")
 
@@ -147,10 +302,8 @@ def gates_and_aliases(spec: PodSpec) -> Iterator[Problem]:
         yield forbidden("spec.nodeName", "cannot be set until all schedulingGates have been "
                         "cleared")
     for i, alias in enumerate(spec.host_aliases):
-        try:
-            ipaddress.ip_address(alias.ip)
-        except ValueError:
-            yield invalid(f"spec.hostAliases[{i}].ip", alias.ip, _IP_MSG)
+        if not valid_ip(alias.ip):
+            yield invalid(f"spec.hostAliases[{i}].ip", alias.ip, IP_MSG)
         for j, hostname in enumerate(alias.hostnames):
             if bad := dns1123_subdomain(hostname):
                 yield invalid(f"spec.hostAliases[{i}].hostnames[{j}]", hostname, bad)
@@ -195,3 +348,4 @@ def topology_spread(spec: PodSpec) -> Iterator[Problem]:
                 if key in keys:
                     yield invalid(f"{p}.matchLabelKeys[{j}]", key,
                                   "exists in both matchLabelKeys and labelSelector")
+        yield from label_selector(c.label_selector, f"{p}.labelSelector")

@@ -31,7 +31,7 @@ from runtime.pod.model import (
     StorageOSVolumeSource,
     Volume,
 )
-from runtime.pod.validation.containers import PULL_POLICIES, _quantity
+from runtime.pod.validation.containers import PULL_POLICIES
 from runtime.pod.validation.fields import (
     Problem,
     _descending_path,
@@ -45,6 +45,7 @@ from runtime.pod.validation.fields import (
     not_supported,
     required,
 )
+from runtime.pod.validation.resources import _quantity, divisor
 
 HOST_PATH_TYPES = (
     "", "BlockDevice", "CharDevice", "Directory", "DirectoryOrCreate", "File", "FileOrCreate",
@@ -303,6 +304,7 @@ def _downward_file(item: DownwardAPIVolumeFile, path: str) -> Iterator[Problem]:
         elif ref.resource not in _RESOURCE_FIELD_PATHS and not ref.resource.startswith(
                 ("requests.hugepages-", "limits.hugepages-")):
             yield not_supported(f"{rp}.resource", ref.resource, _RESOURCE_FIELD_PATHS)
+        yield from divisor(ref.resource, ref.divisor, rp)
     else:
         yield required(path, "one of fieldRef and resourceFieldRef is required")
     yield from _mode(item.mode, f"{path}.mode")

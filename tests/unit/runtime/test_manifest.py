@@ -313,7 +313,7 @@ SEMANTIC_CASES = [
     (
         pod_yaml(metadata="name: p\nnamespace: kube.system"),
         "metadata.namespace",
-        "a lowercase RFC 1123 label",
+        "must not contain dots",
     ),
 ]
 

@@ -1,0 +1,132 @@
+"""The pod's metadata: upstream's ValidateObjectMeta (apimachinery's, with core's finalizer
+rule) and the label rules other callers share (``--node-labels``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from runtime.pod.model import ObjectMeta, OwnerReference
+from runtime.pod.validation.fields import (
+    _NON_NEGATIVE,
+    Problem,
+    _qualified_name,
+    dns1123_label,
+    invalid,
+    label_value,
+    name_is_dns_subdomain,
+    required,
+    too_long,
+)
+
+TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
+"""upstream TotalAnnotationSizeLimitB: the keys and values of all annotations, in bytes."""
+
+ORPHAN = "orphan"
+FOREGROUND_DELETION = "foregroundDeletion"
+STANDARD_FINALIZERS = frozenset({"kubernetes", ORPHAN, FOREGROUND_DELETION})
+"""upstream helper.IsStandardFinalizerName: the only finalizers without a domain prefix."""
+
+BANNED_OWNERS = frozenset({("", "v1", "Event")})
+"""upstream BannedOwners (group, version, kind)."""
+
+
+def object_meta(meta: ObjectMeta) -> Iterator[Problem]:
+    """upstream ValidateObjectMeta for a namespaced object named by NameIsDNSSubdomain, with
+    core's validateKubeFinalizerName. A namespace left empty is the kubelet's to default
+    (upstream's file source sets it before validating), so it is not required here."""
+    if meta.generate_name and (why := name_is_dns_subdomain(meta.generate_name, prefix=True)):
+        yield invalid("metadata.generateName", meta.generate_name, why)
+    if not meta.name:
+        yield required("metadata.name", "name or generateName is required")
+    elif why := name_is_dns_subdomain(meta.name):
+        yield invalid("metadata.name", meta.name, why)
+    if meta.namespace and (why := dns1123_label(meta.namespace)):
+        yield invalid("metadata.namespace", meta.namespace, why)
+    if meta.generation < 0:
+        yield invalid("metadata.generation", meta.generation, _NON_NEGATIVE)
+    yield from labels(meta.labels, "metadata.labels")
+    yield from annotation_map(meta.annotations, "metadata.annotations")
+    yield from owner_references(meta.owner_references, "metadata.ownerReferences")
+    yield from finalizers(meta.finalizers, "metadata.finalizers")
+
+
+def labels(values: Mapping[str, str], path: str) -> Iterator[Problem]:
+    """upstream ValidateLabels: keys are qualified names, values label values; both are
+    reported at the map itself, not at the key."""
+    for key, value in values.items():
+        for why in _qualified_name(key):
+            yield invalid(path, key, why)
+        for why in label_value(value):
+            yield invalid(path, value, why)
+
+
+def validate_labels(values: Mapping[str, str], path: str) -> list[Problem]:
+    """Upstream's label rules, for labels that do not come in a pod (``--node-labels``)."""
+    return list(labels(values, path))
+
+
+def annotation_map(values: Mapping[str, str], path: str) -> Iterator[Problem]:
+    """upstream ValidateAnnotations: a key is a qualified name whatever its case, and all of
+    them together fit in 256 KiB."""
+    for key in values:
+        for why in _qualified_name(key.lower()):
+            yield invalid(path, key, why)
+    size = sum(len(k.encode()) + len(v.encode()) for k, v in values.items())
+    if size > TOTAL_ANNOTATION_SIZE_LIMIT:
+        yield too_long(path, TOTAL_ANNOTATION_SIZE_LIMIT)
+
+
+def _group_version(api_version: str) -> tuple[str, str] | None:
+    """upstream schema.ParseGroupVersion; None where it fails (more than one '/')."""
+    if api_version in ("", "/"):
+        return "", ""
+    if api_version.count("/") > 1:
+        return None
+    group, _, version = api_version.rpartition("/")
+    return group, version
+
+
+def owner_references(refs: tuple[OwnerReference, ...], path: str) -> Iterator[Problem]:
+    """upstream ValidateOwnerReferences."""
+    first_controller = ""
+    for ref in refs:
+        group, version = _group_version(ref.api_version) or ("", "")
+        if not version:
+            yield invalid(f"{path}.apiVersion", ref.api_version, "version must not be empty")
+        if not ref.kind:
+            yield invalid(f"{path}.kind", ref.kind, "must not be empty")
+        if not ref.name:
+            yield invalid(f"{path}.name", ref.name, "must not be empty")
+        if not ref.uid:
+            yield invalid(f"{path}.uid", ref.uid, "must not be empty")
+        if (group, version, ref.kind) in BANNED_OWNERS:
+            # upstream prints the reference as a Go struct dump (pointers and all) as the
+            # value; it has no stable text, so the value shown is empty
+            yield invalid(path, "", f"{group}/{version}, Kind={ref.kind} is disallowed from "
+                          "being an owner")
+        if ref.controller:
+            current = f"{ref.kind}/{ref.name}"
+            if first_controller:
+                yield invalid(path, "", "Only one reference can have Controller set to true. "
+                              f'Found "true" in references for {first_controller} and '
+                              f"{current}")
+            else:
+                first_controller = current
+
+
+def finalizers(names: tuple[str, ...], path: str) -> Iterator[Problem]:
+    """upstream ValidateFinalizers (each at the list, as upstream reports it) and core's
+    validateKubeFinalizerName (each at its index)."""
+    for name in names:
+        for why in _qualified_name(name):
+            yield invalid(path, name, why)
+    if ORPHAN in names and FOREGROUND_DELETION in names:
+        # upstream shows the list as a Go slice: []string{"a", "b"}
+        shown = ", ".join(f'"{n}"' for n in names)
+        yield path, (f"Invalid value: []string{{{shown}}}: finalizer {ORPHAN} and "
+                     f"{FOREGROUND_DELETION} cannot be both set")
+    for i, name in enumerate(names):
+        if "/" not in name and name not in STANDARD_FINALIZERS:
+            yield invalid(f"{path}[{i}]", name,
+                          "name is neither a standard finalizer name nor is it fully qualified")
