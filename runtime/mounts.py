@@ -17,10 +17,13 @@ import shutil
 
 from msgspec import Struct
 
-__all__ = ["MountError", "MountPoint", "bind_mount", "is_mount_point", "mount_points_under",
-           "parse_mountinfo", "read_mountinfo", "remove_unmounted_tree", "unmount"]
+__all__ = ["MountError", "MountPoint", "bind_mount", "is_mount_point", "make_rshared",
+           "mount_points_under", "parse_mountinfo", "read_mountinfo", "remove_unmounted_tree",
+           "unmount"]
 
 MS_BIND = 0x1000
+MS_REC = 0x4000
+MS_SHARED = 1 << 20
 MNT_DETACH = 0x2
 _EINVAL = 22
 
@@ -113,6 +116,40 @@ def is_mount_point(path: str, mountinfo: str = MOUNTINFO) -> bool:
     filesystem included, which a device-number check would miss)."""
     path = os.path.realpath(path)  # as mountinfo names it
     return any(p.path == path for p in read_mountinfo(mountinfo))
+
+
+def _is_shared(path: str, mountinfo: str) -> bool:
+    """Whether the mount ``path`` lies on (the deepest mount point above it, the last
+    mounted there) propagates: mountinfo's optional fields hold ``shared:N``."""
+    found: tuple[int, bool] = (-1, False)
+    with open(mountinfo, encoding="utf-8", errors="surrogateescape") as f:
+        for line in f:
+            fields = line.split()
+            if "-" not in fields[6:]:
+                continue
+            point = _unescape(fields[4])
+            if path == point or path.startswith(point.rstrip("/") + "/"):
+                depth = len(point.rstrip("/"))
+                if depth >= found[0]:
+                    optional = fields[6:fields.index("-", 6)]
+                    found = (depth, any(o.startswith("shared:") for o in optional))
+    return found[1]
+
+
+def make_rshared(directory: str, mountinfo: str = MOUNTINFO) -> bool:
+    """Make ``directory`` a shared mount, recursively, unless the mount it lies on is
+    shared already (upstream's MakeRShared on the kubelet's root directory): a bind of the
+    directory on itself, carrying what is mounted below it, then marked shared. Mount
+    propagation (HostToContainer, Bidirectional) needs the volumes' node mounts shared or
+    slaves. True when it made the bind; MountError when the kernel refused."""
+    real = os.path.realpath(directory)
+    if _is_shared(real, mountinfo):
+        return False
+    if _libc.mount(real.encode(), real.encode(), None, MS_BIND | MS_REC, None) != 0:
+        raise _failed("mount --rbind", real)
+    if _libc.mount(None, real.encode(), None, MS_SHARED | MS_REC, None) != 0:
+        raise _failed("mount --make-rshared", real)
+    return True
 
 
 def remove_unmounted_tree(directory: str) -> tuple[str, ...]:

@@ -1,4 +1,6 @@
-"""Remove every pod of the embedded containerd under a kubelet root dir, then stop it."""
+"""Remove every pod of the embedded containerd under a kubelet root dir, then stop it, and
+unmount what the kubelet mounted there (subPath binds, memory volumes, the root dir's own
+shared mount)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from runtime.containerd.config import DEFAULT_BRIDGE_NAME, DEFAULT_SUBNET  # noq
 from runtime.containerd.embedded import EmbeddedContainerd  # noqa: E402
 from runtime.cri.client import CRIClient  # noqa: E402
 from runtime.errors import CRIError, KubeletError  # noqa: E402
+from runtime.mounts import is_mount_point, mount_points_under, unmount  # noqa: E402
 
 
 def main(root: str) -> int:
@@ -57,6 +60,10 @@ def _clean(root: str) -> int:
     finally:
         embedded.stop()
     subprocess.run(["ip", "link", "delete", bridge], capture_output=True, check=False)
+    for point in (*mount_points_under(root), root):
+        if is_mount_point(point):
+            with contextlib.suppress(OSError):
+                unmount(point)
     print(f"clean: removed {removed} pod(s) and stopped the containerd under {root}")
     return 0
 

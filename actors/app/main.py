@@ -13,7 +13,7 @@ from actors.app.flags import KubeletFlags, parse_flags
 from actors.app.http.tls import begin_serving_pair, tls_settings
 from actors.app.logging_setup import configure_logging
 from actors.app.process_memory import limit_arenas
-from actors.app.root_lock import hold_root_dir
+from actors.app.root_lock import hold_root_dir, share_root_dir
 from actors.app.startup import end_of_start
 from runtime.errors import ConfigError, CRIError, KubeletError
 from runtime.node_address import node_ip as find_node_ip
@@ -97,15 +97,17 @@ def run_once(flags: KubeletFlags) -> int:
         logger.warning("{}", warning)
     settings = node_settings(flags)
     host_ip = node_ip(flags)
-    with hold_root_dir(flags.root_dir), open_runtime(flags) as (client, embedded):
-        cgroups = start_pod_cgroups(flags, client, embedded=embedded is not None)
-        manager = KubeRuntimeManager(client, settings, clock, node_ip=host_ip,
-                                     cgroups=cgroups)
-        pods = tuple(p.pod for p in listing.pods)
-        logger.info("run-once: {} pod(s) from {}", len(pods), flags.pod_manifest_path)
-        outcomes = RunOnce(manager, clock, flags.runonce_timeout, host_ip=host_ip,
-                           node=this_node(flags),
-                           allowed_unsafe_sysctls=flags.allowed_unsafe_sysctls).run(pods)
+    with hold_root_dir(flags.root_dir):
+        share_root_dir(flags.root_dir)
+        with open_runtime(flags) as (client, embedded):
+            cgroups = start_pod_cgroups(flags, client, embedded=embedded is not None)
+            manager = KubeRuntimeManager(client, settings, clock, node_ip=host_ip,
+                                         cgroups=cgroups)
+            pods = tuple(p.pod for p in listing.pods)
+            logger.info("run-once: {} pod(s) from {}", len(pods), flags.pod_manifest_path)
+            outcomes = RunOnce(manager, clock, flags.runonce_timeout, host_ip=host_ip,
+                               node=this_node(flags),
+                               allowed_unsafe_sysctls=flags.allowed_unsafe_sysctls).run(pods)
     if flags.output == "json":
         print_json(outcomes, listing.errors)
     else:
@@ -122,6 +124,7 @@ def run_daemon(flags: KubeletFlags) -> int:
     pair = (begin_serving_pair(tls_settings(flags, (host_ip,))) if flags.port
             else contextlib.nullcontext())
     with hold_root_dir(flags.root_dir), pair:
+        share_root_dir(flags.root_dir)
         from actors.app.daemon import StopSignals, run_until_signalled, start_kubelet
         from runtime.kuberuntime.dns import resolv_conf_limit_problem
 
