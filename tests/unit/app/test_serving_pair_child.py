@@ -172,6 +172,7 @@ def test_a_daemon_start_that_fails_early_leaves_no_child(
     monkeypatch.setattr(main_module, "open_runtime", unreachable)
     monkeypatch.setattr(main_module, "limit_arenas", lambda: None)
     monkeypatch.setattr(main_module, "configure_logging", lambda *a, **k: None)
+    monkeypatch.setattr(main_module, "share_root_dir", lambda root_dir: None)  # no mount
     (tmp_path / "manifests").mkdir()
     code = main_module.main(["--root-dir", str(tmp_path / "root"),
                              "--pod-manifest-path", str(tmp_path / "manifests"),
