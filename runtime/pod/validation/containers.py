@@ -33,15 +33,15 @@ from runtime.pod.validation.fields import (
     _port_name,
     _qualified_name,
     config_map_key,
-    dns1123_label,
-    dns1123_subdomain,
     duplicate,
     forbidden,
     invalid,
+    label_faults,
     name_is_dns_subdomain,
     not_found,
     not_supported,
     required,
+    subdomain_faults,
 )
 from runtime.pod.validation.resources import (
     claim_names,
@@ -70,7 +70,7 @@ def _container(
 ) -> Iterator[Problem]:
     if not c.name:
         yield required(f"{path}.name")
-    elif why := dns1123_label(c.name):
+    for why in label_faults(c.name) if c.name else ():
         yield invalid(f"{path}.name", c.name, why)
     if not c.image:
         yield required(f"{path}.image")
@@ -202,11 +202,11 @@ def _value_from(e: EnvVar, path: str) -> Iterator[Problem]:
             continue
         kp = f"{path}.{field}"
         # upstream checks the name with NameIsDNSSubdomain even when it is empty
-        if why := dns1123_subdomain(key_ref.name):
+        for why in subdomain_faults(key_ref.name):
             yield invalid(f"{kp}.name", key_ref.name, why)
         if not key_ref.key:
             yield required(f"{kp}.key")
-        for why in config_map_key(key_ref.key):
+        for why in config_map_key(key_ref.key) if key_ref.key else ():
             yield invalid(f"{kp}.key", key_ref.key, why)
     sources = [s for s in (vf.field_ref, vf.resource_field_ref, vf.config_map_key_ref,
                            vf.secret_key_ref, vf.file_key_ref) if s is not None]
@@ -257,7 +257,7 @@ def _object_name(name: str, path: str) -> Iterator[Problem]:
     prefix (a trailing '-' allowed)."""
     if not name:
         yield required(path)
-    elif why := name_is_dns_subdomain(name, prefix=True):
+    for why in name_is_dns_subdomain(name, prefix=True) if name else ():
         yield invalid(path, name, why)
 
 

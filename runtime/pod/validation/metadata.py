@@ -11,8 +11,8 @@ from runtime.pod.validation.fields import (
     _NON_NEGATIVE,
     Problem,
     _qualified_name,
-    dns1123_label,
     invalid,
+    label_faults,
     label_value,
     name_is_dns_subdomain,
     required,
@@ -35,13 +35,14 @@ def object_meta(meta: ObjectMeta) -> Iterator[Problem]:
     """upstream ValidateObjectMeta for a namespaced object named by NameIsDNSSubdomain, with
     core's validateKubeFinalizerName. A namespace left empty is the kubelet's to default
     (upstream's file source sets it before validating), so it is not required here."""
-    if meta.generate_name and (why := name_is_dns_subdomain(meta.generate_name, prefix=True)):
+    for why in name_is_dns_subdomain(meta.generate_name, prefix=True) if (
+            meta.generate_name) else ():
         yield invalid("metadata.generateName", meta.generate_name, why)
     if not meta.name:
         yield required("metadata.name", "name or generateName is required")
-    elif why := name_is_dns_subdomain(meta.name):
+    for why in name_is_dns_subdomain(meta.name) if meta.name else ():
         yield invalid("metadata.name", meta.name, why)
-    if meta.namespace and (why := dns1123_label(meta.namespace)):
+    for why in label_faults(meta.namespace) if meta.namespace else ():
         yield invalid("metadata.namespace", meta.namespace, why)
     if meta.generation < 0:
         yield invalid("metadata.generation", meta.generation, _NON_NEGATIVE)

@@ -28,14 +28,14 @@ from runtime.pod.validation.fields import (
     Problem,
     Raw,
     _qualified_name,
-    dns1123_label,
-    dns1123_subdomain,
     duplicate,
     forbidden,
     invalid,
+    label_faults,
     not_found,
     not_supported,
     required,
+    subdomain_faults,
 )
 
 _STANDARD_CONTAINER = frozenset({"cpu", "memory", "ephemeral-storage"})
@@ -132,7 +132,7 @@ def claim_names(claims: Iterable[ResourceClaim], pod_claims: frozenset[str], pat
         else:
             key = claim.name
             if claim.request:
-                if why := dns1123_label(claim.request):
+                for why in label_faults(claim.request):
                     yield invalid(f"{p}.request", claim.request, why)
                 key += "/" + claim.request
             if key in seen:
@@ -161,7 +161,7 @@ def pod_claims(claims: tuple[PodResourceClaim, ...]) -> Iterator[Problem]:
         elif claim.name in seen:
             yield duplicate(f"{p}.name", claim.name)
         else:
-            if why := dns1123_label(claim.name):
+            for why in label_faults(claim.name):
                 yield invalid(f"{p}.name", claim.name, why)
             seen.add(claim.name)
         named, templated = claim.resource_claim_name, claim.resource_claim_template_name
@@ -173,7 +173,7 @@ def pod_claims(claims: tuple[PodResourceClaim, ...]) -> Iterator[Problem]:
                           "`resourceClaimTemplateName`")
         for field, value in (("resourceClaimName", named),
                              ("resourceClaimTemplateName", templated)):
-            if value and (why := dns1123_subdomain(value)):
+            for why in subdomain_faults(value) if value else ():
                 yield invalid(f"{p}.{field}", value, why)
 
 
