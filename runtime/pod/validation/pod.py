@@ -10,6 +10,7 @@ from runtime.pod.validation.annotations import pod_annotations
 from runtime.pod.validation.containers import (
     _container,
     _host_port_conflicts,
+    file_key_ref_volumes,
 )
 from runtime.pod.validation.fields import (
     _MAX_INT32,
@@ -126,6 +127,7 @@ def validate_pod(pod: Pod) -> list[Problem]:
     # serviceAccountName is not set" is not applied: upstream's ServiceAccount admission sets
     # serviceAccountName "default" before validating, so a real pod never meets it (the
     # Kubernetes docs' projected token example names no service account).
+    problems += file_key_ref_volumes(spec)
     problems += pod_annotations(pod)
     return problems
 
