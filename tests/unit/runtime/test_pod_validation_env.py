@@ -52,7 +52,6 @@ CASES = [
     case("fieldRef of another API version", env("{fieldRef: {apiVersion: v2, fieldPath: metadata.name}}"), f'{E}.fieldRef.fieldPath: Invalid value: "metadata.name": error converting fieldPath: unsupported pod version: v2'),
     case("annotation subscript, in any case", env("{fieldRef: {fieldPath: \"metadata.annotations['A/B/C']\"}}"), f'{E}.fieldRef: Invalid value: "a/b/c": a qualified name must consist of alphanumeric characters, \'-\', \'_\' or \'.\', and must start and end with an alphanumeric character (e.g. \'MyName\',  or \'my.name\',  or \'123-abc\', regex used for validation is \'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\') with an optional DNS subdomain prefix and \'/\' (e.g. \'example.com/MyName\')'),
     case("envFrom name with capitals", manifest(container="envFrom: [{configMapRef: {name: Cm}}]"), 'spec.containers[0].envFrom[0].configMapRef.name: Invalid value: "Cm": ' + SUBDOMAIN),
-    case("configMapKeyRef with an empty key is only Required", env("{configMapKeyRef: {name: cm, key: ''}}"), f"{E}.configMapKeyRef.key: Required value"),
     case("fileKeyRef key not an env name", files("{volumeName: v, path: a.env, key: 'A=B'}"), f"{E}.fileKeyRef.key: Invalid value: \"A=B\": a valid environment variable name must consist only of printable ASCII characters other than '='"),
     case("fileKeyRef empty key", files("{volumeName: v, path: a.env, key: ''}"), f"{E}.fileKeyRef.key: Required value"),
     case("fileKeyRef volumeName not a label", files("{volumeName: V_1, path: a.env, key: K}", volume="V_1"), f'{E}.fileKeyRef.volumeName: Invalid value: "V_1": ' + LABEL),
@@ -79,6 +78,12 @@ def test_value_and_two_sources_is_one_error() -> None:
     """upstream reports the value first and stops there."""
     found = errors(manifest(container="env: [{name: a, value: x, valueFrom: {fieldRef: {fieldPath: metadata.name}, secretKeyRef: {name: s, key: k}}}]"))
     assert found == (f'{E}: Invalid value: "": may not be specified when `value` is not empty',)
+
+
+def test_an_empty_key_is_only_required() -> None:
+    """upstream checks the key's form only when there is a key."""
+    found = errors(env("{configMapKeyRef: {name: cm, key: ''}}"))
+    assert found == (f"{E}.configMapKeyRef.key: Required value",)
 
 
 VALID = [
