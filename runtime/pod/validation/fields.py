@@ -7,7 +7,6 @@ as upstream's field.ErrorList prints them.
 from __future__ import annotations
 
 import ipaddress
-import json
 import re
 from collections.abc import Iterable, Iterator
 from decimal import Decimal
@@ -43,7 +42,31 @@ def _show(value: object) -> str:
         return str(value)
     if value is None:
         return "null"
-    return json.dumps(str(value), ensure_ascii=False)
+    return go_quote(str(value))
+
+
+_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r",
+               "\t": "\\t", "\v": "\\v", "\\": "\\\\", '"': '\\"'}
+
+
+def go_quote(text: str) -> str:
+    """Go's strconv.Quote (the %q upstream's field errors print a string with): printable
+    characters as they are (Go's IsPrint is Python's isprintable), the C escapes, other
+    control characters as \\x.., any other unprintable one as \\u.... or \\U........"""
+    out = ['"']
+    for char in text:
+        if char in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[char])
+        elif char.isprintable():
+            out.append(char)
+        elif char < " " or char == "\x7f":
+            out.append(f"\\x{ord(char):02x}")
+        elif ord(char) < 0x10000:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(f"\\U{ord(char):08x}")
+    out.append('"')
+    return "".join(out)
 
 
 def required(path: str, detail: str = "") -> Problem:
