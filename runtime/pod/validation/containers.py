@@ -133,6 +133,14 @@ def _container(
             yield forbidden(f"{path}.lifecycle", _PLAIN_INIT)
         else:
             yield from _lifecycle(c.lifecycle, f"{path}.lifecycle", grace)
+    # upstream validateInitContainers: a sidecar may set a resize policy (its "must not be
+    # set for init containers" fires only with InPlacePodVerticalScaling off, GA since
+    # 1.35), but an init container that runs to completion cannot be restarted to resize
+    for j, policy in enumerate(c.resize_policy if plain_init else ()):
+        if policy.restart_policy == "RestartContainer":
+            yield invalid(f"{path}.resizePolicy[{j}].restartPolicy", policy.restart_policy,
+                          "must not be set to 'RestartContainer' for non-sidecar "
+                          "initContainers")
 
 
 def _ports(ports: tuple[ContainerPort, ...], path: str) -> Iterator[Problem]:

@@ -240,7 +240,7 @@ def resize_policy(policies: tuple[ContainerResizePolicy, ...], path: str,
             yield not_supported(path, policy.restart_policy, RESIZE_POLICIES)
         if pod_restart_policy == "Never" and policy.restart_policy != "NotRequired":
             yield invalid(path, policy.restart_policy,
-                          "must be 'NotRequired' when `restartPolicy` is 'Never'")
+                          "must be 'NotRequired' when pod `restartPolicy` is 'Never'")
 
 
 _BYTE_DIVISORS = frozenset({"1", "1k", "1M", "1G", "1T", "1P", "1E", "1Ki", "1Mi", "1Gi", "1Ti",

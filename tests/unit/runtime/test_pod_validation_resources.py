@@ -53,7 +53,7 @@ CASES = [
     case("resize policy of an unknown policy", resize("[{resourceName: memory, restartPolicy: Restart}]"),
          'spec.containers[0].resizePolicy: Unsupported value: "Restart": supported values: "NotRequired", "RestartContainer"'),
     case("restarting resize in a never-restarting pod", resize("[{resourceName: memory, restartPolicy: RestartContainer}]", "restartPolicy: Never"),
-         "spec.containers[0].resizePolicy: Invalid value: \"RestartContainer\": must be 'NotRequired' when `restartPolicy` is 'Never'"),
+         "spec.containers[0].resizePolicy: Invalid value: \"RestartContainer\": must be 'NotRequired' when pod `restartPolicy` is 'Never'"),
     case("pod-level claims", manifest("resources: {claims: [{name: a}]}"),
          "spec.resources.claims: Forbidden: claims cannot be set for Resources at pod-level"),
     case("pod-level storage", manifest("resources: {limits: {ephemeral-storage: 1Gi}}"),
