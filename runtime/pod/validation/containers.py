@@ -136,9 +136,9 @@ def _container(
     # upstream validateInitContainers: a sidecar may set a resize policy (its "must not be
     # set for init containers" fires only with InPlacePodVerticalScaling off, GA since
     # 1.35), but an init container that runs to completion cannot be restarted to resize
-    for j, policy in enumerate(c.resize_policy if plain_init else ()):
-        if policy.restart_policy == "RestartContainer":
-            yield invalid(f"{path}.resizePolicy[{j}].restartPolicy", policy.restart_policy,
+    for j, resize in enumerate(c.resize_policy if plain_init else ()):
+        if resize.restart_policy == "RestartContainer":
+            yield invalid(f"{path}.resizePolicy[{j}].restartPolicy", resize.restart_policy,
                           "must not be set to 'RestartContainer' for non-sidecar "
                           "initContainers")
 
