@@ -72,6 +72,11 @@ def _tolerations_annotation(text: str, path: str) -> Iterator[Problem]:
     except GoJSONError as err:
         yield invalid(path, TOLERATIONS, str(err))
         return
+    except RecursionError:
+        # Go nests 10000 deep before its "exceeded max depth"; Python's stack gives out
+        # sooner, and a pod so nested is refused in Go's words for the deeper case
+        yield invalid(path, TOLERATIONS, "exceeded max depth")
+        return
     for i, t in enumerate(tolerations):
         yield from _toleration(t, f"{path}.{TOLERATIONS}[{i}]")
 

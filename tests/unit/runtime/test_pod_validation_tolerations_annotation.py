@@ -59,3 +59,7 @@ def test_upstream_refusal(text: str, expected: str) -> None:
 ])
 def test_upstream_accepts(text: str) -> None:
     parse_manifest(annotated(text), "p.yaml")
+
+
+def test_a_deeply_nested_annotation_is_refused_not_a_crash() -> None:
+    assert errors(annotated("[" * 20000)) == (AT + "exceeded max depth",)
