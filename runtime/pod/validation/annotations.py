@@ -1,7 +1,7 @@
 """Pod annotations upstream validates (ValidatePodSpecificAnnotations) and those that must
 agree with the fields that replaced them (validateSeccompAnnotationsAndFields,
-validateAppArmorAnnotationsAndFieldsMatchOnCreate): the deprecated seccomp and AppArmor
-annotations, and the deletion cost.
+validateAppArmorAnnotationsAndFieldsMatchOnCreate): the deprecated seccomp, AppArmor and
+tolerations annotations, and the deletion cost.
 """
 
 from __future__ import annotations
