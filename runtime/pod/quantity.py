@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_CEILING, Decimal, InvalidOperation
 from functools import lru_cache
 
 _SUFFIX = {
@@ -52,3 +52,53 @@ def milli_cpu(value: str | int | float) -> int:
 
 def bytes_of(value: str | int | float) -> int:
     return int(parse_quantity(value))
+
+
+# --- Go's Quantity.String() -----------------------------------------------------------------
+
+_DECIMAL_SUFFIXES = ((18, "E"), (15, "P"), (12, "T"), (9, "G"), (6, "M"), (3, "k"), (0, ""),
+                     (-3, "m"), (-6, "u"), (-9, "n"))
+_BINARY_SUFFIXES = ((60, "Ei"), (50, "Pi"), (40, "Ti"), (30, "Gi"), (20, "Mi"), (10, "Ki"))
+
+
+def canonical(q: Decimal, *, binary: bool, exponent: bool = False) -> str:
+    """upstream Quantity.String (CanonicalizeBytes) of a quantity in base units: binary form
+    (``binary``, as parsed from Ki..Ei or summed from such) with the largest suffix that
+    divides it (below 1024, or fractional, it turns decimal), else decimal with the largest
+    power of a thousand that leaves a whole number, written as a suffix or, for a quantity
+    written with an exponent (``1e3``), as ``e<n>``; what is finer than 1n rounds up."""
+    if q == 0:
+        return "0"
+    if binary and 1024 <= abs(q) < 2**70 and q == q.to_integral_value():
+        whole = int(q)
+        for bits, suffix in _BINARY_SUFFIXES:
+            if whole % (1 << bits) == 0:
+                return f"{whole >> bits}{suffix}"
+        return str(whole)
+    for power, suffix in _DECIMAL_SUFFIXES:
+        scaled = q.scaleb(-power)
+        if scaled == scaled.to_integral_value():
+            # formatted, not int(): a fuzzed quantity may have thousands of digits
+            return f"{scaled.to_integral_value():f}{_exponent(power) if exponent else suffix}"
+    nanos = q.scaleb(9).to_integral_value(ROUND_CEILING)
+    return f"{nanos:f}{_exponent(-9) if exponent else 'n'}"
+
+
+def _exponent(power: int) -> str:
+    return f"e{power}" if power else ""
+
+
+def quantity_string(value: str | int | float) -> str:
+    """A written quantity as upstream prints it once parsed (``1.5`` as ``1500m``, ``2048Ki``
+    as ``2Mi``, ``1e3`` as ``1e3``), its format the one its suffix names; the text itself
+    when it is no quantity."""
+    try:
+        q = parse_quantity(value)
+    except ValueError:
+        return str(value)
+    text = str(value).strip()
+    return canonical(q, binary=text.endswith("i"),
+                     exponent=not isinstance(value, int) and bool(_EXPONENT.search(text)))
+
+
+_EXPONENT = re.compile(r"[0-9.][eE][+-]?[0-9]+$")

@@ -12,7 +12,7 @@ way upstream words it: the field path and ``Required value``, ``Invalid value: <
 Every check reports ``(path, cause)`` pairs rather than raising, so a manifest with
 several mistakes is reported in one go. One module an area: fields (the wording and the
 name rules), metadata, pod (the pod as a whole), containers, resources, security, volumes,
-scheduling, annotations.
+scheduling, annotations, gojson (Go's JSON errors, for the tolerations annotation).
 """
 
 from runtime.pod.defaults import apply_defaults, default_pull_policy

@@ -11,10 +11,12 @@ from runtime.pod.model import (
     Container,
     ContainerPort,
     EnvVar,
+    FileKeySelector,
     HTTPGetAction,
     IntOrString,
     Lifecycle,
     LifecycleHandler,
+    PodSpec,
     Probe,
     Volume,
     VolumeMount,
@@ -30,18 +32,19 @@ from runtime.pod.validation.fields import (
     AnyContainer,
     Problem,
     _descending_path,
+    _no_backsteps,
     _port_name,
     _qualified_name,
     config_map_key,
-    dns1123_label,
-    dns1123_subdomain,
     duplicate,
     forbidden,
     invalid,
+    label_faults,
     name_is_dns_subdomain,
     not_found,
     not_supported,
     required,
+    subdomain_faults,
 )
 from runtime.pod.validation.resources import (
     claim_names,
@@ -70,7 +73,7 @@ def _container(
 ) -> Iterator[Problem]:
     if not c.name:
         yield required(f"{path}.name")
-    elif why := dns1123_label(c.name):
+    for why in label_faults(c.name) if c.name else ():
         yield invalid(f"{path}.name", c.name, why)
     if not c.image:
         yield required(f"{path}.image")
@@ -130,6 +133,14 @@ def _container(
             yield forbidden(f"{path}.lifecycle", _PLAIN_INIT)
         else:
             yield from _lifecycle(c.lifecycle, f"{path}.lifecycle", grace)
+    # upstream validateInitContainers: a sidecar may set a resize policy (its "must not be
+    # set for init containers" fires only with InPlacePodVerticalScaling off, GA since
+    # 1.35), but an init container that runs to completion cannot be restarted to resize
+    for j, resize in enumerate(c.resize_policy if plain_init else ()):
+        if resize.restart_policy == "RestartContainer":
+            yield invalid(f"{path}.resizePolicy[{j}].restartPolicy", resize.restart_policy,
+                          "must not be set to 'RestartContainer' for non-sidecar "
+                          "initContainers")
 
 
 def _ports(ports: tuple[ContainerPort, ...], path: str) -> Iterator[Problem]:
@@ -202,21 +213,64 @@ def _value_from(e: EnvVar, path: str) -> Iterator[Problem]:
             continue
         kp = f"{path}.{field}"
         # upstream checks the name with NameIsDNSSubdomain even when it is empty
-        if why := dns1123_subdomain(key_ref.name):
+        for why in subdomain_faults(key_ref.name):
             yield invalid(f"{kp}.name", key_ref.name, why)
         if not key_ref.key:
             yield required(f"{kp}.key")
-        for why in config_map_key(key_ref.key):
+        for why in config_map_key(key_ref.key) if key_ref.key else ():
             yield invalid(f"{kp}.key", key_ref.key, why)
+    if vf.file_key_ref is not None:
+        yield from _file_key_ref(vf.file_key_ref, f"{path}.fileKeyRef")
     sources = [s for s in (vf.field_ref, vf.resource_field_ref, vf.config_map_key_ref,
                            vf.secret_key_ref, vf.file_key_ref) if s is not None]
     if not sources:
+        # the wording with fileKeyRef: upstream's EnvFiles, beta and on since 1.35
         yield invalid(path, "", "must specify one of: `fieldRef`, `resourceFieldRef`, "
-                      "`configMapKeyRef` or `secretKeyRef`")
+                      "`configMapKeyRef`, `secretKeyRef` or `fileKeyRef`")
     elif e.value:
         yield invalid(path, "", "may not be specified when `value` is not empty")
     elif len(sources) > 1:
         yield invalid(path, "", "may not have more than one field specified at a time")
+
+
+def _file_key_ref(ref: FileKeySelector, path: str) -> Iterator[Problem]:
+    """upstream validateFileKeySelector: a key that is an environment variable's name, the
+    volume's name a DNS label, a path without backsteps (it may be absolute: upstream does
+    not say otherwise). Which volume it names is file_key_ref_volumes's to check."""
+    if not ref.key:
+        yield required(f"{path}.key")
+    elif _ENV_NAME_BAD.search(ref.key):
+        yield invalid(f"{path}.key", ref.key, _ENV_NAME_MSG)
+    if not ref.volume_name:
+        yield required(f"{path}.volumeName")
+    for why in label_faults(ref.volume_name) if ref.volume_name else ():
+        yield invalid(f"{path}.volumeName", ref.volume_name, why)
+    if not ref.path:
+        yield required(f"{path}.path")
+    else:
+        yield from _no_backsteps(ref.path, f"{path}.path")
+
+
+def file_key_ref_volumes(spec: PodSpec) -> Iterator[Problem]:
+    """upstream validateFileKeyRefVolumes, the last of ValidatePodSpec's checks: a fileKeyRef
+    names one of the pod's volumes (any of them, faulty or not), an emptyDir; over the init,
+    regular and ephemeral containers, in that order (upstream's VisitContainersWithPath)."""
+    sources = {v.name: v for v in spec.volumes}
+    visits: tuple[tuple[str, tuple[AnyContainer, ...]], ...] = (
+        ("initContainers", spec.init_containers), ("containers", spec.containers),
+        ("ephemeralContainers", spec.ephemeral_containers))
+    for field, containers in visits:
+        for i, c in enumerate(containers):
+            for j, e in enumerate(c.env):
+                ref = e.value_from.file_key_ref if e.value_from is not None else None
+                if ref is None:
+                    continue
+                p = f"spec.{field}[{i}].env[{j}].valueFrom.fileKeyRef.volumeName"
+                volume = sources.get(ref.volume_name)
+                if volume is None:
+                    yield not_found(p, ref.volume_name)
+                elif volume.empty_dir is None:
+                    yield invalid(p, ref.volume_name, "referenced volume must be of type emptyDir")
 
 
 _ENV_FIELD_PATHS = (
@@ -257,7 +311,7 @@ def _object_name(name: str, path: str) -> Iterator[Problem]:
     prefix (a trailing '-' allowed)."""
     if not name:
         yield required(path)
-    elif why := name_is_dns_subdomain(name, prefix=True):
+    for why in name_is_dns_subdomain(name, prefix=True) if name else ():
         yield invalid(path, name, why)
 
 
@@ -335,7 +389,7 @@ def _devices(c: AnyContainer, path: str, volumes: Mapping[str, Volume]) -> Itera
             yield required(f"{p}.devicePath")
         if d.device_path in device_paths:
             yield invalid(f"{p}.devicePath", d.device_path, "must be unique")
-        if d.device_path and ".." in d.device_path.replace("\\", "/").split("/"):
+        if d.device_path and ".." in d.device_path.split("/"):
             yield invalid(f"{p}.devicePath", d.device_path, "can not contain backsteps ('..')")
         else:
             device_paths.add(d.device_path)

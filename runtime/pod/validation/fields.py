@@ -7,7 +7,6 @@ as upstream's field.ErrorList prints them.
 from __future__ import annotations
 
 import ipaddress
-import json
 import re
 from collections.abc import Iterable, Iterator
 from decimal import Decimal
@@ -43,7 +42,31 @@ def _show(value: object) -> str:
         return str(value)
     if value is None:
         return "null"
-    return json.dumps(str(value), ensure_ascii=False)
+    return go_quote(str(value))
+
+
+_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r",
+               "\t": "\\t", "\v": "\\v", "\\": "\\\\", '"': '\\"'}
+
+
+def go_quote(text: str) -> str:
+    """Go's strconv.Quote (the %q upstream's field errors print a string with): printable
+    characters as they are (Go's IsPrint is Python's isprintable), the C escapes, other
+    control characters as \\x.., any other unprintable one as \\u.... or \\U........"""
+    out = ['"']
+    for char in text:
+        if char in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[char])
+        elif char.isprintable():
+            out.append(char)
+        elif char < " " or char == "\x7f":
+            out.append(f"\\x{ord(char):02x}")
+        elif ord(char) < 0x10000:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(f"\\U{ord(char):08x}")
+    out.append('"')
+    return "".join(out)
 
 
 def required(path: str, detail: str = "") -> Problem:
@@ -143,48 +166,63 @@ _MAX_INT32 = 2**31 - 1
 
 
 @lru_cache(maxsize=4096)  # names repeat across a pod's containers
-def dns1123_label(value: str) -> str | None:
-    """Why ``value`` is not a DNS-1123 label (container, volume, namespace names), or None."""
-    if len(value) > 63:
-        return "must be no more than 63 characters"
+def label_faults(value: str) -> tuple[str, ...]:
+    """upstream IsDNS1123Label (container, volume, namespace names): every cause, as upstream
+    reports each as its own error, the length (in bytes, as Go counts) and the form apart."""
+    why: list[str] = []
+    if len(value.encode()) > 63:
+        why.append("must be no more than 63 characters")
     if not _DNS1123_LABEL.fullmatch(value):
         # a subdomain of the right length can only have failed on its dots
-        return "must not contain dots" if _DNS1123_SUBDOMAIN.fullmatch(value) else _LABEL_MSG
-    return None
+        why.append("must not contain dots" if _DNS1123_SUBDOMAIN.fullmatch(value)
+                   else _LABEL_MSG)
+    return tuple(why)
 
 
 @lru_cache(maxsize=4096)  # names repeat across a pod's containers
-def dns1123_subdomain(value: str) -> str | None:
-    """Why ``value`` is not a DNS-1123 subdomain (pod names), or None."""
-    if len(value) > 253:
-        return "must be no more than 253 characters"
+def subdomain_faults(value: str) -> tuple[str, ...]:
+    """upstream IsDNS1123Subdomain (pod names): every cause, the length and the form apart."""
+    why: list[str] = []
+    if len(value.encode()) > 253:
+        why.append("must be no more than 253 characters")
     if not _DNS1123_SUBDOMAIN.fullmatch(value):
-        return _SUBDOMAIN_MSG
-    return None
+        why.append(_SUBDOMAIN_MSG)
+    return tuple(why)
+
+
+def dns1123_label(value: str) -> str | None:
+    """The first reason ``value`` is not a DNS-1123 label, or None: for a caller that reports
+    one cause (flags, the static pod's file name); a pod's fields report them all."""
+    return next(iter(label_faults(value)), None)
+
+
+def dns1123_subdomain(value: str) -> str | None:
+    """The first reason ``value`` is not a DNS-1123 subdomain, or None (see dns1123_label)."""
+    return next(iter(subdomain_faults(value)), None)
 
 
 def dns1123_subdomain_with_underscore(value: str) -> tuple[str, ...]:
     """upstream IsDNS1123SubdomainWithUnderscore (relaxed DNS search domains)."""
     why: list[str] = []
-    if len(value) > 253:
+    if len(value.encode()) > 253:
         why.append("must be no more than 253 characters")
     if not _SUBDOMAIN_UNDERSCORE_RE.fullmatch(value):
         why.append(_SUBDOMAIN_UNDERSCORE_MSG)
     return tuple(why)
 
 
-def name_is_dns_subdomain(name: str, *, prefix: bool = False) -> str | None:
+def name_is_dns_subdomain(name: str, *, prefix: bool = False) -> tuple[str, ...]:
     """upstream NameIsDNSSubdomain: a prefix (generateName, envFrom's names) may end in '-',
     since characters are appended to it."""
     if prefix and len(name) > 1 and name.endswith("-"):
         name = name[:-1] + "a"
-    return dns1123_subdomain(name)
+    return subdomain_faults(name)
 
 
 def config_map_key(value: str) -> tuple[str, ...]:
     """upstream IsConfigMapKey: a key of a ConfigMap or Secret."""
     why: list[str] = []
-    if len(value) > 253:
+    if len(value.encode()) > 253:
         why.append("must be no more than 253 characters")
     if not _CONFIG_KEY.fullmatch(value):
         why.append(_CONFIG_KEY_MSG)
@@ -200,7 +238,7 @@ def config_map_key(value: str) -> tuple[str, ...]:
 def label_value(value: str) -> tuple[str, ...]:
     """upstream IsValidLabelValue."""
     why: list[str] = []
-    if len(value) > 63:
+    if len(value.encode()) > 63:
         why.append("must be no more than 63 characters")
     if not _LABEL_VALUE.fullmatch(value):
         why.append(_LABEL_VALUE_MSG)
@@ -224,7 +262,7 @@ def valid_ip(value: str) -> bool:
 def _port_name(name: str) -> tuple[str, ...]:
     """upstream IsValidPortName: an IANA service name."""
     why: list[str] = []
-    if len(name) > 15:
+    if len(name.encode()) > 15:
         why.append("must be no more than 15 characters")
     if not _PORT_NAME_CHARS.fullmatch(name):
         why.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
@@ -249,13 +287,14 @@ def _qualified_name(value: str) -> tuple[str, ...]:
     if len(parts) == 2:
         if not parts[0]:
             why.append("prefix part must be non-empty")
-        elif (w := dns1123_subdomain(parts[0])) is not None:
-            why.append(f"prefix part {w}")
+        else:
+            why += [f"prefix part {w}" for w in subdomain_faults(parts[0])]
     if not name:
         why.append("name part must be non-empty")
-    elif len(name) > 63:
+    elif len(name.encode()) > 63:
         why.append("name part must be no more than 63 characters")
-    elif not _QUALIFIED_NAME.fullmatch(name):
+    # upstream checks the form whatever the length said: an empty name fails both
+    if not _QUALIFIED_NAME.fullmatch(name):
         why.append(_QUALIFIED_MSG)
     return tuple(why)
 
@@ -270,5 +309,7 @@ def _descending_path(value: str, path: str) -> Iterator[Problem]:
 
 
 def _no_backsteps(value: str, path: str) -> Iterator[Problem]:
-    if ".." in value.replace("\\", "/").split("/"):
+    """upstream validatePathNoBacksteps: filepath.ToSlash on a Linux API server leaves a
+    backslash alone, so only '/' separates the parts."""
+    if ".." in value.split("/"):
         yield invalid(path, value, "must not contain '..'")

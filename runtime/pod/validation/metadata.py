@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from runtime.pod.model import ObjectMeta, OwnerReference
+from runtime.pod.model import ManagedFieldsEntry, ObjectMeta, OwnerReference
 from runtime.pod.validation.fields import (
     _NON_NEGATIVE,
     Problem,
     _qualified_name,
-    dns1123_label,
     invalid,
+    label_faults,
     label_value,
     name_is_dns_subdomain,
     required,
@@ -35,13 +35,14 @@ def object_meta(meta: ObjectMeta) -> Iterator[Problem]:
     """upstream ValidateObjectMeta for a namespaced object named by NameIsDNSSubdomain, with
     core's validateKubeFinalizerName. A namespace left empty is the kubelet's to default
     (upstream's file source sets it before validating), so it is not required here."""
-    if meta.generate_name and (why := name_is_dns_subdomain(meta.generate_name, prefix=True)):
+    for why in name_is_dns_subdomain(meta.generate_name, prefix=True) if (
+            meta.generate_name) else ():
         yield invalid("metadata.generateName", meta.generate_name, why)
     if not meta.name:
         yield required("metadata.name", "name or generateName is required")
-    elif why := name_is_dns_subdomain(meta.name):
+    for why in name_is_dns_subdomain(meta.name) if meta.name else ():
         yield invalid("metadata.name", meta.name, why)
-    if meta.namespace and (why := dns1123_label(meta.namespace)):
+    for why in label_faults(meta.namespace) if meta.namespace else ():
         yield invalid("metadata.namespace", meta.namespace, why)
     if meta.generation < 0:
         yield invalid("metadata.generation", meta.generation, _NON_NEGATIVE)
@@ -49,6 +50,7 @@ def object_meta(meta: ObjectMeta) -> Iterator[Problem]:
     yield from annotation_map(meta.annotations, "metadata.annotations")
     yield from owner_references(meta.owner_references, "metadata.ownerReferences")
     yield from finalizers(meta.finalizers, "metadata.finalizers")
+    yield from managed_fields(meta.managed_fields, "metadata.managedFields")
 
 
 def labels(values: Mapping[str, str], path: str) -> Iterator[Problem]:
@@ -113,6 +115,41 @@ def owner_references(refs: tuple[OwnerReference, ...], path: str) -> Iterator[Pr
                               f"{current}")
             else:
                 first_controller = current
+
+
+FIELD_MANAGER_MAX_LENGTH = 128
+"""upstream FieldManagerMaxLength, in bytes."""
+MAX_SUBRESOURCE_NAME_LENGTH = 256
+"""upstream MaxSubresourceNameLength, in bytes."""
+
+
+def managed_fields(entries: tuple[ManagedFieldsEntry, ...], path: str) -> Iterator[Problem]:
+    """upstream ValidateManagedFields (apimachinery's, which ValidateObjectMeta calls): the
+    operation and fields type named, the manager's length and characters, the
+    subresource's length."""
+    for i, entry in enumerate(entries):
+        p = f"{path}[{i}]"
+        if entry.operation not in ("Apply", "Update"):
+            yield invalid(f"{p}.operation", entry.operation, "must be `Apply` or `Update`")
+        if entry.fields_type and entry.fields_type != "FieldsV1":
+            yield invalid(f"{p}.fieldsType", entry.fields_type, "must be `FieldsV1`")
+        yield from _field_manager(entry.manager, f"{p}.manager")
+        if len(entry.subresource.encode()) > MAX_SUBRESOURCE_NAME_LENGTH:
+            yield too_long(f"{p}.subresource", MAX_SUBRESOURCE_NAME_LENGTH)
+
+
+def _field_manager(manager: str, path: str) -> Iterator[Problem]:
+    """upstream ValidateFieldManager: each unprintable character (Go's unicode.IsPrint, as
+    Python's isprintable: letters, marks, numbers, punctuation, symbols and the ASCII
+    space), at its byte offset, as Go's %#U prints it."""
+    if len(manager.encode()) > FIELD_MANAGER_MAX_LENGTH:
+        yield too_long(path, FIELD_MANAGER_MAX_LENGTH)
+    offset = 0
+    for char in manager:
+        if not char.isprintable():
+            yield invalid(path, manager,
+                          f"invalid character U+{ord(char):04X} (at position {offset})")
+        offset += len(char.encode())
 
 
 def finalizers(names: tuple[str, ...], path: str) -> Iterator[Problem]:

@@ -10,18 +10,19 @@ from runtime.pod.validation.annotations import pod_annotations
 from runtime.pod.validation.containers import (
     _container,
     _host_port_conflicts,
+    file_key_ref_volumes,
 )
 from runtime.pod.validation.fields import (
     _MAX_INT32,
     _NON_NEGATIVE,
     Problem,
-    dns1123_label,
-    dns1123_subdomain,
     duplicate,
     forbidden,
     invalid,
+    label_faults,
     not_supported,
     required,
+    subdomain_faults,
 )
 from runtime.pod.validation.metadata import labels, object_meta
 from runtime.pod.validation.resources import overhead, pod_claims, pod_resources
@@ -96,22 +97,22 @@ def validate_pod(pod: Pod) -> list[Problem]:
     problems += _affinity(pod)
     problems += windows_host_process(spec)
     problems += host_users(spec)
-    if spec.hostname and (why := dns1123_label(spec.hostname)):
-        problems.append(invalid("spec.hostname", spec.hostname, why))
-    if spec.subdomain and (why := dns1123_label(spec.subdomain)):
-        problems.append(invalid("spec.subdomain", spec.subdomain, why))
-    if spec.priority_class_name and (why := dns1123_subdomain(spec.priority_class_name)):
-        problems.append(invalid("spec.priorityClassName", spec.priority_class_name, why))
-    if spec.runtime_class_name is not None and (why := dns1123_subdomain(
-            spec.runtime_class_name)):
-        problems.append(invalid("spec.runtimeClassName", spec.runtime_class_name, why))
+    for field, label in (("hostname", spec.hostname), ("subdomain", spec.subdomain)):
+        problems += [invalid(f"spec.{field}", label, why)
+                     for why in (label_faults(label) if label else ())]
+    problems += [invalid("spec.priorityClassName", spec.priority_class_name, why)
+                 for why in subdomain_faults(spec.priority_class_name)
+                 if spec.priority_class_name]
+    if spec.runtime_class_name is not None:
+        problems += [invalid("spec.runtimeClassName", spec.runtime_class_name, why)
+                     for why in subdomain_faults(spec.runtime_class_name)]
     # upstream validateImagePullSecrets ("only name may be set") cannot fail here: a
     # LocalObjectReference has no other field, and decoding refuses unknown ones; an empty
     # name upstream lets through.
     for field, name in (("serviceAccountName", spec.service_account_name),
                         ("nodeName", spec.node_name)):
-        if name and (why := dns1123_subdomain(name)):
-            problems.append(invalid(f"spec.{field}", name, why))
+        problems += [invalid(f"spec.{field}", name, why)
+                     for why in (subdomain_faults(name) if name else ())]
     if spec.preemption_policy is not None:
         if not spec.preemption_policy:
             problems.append(required("spec.preemptionPolicy"))
@@ -126,6 +127,7 @@ def validate_pod(pod: Pod) -> list[Problem]:
     # serviceAccountName is not set" is not applied: upstream's ServiceAccount admission sets
     # serviceAccountName "default" before validating, so a real pod never meets it (the
     # Kubernetes docs' projected token example names no service account).
+    problems += file_key_ref_volumes(spec)
     problems += pod_annotations(pod)
     return problems
 

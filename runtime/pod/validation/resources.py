@@ -3,8 +3,8 @@
 validateResourceRequirements and what it calls, validateResizePolicy, validatePodResources,
 validateOverhead).
 
-Quantities are shown as written: upstream prints a quantity in its canonical form
-(``1.5`` as ``1500m``), which a manifest usually already uses.
+A quantity is shown as upstream's Quantity.String() prints it: in canonical form (``1.5``
+as ``1500m``, ``2048Ki`` as ``2Mi``), runtime.pod.quantity.quantity_string.
 """
 
 from __future__ import annotations
@@ -21,21 +21,21 @@ from runtime.pod.model import (
     ResourceClaim,
     ResourceRequirements,
 )
-from runtime.pod.quantity import parse_quantity
+from runtime.pod.quantity import canonical, parse_quantity, quantity_string
 from runtime.pod.validation.fields import (
     _NON_NEGATIVE,
     _QUANTITY_MSG,
     Problem,
     Raw,
     _qualified_name,
-    dns1123_label,
-    dns1123_subdomain,
     duplicate,
     forbidden,
     invalid,
+    label_faults,
     not_found,
     not_supported,
     required,
+    subdomain_faults,
 )
 
 _STANDARD_CONTAINER = frozenset({"cpu", "memory", "ephemeral-storage"})
@@ -132,7 +132,7 @@ def claim_names(claims: Iterable[ResourceClaim], pod_claims: frozenset[str], pat
         else:
             key = claim.name
             if claim.request:
-                if why := dns1123_label(claim.request):
+                for why in label_faults(claim.request):
                     yield invalid(f"{p}.request", claim.request, why)
                 key += "/" + claim.request
             if key in seen:
@@ -161,7 +161,7 @@ def pod_claims(claims: tuple[PodResourceClaim, ...]) -> Iterator[Problem]:
         elif claim.name in seen:
             yield duplicate(f"{p}.name", claim.name)
         else:
-            if why := dns1123_label(claim.name):
+            for why in label_faults(claim.name):
                 yield invalid(f"{p}.name", claim.name, why)
             seen.add(claim.name)
         named, templated = claim.resource_claim_name, claim.resource_claim_template_name
@@ -173,7 +173,7 @@ def pod_claims(claims: tuple[PodResourceClaim, ...]) -> Iterator[Problem]:
                           "`resourceClaimTemplateName`")
         for field, value in (("resourceClaimName", named),
                              ("resourceClaimTemplateName", templated)):
-            if value and (why := dns1123_subdomain(value)):
+            for why in subdomain_faults(value) if value else ():
                 yield invalid(f"{p}.{field}", value, why)
 
 
@@ -193,17 +193,18 @@ def requirements(r: ResourceRequirements, path: str, *, pod_level: bool = False
             if q is None:
                 continue
             seen.add(name)
+            shown = quantity_string(value)
             if q < 0:
-                yield invalid(p, str(value), _NON_NEGATIVE)
+                yield invalid(p, shown, _NON_NEGATIVE)
             if _is_extended(name) and q != q.to_integral_value():
                 # upstream passes the Quantity itself here, which prints unquoted
-                yield invalid(p, Raw(str(value)), "must be an integer")
+                yield invalid(p, Raw(shown), "must be an integer")
             if field == "limits":
                 limits[name] = q
             else:
                 yield from _request_within_limit(r, name, value, q, limits.get(name), path)
             if name.startswith("hugepages-") and not _hugepages_divisible(name, q):
-                yield invalid(p, str(value), f"{value} is not positive integer multiple of {name}")
+                yield invalid(p, shown, f"{shown} is not positive integer multiple of {name}")
     if any(n.startswith("hugepages-") for n in seen) and not seen & {"cpu", "memory"}:
         yield forbidden(path, "HugePages require cpu or memory")
 
@@ -211,12 +212,12 @@ def requirements(r: ResourceRequirements, path: str, *, pod_level: bool = False
 def _request_within_limit(r: ResourceRequirements, name: str, value: Quantity, q: Decimal,
                           limit: Decimal | None, path: str) -> Iterator[Problem]:
     if limit is not None:
-        shown = str(r.limits[name])
+        shown = quantity_string(r.limits[name])
         if q != limit and not _overcommit_allowed(name):
-            yield invalid(f"{path}.requests", str(value),
+            yield invalid(f"{path}.requests", quantity_string(value),
                           f"must be equal to {name} limit of {shown}")
         elif q > limit:
-            yield invalid(f"{path}.requests", str(value),
+            yield invalid(f"{path}.requests", quantity_string(value),
                           f"must be less than or equal to {name} limit of {shown}")
     elif not _overcommit_allowed(name) and name not in r.limits:
         yield required(f"{path}.limits", "Limit must be set for non overcommitable resources")
@@ -240,7 +241,7 @@ def resize_policy(policies: tuple[ContainerResizePolicy, ...], path: str,
             yield not_supported(path, policy.restart_policy, RESIZE_POLICIES)
         if pod_restart_policy == "Never" and policy.restart_policy != "NotRequired":
             yield invalid(path, policy.restart_policy,
-                          "must be 'NotRequired' when `restartPolicy` is 'Never'")
+                          "must be 'NotRequired' when pod `restartPolicy` is 'Never'")
 
 
 _BYTE_DIVISORS = frozenset({"1", "1k", "1M", "1G", "1T", "1P", "1E", "1Ki", "1Mi", "1Gi", "1Ti",
@@ -258,7 +259,7 @@ def divisor(resource: str, value: Quantity, path: str) -> Iterator[Problem]:
         return  # the decoder refuses a malformed quantity first
     if q == 0:
         return
-    shown = canonical(q, binary=str(value).endswith("i"))
+    shown = quantity_string(value)
     p = f"{path}.divisor"
     kind = {"cpu": "cpu", "memory": "memory", "ephemeral-storage": "local ephemeral storage"}.get(
         resource.partition(".")[2]) if resource.startswith(("limits.", "requests.")) else None
@@ -352,7 +353,7 @@ def _consistency(spec: PodSpec, r: ResourceRequirements, path: str) -> Iterator[
         except ValueError:
             continue
         if total > pod_request:
-            yield invalid(f"{path}.requests[{name}]", str(r.requests[name]),
+            yield invalid(f"{path}.requests[{name}]", quantity_string(r.requests[name]),
                           "must be greater than or equal to aggregate container requests "
                           f"of {canonical(total, binary=binary)}")
     for i, c in enumerate(spec.containers):
@@ -364,28 +365,6 @@ def _consistency(spec: PodSpec, r: ResourceRequirements, path: str) -> Iterator[
             except ValueError:
                 continue
             if over:
-                yield invalid(f"{path}.containers[{i}][{name}].limits", str(value),
-                              f"must be less than or equal to pod limits of {r.limits[name]}")
-
-
-_DECIMAL_SUFFIXES = ((18, "E"), (15, "P"), (12, "T"), (9, "G"), (6, "M"), (3, "k"), (0, ""),
-                     (-3, "m"), (-6, "u"), (-9, "n"))
-_BINARY_SUFFIXES = ((60, "Ei"), (50, "Pi"), (40, "Ti"), (30, "Gi"), (20, "Mi"), (10, "Ki"))
-
-
-def canonical(q: Decimal, *, binary: bool) -> str:
-    """upstream Quantity.String for a computed quantity: binary form with the largest
-    suffix that divides it (below 1024, or fractional, it turns decimal), else decimal with
-    the largest power of a thousand that leaves a whole number."""
-    if binary and 1024 <= abs(q) < 2**70 and q == q.to_integral_value():
-        whole = int(q)
-        for bits, suffix in _BINARY_SUFFIXES:
-            if whole % (1 << bits) == 0:
-                return f"{whole >> bits}{suffix}"
-        return str(whole)
-    for exponent, suffix in _DECIMAL_SUFFIXES:
-        scaled = q.scaleb(-exponent)
-        if scaled == scaled.to_integral_value():
-            # formatted, not int(): a fuzzed quantity may have thousands of digits
-            return f"{scaled.to_integral_value():f}{suffix}"
-    return f"{q.scaleb(9).to_integral_value(ROUND_CEILING):f}n"
+                yield invalid(f"{path}.containers[{i}][{name}].limits", quantity_string(value),
+                              "must be less than or equal to pod limits of "
+                              f"{quantity_string(r.limits[name])}")

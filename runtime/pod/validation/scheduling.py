@@ -21,15 +21,15 @@ from runtime.pod.validation.fields import (
     Problem,
     Raw,
     _qualified_name,
-    dns1123_label,
-    dns1123_subdomain,
     dns1123_subdomain_with_underscore,
     duplicate,
     forbidden,
     invalid,
+    label_faults,
     label_value,
     not_supported,
     required,
+    subdomain_faults,
     valid_ip,
 )
 from runtime.pod.validation.metadata import labels
@@ -108,7 +108,7 @@ def _field_requirement(r: NodeSelectorRequirement, path: str) -> Iterator[Proble
         yield invalid(f"{path}.key", r.key, "not a valid field selector key")
     else:
         for i, value in enumerate(r.values):
-            if why := dns1123_subdomain(value):
+            for why in subdomain_faults(value):
                 yield invalid(f"{path}.values[{i}]", value, why)
 
 
@@ -189,7 +189,7 @@ def _pod_affinity_term(term: PodAffinityTerm, path: str) -> Iterator[Problem]:
     yield from label_selector(term.label_selector, f"{path}.labelSelector")
     yield from label_selector(term.namespace_selector, f"{path}.namespaceSelector")
     for name in term.namespaces:
-        if why := dns1123_label(name):
+        for why in label_faults(name):
             yield invalid(f"{path}.namespace", name, why)
     yield from _label_keys(term, path)
     if not term.topology_key:
@@ -305,7 +305,7 @@ def gates_and_aliases(spec: PodSpec) -> Iterator[Problem]:
         if not valid_ip(alias.ip):
             yield invalid(f"spec.hostAliases[{i}].ip", alias.ip, IP_MSG)
         for j, hostname in enumerate(alias.hostnames):
-            if bad := dns1123_subdomain(hostname):
+            for bad in subdomain_faults(hostname):
                 yield invalid(f"spec.hostAliases[{i}].hostnames[{j}]", hostname, bad)
 
 

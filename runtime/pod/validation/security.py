@@ -25,12 +25,12 @@ from runtime.pod.validation.fields import (
     AnyContainer,
     Problem,
     _descending_path,
-    dns1123_subdomain,
     duplicate,
     forbidden,
     invalid,
     not_supported,
     required,
+    subdomain_faults,
 )
 
 OPERATING_SYSTEMS = ("linux", "windows")
@@ -114,8 +114,8 @@ def _windows_options(options: WindowsSecurityContextOptions | None, path: str) -
     if options is None:
         return
     p = f"{path}.windowsOptions"
-    if options.gmsa_credential_spec_name and (
-            why := dns1123_subdomain(options.gmsa_credential_spec_name)):
+    for why in subdomain_faults(options.gmsa_credential_spec_name) if (
+            options.gmsa_credential_spec_name) else ():
         yield invalid(f"{p}.gmsaCredentialSpecName", options.gmsa_credential_spec_name, why)
     if len(options.gmsa_credential_spec) > 64 * 1024:
         yield invalid(f"{p}.gmsaCredentialSpec", options.gmsa_credential_spec,

@@ -37,13 +37,13 @@ from runtime.pod.validation.fields import (
     _descending_path,
     _no_backsteps,
     _qualified_name,
-    dns1123_label,
-    dns1123_subdomain,
     duplicate,
     forbidden,
     invalid,
+    label_faults,
     not_supported,
     required,
+    subdomain_faults,
 )
 from runtime.pod.validation.resources import _quantity, divisor
 
@@ -135,8 +135,8 @@ def volumes(spec: PodSpec, pod_name: str) -> tuple[set[str], list[Problem]]:
         found = list(_volume_source(v, path, pod_name))
         if not v.name:
             found.append(required(f"{path}.name"))
-        elif why := dns1123_label(v.name):
-            found.append(invalid(f"{path}.name", v.name, why))
+        else:
+            found += [invalid(f"{path}.name", v.name, why) for why in label_faults(v.name)]
         if v.name in names:
             found.append(duplicate(f"{path}.name", v.name))
         if not found:
@@ -168,7 +168,7 @@ def _volume_source(v: Volume, path: str, pod_name: str) -> Iterator[Problem]:
         yield from _SOURCE_CHECKS.get(attr, _nothing)(source, p)
         if attr == "ephemeral" and pod_name and v.name and source.volume_claim_template:
             claim = f"{pod_name}-{v.name}"
-            if why := dns1123_subdomain(claim):
+            for why in subdomain_faults(claim):
                 yield invalid(f"{p}.name", v.name, f'PVC name "{claim}": {why}')
     if not count:
         yield required(path, "must specify a volume type")
@@ -363,9 +363,9 @@ def _flex_volume(source: FlexVolumeSource, path: str) -> Iterator[Problem]:
 def _storageos(source: StorageOSVolumeSource, path: str) -> Iterator[Problem]:
     if not source.volume_name:
         yield required(f"{path}.volumeName")
-    elif why := dns1123_label(source.volume_name):
+    for why in label_faults(source.volume_name) if source.volume_name else ():
         yield invalid(f"{path}.volumeName", source.volume_name, why)
-    if source.volume_namespace and (why := dns1123_label(source.volume_namespace)):
+    for why in label_faults(source.volume_namespace) if source.volume_namespace else ():
         yield invalid(f"{path}.volumeNamespace", source.volume_namespace, why)
     if source.secret_ref is not None and not source.secret_ref.name:
         yield required(f"{path}.secretRef.name")
@@ -438,13 +438,13 @@ def _csi(source: CSIVolumeSource, path: str) -> Iterator[Problem]:
         yield required(f"{path}.driver")
     if len(driver) > 63:
         yield f"{path}.driver", "Too long: may not be more than 63 bytes"
-    if why := dns1123_subdomain(driver.lower()):
+    for why in subdomain_faults(driver.lower()):
         yield invalid(f"{path}.driver", driver, why)
     ref = source.node_publish_secret_ref
     if ref is not None:
         if not ref.name:
             yield required(f"{path}.nodePublishSecretRef.name")
-        elif why := dns1123_subdomain(ref.name):
+        for why in subdomain_faults(ref.name) if ref.name else ():
             yield invalid(f"{path}.name", ref.name, why)  # upstream's path
 
 

@@ -78,7 +78,7 @@ ENV = [
     case("value and valueFrom specified", manifest(container="env: [{name: abc, value: foo, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]"),
          'spec.containers[0].env[0].valueFrom: Invalid value: "": may not be specified when `value` is not empty'),
     case("valueFrom without a source", manifest(container="env: [{name: abc, valueFrom: {}}]"),
-         'spec.containers[0].env[0].valueFrom: Invalid value: "": must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`'),
+         'spec.containers[0].env[0].valueFrom: Invalid value: "": must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef`, `secretKeyRef` or `fileKeyRef`'),
     case("fieldRef and secretKeyRef specified", manifest(container="env: [{name: abc, valueFrom: {fieldRef: {fieldPath: metadata.name}, secretKeyRef: {name: a-secret, key: a-key}}}]"),
          'spec.containers[0].env[0].valueFrom: Invalid value: "": may not have more than one field specified at a time'),
     case("secretKeyRef.name invalid", manifest(container="env: [{name: abc, valueFrom: {secretKeyRef: {name: '$%^&*#', key: a-key}}}]"),

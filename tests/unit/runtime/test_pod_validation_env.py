@@ -18,11 +18,18 @@ def case(id_: str, data: bytes, expected: str) -> object:
 
 SUBDOMAIN = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
 KEY = "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')"
+LABEL = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
 E = "spec.containers[0].env[0].valueFrom"
 
 
 def env(value_from: str, extra: str = "") -> bytes:
     return manifest(container=f"env: [{{name: a{extra}, valueFrom: {value_from}}}]")
+
+
+def files(ref: str, volume: str = "v", source: str = "emptyDir: {}") -> bytes:
+    """An env var from a file in the pod's volume ``volume`` (upstream's EnvFiles)."""
+    return manifest(f"volumes: [{{name: {volume}, {source}}}]",
+                    container=f"env: [{{name: A, valueFrom: {{fileKeyRef: {ref}}}}}]")
 
 
 def res(resource: str, divisor: str) -> bytes:
@@ -45,6 +52,17 @@ CASES = [
     case("fieldRef of another API version", env("{fieldRef: {apiVersion: v2, fieldPath: metadata.name}}"), f'{E}.fieldRef.fieldPath: Invalid value: "metadata.name": error converting fieldPath: unsupported pod version: v2'),
     case("annotation subscript, in any case", env("{fieldRef: {fieldPath: \"metadata.annotations['A/B/C']\"}}"), f'{E}.fieldRef: Invalid value: "a/b/c": a qualified name must consist of alphanumeric characters, \'-\', \'_\' or \'.\', and must start and end with an alphanumeric character (e.g. \'MyName\',  or \'my.name\',  or \'123-abc\', regex used for validation is \'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\') with an optional DNS subdomain prefix and \'/\' (e.g. \'example.com/MyName\')'),
     case("envFrom name with capitals", manifest(container="envFrom: [{configMapRef: {name: Cm}}]"), 'spec.containers[0].envFrom[0].configMapRef.name: Invalid value: "Cm": ' + SUBDOMAIN),
+    case("fileKeyRef key not an env name", files("{volumeName: v, path: a.env, key: 'A=B'}"), f"{E}.fileKeyRef.key: Invalid value: \"A=B\": a valid environment variable name must consist only of printable ASCII characters other than '='"),
+    case("fileKeyRef empty key", files("{volumeName: v, path: a.env, key: ''}"), f"{E}.fileKeyRef.key: Required value"),
+    case("fileKeyRef volumeName not a label", files("{volumeName: V_1, path: a.env, key: K}", volume="V_1"), f'{E}.fileKeyRef.volumeName: Invalid value: "V_1": ' + LABEL),
+    case("fileKeyRef empty volumeName", files("{volumeName: '', path: a.env, key: K}"), f"{E}.fileKeyRef.volumeName: Required value"),
+    case("fileKeyRef empty path", files("{volumeName: v, path: '', key: K}"), f"{E}.fileKeyRef.path: Required value"),
+    case("fileKeyRef path with a backstep", files("{volumeName: v, path: 'a/../b.env', key: K}"), f'{E}.fileKeyRef.path: Invalid value: "a/../b.env": must not contain \'..\''),
+    case("fileKeyRef volume not in the pod", files("{volumeName: w, path: a.env, key: K}"), f'{E}.fileKeyRef.volumeName: Not found: "w"'),
+    case("fileKeyRef volume not an emptyDir", files("{volumeName: v, path: a.env, key: K}", source="hostPath: {path: /tmp}"), f'{E}.fileKeyRef.volumeName: Invalid value: "v": referenced volume must be of type emptyDir'),
+    case("fileKeyRef in an init container", manifest("volumes: [{name: v, hostPath: {path: /tmp}}]\ninitContainers:\n- {name: i, image: 'b:1', env: [{name: A, valueFrom: {fileKeyRef: {volumeName: v, path: a.env, key: K}}}]}"),
+         'spec.initContainers[0].env[0].valueFrom.fileKeyRef.volumeName: Invalid value: "v": referenced volume must be of type emptyDir'),
+    case("fileKeyRef with another source", files("{volumeName: v, path: a.env, key: K}, secretKeyRef: {name: s, key: k}"), f'{E}: Invalid value: "": may not have more than one field specified at a time'),
     case("serviceAccountName not a subdomain", manifest("serviceAccountName: Bad_Name"), 'spec.serviceAccountName: Invalid value: "Bad_Name": ' + SUBDOMAIN),
     case("nodeName not a subdomain", manifest("nodeName: node_1"), 'spec.nodeName: Invalid value: "node_1": ' + SUBDOMAIN),
 ]
@@ -62,12 +80,20 @@ def test_value_and_two_sources_is_one_error() -> None:
     assert found == (f'{E}: Invalid value: "": may not be specified when `value` is not empty',)
 
 
+def test_an_empty_key_is_only_required() -> None:
+    """upstream checks the key's form only when there is a key."""
+    found = errors(env("{configMapKeyRef: {name: cm, key: ''}}"))
+    assert found == (f"{E}.configMapKeyRef.key: Required value",)
+
+
 VALID = [
     pytest.param(res("limits.memory", "1Mi"), id="memory divisor"),
     pytest.param(res("requests.cpu", "1000m"), id="cpu divisor written long"),
     pytest.param(env("{secretKeyRef: {name: s, key: .dotfile}}"), id="key starting with a dot"),
     pytest.param(manifest(container="envFrom: [{configMapRef: {name: cm-}, prefix: P_}]"), id="envFrom name ending in a dash"),
     pytest.param(manifest("imagePullSecrets: [{}]"), id="pull secret without a name"),
+    pytest.param(files("{volumeName: v, path: /abs/a.env, key: 'lower.case-key'}"), id="fileKeyRef with an absolute path and a relaxed key"),
+    pytest.param(files("{volumeName: v, path: 'a\\\\..\\\\b', key: K}"), id="fileKeyRef path with backslashes (no separator on Linux)"),
 ]
 
 

@@ -31,6 +31,10 @@ def resize(text: str, spec: str = "") -> bytes:
     return manifest(spec, container="resizePolicy: " + text)
 
 
+def res_divisor(divisor: str) -> bytes:
+    return manifest(container=f"env: [{{name: A, valueFrom: {{resourceFieldRef: {{resource: limits.cpu, divisor: '{divisor}'}}}}}}]")
+
+
 CASES = [
     case("unknown unprefixed resource", resources("{limits: {foo: '1'}}"),
          f'{R}.limits[foo]: Invalid value: "foo": must be a standard resource type or fully qualified'),
@@ -53,7 +57,25 @@ CASES = [
     case("resize policy of an unknown policy", resize("[{resourceName: memory, restartPolicy: Restart}]"),
          'spec.containers[0].resizePolicy: Unsupported value: "Restart": supported values: "NotRequired", "RestartContainer"'),
     case("restarting resize in a never-restarting pod", resize("[{resourceName: memory, restartPolicy: RestartContainer}]", "restartPolicy: Never"),
-         "spec.containers[0].resizePolicy: Invalid value: \"RestartContainer\": must be 'NotRequired' when `restartPolicy` is 'Never'"),
+         "spec.containers[0].resizePolicy: Invalid value: \"RestartContainer\": must be 'NotRequired' when pod `restartPolicy` is 'Never'"),
+    case("restarting resize in a plain init container", manifest("initContainers: [{name: i, image: 'b:1', resizePolicy: [{resourceName: cpu, restartPolicy: NotRequired}, {resourceName: memory, restartPolicy: RestartContainer}]}]"),
+         "spec.initContainers[0].resizePolicy[1].restartPolicy: Invalid value: \"RestartContainer\": must not be set to 'RestartContainer' for non-sidecar initContainers"),
+    case("negative quantity, canonical", resources("{limits: {cpu: '-0.5'}}"),
+         f'{R}.limits[cpu]: Invalid value: "-500m": must be greater than or equal to 0'),
+    case("request above its limit, canonical", resources("{limits: {cpu: '0.5'}, requests: {cpu: '1000m'}}"),
+         f'{R}.requests: Invalid value: "1": must be less than or equal to cpu limit of 500m'),
+    case("hugepages request unlike its limit, canonical", resources("{limits: {hugepages-2Mi: 4096Ki, memory: 1Gi}, requests: {hugepages-2Mi: 2Mi, memory: 1Gi}}"),
+         f'{R}.requests: Invalid value: "2Mi": must be equal to hugepages-2Mi limit of 4Mi'),
+    case("hugepages not whole pages, canonical", resources("{limits: {hugepages-2Mi: 3072Ki, memory: 1Gi}, requests: {hugepages-2Mi: 3072Ki, memory: 1Gi}}"),
+         f'{R}.limits[hugepages-2Mi]: Invalid value: "3Mi": 3Mi is not positive integer multiple of hugepages-2Mi'),
+    case("extended resource not whole, canonical", resources("{limits: {example.com/dongle: '1.5'}, requests: {example.com/dongle: '1.5'}}"),
+         f"{R}.limits[example.com/dongle]: Invalid value: 1500m: must be an integer"),
+    case("pod-level request under the containers', canonical", manifest("resources: {requests: {cpu: '0.1'}}", container="resources: {requests: {cpu: 200m}}"),
+         'spec.resources.requests[cpu]: Invalid value: "100m": must be greater than or equal to aggregate container requests of 200m'),
+    case("a container limit above the pod's, canonical", manifest("resources: {limits: {memory: 1048576Ki}}", container="resources: {limits: {memory: 2048Mi}}"),
+         'spec.resources.containers[0][memory].limits: Invalid value: "2Gi": must be less than or equal to pod limits of 1Gi'),
+    case("divisor written with an exponent", res_divisor("1e-3"),
+         'spec.containers[0].env[0].valueFrom.resourceFieldRef.divisor: Invalid value: "limits.cpu": only divisor\'s values 1m and 1 are supported with the cpu resource'),
     case("pod-level claims", manifest("resources: {claims: [{name: a}]}"),
          "spec.resources.claims: Forbidden: claims cannot be set for Resources at pod-level"),
     case("pod-level storage", manifest("resources: {limits: {ephemeral-storage: 1Gi}}"),
@@ -105,6 +127,9 @@ def test_upstream_refusal(data: bytes, expected: str) -> None:
 VALID = [
     pytest.param(resources("{limits: {hugepages-2Mi: 4Mi, memory: 1Gi, example.com/dongle: '2', kubernetes.io/foo: 500m}, requests: {hugepages-2Mi: 4Mi, memory: 1Gi, example.com/dongle: '2'}}"), id="hugepages and extended resources"),
     pytest.param(resize("[{resourceName: cpu, restartPolicy: NotRequired}, {resourceName: memory, restartPolicy: RestartContainer}]"), id="resize policy"),
+    pytest.param(manifest("initContainers: [{name: s, image: 'b:1', restartPolicy: Always, resizePolicy: [{resourceName: memory, restartPolicy: RestartContainer}]}]"), id="a sidecar restarting to resize"),
+    pytest.param(res_divisor("1000m"), id="cpu divisor 1000m is 1"),
+    pytest.param(res_divisor("1e0"), id="cpu divisor 1e0 is 1"),
     pytest.param(manifest(POD_RES + "\ninitContainers: [{name: s, image: 'b:1', restartPolicy: Always, resources: {requests: {cpu: 500m}}}, {name: i, image: 'b:1', resources: {requests: {cpu: 500m}}}]\ncontainers: [{name: a, image: 'b:1', resources: {requests: {cpu: 500m, ephemeral-storage: 1Gi}, limits: {cpu: '2'}}}]"), id="pod-level resources"),
     pytest.param(manifest("overhead: {cpu: 250m, memory: 120Mi}\npreemptionPolicy: Never"), id="overhead and preemption"),
     pytest.param(manifest("resourceClaims: [{name: a, resourceClaimName: x}, {name: b, resourceClaimTemplateName: t}]"), id="pod claims"),
