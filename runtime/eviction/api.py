@@ -8,9 +8,12 @@ Amounts are integers in the signal's unit (bytes, inodes, process IDs).
 from __future__ import annotations
 
 import struct
+from decimal import Decimal
 from typing import Final
 
 from msgspec import Struct
+
+from runtime.pod.quantity import canonical
 
 MEMORY_AVAILABLE: Final = "memory.available"
 ALLOCATABLE_MEMORY_AVAILABLE: Final = "allocatableMemory.available"
@@ -96,27 +99,12 @@ class Quantity(Struct, frozen=True):
         return format_quantity(self.value, self.binary)
 
 
-_BINARY = (("Ei", 60), ("Pi", 50), ("Ti", 40), ("Gi", 30), ("Mi", 20), ("Ki", 10))
-_DECIMAL = (("E", 18), ("P", 15), ("T", 12), ("G", 9), ("M", 6), ("k", 3))
-
-
 def format_quantity(value: int, binary: bool = True) -> str:
-    """An integer quantity in Go's canonical form: ``100Mi``, ``1536``, ``5k``, ``0``.
-
-    BinarySI takes the largest power of 1024 that divides the value (below 1024 it prints
-    as DecimalSI does); DecimalSI the largest power of 1000.
-    """
-    if value == 0:
-        return "0"
-    if binary and abs(value) >= 1024:
-        for suffix, shift in _BINARY:
-            if value % (1 << shift) == 0:
-                return f"{value >> shift}{suffix}"
-        return str(value)
-    for suffix, power in _DECIMAL:
-        if value % (10 ** power) == 0:
-            return f"{value // 10 ** power}{suffix}"
-    return str(value)
+    """An integer quantity in Go's canonical form: ``100Mi``, ``1536``, ``5k``, ``0``
+    (runtime.pod.quantity.canonical: BinarySI takes the largest power of 1024 that divides
+    the value, and below 1024 prints as DecimalSI does; DecimalSI the largest power of
+    1000)."""
+    return canonical(Decimal(value), binary=binary)
 
 
 class ThresholdValue(Struct, frozen=True):
