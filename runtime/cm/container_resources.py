@@ -121,7 +121,8 @@ def sandbox_resources(pod: Pod, cpu_cfs_quota: bool = True) -> LinuxContainerRes
 def overhead_resources(pod: Pod, cpu_cfs_quota: bool = True) -> LinuxContainerResources:
     """The sandbox's ``linux.overhead`` (upstream convertOverheadToLinuxResources): the
     pod's spec.overhead as a Guaranteed amount (request = limit); all zero, as upstream's
-    empty message, for a pod without one. ValueError on a bad quantity."""
+    empty message, for a pod without one (an empty spec.overhead reads as none: the pod
+    model keeps no nil map apart from an empty one). ValueError on a bad quantity."""
     if not pod.spec.overhead:
         return LinuxContainerResources()
     overhead = as_list(pod.spec.overhead)
