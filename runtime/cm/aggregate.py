@@ -104,24 +104,29 @@ def pod_level_requests(pod: Pod) -> ResourceList:
     return requests
 
 
-def pod_requests(pod: Pod) -> ResourceList:
-    """upstream resource.PodRequests (with pod-level resources and overhead)."""
+def pod_requests(pod: Pod, overhead: bool = True) -> ResourceList:
+    """upstream resource.PodRequests (with pod-level resources; with the overhead unless
+    ``overhead`` is False, upstream's ExcludeOverhead)."""
     requests = aggregate_container_requests(pod)
     requests.update(pod_level_requests(pod))
-    _add(requests, as_list(pod.spec.overhead))
+    if overhead:
+        _add(requests, as_list(pod.spec.overhead))
     return requests
 
 
-def pod_limits(pod: Pod, seen: Callable[[ResourceList], None] | None = None) -> ResourceList:
-    """upstream resource.PodLimits: overhead is added only to limits that are set."""
+def pod_limits(pod: Pod, seen: Callable[[ResourceList], None] | None = None,
+               overhead: bool = True) -> ResourceList:
+    """upstream resource.PodLimits: the overhead is added only to limits that are set
+    (and not at all when ``overhead`` is False, upstream's ExcludeOverhead)."""
     limits = _aggregate(pod, limits_of, seen)
     if pod.spec.resources is not None:
         for name, limit in as_list(pod.spec.resources.limits).items():
             if name in POD_LEVEL_RESOURCES:
                 limits[name] = limit
-    for name, extra in as_list(pod.spec.overhead).items():
-        if name in limits:
-            limits[name] += extra
+    if overhead:
+        for name, extra in as_list(pod.spec.overhead).items():
+            if name in limits:
+                limits[name] += extra
     return limits
 
 

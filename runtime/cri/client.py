@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, Final, Self, TypeVar
 
@@ -26,6 +27,7 @@ from google.protobuf.message import Message
 
 from proto import api_pb2, api_pb2_grpc
 from runtime.cri.convert import (
+    frozen_map,
     image_spec_to_proto,
     pod_sandbox_from_proto,
     resources_to_proto,
@@ -234,6 +236,15 @@ class CRIClient:
         if not resp.HasField("status"):
             raise CRIError("PodSandboxStatus", f"no status returned for {sandbox_id}")
         return sandbox_status_from_proto(resp.status)
+
+    def pod_sandbox_info(self, sandbox_id: SandboxID) -> Mapping[str, str]:
+        """The runtime's verbose information about the sandbox (PodSandboxStatus with
+        ``verbose``, what ``crictl inspectp`` shows): containerd's ``info`` key is a JSON
+        document with the config it was given and the pause container's OCI spec. For
+        diagnostics and tests; nothing the kubelet decides on."""
+        req = api_pb2.PodSandboxStatusRequest(pod_sandbox_id=sandbox_id, verbose=True)
+        resp = self._call("PodSandboxStatus", req, api_pb2.PodSandboxStatusResponse)
+        return frozen_map(resp.info)
 
     def list_pod_sandbox(self, filter: SandboxFilter | None = None) -> tuple[PodSandbox, ...]:
         """The sandboxes matching ``filter`` (all of them when None)."""

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import TypeVar
 
-from msgspec import UNSET
+from msgspec import UNSET, UnsetType
 
 from proto import api_pb2
 from runtime.cri.convert_security import sandbox_security_from_proto, sandbox_security_to_proto
@@ -236,6 +236,12 @@ def sandbox_config_to_proto(config: PodSandboxConfig) -> api_pb2.PodSandboxConfi
         sysctls=dict(config.sysctls),
         security_context=sandbox_security_to_proto(config.security, namespaces),
     )
+    # Set, even when all zero (as upstream's empty overhead): runtimes tell a message sent
+    # from one left out (containerd writes its sandbox sizing annotations only for a sent one).
+    if not isinstance(config.overhead, UnsetType):
+        linux.overhead.CopyFrom(resources_to_proto(config.overhead))
+    if not isinstance(config.resources, UnsetType):
+        linux.resources.CopyFrom(resources_to_proto(config.resources))
     msg = api_pb2.PodSandboxConfig(
         metadata=sandbox_metadata_to_proto(config.metadata),
         hostname=config.hostname,
@@ -277,6 +283,10 @@ def sandbox_config_from_proto(msg: api_pb2.PodSandboxConfig) -> PodSandboxConfig
         ipc_mode=enum_or(NamespaceMode, ns.ipc, NamespaceMode.POD),
         sysctls=frozen_map(linux.sysctls),
         security=sandbox_security_from_proto(linux.security_context),
+        overhead=(resources_from_proto(linux.overhead) if linux.HasField("overhead")
+                  else UNSET),
+        resources=(resources_from_proto(linux.resources) if linux.HasField("resources")
+                   else UNSET),
     )
 
 

@@ -106,6 +106,20 @@ class PortMapping(Struct, frozen=True):
     host_ip: str = ""
 
 
+class HugepageLimit(Struct, frozen=True):
+    page_size: str  # "2MB", "1GB": the runtime's names for the kernel's page sizes
+    limit: int  # bytes
+
+
+class LinuxContainerResources(Struct, frozen=True):
+    cpu_period: int = 0
+    cpu_quota: int = 0
+    cpu_shares: int = 0
+    memory_limit_in_bytes: int = 0
+    oom_score_adj: int = 0
+    hugepage_limits: tuple[HugepageLimit, ...] = ()
+
+
 class SecurityProfileType(enum.IntEnum):
     """CRI SecurityProfile.ProfileType (seccomp and AppArmor)."""
 
@@ -179,6 +193,16 @@ class LinuxContainerSecurityContext(Struct, frozen=True):
 
 
 class PodSandboxConfig(Struct, frozen=True):
+    """CRI PodSandboxConfig with its LinuxPodSandboxConfig flattened in.
+
+    ``overhead`` and ``resources`` (LinuxPodSandboxConfig fields 4 and 5) are what a runtime
+    that sizes a VM per pod reads: the pod's spec.overhead, and its summed requests and
+    limits without it (runtime.cm.container_resources). The kubelet always sends both, as
+    upstream's applySandboxResources does (a zero overhead for a pod without one); UNSET is
+    a config not made by the kubelet's generate_sandbox_config (a test's, a fake's), sent
+    without them and left out of its JSON.
+    """
+
     metadata: PodSandboxMetadata
     hostname: str = ""
     log_directory: str = ""
@@ -192,6 +216,8 @@ class PodSandboxConfig(Struct, frozen=True):
     ipc_mode: NamespaceMode = NamespaceMode.POD
     sysctls: Mapping[str, str] = field(default_factory=_empty)
     security: LinuxSandboxSecurityContext = field(default_factory=LinuxSandboxSecurityContext)
+    overhead: LinuxContainerResources | UnsetType = UNSET
+    resources: LinuxContainerResources | UnsetType = UNSET
 
 
 class PodSandbox(Struct, frozen=True):
@@ -277,20 +303,6 @@ class Mount(Struct, frozen=True):
     # Read-only all the way down (mounts under it too). Only True is written: UNSET, left
     # out of the JSON, is false, so traces from before replay unchanged.
     recursive_read_only: bool | UnsetType = UNSET
-
-
-class HugepageLimit(Struct, frozen=True):
-    page_size: str  # "2MB", "1GB": the runtime's names for the kernel's page sizes
-    limit: int  # bytes
-
-
-class LinuxContainerResources(Struct, frozen=True):
-    cpu_period: int = 0
-    cpu_quota: int = 0
-    cpu_shares: int = 0
-    memory_limit_in_bytes: int = 0
-    oom_score_adj: int = 0
-    hugepage_limits: tuple[HugepageLimit, ...] = ()
 
 
 class ContainerConfig(Struct, frozen=True):

@@ -18,7 +18,8 @@ ContainerCreating until the class appears (the worker's back-off retries).
 
 What else a RuntimeClass says is not the kubelet's: its ``overhead.podFixed`` is copied
 into ``pod.spec.overhead`` by the API server's RuntimeClass admission (the kubelet reads
-that: runtime.cm.aggregate sizes the pod cgroup with it, eviction ranks by it), and its
+that: runtime.cm.aggregate sizes the pod cgroup with it, eviction ranks by it, and the
+sandbox config carries it to the runtime: runtime.cm.container_resources), and its
 ``scheduling`` (nodeSelector, tolerations) is merged into the pod for the scheduler.
 """
 

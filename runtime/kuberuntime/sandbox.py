@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from loguru import logger
 
+from runtime.cm.container_resources import overhead_resources, sandbox_resources
 from runtime.cm.names import pod_cgroup_parent
 from runtime.cri.types import DNSConfig, PodSandboxConfig, PodSandboxMetadata
 from runtime.cri.types import PortMapping as CRIPortMapping
@@ -46,8 +47,9 @@ def pod_hostname(pod: Pod, settings: NodeSettings | None = None) -> str:
 def generate_sandbox_config(pod: Pod, attempt: int, settings: NodeSettings,
                             report: bool = True) -> PodSandboxConfig:
     """Everything RunPodSandbox needs to know about ``pod``, in the pod's own cgroup when
-    cgroupsPerQOS is on (upstream's generatePodSandboxLinuxConfig); ``report``: log the
-    DNS warnings as events (when the sandbox is made)."""
+    cgroupsPerQOS is on (upstream's generatePodSandboxLinuxConfig), with the pod's overhead
+    and resources for runtimes that size the sandbox (upstream's applySandboxResources);
+    ``report``: log the DNS warnings as events (when the sandbox is made)."""
     ports: list[CRIPortMapping] = []
     for container in pod.spec.containers:
         for port in container.ports:
@@ -82,4 +84,6 @@ def generate_sandbox_config(pod: Pod, attempt: int, settings: NodeSettings,
         security=sandbox_security(pod),
         cgroup_parent=(pod_cgroup_parent(pod, settings.cgroup_root, settings.cgroup_driver)
                        if settings.cgroups_per_qos else ""),
+        overhead=overhead_resources(pod),
+        resources=sandbox_resources(pod),
     )

@@ -1,6 +1,7 @@
 """spec.runtimeClassName on a real containerd, standalone: the daemon's --runtime-classes
 table names the handler, the embedded containerd's second runc handler (runc-alt) runs the
-pod and its PodSandboxStatus says so; a class the table lacks fails the sandbox with
+pod and its PodSandboxStatus says so (and, verbose, that the default pod's sandbox config
+had upstream's resources and empty overhead); a class the table lacks fails the sandbox with
 upstream's FailedCreatePodSandBox words, no sandbox made, the pod Pending in
 ContainerCreating."""
 
@@ -64,6 +65,12 @@ def test_runtime_class_picks_the_sandbox_s_handler_or_fails_it(daemon: Daemon,
     assert cri.pod_sandbox_status(alt_sandbox.id).handler == ALT_RUNTIME_HANDLER
     (default_sandbox,) = sandboxes(cri, default)
     assert cri.pod_sandbox_status(default_sandbox.id).handler == ""  # containerd's default
+    # A pod asking for nothing, without overhead: upstream's sandbox config still carries
+    # both, the overhead empty (containerd's JSON leaves out zeros) and the resources with
+    # the minimum shares and no quota.
+    linux = json.loads(cri.pod_sandbox_info(default_sandbox.id)["info"])["config"]["linux"]
+    assert (linux["overhead"], linux["resources"]) == (
+        {}, {"cpu_period": 100_000, "cpu_shares": 2})
 
     line = wait_for(lambda: next((ln for ln in daemon.log_path.read_text().splitlines()
                                   if "FailedCreatePodSandBox" in ln and unknown in ln), None),

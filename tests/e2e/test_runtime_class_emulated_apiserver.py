@@ -1,9 +1,10 @@
 """spec.runtimeClassName in cluster mode, end to end: the daemon joined to the emulated API
 server reads the RuntimeClass objects (node.k8s.io/v1) through its informer, runs a pod on
 its class's handler (the embedded containerd's runc-alt, as PodSandboxStatus reports), sees
-the class's overhead in spec.overhead (set by the API server's admission), and fails the
-sandbox of a pod whose class is gone with upstream's FailedCreatePodSandBox Event, until
-the class is back."""
+the class's overhead in spec.overhead (set by the API server's admission) and hands it to
+the runtime with the pod's resources in the sandbox config (what containerd says it got:
+its verbose PodSandboxStatus), and fails the sandbox of a pod whose class is gone with
+upstream's FailedCreatePodSandBox Event, until the class is back."""
 
 from __future__ import annotations
 
@@ -25,6 +26,12 @@ from tests.e2e.test_cluster_emulated_apiserver import NODE, SERVE, Cluster
 from tests.helpers import wait_for
 
 pytestmark = pytest.mark.e2e
+
+MI = 2**20
+# The annotations containerd's CRI plugin puts on the pause container's spec from the
+# sandbox config's linux.resources, for runtimes that size the sandbox (kata).
+SANDBOX_SIZING = ("io.kubernetes.cri.sandbox-cpu-period", "io.kubernetes.cri.sandbox-cpu-quota",
+                  "io.kubernetes.cri.sandbox-cpu-shares", "io.kubernetes.cri.sandbox-memory")
 
 
 @pytest.fixture
@@ -52,12 +59,15 @@ def runtime_class(name: str, handler: str, **extra: Any) -> dict[str, Any]:
             "metadata": {"name": name}, "handler": handler, **extra}
 
 
-def pod(name: str, runtime_class_name: str, node: str = NODE) -> dict[str, Any]:
+def pod(name: str, runtime_class_name: str, node: str = NODE,
+        resources: dict[str, Any] | None = None) -> dict[str, Any]:
+    main: dict[str, Any] = {"name": "main", "image": BUSYBOX_IMAGE,
+                            "command": ["sh", "-c", SERVE]}
+    if resources is not None:
+        main["resources"] = resources
     spec: dict[str, Any] = {
         "runtimeClassName": runtime_class_name, "terminationGracePeriodSeconds": 1,
-        "automountServiceAccountToken": False,
-        "containers": [{"name": "main", "image": BUSYBOX_IMAGE,
-                        "command": ["sh", "-c", SERVE]}]}
+        "automountServiceAccountToken": False, "containers": [main]}
     if node:
         spec["nodeName"] = node
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
@@ -76,11 +86,29 @@ def test_runtime_class_objects_pick_the_handler_emulated_apiserver(
     wait_for(lambda: cluster.node_ready() == "True", 30, "the Node Ready",
              ignore=(AssertionError,), interval=0.5)
 
-    apply(cluster, pod("on-alt", "alt"))
+    apply(cluster, pod("on-alt", "alt", resources={
+        "requests": {"cpu": "200m", "memory": "32Mi"},
+        "limits": {"cpu": "500m", "memory": "64Mi"}}))
     running = wait_for(lambda: cluster.running("on-alt"), 60, "on-alt Running", interval=0.5)
     assert running["spec"]["overhead"] == {"cpu": "100m", "memory": "16Mi"}
     (sandbox,) = sandboxes(cri, running["metadata"]["uid"])
     assert cri.pod_sandbox_status(sandbox.id).handler == ALT_RUNTIME_HANDLER
+
+    # The class's overhead and the pod's resources reached the runtime in the sandbox
+    # config (LinuxPodSandboxConfig overhead and resources), as containerd kept it; the
+    # resources, without the overhead, became its sandbox sizing annotations.
+    info = json.loads(cri.pod_sandbox_info(sandbox.id)["info"])
+    linux = info["config"]["linux"]
+    assert linux["overhead"] == {"cpu_period": 100_000, "cpu_quota": 10_000,
+                                 "cpu_shares": 102, "memory_limit_in_bytes": 16 * MI}
+    assert linux["resources"] == {"cpu_period": 100_000, "cpu_quota": 50_000,
+                                  "cpu_shares": 204, "memory_limit_in_bytes": 64 * MI}
+    annotations = info["runtimeSpec"]["annotations"]
+    assert {k: annotations.get(k) for k in SANDBOX_SIZING} == {
+        "io.kubernetes.cri.sandbox-cpu-period": "100000",
+        "io.kubernetes.cri.sandbox-cpu-quota": "50000",
+        "io.kubernetes.cri.sandbox-cpu-shares": "204",
+        "io.kubernetes.cri.sandbox-memory": str(64 * MI)}
 
     # A pod admitted while its class existed, bound once the class is gone: the kubelet's
     # informer no longer has it, so the sandbox fails as upstream's does.

@@ -6,6 +6,7 @@ from it, so the tests see both directions of every conversion over the real wire
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 import threading
@@ -15,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import msgspec
 import pytest
+from google.protobuf import json_format
 
 from proto import api_pb2, api_pb2_grpc
 from runtime.cri.client import CRIClient, grpc_target
@@ -124,7 +127,8 @@ class FakeCRI(api_pb2_grpc.RuntimeServiceServicer, api_pb2_grpc.ImageServiceServ
             annotations=config.annotations,
             runtime_handler=self.sandbox_handlers[request.pod_sandbox_id],
         )
-        return api_pb2.PodSandboxStatusResponse(status=status)
+        info = ({"info": json_format.MessageToJson(config)} if request.verbose else {})
+        return api_pb2.PodSandboxStatusResponse(status=status, info=info)
 
     def ListPodSandbox(self, request: Any, context: Any) -> Any:
         self.requests.append(request)
@@ -388,6 +392,33 @@ def test_sandbox_round_trip(served: tuple[FakeCRI, CRIClient]) -> None:
     ]
     client.list_pod_sandbox()
     assert not fake.requests[-1].HasField("filter")
+
+
+def test_sandbox_overhead_and_resources_round_trip(served: tuple[FakeCRI, CRIClient]) -> None:
+    """LinuxPodSandboxConfig.overhead and .resources reach the runtime, a zero overhead as
+    a message sent empty (as upstream's), and come back; a config without them sends
+    neither."""
+    fake, client = served
+    overhead = LinuxContainerResources(cpu_period=100_000, cpu_quota=25_000, cpu_shares=256,
+                                       memory_limit_in_bytes=120 * 2**20)
+    resources = LinuxContainerResources(cpu_period=100_000, cpu_quota=50_000, cpu_shares=358)
+    config = msgspec.structs.replace(_sandbox_config(), overhead=overhead, resources=resources)
+    sent = fake.sandboxes[client.run_pod_sandbox(config)]
+    assert sandbox_config_from_proto(sent) == config
+    assert (sent.linux.overhead.cpu_shares, sent.linux.overhead.memory_limit_in_bytes,
+            sent.linux.resources.cpu_quota) == (256, 120 * 2**20, 50_000)
+
+    zero = msgspec.structs.replace(config, overhead=LinuxContainerResources())
+    sid = client.run_pod_sandbox(zero)
+    sent = fake.sandboxes[sid]
+    assert sent.linux.HasField("overhead") and sent.linux.overhead.ByteSize() == 0
+    assert sandbox_config_from_proto(sent) == zero
+    info = json.loads(client.pod_sandbox_info(sid)["info"])
+    assert info["linux"]["resources"]["cpuShares"] == "358"
+
+    sent = fake.sandboxes[client.run_pod_sandbox(_sandbox_config())]
+    assert not sent.linux.HasField("overhead") and not sent.linux.HasField("resources")
+    assert sandbox_config_from_proto(sent) == _sandbox_config()
 
 
 def test_container_round_trip(served: tuple[FakeCRI, CRIClient]) -> None:
