@@ -38,7 +38,8 @@ from runtime.kuberuntime.settings import NodeSettings
 from runtime.kuberuntime.subpath import SubPath
 from runtime.kuberuntime.volumes import NODE_HOST_PATHS, VolumeSetupError, volume_path
 from runtime.machine import mem_total
-from runtime.pod.model import Container, Pod, VolumeMount
+from runtime.pod.model import Container, FileKeySelector, Pod, VolumeMount
+from runtime.pod.validation.fields import go_quote
 
 _VAR_REF = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
 
@@ -73,14 +74,54 @@ def _missing(kind: str, name: str, optional: bool | None) -> None:
         raise SyncError("CreateContainerConfigError", f'{kind} "{name}" not found')
 
 
+def file_key_value(pod: Pod, container: Container, ref: FileKeySelector,
+                   settings: NodeSettings | None, host_paths: HostPaths) -> str | None:
+    """An env var's value from a key of a file in one of the pod's emptyDirs (upstream's
+    FileKeyRef case of makeEnvironmentVariables): read by ``host_paths``, never through a
+    symlink out of the volume (runtime.kuberuntime.env_file); None when the key is missing
+    (or empty) and the reference optional, SyncError in upstream's words otherwise. A
+    file that is missing or cannot be parsed fails even an optional reference, as
+    upstream's ParseEnv fails it."""
+    volume = next((v for v in pod.spec.volumes if v.name == ref.volume_name), None)
+    missing = SyncError("CreateContainerConfigError",
+                        f"cannot find the volume {go_quote(ref.volume_name)} referenced by "
+                        "FileKeyRef")
+    if volume is None or settings is None:
+        raise missing
+    try:
+        host = volume_path(pod, volume, settings)
+    except VolumeSetupError as err:
+        raise missing from err
+    read = host_paths.read_env_key(host, ref.path, ref.key)
+    if read.failed == "join":
+        raise SyncError("CreateContainerConfigError", read.detail)
+    if read.failed:
+        # As upstream: the detail names the node's paths and what the file holds, so it
+        # goes to the log, not to the pod.
+        logger.bind(pod=pod.metadata.name, uid=pod.metadata.uid,
+                    container=container.name).error("failed to parse env file: {}",
+                                                    read.detail)
+        raise SyncError("CreateContainerConfigError", "couldn't parse env file")
+    if read.value:
+        return read.value
+    if ref.optional:
+        return None
+    raise SyncError("CreateContainerConfigError",
+                    f"environment variable key {go_quote(ref.key)} not found in file "
+                    f"{go_quote(read.path)}")
+
+
 def make_env(pod: Pod, container: Container, pod_ip: str, node_ip: str,
              allocatable: Mapping[str, str] | None = None,
-             objects: ObjectSource | None = None) -> dict[str, str]:
+             objects: ObjectSource | None = None, settings: NodeSettings | None = None,
+             host_paths: HostPaths = NODE_HOST_PATHS) -> dict[str, str]:
     """The container's environment, as upstream's makeEnvironmentVariables: envFrom
     first, then env in order (with ``objects``, cluster mode: from the API server, and
-    the service links after them; api_env)."""
+    the service links after them; api_env). A ``fileKeyRef`` is read from the pod's
+    volume (found by ``settings``) through ``host_paths``."""
     if objects is not None:
-        return _make_api_env(pod, container, pod_ip, node_ip, objects, allocatable)
+        return _make_api_env(pod, container, pod_ip, node_ip, objects, allocatable,
+                             settings, host_paths)
     env: dict[str, str] = {}
     for source in container.env_from:
         if source.config_map_ref is not None:
@@ -99,12 +140,16 @@ def make_env(pod: Pod, container: Container, pod_ip: str, node_ip: str,
             _missing("configmap", ref.config_map_key_ref.name, ref.config_map_key_ref.optional)
         elif ref.secret_key_ref is not None:
             _missing("secret", ref.secret_key_ref.name, ref.secret_key_ref.optional)
+        elif ref.file_key_ref is not None:
+            value = file_key_value(pod, container, ref.file_key_ref, settings, host_paths)
+            if value is not None:
+                env[var.name] = value
     return env
 
 
 def _make_api_env(pod: Pod, container: Container, pod_ip: str, node_ip: str,
-                  objects: ObjectSource,
-                  allocatable: Mapping[str, str] | None) -> dict[str, str]:
+                  objects: ObjectSource, allocatable: Mapping[str, str] | None,
+                  settings: NodeSettings | None, host_paths: HostPaths) -> dict[str, str]:
     services = service_env(pod, objects)
     reader = ObjectEnv(pod, objects)
     env: dict[str, str] = {}
@@ -130,6 +175,8 @@ def _make_api_env(pod: Pod, container: Container, pod_ip: str, node_ip: str,
         elif ref_.secret_key_ref is not None:
             sk = ref_.secret_key_ref
             value = reader.key("secret", sk.name, sk.key, bool(sk.optional))
+        elif ref_.file_key_ref is not None:
+            value = file_key_value(pod, container, ref_.file_key_ref, settings, host_paths)
         if value is not None:
             env[var.name] = value
     # The service links go after, unless the container names the variable itself.
@@ -308,7 +355,8 @@ def generate_container_config(
 
     ``image_user`` is the user the image's config names (security_context.image_user of
     its ImageStatus), for the runAsNonRoot check and as the user to run as when the pod
-    names none. ``host_paths`` makes and bind-mounts the volume mounts' subPaths.
+    names none. ``host_paths`` makes and bind-mounts the volume mounts' subPaths and reads
+    the env vars' ``fileKeyRef`` files.
     ``made_message_file``: the termination-message file this start made already
     (termination_message_file), else it is made here. ``recursive_read_only``: whether the
     pod's runtime handler can make recursive read-only mounts.
@@ -321,7 +369,8 @@ def generate_container_config(
             'unknown capability "{}" in securityContext.capabilities: not a Linux capability, '
             "the runtime ignores it", name)
     try:
-        env = make_env(pod, container, pod_ip, node_ip, dict(settings.allocatable), objects)
+        env = make_env(pod, container, pod_ip, node_ip, dict(settings.allocatable), objects,
+                       settings, host_paths)
         resources = linux_container_resources(
             pod, container, settings.memory_capacity or mem_total(), settings.hugepage_sizes)
         security = container_security(pod, container, image_user, settings.seccomp_dir,

@@ -3,7 +3,8 @@
 A hostPath volume reads the node (does the path exist, is it a directory, a socket ...)
 and, for the ``*OrCreate`` types, writes it; a subPath is made inside its volume and
 bind-mounted where the runtime can mount it safely (runtime.kuberuntime.subpath), and
-unmounted when the pod's containers are gone. All of these are inputs from outside the
+unmounted when the pod's containers are gone; an env var's ``fileKeyRef`` reads a key of a
+file in an emptyDir (runtime.kuberuntime.env_file). All of these are inputs from outside the
 kubelet, so they pass one narrow interface (``HostPaths``) that a trace records and a replay
 answers: a replayed pod worker never looks at, nor makes, a path on the machine it replays
 on.
@@ -19,6 +20,7 @@ from typing import Literal, Protocol
 from loguru import logger
 from msgspec import Struct
 
+from runtime.kuberuntime.env_file import EnvFileRead, read_env_key
 from runtime.kuberuntime.subpath import (
     SubPath,
     SubPathError,
@@ -28,8 +30,8 @@ from runtime.kuberuntime.subpath import (
     sub_path_target,
 )
 
-__all__ = ["HOST_PATHS_TARGET", "CheckOnlyHostPaths", "HostPaths", "NodeHostPaths",
-           "SubPathMount"]
+__all__ = ["HOST_PATHS_TARGET", "CheckOnlyHostPaths", "EnvFileRead", "HostPaths",
+           "NodeHostPaths", "SubPathMount"]
 
 HOST_PATHS_TARGET = "hostpath"
 """The service's name in traces (the ``target`` of its recorded calls)."""
@@ -49,6 +51,11 @@ class HostPaths(Protocol):
 
     def clean_sub_paths(self, pod_dir: str) -> str:
         """Unmount and remove the pod's subPath mounts: ``""``, else what failed."""
+
+    def read_env_key(self, volume_path: str, path: str, key: str) -> EnvFileRead:
+        """The value of ``key`` in the env file at ``path`` inside the volume at
+        ``volume_path``, never read through a symlink out of it (runtime.kuberuntime.env_file):
+        the value alone, so a trace records no more of the file than the container gets."""
 
 
 class SubPathMount(Struct, frozen=True):
@@ -115,6 +122,9 @@ class NodeHostPaths:
             return str(err)
         return ""
 
+    def read_env_key(self, volume_path: str, path: str, key: str) -> EnvFileRead:
+        return read_env_key(volume_path, path, key)
+
 
 class CheckOnlyHostPaths:
     """For replaying traces recorded before hostPath answers were: reads the node but
@@ -131,3 +141,8 @@ class CheckOnlyHostPaths:
 
     def clean_sub_paths(self, pod_dir: str) -> str:
         return ""
+
+    def read_env_key(self, volume_path: str, path: str, key: str) -> EnvFileRead:
+        # Reading writes nothing: read as the node is now (a trace from before this call
+        # was recorded comes from a kubelet that ignored fileKeyRef: the replay shows it).
+        return read_env_key(volume_path, path, key)

@@ -16,7 +16,7 @@ from runtime.kuberuntime.container_config import (
     generate_container_config,
     wants_recursive_read_only,
 )
-from runtime.kuberuntime.host_paths import SubPathMount
+from runtime.kuberuntime.host_paths import EnvFileRead, SubPathMount
 from runtime.kuberuntime.settings import NodeSettings
 from runtime.kuberuntime.subpath import SubPath, has_sub_paths
 from runtime.kuberuntime.volumes import set_up_volumes
@@ -51,6 +51,9 @@ class RecordingHostPaths:
 
     def clean_sub_paths(self, pod_dir: str) -> str:
         return ""
+
+    def read_env_key(self, volume_path: str, path: str, key: str) -> EnvFileRead:
+        raise AssertionError("no env file here")
 
 
 @pytest.fixture
