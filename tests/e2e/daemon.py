@@ -138,6 +138,15 @@ def daemon_on(containerd: EmbeddedContainerd, group: str, *flags: str) -> Daemon
                   containerd.endpoint, *flags)
 
 
+def remove_every_pod(daemon: Daemon, timeout: float = 90.0) -> None:
+    """Remove every manifest and wait until the running daemon shows no pod: its pods go
+    through it (what it mounted for them with them)."""
+    for path in daemon.manifests.iterdir():
+        path.unlink()
+    if daemon.proc is not None and daemon.proc.poll() is None:
+        wait_for(lambda: not daemon.pods(), timeout, "every pod to go")
+
+
 @contextlib.contextmanager
 def stopped_after(daemon: Daemon) -> Iterator[Daemon]:
     """Yield ``daemon``; then stop it and print its log (pytest shows it when the test

@@ -7,6 +7,7 @@ fixture removes the containers they leave.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import subprocess
@@ -105,6 +106,32 @@ class Cluster:
             return None
         statuses = pod["status"].get("containerStatuses", [])
         return pod if statuses and all("running" in s["state"] for s in statuses) else None
+
+    def apply(self, obj: dict[str, Any]) -> None:
+        """``kubectl apply`` of one object, as an admin would."""
+        path = self.workdir / f"{uuid.uuid4().hex[:6]}.json"
+        path.write_text(json.dumps(obj))
+        self.kubectl.run("apply", "-f", str(path))
+
+
+@contextlib.contextmanager
+def joined(containerd: EmbeddedContainerd, *extra: str,
+           max_token_expiration: int | None = None) -> Iterator[Cluster]:
+    """A daemon (with ``extra`` flags) joined to a fresh emulated API server, its dirs in
+    ``<containerd's dir>/cluster/<id>``; at the end the daemon stops and its log is printed
+    (pytest shows it when the test failed)."""
+    workdir = containerd.base_dir / "cluster" / uuid.uuid4().hex[:8]
+    (workdir / "manifests").mkdir(parents=True)
+    with EmulatedAPIServer(bookmark_interval=0.5) as server:
+        if max_token_expiration is not None:
+            server.registry.max_token_expiration = max_token_expiration
+        c = Cluster(server, workdir, containerd.endpoint, *extra)
+        try:
+            yield c
+        finally:
+            c.daemon.stop()
+            if c.daemon.log_path.exists():
+                print(c.daemon.log_path.read_text(errors="replace"))
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ joined to the emulated API server and the objects made with kubectl."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -20,7 +19,7 @@ from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
 from tests.apiserver import EmulatedAPIServer
 from tests.e2e.daemon import REPO
-from tests.e2e.test_cluster_emulated_apiserver import NODE, SERVE, Cluster
+from tests.e2e.test_cluster_emulated_apiserver import NODE, SERVE, Cluster, joined
 from tests.helpers import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -30,23 +29,9 @@ TOKEN_LIFE = 20  # the emulator's cap on token lifetimes: a rotation within seco
 
 @pytest.fixture
 def objects_cluster(containerd: EmbeddedContainerd, cri: CRIClient) -> Iterator[Cluster]:
-    workdir = containerd.base_dir / "cluster" / uuid.uuid4().hex[:8]
-    (workdir / "manifests").mkdir(parents=True)
-    with EmulatedAPIServer(bookmark_interval=0.5) as server:
-        server.registry.max_token_expiration = TOKEN_LIFE
-        c = Cluster(server, workdir, containerd.endpoint, "--sync-frequency", "2s")
-        try:
-            yield c
-        finally:
-            c.daemon.stop()
-            if c.daemon.log_path.exists():  # shown when the test failed
-                print(c.daemon.log_path.read_text(errors="replace"))
-
-
-def apply(cluster: Cluster, obj: dict[str, Any]) -> None:
-    path = cluster.workdir / f"{uuid.uuid4().hex[:6]}.json"
-    path.write_text(json.dumps(obj))
-    cluster.kubectl.run("apply", "-f", str(path))
+    with joined(containerd, "--sync-frequency", "2s",
+                max_token_expiration=TOKEN_LIFE) as c:
+        yield c
 
 
 def volume_dir(cluster: Cluster, uid: str, plugin: str, name: str) -> Path:
@@ -58,17 +43,17 @@ def test_configmap_volume_secret_env_token_and_service_links_emulated_apiserver(
     cluster = objects_cluster
     kubectl = cluster.kubectl
     # kubectl create configmap/secret send protobuf, which the emulator does not read.
-    apply(cluster, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"},
+    cluster.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"},
                     "data": {"greeting": "hello"}})
-    apply(cluster, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "sec"},
+    cluster.apply({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "sec"},
                     "data": {"pw": "czNjcmV0"}})
-    apply(cluster, {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "my-svc"},
+    cluster.apply({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "my-svc"},
                     "spec": {"clusterIP": "10.96.0.20", "ports": [
                         {"name": "http", "port": 80, "protocol": "TCP", "targetPort": 8080}]}})
     cluster.daemon.start()
     wait_for(lambda: cluster.node_ready() == "True", 30, "the Node Ready",
              ignore=(AssertionError,), interval=0.5)
-    apply(cluster, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "app"}, "spec": {
+    cluster.apply({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "app"}, "spec": {
         "nodeName": NODE, "terminationGracePeriodSeconds": 2,
         "volumes": [{"name": "cfg", "configMap": {"name": "cfg"}}],
         "containers": [{"name": "main", "image": BUSYBOX_IMAGE,
@@ -77,13 +62,13 @@ def test_configmap_volume_secret_env_token_and_service_links_emulated_apiserver(
                             "name": "sec", "key": "pw"}}}],
                         "volumeMounts": [{"name": "cfg", "mountPath": "/etc/cfg"}]}]}})
     # A pod whose ConfigMap does not exist yet waits in ContainerCreating (FailedMount).
-    apply(cluster, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "later"}, "spec": {
+    cluster.apply({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "later"}, "spec": {
         "nodeName": NODE, "terminationGracePeriodSeconds": 2, "automountServiceAccountToken":
         False, "volumes": [{"name": "v", "configMap": {"name": "later"}}],
         "containers": [{"name": "main", "image": BUSYBOX_IMAGE, "command": ["sh", "-c", SERVE],
                         "volumeMounts": [{"name": "v", "mountPath": "/v"}]}]}})
     # A container whose env names a missing Secret: CreateContainerConfigError.
-    apply(cluster, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "noenv"}, "spec": {
+    cluster.apply({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "noenv"}, "spec": {
         "nodeName": NODE, "terminationGracePeriodSeconds": 2, "automountServiceAccountToken":
         False, "containers": [{"name": "main", "image": BUSYBOX_IMAGE,
                                "command": ["sh", "-c", SERVE], "env": [
@@ -134,7 +119,7 @@ def test_configmap_volume_secret_env_token_and_service_links_emulated_apiserver(
     assert [s["state"]["waiting"]["reason"] for s in later["status"]["containerStatuses"]
             ] == ["ContainerCreating"]
     assert "FailedMount" in cluster.daemon.log_path.read_text(errors="replace")
-    apply(cluster, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "later"},
+    cluster.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "later"},
                     "data": {"k": "v"}})
     wait_for(lambda: cluster.running("later"), 60, "later Running once its ConfigMap exists",
              interval=0.5)
@@ -151,12 +136,12 @@ def test_a_recorded_run_with_api_objects_replays_without_divergence_emulated_api
         cluster = Cluster(server, workdir, containerd.endpoint, "--sync-frequency", "2s",
                           "--trace-dir", "TRACE")
         try:
-            apply(cluster, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"},
+            cluster.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"},
                             "data": {"greeting": "hello"}})
-            apply(cluster, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "sec"},
+            cluster.apply({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "sec"},
                             "data": {"pw": "czNjcmV0"}})
             cluster.daemon.start()
-            apply(cluster, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "app"},
+            cluster.apply({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "app"},
                             "spec": {
                 "nodeName": NODE, "terminationGracePeriodSeconds": 2,
                 "volumes": [{"name": "cfg", "configMap": {"name": "cfg"}}],

@@ -15,7 +15,7 @@ import pytest
 from actors.app.testbed import BUSYBOX_IMAGE
 from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
-from tests.e2e.daemon import Daemon, daemon_on, stopped_after
+from tests.e2e.daemon import Daemon, daemon_on, remove_every_pod, stopped_after
 from tests.e2e.test_subpath_attacks import created_containers, refused
 from tests.helpers import wait_for
 
@@ -50,10 +50,7 @@ def env_pod(name: str, write: str, env: list[dict[str, Any]], script: str) -> st
 def daemon(containerd: EmbeddedContainerd, cri: CRIClient) -> Iterator[Daemon]:
     with stopped_after(daemon_on(containerd, "envfiles")) as d:
         yield d
-        for path in d.manifests.iterdir():
-            path.unlink()
-        if d.proc is not None and d.proc.poll() is None:
-            wait_for(lambda: not d.pods(), 90.0, "every pod to go")
+        remove_every_pod(d)
 
 
 def shared_dir(daemon: Daemon, pod_name: str) -> Path:

@@ -5,7 +5,6 @@ the disk; all go when the pod is deleted."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,9 +14,8 @@ from actors.app.testbed import BUSYBOX_IMAGE
 from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
 from runtime.kuberuntime.volume_mounts import NodeVolumeMounts
-from tests.apiserver import EmulatedAPIServer
-from tests.e2e.test_cluster_emulated_apiserver import NODE, Cluster
-from tests.e2e.test_cluster_objects_emulated_apiserver import apply, volume_dir
+from tests.e2e.test_cluster_emulated_apiserver import NODE, Cluster, joined
+from tests.e2e.test_cluster_objects_emulated_apiserver import volume_dir
 from tests.helpers import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -29,19 +27,11 @@ SHOW = "grep -E ' /etc/(sec|cfg) | /var/run/secrets/' /proc/mounts; echo shown; 
 def cluster(containerd: EmbeddedContainerd, cri: CRIClient) -> Iterator[Cluster]:
     """The daemon joined to an emulated API server; at the end it stops, the ``cri``
     fixture removes what it made, and whatever a failed test left mounted goes."""
-    workdir = containerd.base_dir / "cluster" / uuid.uuid4().hex[:8]
-    (workdir / "manifests").mkdir(parents=True)
-    with EmulatedAPIServer(bookmark_interval=0.5) as server:
-        c = Cluster(server, workdir, containerd.endpoint, "--sync-frequency", "2s")
-        try:
-            yield c
-        finally:
-            c.daemon.stop()
-            if c.daemon.log_path.exists():  # shown when the test failed
-                print(c.daemon.log_path.read_text(errors="replace"))
-            mounts = NodeVolumeMounts()
-            for point in mounts.mounts_under(str(workdir)):
-                mounts.tear_down(str(workdir / point.path))
+    with joined(containerd, "--sync-frequency", "2s") as c:
+        yield c
+    mounts = NodeVolumeMounts()
+    for point in mounts.mounts_under(str(c.workdir)):
+        mounts.tear_down(str(c.workdir / point.path))
 
 
 def mounted(cluster: Cluster) -> dict[str, str]:
@@ -51,14 +41,14 @@ def mounted(cluster: Cluster) -> dict[str, str]:
 
 
 def test_secret_and_projected_volumes_are_tmpfs_emulated_apiserver(cluster: Cluster) -> None:
-    apply(cluster, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"},
+    cluster.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"},
                     "data": {"greeting": "hello"}})
-    apply(cluster, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "sec"},
+    cluster.apply({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "sec"},
                     "data": {"pw": "czNjcmV0"}})
     cluster.daemon.start()
     wait_for(lambda: cluster.node_ready() == "True", 30, "the Node Ready",
              ignore=(AssertionError,), interval=0.5)
-    apply(cluster, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "app"}, "spec": {
+    cluster.apply({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "app"}, "spec": {
         "nodeName": NODE, "terminationGracePeriodSeconds": 2,
         "volumes": [{"name": "sec", "secret": {"secretName": "sec"}},
                     {"name": "cfg", "configMap": {"name": "cfg"}}],

@@ -9,7 +9,6 @@ upstream's FailedCreatePodSandBox Event, until the class is back."""
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,8 +20,7 @@ from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
 from runtime.cri.types import PodSandbox, SandboxFilter
 from runtime.kuberuntime.labels import POD_UID
-from tests.apiserver import EmulatedAPIServer
-from tests.e2e.test_cluster_emulated_apiserver import NODE, SERVE, Cluster
+from tests.e2e.test_cluster_emulated_apiserver import NODE, SERVE, Cluster, joined
 from tests.helpers import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -36,22 +34,8 @@ SANDBOX_SIZING = ("io.kubernetes.cri.sandbox-cpu-period", "io.kubernetes.cri.san
 
 @pytest.fixture
 def rc_cluster(containerd: EmbeddedContainerd, cri: CRIClient) -> Iterator[Cluster]:
-    workdir = containerd.base_dir / "cluster" / uuid.uuid4().hex[:8]
-    (workdir / "manifests").mkdir(parents=True)
-    with EmulatedAPIServer(bookmark_interval=0.5) as server:
-        c = Cluster(server, workdir, containerd.endpoint)
-        try:
-            yield c
-        finally:
-            c.daemon.stop()
-            if c.daemon.log_path.exists():  # shown when the test failed
-                print(c.daemon.log_path.read_text(errors="replace"))
-
-
-def apply(cluster: Cluster, obj: dict[str, Any]) -> None:
-    path = cluster.workdir / f"{uuid.uuid4().hex[:6]}.json"
-    path.write_text(json.dumps(obj))
-    cluster.kubectl.run("apply", "-f", str(path))
+    with joined(containerd) as c:
+        yield c
 
 
 def runtime_class(name: str, handler: str, **extra: Any) -> dict[str, Any]:
@@ -80,13 +64,13 @@ def sandboxes(cri: CRIClient, uid: str) -> tuple[PodSandbox, ...]:
 def test_runtime_class_objects_pick_the_handler_emulated_apiserver(
         rc_cluster: Cluster, cri: CRIClient) -> None:
     cluster = rc_cluster
-    apply(cluster, runtime_class("alt", ALT_RUNTIME_HANDLER,
+    cluster.apply(runtime_class("alt", ALT_RUNTIME_HANDLER,
                                  overhead={"podFixed": {"cpu": "100m", "memory": "16Mi"}}))
     cluster.daemon.start()
     wait_for(lambda: cluster.node_ready() == "True", 30, "the Node Ready",
              ignore=(AssertionError,), interval=0.5)
 
-    apply(cluster, pod("on-alt", "alt", resources={
+    cluster.apply(pod("on-alt", "alt", resources={
         "requests": {"cpu": "200m", "memory": "32Mi"},
         "limits": {"cpu": "500m", "memory": "64Mi"}}))
     running = wait_for(lambda: cluster.running("on-alt"), 60, "on-alt Running", interval=0.5)
@@ -112,8 +96,8 @@ def test_runtime_class_objects_pick_the_handler_emulated_apiserver(
 
     # A pod admitted while its class existed, bound once the class is gone: the kubelet's
     # informer no longer has it, so the sandbox fails as upstream's does.
-    apply(cluster, runtime_class("gone", "runc"))
-    apply(cluster, pod("lost", "gone", node=""))  # no scheduler here: it stays unbound
+    cluster.apply(runtime_class("gone", "runc"))
+    cluster.apply(pod("lost", "gone", node=""))  # no scheduler here: it stays unbound
     cluster.kubectl.run("delete", "runtimeclass", "gone")
     cluster.server.registry.bind("default", "lost", {"target": {"kind": "Node", "name": NODE}})
 
@@ -138,7 +122,7 @@ def test_runtime_class_objects_pick_the_handler_emulated_apiserver(
     assert sandboxes(cri, lost["metadata"]["uid"]) == ()
 
     # The class back: the worker's next try runs the pod on it.
-    apply(cluster, runtime_class("gone", ALT_RUNTIME_HANDLER))
+    cluster.apply(runtime_class("gone", ALT_RUNTIME_HANDLER))
     back = wait_for(lambda: cluster.running("lost"), 60, "lost Running once its class is back",
                     interval=0.5)
     (sandbox,) = sandboxes(cri, back["metadata"]["uid"])

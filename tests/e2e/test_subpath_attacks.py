@@ -20,7 +20,7 @@ from runtime.cri.client import CRIClient
 from runtime.cri.types import ContainerFilter, SandboxFilter
 from runtime.kuberuntime import labels as L
 from runtime.mounts import is_mount_point, mount_points_under, unmount
-from tests.e2e.daemon import Daemon, daemon_on, stopped_after
+from tests.e2e.daemon import Daemon, daemon_on, remove_every_pod, stopped_after
 from tests.helpers import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -63,11 +63,7 @@ def planted(link_target: str) -> str:
 def daemon(containerd: EmbeddedContainerd, cri: CRIClient) -> Iterator[Daemon]:
     with stopped_after(daemon_on(containerd, "subpath")) as d:
         yield d
-        # The pods go through the daemon, which must unmount what it mounted for them.
-        for path in d.manifests.iterdir():
-            path.unlink()
-        if d.proc is not None and d.proc.poll() is None:
-            wait_for(lambda: not d.pods(), 90.0, "every pod to go")
+        remove_every_pod(d)  # the daemon must unmount what it mounted for them
     # The root dir's own mount (share_root_dir) stays, as upstream's does; nothing else may.
     root = os.path.realpath(d.workdir / "root")
     leftovers = [p for p in mount_points_under(str(d.workdir)) if p != root]
