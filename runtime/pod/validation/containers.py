@@ -32,6 +32,7 @@ from runtime.pod.validation.fields import (
     AnyContainer,
     Problem,
     _descending_path,
+    _field_ref_missing,
     _no_backsteps,
     _port_name,
     _qualified_name,
@@ -287,11 +288,8 @@ _ENV_RESOURCES = (
 
 def _field_ref(api_version: str, field_path: str, path: str) -> Iterator[Problem]:
     """upstream validateObjectFieldSelector for env: the first missing part ends it."""
-    if not api_version:
-        yield required(f"{path}.apiVersion")
-        return
-    if not field_path:
-        yield required(f"{path}.fieldPath")
+    if (missing := _field_ref_missing(api_version, field_path, path)) is not None:
+        yield missing
         return
     if api_version != "v1":
         yield invalid(f"{path}.fieldPath", field_path,

@@ -162,6 +162,16 @@ _ID_RANGE = "must be between 0 and 2147483647, inclusive"
 _NON_NEGATIVE = "must be greater than or equal to 0"
 _PLAIN_INIT = "may not be set for init containers without restartPolicy=Always"
 _QUANTITY_MSG = FORMAT_WRONG
+
+
+def _field_ref_missing(api_version: str, field_path: str, path: str) -> Problem | None:
+    """upstream's validateObjectFieldSelector starts with its two required parts: the
+    first one missing is the only problem reported (env and downwardAPI volume alike)."""
+    if not api_version:
+        return required(f"{path}.apiVersion")
+    if not field_path:
+        return required(f"{path}.fieldPath")
+    return None
 _MAX_INT32 = 2**31 - 1
 
 

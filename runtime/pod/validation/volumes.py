@@ -35,6 +35,7 @@ from runtime.pod.validation.containers import PULL_POLICIES
 from runtime.pod.validation.fields import (
     Problem,
     _descending_path,
+    _field_ref_missing,
     _no_backsteps,
     _qualified_name,
     duplicate,
@@ -311,11 +312,8 @@ def _downward_file(item: DownwardAPIVolumeFile, path: str) -> Iterator[Problem]:
 
 
 def _volume_field_ref(api_version: str, field_path: str, path: str) -> Iterator[Problem]:
-    if not api_version:
-        yield required(f"{path}.apiVersion")
-        return
-    if not field_path:
-        yield required(f"{path}.fieldPath")
+    if (missing := _field_ref_missing(api_version, field_path, path)) is not None:
+        yield missing
         return
     name, bracket, subscript = field_path.partition("[")
     if bracket and subscript.endswith("]"):
