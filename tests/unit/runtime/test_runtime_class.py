@@ -40,7 +40,7 @@ class _Classes:
         return self.answers.get(name, not_found())
 
     def register_pod(self, *args: Any) -> None:
-        pass
+        """Runtime classes need no pod registered."""
 
     def services(self) -> Answer:
         return {"items": []}

@@ -73,7 +73,7 @@ Prepare = Callable[[Path], None]
 
 
 def _nothing(base: Path) -> None:
-    pass
+    """The case's volume holds nothing made before the call."""
 
 
 def _mkdirs(*paths: str) -> Prepare:
@@ -268,7 +268,7 @@ def _subpaths(tmp_path: Path) -> Path:
 
 
 def _not_exists(tmp_path: Path) -> None:
-    pass
+    """The case's path is left missing."""
 
 
 def _subpath_not_mount(tmp_path: Path) -> None:
