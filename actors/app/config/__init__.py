@@ -1,0 +1,1 @@
+"""Configuration: flags, the KubeletConfiguration file, their origins and checks."""
