@@ -1,4 +1,5 @@
-"""Wires the eviction manager into the daemon: its flags, and who talks to it.
+"""The eviction manager's flags and KubeletConfiguration maps, checked as upstream's
+ParseThresholdConfig checks them (actors.app.eviction_setup wires the manager).
 
 The flags are upstream's: ``--eviction-hard`` (default ``memory.available<100Mi,
 nodefs.available<10%,nodefs.inodesFree<5%,imagefs.available<15%``), ``--eviction-soft``
