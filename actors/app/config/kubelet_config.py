@@ -213,6 +213,11 @@ FIELD_OF_DEST: dict[str, str] = {
 """Each setting's KubeletConfiguration field, by flag destination (nested ones dotted)."""
 DEST_OF_FIELD = {field: dest for dest, field in FIELD_OF_DEST.items()}
 
+DURATION_FIELDS = frozenset(
+    field for table in (FIELDS, _SECURITY_FIELDS, _CRASH_LOOP_FIELDS)
+    for field, (_, convert) in table.items() if convert is _duration)
+"""The fields written as Go durations (``1m0s``); their settings are seconds."""
+
 PATH_FIELDS = frozenset({"staticPodPath", "podLogsDir", "resolvConf", "tlsCertFile",
                          "tlsPrivateKeyFile"})
 
