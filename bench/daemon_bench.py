@@ -99,7 +99,7 @@ from loguru import logger
 from rich.console import Console
 from rich.table import Table
 
-from actors.app.flags import parse_flags
+from actors.app.config.flags import parse_flags
 from actors.app.node import node_settings
 from actors.app.testbed import (
     BENCH,
@@ -1204,8 +1204,8 @@ class Bench:
         """The same kubelet in this process, adopting the 110 pods (the subprocess stops
         first; pods keep running): CPU per Python thread name, and a CPU-weighted stack
         sample (every 5 ms, each thread whose CPU clock moved is charged with its stack)."""
+        from actors.app.config.flags import parse_flags
         from actors.app.daemon import start_kubelet
-        from actors.app.flags import parse_flags
         from actors.app.node import node_ip
 
         d = self.daemon

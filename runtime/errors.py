@@ -123,7 +123,7 @@ class ConfigError(KubeletError):
     when the error is not about one. An error about the file a flag names is wrapped in
     the flag's error with ``raise ... from``, keeping ``file`` and ``field``. ``rule`` is
     the rule broken, in upstream's words, without where the value came from (the message
-    when not given): actors.app.origins puts the flag or file and field in front of it.
+    when not given): actors.app.config.origins puts the flag or file and field in front of it.
     ``related`` are the other fields a rule between fields names (imageGCLowThresholdPercent
     must be less than imageGCHighThresholdPercent): the error is reported at whichever of
     them the file set.

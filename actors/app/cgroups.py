@@ -12,7 +12,7 @@ import os
 
 from loguru import logger
 
-from actors.app.flags import KubeletFlags
+from actors.app.config.flags import KubeletFlags
 from runtime.cm.cgroupfs import CgroupFS
 from runtime.cm.names import CGROUPFS, parse_root
 from runtime.cm.pod_cgroups import PodCgroups

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from loguru import logger
 
-from actors.app.flags import KubeletFlags
+from actors.app.config.flags import KubeletFlags
 from actors.kubelet.cluster.context import Cluster, ClusterSettings
 from runtime.clock import Clock
 from runtime.kubeapi.client import KubeClient

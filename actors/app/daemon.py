@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 from loguru import logger
 
 from actors.app.cgroups import start_pod_cgroups
-from actors.app.configz import configz_body, kubelet_configuration
+from actors.app.config.configz import configz_body, kubelet_configuration
+from actors.app.config.feature_gates import EVENTED_PLEG, enabled
+from actors.app.config.flags import KubeletFlags
 from actors.app.eviction_setup import wire_eviction
-from actors.app.feature_gates import EVENTED_PLEG, enabled
-from actors.app.flags import KubeletFlags
 from actors.app.http.security import main_port_security
 from actors.app.http.server import KubeletHTTPServer
 from actors.app.http.stream_routes import stream_host

@@ -26,7 +26,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from actors.app.flags import DEFAULT_ROOT_DIR
+from actors.app.config.flags import DEFAULT_ROOT_DIR
 from actors.app.root_lock import LOCK_NAME
 from actors.core.trace.reader import TraceError, read_trace, trace_files
 from actors.kubelet.explain import SCHEMA, PodExplanation, explain, known_pods

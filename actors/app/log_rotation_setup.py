@@ -3,7 +3,7 @@ with the policy of the flags (see actors.kubelet.log_rotation for why it is unre
 
 from __future__ import annotations
 
-from actors.app.flags import KubeletFlags
+from actors.app.config.flags import KubeletFlags
 from actors.kubelet.log_rotation import LogRotationParts
 from actors.kubelet.metrics import KubeletMetrics
 from runtime.cri.instrumented import Timing

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from loguru import logger
 
-from actors.app.flags import KubeletFlags, parse_flags
+from actors.app.config.flags import KubeletFlags, parse_flags
 from actors.app.http.tls import begin_serving_pair, tls_settings
 from actors.app.logging_setup import configure_logging
 from actors.app.process_memory import limit_arenas

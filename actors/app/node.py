@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from actors.app.flags import KubeletFlags
+from actors.app.config.flags import KubeletFlags
 from runtime.cm.container_resources import node_hugepage_sizes
 from runtime.kuberuntime.memory_volumes import tmpfs_noswap
 from runtime.kuberuntime.settings import NodeSettings

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from msgspec import Struct
 
-from actors.app.flags import KubeletFlags
+from actors.app.config.flags import KubeletFlags
 from actors.app.http.stats import StatsEndpoints
 from actors.kubelet.metrics import KubeletMetrics
 from actors.kubelet.probe_metrics import ProbeMetrics

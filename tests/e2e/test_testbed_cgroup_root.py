@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from actors.app.cgroups import start_pod_cgroups
-from actors.app.flags import parse_flags
+from actors.app.config.flags import parse_flags
 from actors.app.testbed import Bed, cgroup_root_of, own_cgroup_root
 from runtime.cm.cgroupfs import CgroupFS
 from runtime.cm.names import CGROUPFS, parse_root

@@ -24,9 +24,9 @@ from typing import TypeVar
 import msgspec
 from loguru import logger
 
+from actors.app.config.flags import parse_flags
 from actors.app.daemon import Kubelet, start_kubelet
 from actors.app.drills.invariants import RUNNING, SeenContainer, SeenPod, all_problems, duplicates
-from actors.app.flags import parse_flags
 from actors.app.node import node_ip
 from actors.app.testbed import (
     BUSYBOX_IMAGE,

@@ -267,7 +267,7 @@ class MetricsResource:
 
 class ConfigzResource:
     """``/configz`` (main port only): the effective KubeletConfiguration, rendered once at
-    start (actors.app.configz). Upstream's handler sits on the mux itself, not behind a
+    start (actors.app.config.configz). Upstream's handler sits on the mux itself, not behind a
     GET-only filter: every method gets the same answer, authorized as its verb."""
 
     allowed_methods = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
@@ -284,7 +284,7 @@ class ConfigzResource:
 
 
 def add_configz_route(app: WSGIApp, body: bytes) -> None:
-    """Serve ``body`` (actors.app.configz.configz_body) at ``/configz``."""
+    """Serve ``body`` (actors.app.config.configz.configz_body) at ``/configz``."""
     app.add_route("/configz", ConfigzResource(body))
 
 

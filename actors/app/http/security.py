@@ -5,7 +5,7 @@ from __future__ import annotations
 import ssl
 from typing import TYPE_CHECKING
 
-from actors.app.flags import KubeletFlags
+from actors.app.config.flags import KubeletFlags
 from actors.app.http.auth import ALWAYS_ALLOW, WEBHOOK, APIReviews, AuthSettings, KubeletAuth
 from actors.app.http.tls import server_context, serving_pair, tls_settings
 from runtime.errors import ConfigError

@@ -19,7 +19,7 @@ import urllib.parse
 from collections.abc import Mapping, Sequence
 from typing import Any, BinaryIO
 
-from actors.app.durations import parse_duration
+from actors.app.config.durations import parse_duration
 from actors.app.remote.server import ServerOptions, add_server_flags
 from runtime.errors import ConfigError
 

@@ -16,7 +16,7 @@ import ssl
 import urllib.parse
 from dataclasses import dataclass
 
-from actors.app.flags import DEFAULT_ADDRESS, DEFAULT_PORT, DEFAULT_ROOT_DIR
+from actors.app.config.flags import DEFAULT_ADDRESS, DEFAULT_PORT, DEFAULT_ROOT_DIR
 from actors.app.http.tls import CERT_NAME
 from runtime.errors import ConfigError
 

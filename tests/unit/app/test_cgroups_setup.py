@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from actors.app.cgroups import start_pod_cgroups
-from actors.app.flags import parse_flags
+from actors.app.config.flags import parse_flags
 from actors.app.node import node_settings
 from runtime.clock import FakeClock
 from runtime.errors import ConfigError

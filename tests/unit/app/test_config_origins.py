@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from actors.app.flags import parse_flags
-from actors.app.kubelet_config import FIELD_OF_DEST
+from actors.app.config.flags import parse_flags
+from actors.app.config.kubelet_config import FIELD_OF_DEST
 from actors.app.main import EXIT_USAGE
 from runtime.errors import ConfigError, ConfigErrors
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from actors.app.configz import configz_body, kubelet_configuration
-from actors.app.flags import parse_flags
+from actors.app.config.configz import configz_body, kubelet_configuration
+from actors.app.config.flags import parse_flags
 from actors.app.http.server import ANY_PORT, HEALTHZ, MAIN, READ_ONLY, KubeletHTTPServer
 from tests.unit.app.test_http_server import FakeView, request
 

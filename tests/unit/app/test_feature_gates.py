@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from actors.app.feature_gates import (
+from actors.app.config.feature_gates import (
     EVENTED_PLEG,
     KUBELET_FINE_GRAINED_AUTHZ,
     enabled,
     parse_feature_gates,
 )
-from actors.app.flags import parse_flags
+from actors.app.config.flags import parse_flags
 from runtime.errors import ConfigError
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from loguru import logger
 
-from actors.app.durations import parse_duration
-from actors.app.flags import build_parser, parse_flags
+from actors.app.config.durations import parse_duration
+from actors.app.config.flags import build_parser, parse_flags
 from actors.app.main import EXIT_USAGE, main
 from runtime.errors import ConfigError, KubeletError
 

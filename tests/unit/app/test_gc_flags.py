@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.app.flags import parse_flags
+from actors.app.config.flags import parse_flags
 from runtime.clock import FakeClock
 from runtime.errors import ConfigError
 from runtime.kuberuntime.container_gc import ContainerGCPolicy

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.app.flags import parse_flags
+from actors.app.config.flags import parse_flags
 from runtime.errors import ConfigError
 from tests.unit.app.test_flags import write_config
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.app.flags import parse_flags
+from actors.app.config.flags import parse_flags
 from actors.app.node import node_settings
 from runtime.errors import ConfigError
 

@@ -75,7 +75,7 @@ VALUE_MODULES = (
     "actors.kubelet.garbage_collector",
     "runtime.kuberuntime.podstatus",
     "runtime.cri.usage",
-    "actors.app.flags",
+    "actors.app.config.flags",
 )
 """Modules of many value classes that the daemon imports: their classes are msgspec
 Structs, built in C in microseconds, where a frozen slotted dataclass costs its class

@@ -83,7 +83,7 @@ def test_the_reader_says_when_a_run_begins_after_deleted_files(tmp_path: Path) -
 def test_retention_and_flush_frequency_are_flags(
         tmp_path: Path, flag: str, given: str, field: str, value: object, default: object,
         bad: str, rule: str) -> None:
-    from actors.app.flags import parse_flags
+    from actors.app.config.flags import parse_flags
     from runtime.errors import ConfigError
 
     base = ["--pod-manifest-path", str(tmp_path)]

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from actors.app.flags import parse_flags
+from actors.app.config.flags import parse_flags
 from runtime.cri.types import Image, RuntimeCondition, RuntimeStatus
 from runtime.errors import ConfigError
 from runtime.kubeapi import nodestatus as ns

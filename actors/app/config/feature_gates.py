@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping
 
-from actors.app.gostrconv import parse_bool
+from actors.app.config.gostrconv import parse_bool
 from runtime.errors import ConfigError
 
 EVENTED_PLEG = "EventedPLEG"

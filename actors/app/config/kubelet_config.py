@@ -12,8 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from actors.app.durations import parse_duration
-from actors.app.eviction_setup import CONFIG_FIELDS as EVICTION_FIELDS
+from actors.app.config.durations import parse_duration
+from actors.app.config.eviction import CONFIG_FIELDS as EVICTION_FIELDS
 from runtime.errors import ConfigError, ConfigErrors
 from runtime.pod.admission import sysctl_allowlist_error
 
@@ -72,7 +72,7 @@ def _feature_gates(value: Any) -> str:
 
 def _runtime_classes(value: Any) -> dict[str, str]:
     """runtimeClasses (kubelet-actors' own): a map of runtime class name to CRI handler,
-    checked with --runtime-classes (actors.app.flags.parse_runtime_classes)."""
+    checked with --runtime-classes (actors.app.config.flags.parse_runtime_classes)."""
     if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str)
                                               for k, v in value.items()):
         raise TypeError("expected a map of runtime class names to runtime handlers")
@@ -212,6 +212,11 @@ FIELD_OF_DEST: dict[str, str] = {
 }
 """Each setting's KubeletConfiguration field, by flag destination (nested ones dotted)."""
 DEST_OF_FIELD = {field: dest for dest, field in FIELD_OF_DEST.items()}
+
+DURATION_FIELDS = frozenset(
+    field for table in (FIELDS, _SECURITY_FIELDS, _CRASH_LOOP_FIELDS)
+    for field, (_, convert) in table.items() if convert is _duration)
+"""The fields written as Go durations (``1m0s``); their settings are seconds."""
 
 PATH_FIELDS = frozenset({"staticPodPath", "podLogsDir", "resolvConf", "tlsCertFile",
                          "tlsPrivateKeyFile"})

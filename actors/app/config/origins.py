@@ -17,7 +17,7 @@ from typing import TypeVar
 
 from msgspec import Struct
 
-from actors.app.kubelet_config import DEST_OF_FIELD, FIELD_OF_DEST, config_error
+from actors.app.config.kubelet_config import DEST_OF_FIELD, FIELD_OF_DEST, config_error
 from runtime.errors import ConfigError, ConfigErrors
 
 T = TypeVar("T")

@@ -1,4 +1,5 @@
-"""Command-line flags, named as upstream's kubelet names them."""
+"""Command-line flags, named as upstream's kubelet names them, merged with the --config
+file and checked into one ``KubeletFlags`` (see the package's docstring to add one)."""
 
 from __future__ import annotations
 
@@ -11,14 +12,15 @@ from typing import TYPE_CHECKING, Any
 from loguru import logger
 from msgspec import Struct, field
 
-from actors.app.durations import parse_duration
-from actors.app.eviction_setup import add_eviction_flags, eviction_config
-from actors.app.feature_gates import DEFAULTS as GATE_DEFAULTS
-from actors.app.feature_gates import parse_feature_gates
-from actors.app.gc_flags import add_gc_flags, gc_settings, max_container_restart_period
-from actors.app.gostrconv import parse_bool
-from actors.app.kubelet_config import DEST_OF_FIELD, load_kubelet_config
-from actors.app.origins import Origins, Problems, flag_names
+from actors.app.config.durations import parse_duration
+from actors.app.config.eviction import add_eviction_flags, eviction_config
+from actors.app.config.feature_gates import DEFAULTS as GATE_DEFAULTS
+from actors.app.config.feature_gates import parse_feature_gates
+from actors.app.config.gc import add_gc_flags, gc_settings, max_container_restart_period
+from actors.app.config.gostrconv import parse_bool
+from actors.app.config.kubelet_config import DEST_OF_FIELD, load_kubelet_config
+from actors.app.config.origins import Origins, Problems, flag_names
+from actors.app.config.tls import TLSSettings, check_settings
 from actors.core.trace.writer import DEFAULT_MAX_FILES as TRACE_MAX_FILES
 from actors.core.trace.writer import DEFAULT_WRITE_EVERY as TRACE_FLUSH_FREQUENCY
 from actors.kubelet.gc_settings import GCSettings
@@ -50,6 +52,10 @@ DEFAULT_PAUSE_IMAGE = "localhost:5000/kubelet-actors/pause:3.9"
 
 
 class KubeletFlags(Struct, frozen=True):
+    """The kubelet's whole configuration, as the daemon's wiring reads it: the flags with
+    the --config file's values under them, defaulted, checked and typed (durations in
+    seconds, lists as tuples, the eviction, GC and TLS settings parsed)."""
+
     pod_manifest_path: str
     container_runtime_endpoint: str
     root_dir: str
@@ -110,7 +116,7 @@ class KubeletFlags(Struct, frozen=True):
     authorization_webhook_cache_authorized_ttl: float = 300.0
     authorization_webhook_cache_unauthorized_ttl: float = 30.0
     feature_gates: tuple[tuple[str, bool], ...] = ()
-    # container and image GC, crash-loop back-off cap (actors.app.gc_flags)
+    # container and image GC, crash-loop back-off cap (actors.app.config.gc)
     garbage_collection: GCSettings = field(default_factory=GCSettings)
     max_container_restart_period: float = 300.0
     # container log rotation (runtime.kuberuntime.log_rotation); max size < 0: off
@@ -373,8 +379,10 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
     add_gc_flags(add)
     add_eviction_flags(add)
     add("--v", "--log-level", dest="log_level", default="INFO",
-        choices=("TRACE", "DEBUG", "INFO", "WARNING", "ERROR"), type=str.upper)
-    add("--log-format", choices=("text", "json"), default="text")
+        choices=("TRACE", "DEBUG", "INFO", "WARNING", "ERROR"), type=str.upper,
+        help="the least severe log lines written (default INFO)")
+    add("--log-format", choices=("text", "json"), default="text",
+        help="how log lines are written: text, or one JSON object a line (default text)")
     return parser
 
 
@@ -612,8 +620,6 @@ def _check_positive_periods(ns: argparse.Namespace, fields: tuple[str, ...],
 
 def _check_tls(ns: argparse.Namespace) -> None:
     """The main port's TLS settings, checked now: before anything starts."""
-    from actors.app.http.tls import TLSSettings, check_settings  # cryptography-free
-
     check_settings(TLSSettings(cert_dir="", node_name="", cert_file=ns.tls_cert_file,
                                key_file=ns.tls_private_key_file,
                                min_version=ns.tls_min_version,

@@ -17,8 +17,8 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from actors.app.durations import parse_duration
-from actors.app.feature_gates import CRASH_LOOP_BACKOFF_MAX, enabled
+from actors.app.config.durations import parse_duration
+from actors.app.config.feature_gates import CRASH_LOOP_BACKOFF_MAX, enabled
 from actors.kubelet.gc_settings import CONTAINER_GC_PERIOD, IMAGE_GC_PERIOD, GCSettings
 from runtime.errors import ConfigError
 from runtime.kuberuntime import container_gc as cgc

@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from actors.app.feature_gates import CRASH_LOOP_BACKOFF_MAX, enabled
-from actors.app.kubelet_config import API_VERSION, KIND
+from actors.app.config.feature_gates import CRASH_LOOP_BACKOFF_MAX, enabled
+from actors.app.config.kubelet_config import API_VERSION, KIND
 from runtime.events.v1 import go_duration
 from runtime.eviction.api import format_quantity
 
 if TYPE_CHECKING:
-    from actors.app.flags import KubeletFlags
+    from actors.app.config.flags import KubeletFlags
 
 CONFIGZ_NAME = "kubeletconfig"
 """The name the kubelet registers its configuration under (the answer's one key)."""

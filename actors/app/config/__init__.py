@@ -1,0 +1,31 @@
+"""The kubelet's configuration: its flags, the ``--config`` KubeletConfiguration file, where
+each value came from, and every check of them, in one package.
+
+``parse_flags`` (``flags``) parses the command line, merges the file's values under it
+(flags win, as upstream), checks the result as upstream's ValidateKubeletFlags and
+ValidateKubeletConfiguration do (every rule broken reported together, each naming the flag,
+or the file and field, that set the value) and returns one frozen, typed ``KubeletFlags``.
+That object is all the daemon's wiring (actors.app.daemon, main, runonce, the drills and the
+test bed) reads; nothing here imports the wiring (setup.cfg's import-linter contract
+"actors.app.config ... imports nothing of the app's wiring" holds it).
+
+- ``flags``: ``KubeletFlags``, the parser (``build_parser``), ``parse_flags`` and the checks.
+- ``kubelet_config``: reading the KubeletConfiguration file; ``FIELDS`` maps each field to
+  its flag destination and converter.
+- ``origins``: where a merged value came from, put in front of a check's error.
+- ``eviction``, ``gc``, ``tls``, ``feature_gates``: the flags of one subject each, with
+  their checks; ``durations`` and ``gostrconv`` read Go's durations and booleans.
+- ``configz``: the merged settings rendered back as a KubeletConfiguration (``/configz``).
+- ``reference``: docs/configuration.md, generated from the parser.
+
+Adding a flag touches this package, the wiring that uses it and a test:
+
+1. the flag in ``build_parser`` (or a subject's ``add_*_flags``), its help saying its
+   default; its KubeletConfiguration field, if upstream has one, in ``kubelet_config.FIELDS``
+   (and ``configz`` when /configz should show it);
+2. its typed field in ``KubeletFlags``, set (and checked, in upstream's words, through
+   ``Problems``) in ``flags._checked``;
+3. the wiring reads ``flags.<field>``;
+4. a test of the check, and ``python -m actors.app.config.reference > docs/configuration.md``
+   (tests/unit/app/test_configuration_reference.py fails until the reference is current).
+"""
