@@ -38,23 +38,23 @@ PACKAGES = ("actors", "runtime", "proto", "bin")
 
 LEFT_FOR_LATER = (
     "rich",  # the timeline page's colours and the trace tools' tables
-    "actors.core.trace.page_html",
-    "actors.core.trace.perfetto",
-    "actors.kubelet.trace_tools",
-    "actors.kubelet.timeline_labels",
+    "actors.app.tools.page_html",
+    "actors.app.tools.perfetto",
+    "actors.app.tools.kubelet_plugin",
+    "actors.app.tools.kubelet_labels",
     "cryptography",  # only to make a serving pair, when none is on disk
     "runtime.kubeapi",  # cluster mode's (--kubeconfig): the API client, the Node's code
     "actors.app.cluster",
     "actors.kubelet.cluster.context",
     "actors.kubelet.cluster.node_status",
     "actors.kubelet.cluster.pod_source",
-    "actors.kubelet.explain",  # the trace tools: explain, replay, the other commands
-    "actors.app.explain_cli",
-    "actors.app.trace_cli",
+    "actors.app.tools.explain",  # the trace tools: explain, replay, the other commands
+    "actors.app.tools.explain_cli",
+    "actors.app.tools.trace_cli",
     "actors.core.trace.replay",
     "actors.kubelet.trace",
     "actors.app.drills",
-    "actors.app.remote",  # the client side of logs, exec, attach and port-forward
+    "actors.app.tools.remote",  # the client side of logs, exec, attach and port-forward
     "yaml",  # PyYAML: the first static pod manifest or --config file that needs it
 )
 """Modules (and packages, with all under them) the daemon's start does not import: the
