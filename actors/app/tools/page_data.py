@@ -20,7 +20,7 @@ hundred thousand messages is a few megabytes of JSON that the browser parses in 
 Times are microseconds since the trace started. Bodies are cut to a bounded size (long
 strings, long lists, deep nesting): the page shows fields, not whole pod specs.
 
-Core knows no program: a message's summary, the pods it concerns and a pod actor's pod come
+The viewers know no program: a message's summary, the pods it concerns and a pod actor's pod come
 from the plug-in hooks (actors.app.tools.plugins.TOOLS); the lane groups and span titles a
 program wants come from ``PAGE_LABELS``.
 """

@@ -201,7 +201,7 @@ def _html(args: argparse.Namespace) -> int:
 
 
 def _replay(args: list[str]) -> int:
-    """``trace replay ARGS``: core's replay engine with the kubelet's world."""
+    """``trace replay ARGS``: the framework's replay engine with the kubelet's world."""
     from actors.core.trace.replay import main as replay_main
     from actors.kubelet.trace import KubeletWorld
 

@@ -38,23 +38,19 @@ PACKAGES = ("actors", "runtime", "proto", "bin")
 
 LEFT_FOR_LATER = (
     "rich",  # the timeline page's colours and the trace tools' tables
-    "actors.app.tools.page_html",
-    "actors.app.tools.perfetto",
-    "actors.app.tools.kubelet_plugin",
-    "actors.app.tools.kubelet_labels",
+    # The tools, all of them: the timeline page (/debug/timeline's, imported by its first
+    # request), the Perfetto export, the kubelet's plug-in, explain, the trace commands,
+    # the client side of logs, exec, attach and port-forward.
+    "actors.app.tools",
     "cryptography",  # only to make a serving pair, when none is on disk
     "runtime.kubeapi",  # cluster mode's (--kubeconfig): the API client, the Node's code
     "actors.app.cluster",
     "actors.kubelet.cluster.context",
     "actors.kubelet.cluster.node_status",
     "actors.kubelet.cluster.pod_source",
-    "actors.app.tools.explain",  # the trace tools: explain, replay, the other commands
-    "actors.app.tools.explain_cli",
-    "actors.app.tools.trace_cli",
-    "actors.core.trace.replay",
+    "actors.core.trace.replay",  # replay (``trace replay``) and the kubelet's world for it
     "actors.kubelet.trace",
     "actors.app.drills",
-    "actors.app.tools.remote",  # the client side of logs, exec, attach and port-forward
     "yaml",  # PyYAML: the first static pod manifest or --config file that needs it
 )
 """Modules (and packages, with all under them) the daemon's start does not import: the

@@ -391,7 +391,7 @@ def test_perfetto_container_backoffs_come_from_the_steps_backoff_field(tmp_path:
     assert spans["ImagePullBackOff side 20s"]["tid"] == threads["pod/6f7a3968 back-off side"]
 
 
-def test_core_trace_tools_know_no_kubelet_message_names() -> None:
+def test_the_viewers_know_no_kubelet_message_names() -> None:
     """The timeline and the export ask the kubelet's plug-in; they name none of its types."""
     import actors.app.tools.perfetto
     import actors.app.tools.plugins
