@@ -34,13 +34,13 @@ from typing import TYPE_CHECKING
 
 from loguru import logger
 
+from actors.app.cert_files import CERT_NAME, KEY_NAME
 from actors.app.http.self_signed import PairRequest, SelfSignedChild, self_signed_pair
 from runtime.errors import ConfigError
 
 if TYPE_CHECKING:
     from actors.app.flags import KubeletFlags
 
-CERT_NAME, KEY_NAME = "kubelet.crt", "kubelet.key"
 
 TLS_VERSIONS = {
     "VersionTLS10": ssl.TLSVersion.TLSv1,
