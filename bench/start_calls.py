@@ -39,7 +39,7 @@ from actors.app.testbed import (
     private_containerd,
     serve_images,
 )
-from actors.core.trace.call_counts import calls_in, count_by_actor, count_by_method
+from actors.app.tools.call_counts import calls_in, count_by_actor, count_by_method
 from actors.core.trace.reader import read_trace
 from actors.kubelet import names
 from bench.daemon_bench import REPO, DaemonProc, pod_uid, running

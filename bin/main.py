@@ -1,9 +1,9 @@
 """Console-script entry point: ``kubelet-actors`` runs actors.app.main;
-``kubelet-actors trace ...`` runs actors.app.trace_cli.main (the trace tools);
-``kubelet-actors explain POD`` runs actors.app.explain_cli.main (a pod's story from a trace);
+``kubelet-actors trace ...`` runs actors.app.tools.trace_cli.main (the trace tools);
+``kubelet-actors explain POD`` runs actors.app.tools.explain_cli.main (a pod's story from a trace);
 ``kubelet-actors drill ...`` runs actors.app.drills.cli.main (the restart drills);
 ``kubelet-actors logs|exec|attach|port-forward ...`` talk to a running daemon
-(actors.app.remote)."""
+(actors.app.tools.remote)."""
 
 from __future__ import annotations
 
@@ -19,12 +19,12 @@ from actors.app.startup import end_of_start  # noqa: E402
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     if args[:1] == ["trace"]:
-        from actors.app.trace_cli import main as trace_main
+        from actors.app.tools.trace_cli import main as trace_main
 
         end_of_start()
         sys.exit(trace_main(args[1:]))
     if args[:1] == ["explain"]:
-        from actors.app.explain_cli import main as explain_main
+        from actors.app.tools.explain_cli import main as explain_main
 
         sys.exit(explain_main(args[1:]))
     if args[:1] == ["drill"]:
@@ -33,17 +33,17 @@ def main(argv: list[str] | None = None) -> None:
         end_of_start()
         sys.exit(drill_main(args[1:]))
     if args[:1] == ["logs"]:
-        from actors.app.remote.logs_cli import main as logs_main
+        from actors.app.tools.remote.logs_cli import main as logs_main
 
         end_of_start()
         sys.exit(logs_main(args[1:]))
     if args[:1] in (["exec"], ["attach"]):
-        from actors.app.remote.stream_cli import main as stream_main
+        from actors.app.tools.remote.stream_cli import main as stream_main
 
         end_of_start()
         sys.exit(stream_main(args))
     if args[:1] == ["port-forward"]:
-        from actors.app.remote.portforward import main as forward_main
+        from actors.app.tools.remote.portforward import main as forward_main
 
         end_of_start()
         sys.exit(forward_main(args))

@@ -23,7 +23,7 @@ from typing import Final
 
 from runtime.cri.client import MAX_MESSAGE_BYTES
 from runtime.cri.parallel_limit import default_limit
-from runtime.stats.host import HostPaths, rlimit
+from runtime.host_counters import HostPaths, rlimit
 
 HOST: Final = HostPaths()
 """The real /proc."""

@@ -17,6 +17,7 @@ from runtime.cri.service import CRIRuntime
 from runtime.cri.types import Container as CRIContainer
 from runtime.cri.types import ContainerState, ImageSpec, SandboxState
 from runtime.errors import CRIError, CRINotFound, LogRotationError
+from runtime.host_counters import statfs
 from runtime.ids import PodUID
 from runtime.kuberuntime import labels as L
 from runtime.kuberuntime.container_gc import (
@@ -30,7 +31,6 @@ from runtime.kuberuntime.container_gc import (
 )
 from runtime.kuberuntime.image_gc import GCImage, ImageFs, ImageGCPlan, ImageRemoval
 from runtime.kuberuntime.log_rotator import clean_container_logs
-from runtime.stats.host import statfs
 
 _STATES = {ContainerState.CREATED: GCState.CREATED, ContainerState.RUNNING: GCState.RUNNING,
            ContainerState.EXITED: GCState.EXITED, ContainerState.UNKNOWN: GCState.UNKNOWN}

@@ -13,8 +13,8 @@ from msgspec import Struct
 
 from runtime.cri.types import FilesystemUsage
 from runtime.cri.usage import CpuUsage, InterfaceUsage, MemoryUsage, NetworkUsage
+from runtime.host_counters import CgroupSample, DiskUsage, FsSample
 from runtime.stats import summary as s
-from runtime.stats.host import CgroupSample, DiskUsage, FsSample
 
 DEFAULT_INTERFACE = "eth0"
 """The interface whose counters NetworkStats carries inline (upstream's network package)."""

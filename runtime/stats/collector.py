@@ -31,10 +31,7 @@ from runtime.cri.types import (
     SandboxState,
 )
 from runtime.errors import CRIError, CRIUnimplemented
-from runtime.kuberuntime.labels import CONTAINER_NAME, POD_NAME, POD_NAMESPACE, POD_UID
-from runtime.stats import build
-from runtime.stats import summary as s
-from runtime.stats.host import (
+from runtime.host_counters import (
     CgroupSample,
     DiskUsage,
     FsSample,
@@ -50,6 +47,9 @@ from runtime.stats.host import (
     rlimit,
     statfs,
 )
+from runtime.kuberuntime.labels import CONTAINER_NAME, POD_NAME, POD_NAMESPACE, POD_UID
+from runtime.stats import build
+from runtime.stats import summary as s
 
 KUBEPODS = "kubepods"
 """The pods' cgroup root under the cgroup root (runtime.cm, cgroupfs driver)."""

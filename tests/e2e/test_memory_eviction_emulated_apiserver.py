@@ -1,7 +1,7 @@
 """Memory and PID pressure eviction end to end: the daemon on a real containerd, joined to
 the emulated API server, with one hard threshold computed when the test starts from the
 signal as the kubelet computes it (the same code: runtime.stats.collector.node_memory for
-memory.available, the node's capacity less the root cgroup's working set; runtime.stats.host
+memory.available, the node's capacity less the root cgroup's working set; runtime.host_counters
 .rlimit for pid.available, kernel.pid_max less the tasks).
 
 Memory: a static pod holds 1.5 GiB (more than any other pod: it ranks first, and is skipped
@@ -38,8 +38,8 @@ from actors.app.testbed import BUSYBOX_IMAGE
 from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
 from runtime.eviction.api import format_quantity
+from runtime.host_counters import HostPaths, rlimit
 from runtime.stats.collector import node_memory
-from runtime.stats.host import HostPaths, rlimit
 from tests.apiserver import EmulatedAPIServer
 from tests.e2e.test_cluster_emulated_apiserver import NODE, SERVE, Cluster, pod_manifest
 from tests.e2e.test_eviction_emulated_apiserver import apply, condition, events

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from actors.app.testbed import BUSYBOX_IMAGE
-from actors.core.trace.call_counts import calls_in, count_by_actor, count_by_method
+from actors.app.tools.call_counts import calls_in, count_by_actor, count_by_method
 from actors.core.trace.names import MESSAGES
 from actors.core.trace.reader import Trace, read_trace
 from actors.kubelet import names

@@ -24,8 +24,8 @@ _ID_FIELDS = {"msg": ("id", "parent"), "begin": ("id",), "end": ("id",), "call":
 
 def _pods(records: list[dict[str, Any]]) -> dict[str, str]:
     """The pods of a recording: UID -> name (from the pod workers' addresses and bodies)."""
-    import actors.kubelet.trace_tools  # noqa: F401 - the kubelet's pods hook
-    from actors.core.trace.plugins import TOOLS
+    import actors.app.tools.kubelet_plugin  # noqa: F401 - the kubelet's pods hook
+    from actors.app.tools.plugins import TOOLS
 
     found: dict[str, str] = {}
     for record in records:

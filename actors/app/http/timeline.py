@@ -3,7 +3,7 @@
 With ``--trace-dir`` the daemon records a trace; this path has its writer write what it
 holds first (``LiveTrace.flush``: otherwise records wait for the writer for up to
 ``--trace-flush-frequency``, 5 s by default), reads it back and answers the
-self-contained timeline page (actors.core.trace.page_html): lanes, message arrows,
+self-contained timeline page (actors.app.tools.page_html): lanes, message arrows,
 spans, a pod filter and a search, with nothing fetched from anywhere else. It sits with
 the other debugging handlers: on the main port behind the same authentication and
 authorization (subresource ``proxy``, as upstream's /debug paths), and on the read-only
@@ -48,9 +48,9 @@ class TimelineResource:
                             "its timeline here")
         # The kubelet's plug-ins, for what they register: message names, summaries, pods,
         # labels.
-        import actors.kubelet.timeline_labels
-        import actors.kubelet.trace_tools  # noqa: F401
-        from actors.core.trace.page_html import trace_page
+        import actors.app.tools.kubelet_labels
+        import actors.app.tools.kubelet_plugin  # noqa: F401
+        from actors.app.tools.page_html import trace_page
         from actors.core.trace.reader import TraceError, read_trace
 
         directory = self._trace.directory

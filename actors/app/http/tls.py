@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 
 from loguru import logger
 
+from actors.app.cert_files import CERT_NAME, KEY_NAME
 from actors.app.config.tls import CIPHER_SUITES, TLS_VERSIONS, check_settings
 from actors.app.config.tls import TLSSettings as TLSSettings
 from actors.app.http.self_signed import PairRequest, SelfSignedChild, self_signed_pair
@@ -41,7 +42,6 @@ from runtime.errors import ConfigError
 if TYPE_CHECKING:
     from actors.app.config.flags import KubeletFlags
 
-CERT_NAME, KEY_NAME = "kubelet.crt", "kubelet.key"
 
 def tls_settings(flags: KubeletFlags, node_ips: tuple[str, ...] = ()) -> TLSSettings:
     """The main port's TLS settings from the flags; ``node_ips`` go in a self-signed

@@ -1,1 +1,2 @@
-"""Traces: recording every delivery, reading it back, replaying it, and showing it."""
+"""Traces: recording every delivery, reading it back and replaying it (the viewers that show
+a trace are tools, actors.app.tools)."""

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from actors.app.explain_cli import (
+from actors.app.root_lock import LOCK_NAME
+from actors.app.tools.explain import known_pods
+from actors.app.tools.explain_cli import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
@@ -19,9 +21,7 @@ from actors.app.explain_cli import (
     daemon_trace_dir,
     main,
 )
-from actors.app.root_lock import LOCK_NAME
 from actors.core.trace.reader import read_trace
-from actors.kubelet.explain import known_pods
 from tests.helpers import wait_for
 
 TRACES = Path(__file__).resolve().parents[2] / "traces"
@@ -130,7 +130,7 @@ def test_a_trace_dir_kept_across_daemon_restarts_is_read_per_run(
 def test_a_container_the_trace_did_not_see_start_was_adopted() -> None:
     """A daemon restarted on running containers (it adopts them) starts none of them: the
     trace holds no StartContainer for them."""
-    from actors.kubelet.explain import explain
+    from actors.app.tools.explain import explain
 
     records = [r for r in read_trace(TRACES / "restart-and-remove").records
                if not (r["k"] == "call" and r.get("method") == "start_container")]

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from actors.app.remote.logs_cli import RemoteError, build_parser, log_query, pick_container
-from actors.app.remote.server import DEFAULT_SERVER, ServerOptions, add_server_flags
+from actors.app.tools.remote.logs_cli import RemoteError, build_parser, log_query, pick_container
+from actors.app.tools.remote.server import DEFAULT_SERVER, ServerOptions, add_server_flags
 from runtime.errors import ConfigError
 
 

@@ -38,23 +38,19 @@ PACKAGES = ("actors", "runtime", "proto", "bin")
 
 LEFT_FOR_LATER = (
     "rich",  # the timeline page's colours and the trace tools' tables
-    "actors.core.trace.page_html",
-    "actors.core.trace.perfetto",
-    "actors.kubelet.trace_tools",
-    "actors.kubelet.timeline_labels",
+    # The tools, all of them: the timeline page (/debug/timeline's, imported by its first
+    # request), the Perfetto export, the kubelet's plug-in, explain, the trace commands,
+    # the client side of logs, exec, attach and port-forward.
+    "actors.app.tools",
     "cryptography",  # only to make a serving pair, when none is on disk
     "runtime.kubeapi",  # cluster mode's (--kubeconfig): the API client, the Node's code
     "actors.app.cluster",
     "actors.kubelet.cluster.context",
     "actors.kubelet.cluster.node_status",
     "actors.kubelet.cluster.pod_source",
-    "actors.kubelet.explain",  # the trace tools: explain, replay, the other commands
-    "actors.app.explain_cli",
-    "actors.app.trace_cli",
-    "actors.core.trace.replay",
+    "actors.core.trace.replay",  # replay (``trace replay``) and the kubelet's world for it
     "actors.kubelet.trace",
     "actors.app.drills",
-    "actors.app.remote",  # the client side of logs, exec, attach and port-forward
     "yaml",  # PyYAML: the first static pod manifest or --config file that needs it
 )
 """Modules (and packages, with all under them) the daemon's start does not import: the

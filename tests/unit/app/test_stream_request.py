@@ -18,9 +18,9 @@ from actors.app.http.stream_request import (
     is_websocket_request,
     stream_options,
 )
-from actors.app.remote import channels
-from actors.app.remote.portforward import PortPair, parse_port_pairs
-from actors.app.remote.stream_cli import default_container, split_command
+from actors.app.tools.remote import channels
+from actors.app.tools.remote.portforward import PortPair, parse_port_pairs
+from actors.app.tools.remote.stream_cli import default_container, split_command
 
 
 def q(query: str) -> dict[str, list[str]]:

@@ -18,16 +18,16 @@ import falcon.testing
 import pytest
 
 # The kubelet's lane groups and titles, and its summaries, back-offs and pods:
-import actors.kubelet.timeline_labels
-import actors.kubelet.trace_tools  # noqa: F401
+import actors.app.tools.kubelet_labels
+import actors.app.tools.kubelet_plugin  # noqa: F401
 from actors.app.http.auth import AuthSettings, KubeletAuth
 from actors.app.http.server import ANY_PORT, DISABLED, MAIN, KubeletHTTPServer
 from actors.app.http.timeline import TIMELINE_PATH, LiveTrace, add_timeline_route
 from actors.app.http.tls import TLSSettings, server_context, serving_pair
-from actors.app.trace_cli import main as cli_main
-from actors.core.trace.page_data import clip_value, page_data
-from actors.core.trace.page_html import render_page
-from actors.core.trace.perfetto import export_perfetto
+from actors.app.tools.page_data import clip_value, page_data
+from actors.app.tools.page_html import render_page
+from actors.app.tools.perfetto import export_perfetto
+from actors.app.tools.trace_cli import main as cli_main
 from actors.core.trace.reader import read_trace
 from actors.core.trace.writer import TraceWriter
 from tests.unit.app.test_http_server import FakeView

@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-import actors.kubelet.trace_tools  # noqa: F401 - the kubelet's summaries, back-offs, pods
-from actors.app.trace_cli import main as cli_main
+import actors.app.tools.kubelet_plugin  # noqa: F401 - the kubelet's summaries, back-offs, pods
+from actors.app.tools.perfetto import export_perfetto
+from actors.app.tools.timeline import show
+from actors.app.tools.trace_cli import main as cli_main
 from actors.core.actor import Actor
 from actors.core.dispatch import ActorRef, Dispatch
 from actors.core.messages import Tick
-from actors.core.trace.perfetto import export_perfetto
 from actors.core.trace.reader import Trace, read_trace
-from actors.core.trace.timeline import show
 from actors.core.trace.writer import TraceWriter
 from tests.helpers import wait_for
 
@@ -391,18 +391,18 @@ def test_perfetto_container_backoffs_come_from_the_steps_backoff_field(tmp_path:
     assert spans["ImagePullBackOff side 20s"]["tid"] == threads["pod/6f7a3968 back-off side"]
 
 
-def test_core_trace_tools_know_no_kubelet_message_names() -> None:
+def test_the_viewers_know_no_kubelet_message_names() -> None:
     """The timeline and the export ask the kubelet's plug-in; they name none of its types."""
-    import actors.core.trace.perfetto
-    import actors.core.trace.plugins
-    import actors.core.trace.timeline
+    import actors.app.tools.perfetto
+    import actors.app.tools.plugins
+    import actors.app.tools.timeline
     from actors.core.trace.names import MESSAGES
 
     kubelet_names = {name for name, cls in MESSAGES.names().items()
                      if cls.__module__.startswith("actors.kubelet.")}
     assert {"UpdatePod", "PodObserved", "Relisted", "PodWorkerDone"} <= kubelet_names
-    for module in (actors.core.trace.timeline, actors.core.trace.perfetto,
-                   actors.core.trace.plugins):
+    for module in (actors.app.tools.timeline, actors.app.tools.perfetto,
+                   actors.app.tools.plugins):
         source = Path(str(module.__file__)).read_text()
         named = {name for name in kubelet_names if name in source}
         assert not named, f"{module.__name__} names kubelet messages: {sorted(named)}"

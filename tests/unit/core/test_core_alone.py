@@ -14,7 +14,7 @@ def test_importing_actors_core_loads_no_kubelet_cri_or_kuberuntime_module() -> N
     code = (
         "import json, sys\n"
         "import actors.core, actors.core.testing, actors.core.trace.replay, "
-        "actors.core.trace.timeline, actors.core.trace.perfetto, actors.core.trace.recording\n"
+        "actors.core.trace.reader, actors.core.trace.writer, actors.core.trace.recording\n"
         "print(json.dumps(sorted(sys.modules)))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from actors.app import trace_cli
+from actors.app.tools import trace_cli
 from actors.core.trace.reader import read_trace
 from actors.core.trace.replay import format_report, replay
 from actors.core.trace.writer import TraceWriter

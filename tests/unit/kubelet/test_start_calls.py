@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from actors.app.tools.call_counts import calls_in, count_by_method
 from actors.core.messages import Tick
-from actors.core.trace.call_counts import calls_in, count_by_method
 from actors.core.trace.names import MESSAGES
 from actors.core.trace.reader import read_trace
 from actors.core.trace.replay import format_report, replay

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from runtime.cri.client import MAX_MESSAGE_BYTES
+from runtime.host_counters import HostPaths
 from runtime.node_limits import (
     CONTAINERD_FDS_BASE,
     CONTAINERD_FDS_PER_POD,
@@ -19,7 +20,6 @@ from runtime.node_limits import (
     soft_nofile,
     tasks_needed,
 )
-from runtime.stats.host import HostPaths
 
 LIMITS = """\
 Limit                     Soft Limit           Hard Limit           Units

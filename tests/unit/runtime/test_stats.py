@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from msgspec import UNSET
 
+from runtime import host_counters as host
 from runtime.clock import FakeClock
 from runtime.cri.sandbox_stats import SandboxStats
 from runtime.cri.types import (
@@ -22,7 +23,7 @@ from runtime.cri.types import (
 from runtime.cri.usage import CpuUsage, InterfaceUsage
 from runtime.ids import ContainerID
 from runtime.kuberuntime import labels as L
-from runtime.stats import build, host
+from runtime.stats import build
 from runtime.stats import summary as s
 from runtime.stats.collector import StatsCollector, StatsSettings, node_memory
 from runtime.testing.fake_runtime import FakeRuntime

@@ -16,12 +16,12 @@ import ssl
 import urllib.parse
 from dataclasses import dataclass
 
+from actors.app.cert_files import CERT_DIR_NAME, CERT_NAME
 from actors.app.config.flags import DEFAULT_ADDRESS, DEFAULT_PORT, DEFAULT_ROOT_DIR
-from actors.app.http.tls import CERT_NAME
 from runtime.errors import ConfigError
 
 DEFAULT_SERVER = f"https://{DEFAULT_ADDRESS}:{DEFAULT_PORT}"
-LOCAL_CERT = os.path.join(DEFAULT_ROOT_DIR, "pki", CERT_NAME)
+LOCAL_CERT = os.path.join(DEFAULT_ROOT_DIR, CERT_DIR_NAME, CERT_NAME)
 
 
 def add_server_flags(parser: argparse.ArgumentParser) -> None:

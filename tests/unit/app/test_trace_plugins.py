@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from actors.app.tools.perfetto import export_perfetto
+from actors.app.tools.plugins import TOOLS, PodRef, TraceTools, Wait, generic_summary
+from actors.app.tools.timeline import show
 from actors.core.trace.names import MESSAGES, message
-from actors.core.trace.perfetto import export_perfetto
-from actors.core.trace.plugins import TOOLS, PodRef, TraceTools, Wait, generic_summary
 from actors.core.trace.reader import Trace
-from actors.core.trace.timeline import show
 
 UID = "5eed5eed5eed5eed5eed5eed5eed5eed"
 

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from actors.kubelet.events import RecordEvent
-from actors.kubelet.explain.model import (
+from actors.app.tools.explain.model import (
     Call,
     Finding,
     PodHistory,
@@ -22,6 +21,7 @@ from actors.kubelet.explain.model import (
     ids,
     seconds,
 )
+from actors.kubelet.events import RecordEvent
 from actors.kubelet.messages import PodObserved, ProbeKind, ProbeVerdict
 from actors.kubelet.probe_manager import ProbeOutcome
 from runtime.cri.types import ContainerState

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, BinaryIO
 
 from actors.app.config.durations import parse_duration
-from actors.app.remote.server import ServerOptions, add_server_flags
+from actors.app.tools.remote.server import ServerOptions, add_server_flags
 from runtime.errors import ConfigError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2

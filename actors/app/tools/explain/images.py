@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from actors.kubelet.explain.model import Finding, PodHistory, Seen, clock_time, ids, seconds
+from actors.app.tools.explain.model import Finding, PodHistory, Seen, clock_time, ids, seconds
 from actors.kubelet.messages import PodObserved
 from runtime.events import reasons
 

@@ -118,9 +118,9 @@ def main(argv: Sequence[str]) -> int:
 def _read(path: str) -> Trace | None:
     # The kubelet's plug-ins, imported for what they register: its message names (old
     # traces' too), then its messages' summaries, back-offs and pods.
-    import actors.kubelet.timeline_labels
-    import actors.kubelet.trace
-    import actors.kubelet.trace_tools  # noqa: F401
+    import actors.app.tools.kubelet_labels
+    import actors.app.tools.kubelet_plugin
+    import actors.kubelet.trace  # noqa: F401
 
     try:
         trace = read_trace(path)
@@ -137,7 +137,7 @@ def _read(path: str) -> Trace | None:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from actors.core.trace.timeline import show
+    from actors.app.tools.timeline import show
 
     if args.since is not None and args.until is not None and args.until < args.since:
         print(f"{PROG} show: --until {args.until:g} is before --since {args.since:g}",
@@ -160,7 +160,7 @@ def _export(args: argparse.Namespace) -> int:
         print(f"{PROG} export: unknown --format {args.format!r} (known: perfetto)",
               file=sys.stderr)
         return EXIT_USAGE
-    from actors.core.trace.perfetto import export_perfetto
+    from actors.app.tools.perfetto import export_perfetto
 
     trace = _read(args.path)
     if trace is None:
@@ -182,7 +182,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _html(args: argparse.Namespace) -> int:
-    from actors.core.trace.page_html import trace_page
+    from actors.app.tools.page_html import trace_page
 
     trace = _read(args.path)
     if trace is None:
@@ -201,7 +201,7 @@ def _html(args: argparse.Namespace) -> int:
 
 
 def _replay(args: list[str]) -> int:
-    """``trace replay ARGS``: core's replay engine with the kubelet's world."""
+    """``trace replay ARGS``: the framework's replay engine with the kubelet's world."""
     from actors.core.trace.replay import main as replay_main
     from actors.kubelet.trace import KubeletWorld
 

@@ -1,8 +1,8 @@
 """The timeline page as one self-contained HTML document: its script, style and data inline.
 
 The page's files (timeline.html, timeline.js, timeline.css) are package data in
-actors/core/trace/timeline_page/; the HTML holds three markers the generator fills: the
-style, the script and the data (actors.core.trace.page_data's model, as JSON). Nothing is
+actors/app/tools/timeline_page/; the HTML holds three markers the generator fills: the
+style, the script and the data (actors.app.tools.page_data's model, as JSON). Nothing is
 fetched when the page opens: no CDN, no second request.
 """
 
@@ -13,10 +13,10 @@ from typing import Any
 
 import msgspec
 
-from actors.core.trace.page_data import page_data
+from actors.app.tools.page_data import page_data
 from actors.core.trace.reader import Trace
 
-_PACKAGE = "actors.core.trace.timeline_page"
+_PACKAGE = "actors.app.tools.timeline_page"
 _STYLE, _SCRIPT, _DATA, _TITLE = "/*STYLE*/", "/*SCRIPT*/", "/*DATA*/", "<!--TITLE-->"
 
 

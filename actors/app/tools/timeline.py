@@ -2,7 +2,7 @@
 
 One line per handled delivery: the time since the trace started, the actor and its
 incarnation, the message type with a short summary (what the message's plug-in says,
-actors.core.trace.plugins), the sender and how long the handler ran. Under it, indented,
+actors.app.tools.plugins), the sender and how long the handler ran. Under it, indented,
 the runtime calls the handler made. Dead letters and handler errors are red; spawns,
 restarts and supervisor decisions are highlighted lines.
 
@@ -24,8 +24,8 @@ from rich.color import ColorSystem
 from rich.console import Console
 from rich.style import Style
 
+from actors.app.tools.plugins import TOOLS, clip
 from actors.core.trace.names import MESSAGES
-from actors.core.trace.plugins import TOOLS, clip
 from actors.core.trace.reader import Trace
 
 _HEX_ID = re.compile(r"^[0-9a-f]{32,}$")
@@ -54,7 +54,7 @@ class Text:
         return "".join(text for text, _ in self.spans)
 
 
-# --- summaries (shared with actors.core.trace.perfetto) -----------------------------------
+# --- summaries (shared with actors.app.tools.perfetto) -----------------------------------
 
 
 def short_type(type_name: str) -> str:

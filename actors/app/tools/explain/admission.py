@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from actors.kubelet.explain.model import Finding, PodHistory, clock_time, ids
+from actors.app.tools.explain.model import Finding, PodHistory, clock_time, ids
 from actors.kubelet.messages import PodRejected
 
 

@@ -1,8 +1,8 @@
 """A trace as the timeline page's data: compact column arrays (``trace html``, /debug/timeline).
 
-The page (actors.core.trace.timeline_page) draws lanes, spans and message arrows on a
+The page (actors.app.tools.timeline_page) draws lanes, spans and message arrows on a
 canvas; what it draws comes from here, built on the Perfetto export's events
-(actors.core.trace.perfetto.perfetto_events) so that a handler run, a runtime call, a
+(actors.app.tools.perfetto.perfetto_events) so that a handler run, a runtime call, a
 back-off and a message's send and receive points sit where Perfetto puts them:
 
   lanes     one per Perfetto thread (an actor, its back-off lanes, its sends from outside a
@@ -20,8 +20,8 @@ hundred thousand messages is a few megabytes of JSON that the browser parses in 
 Times are microseconds since the trace started. Bodies are cut to a bounded size (long
 strings, long lists, deep nesting): the page shows fields, not whole pod specs.
 
-Core knows no program: a message's summary, the pods it concerns and a pod actor's pod come
-from the plug-in hooks (actors.core.trace.plugins.TOOLS); the lane groups and span titles a
+The viewers know no program: a message's summary, the pods it concerns and a pod actor's pod come
+from the plug-in hooks (actors.app.tools.plugins.TOOLS); the lane groups and span titles a
 program wants come from ``PAGE_LABELS``.
 """
 
@@ -32,10 +32,10 @@ from typing import Any
 
 import msgspec
 
-from actors.core.trace.perfetto import TIMERS, perfetto_events
-from actors.core.trace.plugins import TOOLS
+from actors.app.tools.perfetto import TIMERS, perfetto_events
+from actors.app.tools.plugins import TOOLS
+from actors.app.tools.timeline import short_type, summarize
 from actors.core.trace.reader import Trace
-from actors.core.trace.timeline import short_type, summarize
 
 PAGE_VERSION = 1
 SPAN_KINDS = ("handler", "call", "send", "backoff")
@@ -69,7 +69,7 @@ class PageLabels:
 
 
 PAGE_LABELS = PageLabels()
-"""The process's labels (the kubelet registers its own: actors.kubelet.timeline_labels)."""
+"""The process's labels (the kubelet registers its own: actors.app.tools.kubelet_labels)."""
 
 
 class _Strings:

@@ -3,13 +3,13 @@
 Read from the probe manager's verdicts (ProbeVerdict: a probe's result flipped after its
 thresholds) and the attempts that led to each (ProbeOutcome, with their output). A
 liveness or startup failure that killed a container is told with its restart
-(actors.kubelet.explain.restarts).
+(actors.app.tools.explain.restarts).
 """
 
 from __future__ import annotations
 
-from actors.kubelet.explain.model import Finding, PodHistory, clock_time, ids
-from actors.kubelet.explain.restarts import probe_story
+from actors.app.tools.explain.model import Finding, PodHistory, clock_time, ids
+from actors.app.tools.explain.restarts import probe_story
 from actors.kubelet.messages import ProbeKind, ProbeVerdict
 from actors.kubelet.probe_manager import ProbeOutcome
 from runtime.prober.results import ProbeResult

@@ -6,7 +6,7 @@ ticks start. Events:
   X  call           a runtime call, nested in the handler that made it
   X  send           a message sent from outside any handler (timer ticks, watcher threads)
   X  backoff        a wait a message announces for its sender (the plug-in's waits hook,
-                    actors.core.trace.plugins: a requeue, a container's back-off), and a
+                    actors.app.tools.plugins: a requeue, a container's back-off), and a
                     supervisor's delayed restart of a failed child
   s/f               a message flow from the sending handler to the receiving one (the
                     delivery id is the flow id; "f" binds to the enclosing slice)
@@ -26,9 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from actors.core.trace.plugins import TOOLS
-from actors.core.trace.reader import Trace
-from actors.core.trace.timeline import (
+from actors.app.tools.plugins import TOOLS
+from actors.app.tools.timeline import (
     TraceIndex,
     call_args,
     call_result,
@@ -37,6 +36,7 @@ from actors.core.trace.timeline import (
     short_type,
     summarize,
 )
+from actors.core.trace.reader import Trace
 
 PID = 1
 TIMERS = "timers"
@@ -84,7 +84,7 @@ class _Threads:
 @dataclass(slots=True)
 class PerfettoEvents:
     """The export's events before they are written, with its threads: what the Perfetto
-    export and the timeline page (actors.core.trace.page_data) both draw from.
+    export and the timeline page (actors.app.tools.page_data) both draw from.
 
     ``threads.names``/``owners``/``sort`` describe each thread id; ``events`` are sorted by
     time, the metadata events not among them.

@@ -23,9 +23,9 @@ from types import FrameType
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection
 
-from actors.app.remote import channels
-from actors.app.remote.server import ServerOptions, add_server_flags
-from actors.app.remote.session import StreamRefused, open_stream, stream_url
+from actors.app.tools.remote import channels
+from actors.app.tools.remote.server import ServerOptions, add_server_flags
+from actors.app.tools.remote.session import StreamRefused, open_stream, stream_url
 
 EXIT_FAILED = 1
 _READ = 32 * 1024

@@ -20,9 +20,9 @@ import urllib.parse
 from collections.abc import Sequence
 from typing import Any
 
-from actors.app.remote import channels
-from actors.app.remote.server import ServerOptions, add_server_flags
-from actors.app.remote.session import (
+from actors.app.tools.remote import channels
+from actors.app.tools.remote.server import ServerOptions, add_server_flags
+from actors.app.tools.remote.session import (
     RemoteCommand,
     StreamRefused,
     open_stream,

@@ -17,12 +17,12 @@ from typing import Any
 import msgspec
 import pytest
 
+from actors.app.tools.explain import PodExplanation, explain
+from actors.app.tools.explain.model import Finding
 from actors.core.trace.reader import read_trace
 from actors.core.trace.replay import format_report, replay
 from actors.core.trace.writer import encode
 from actors.kubelet import names
-from actors.kubelet.explain import PodExplanation, explain
-from actors.kubelet.explain.model import Finding
 from actors.kubelet.trace import KubeletWorld
 from runtime.cri.types import ExecResult
 from runtime.errors import CRIError

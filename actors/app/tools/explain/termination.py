@@ -10,9 +10,9 @@ kill out (their grace) up to the worker's ``terminated``.
 
 from __future__ import annotations
 
+from actors.app.tools.explain.model import Finding, PodHistory, Seen, clock_time, ids
+from actors.app.tools.explain.restarts import STOP_CALLS
 from actors.kubelet.cluster.messages import PodStatusChanged
-from actors.kubelet.explain.model import Finding, PodHistory, Seen, clock_time, ids
-from actors.kubelet.explain.restarts import STOP_CALLS
 from actors.kubelet.messages import (
     KillRuntimePod,
     PodObserved,

@@ -26,8 +26,8 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 from websockets.sync.client import ClientConnection, connect
 from websockets.typing import Subprotocol
 
-from actors.app.remote import channels
-from actors.app.remote.server import ServerOptions
+from actors.app.tools.remote import channels
+from actors.app.tools.remote.server import ServerOptions
 
 _OPEN_TIMEOUT = 30.0
 _READ = 32 * 1024

@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from actors.kubelet.explain.admission import admission_findings
-from actors.kubelet.explain.images import image_findings
-from actors.kubelet.explain.model import (
+from actors.app.tools.explain.admission import admission_findings
+from actors.app.tools.explain.images import image_findings
+from actors.app.tools.explain.model import (
     Finding,
     PodHistory,
     PodKey,
@@ -24,10 +24,10 @@ from actors.kubelet.explain.model import (
     pods_in,
     read_history,
 )
-from actors.kubelet.explain.probes import readiness_findings
-from actors.kubelet.explain.restarts import exit_findings, restart_findings
-from actors.kubelet.explain.state import state_findings
-from actors.kubelet.explain.termination import failure_findings, kill_findings, orphan_findings
+from actors.app.tools.explain.probes import readiness_findings
+from actors.app.tools.explain.restarts import exit_findings, restart_findings
+from actors.app.tools.explain.state import state_findings
+from actors.app.tools.explain.termination import failure_findings, kill_findings, orphan_findings
 
 SCHEMA = 1
 """The version of ``--json``'s layout; a change that breaks readers bumps it. Version 1::

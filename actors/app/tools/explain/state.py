@@ -8,7 +8,7 @@ status manager computes it; the reasons come from the messages behind it.
 
 from __future__ import annotations
 
-from actors.kubelet.explain.model import (
+from actors.app.tools.explain.model import (
     Finding,
     PodHistory,
     Seen,
@@ -16,7 +16,7 @@ from actors.kubelet.explain.model import (
     container_of_path,
     ids,
 )
-from actors.kubelet.explain.restarts import probe_failures
+from actors.app.tools.explain.restarts import probe_failures
 from actors.kubelet.messages import (
     PodObserved,
     PodRejected,

@@ -1,7 +1,7 @@
 """``kubelet-actors explain POD [-n NAMESPACE] [-c CONTAINER] [--trace-dir DIR] [--json]``:
 the chain of causes behind a pod's state, its restarts, kills, probe flips and waits, in
 sentences with times, each naming the trace messages it comes from (``#N``, as ``trace
-show`` numbers them). ``--json`` gives the same as data (SCHEMA in actors.kubelet.explain).
+show`` numbers them). ``--json`` gives the same as data (SCHEMA in actors.app.tools.explain).
 
 A trace directory the daemon wrote in across its restarts is read per process (each
 numbers its deliveries anew): each pod is explained once per daemon run that saw it.
@@ -28,9 +28,9 @@ from rich.text import Text
 
 from actors.app.config.flags import DEFAULT_ROOT_DIR
 from actors.app.root_lock import LOCK_NAME
+from actors.app.tools.explain import SCHEMA, PodExplanation, explain, known_pods
+from actors.app.tools.explain.model import clock_time
 from actors.core.trace.reader import TraceError, read_trace, trace_files
-from actors.kubelet.explain import SCHEMA, PodExplanation, explain, known_pods
-from actors.kubelet.explain.model import clock_time
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 PROG = "kubelet-actors explain"

@@ -1,6 +1,6 @@
 // The trace timeline page: lanes, spans and message arrows drawn on a canvas.
 //
-// The data (actors/core/trace/page_data.py) is column arrays; only what lies in the
+// The data (actors/app/tools/page_data.py) is column arrays; only what lies in the
 // visible time window and the visible rows is drawn, so a trace of 100,000 messages pans
 // and zooms at once. A message's causal chain (its cause links) and what it caused are
 // looked up when it is clicked, not before.

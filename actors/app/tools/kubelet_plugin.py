@@ -1,6 +1,6 @@
 """The kubelet's plug-in to the trace tools: what its messages say, wait for and concern.
 
-Importing this module registers, with actors.core.trace.plugins.TOOLS, a one-line summary
+Importing this module registers, with actors.app.tools.plugins.TOOLS, a one-line summary
 for each kubelet message ``trace show`` and ``trace export`` print, the waits a pod
 worker announces (its requeue, its containers' back-offs: spans in the Perfetto export)
 and the pods each message concerns (``trace show --pod``). Every hook reads the typed
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import actors.kubelet.trace  # noqa: F401 - the kubelet's message names, old traces' included
-from actors.core.trace.plugins import TOOLS, PodRef, Wait, clip
+from actors.app.tools.plugins import TOOLS, PodRef, Wait, clip
 from actors.kubelet import names
 from actors.kubelet.messages import (
     DesiredPods,

@@ -1,15 +1,15 @@
 """The kubelet's labels on the timeline page: its lanes' groups and its pod workers' syncs.
 
-Importing this module registers them with actors.core.trace.page_data.PAGE_LABELS (the
-page's data comes from core, which knows no kubelet). A pod worker's RunPending is one
+Importing this module registers them with actors.app.tools.page_data.PAGE_LABELS (the
+page's data is built by viewers that know no kubelet). A pod worker's RunPending is one
 sync round of its pod (the worker sends it to itself once an update is pending), so its
 handler span is titled "sync"; UpdatePod only hands the worker the pod.
 """
 
 from __future__ import annotations
 
+from actors.app.tools.page_data import PAGE_LABELS
 from actors.core.trace.names import MESSAGES
-from actors.core.trace.page_data import PAGE_LABELS
 from actors.kubelet import names
 from actors.kubelet.pod_worker import RunPending
 
