@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from loguru import logger
 
-from actors.app.cert_files import CERT_NAME, KEY_NAME
+from actors.app.config.cert_files import CERT_NAME, KEY_NAME
 from actors.app.config.tls import CIPHER_SUITES, TLS_VERSIONS, check_settings
 from actors.app.config.tls import TLSSettings as TLSSettings
 from actors.app.http.self_signed import PairRequest, SelfSignedChild, self_signed_pair

@@ -16,7 +16,7 @@ import ssl
 import urllib.parse
 from dataclasses import dataclass
 
-from actors.app.cert_files import CERT_DIR_NAME, CERT_NAME
+from actors.app.config.cert_files import CERT_DIR_NAME, CERT_NAME
 from actors.app.config.flags import DEFAULT_ADDRESS, DEFAULT_PORT, DEFAULT_ROOT_DIR
 from runtime.errors import ConfigError
 
