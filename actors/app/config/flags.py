@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from loguru import logger
 from msgspec import Struct, field
 
+from actors.app.config.cert_files import CERT_DIR_NAME
 from actors.app.config.durations import parse_duration
 from actors.app.config.eviction import add_eviction_flags, eviction_config
 from actors.app.config.feature_gates import DEFAULTS as GATE_DEFAULTS
@@ -592,7 +593,7 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
         node_status_max_images=ns.node_status_max_images,
         tls_cert_file=_abspath(ns.tls_cert_file),
         tls_private_key_file=_abspath(ns.tls_private_key_file),
-        cert_dir=_abspath(ns.cert_dir) or os.path.join(os.path.abspath(ns.root_dir), "pki"),
+        cert_dir=_abspath(ns.cert_dir) or os.path.join(os.path.abspath(ns.root_dir), CERT_DIR_NAME),
         tls_min_version=ns.tls_min_version,
         tls_cipher_suites=_names(ns.tls_cipher_suites),
         client_ca_file=_abspath(ns.client_ca_file),
