@@ -2,7 +2,9 @@
 
 A replay builds the kubelet's actors from the same recipes the daemon starts them from
 (actors.kubelet.tree), on the replay stubs and with the settings the trace's header
-recorded. The sources read files and URLs: their messages are inputs, not replayed.
+recorded, and the recorded services from the same table (actors.kubelet.recorded), each
+answering as recorded. The sources read files and URLs: their messages are inputs, not
+replayed.
 """
 
 from __future__ import annotations
