@@ -40,7 +40,7 @@ from actors.core.supervision import SupervisorSpec
 from actors.core.timers import TimerService
 from actors.core.trace.recording import RecordingClock, RecordingInterceptor
 from actors.core.trace.writer import TraceWriter
-from actors.kubelet import names, tree
+from actors.kubelet import names, recorded, tree
 from actors.kubelet.events import DispatchRecorder
 from actors.kubelet.messages import GetPods, RuntimePod
 from actors.kubelet.metrics import KubeletMetrics
@@ -48,7 +48,6 @@ from actors.kubelet.pod_worker import WorkerTiming
 from actors.kubelet.sync_loop import GetHealth, GetRunningPods, SyncLoopSettings
 from actors.kubelet.tree import KubeletParts, ReplayConfig, Sources
 from runtime.clock import Clock, RealClock
-from runtime.cm.pod_cgroups import POD_CGROUPS_TARGET, PodCgroupService
 from runtime.containerd.event_sources import EventSourceChooser
 from runtime.containerd.managed import ManagedContainerd
 from runtime.cri.instrumented import Timing
@@ -58,19 +57,7 @@ from runtime.cri.service import CRIRuntime
 from runtime.cri.types import ContainerStatus
 from runtime.errors import CRINotFound
 from runtime.ids import ContainerID
-from runtime.kuberuntime.container_logs import (
-    CONTAINER_LOGS_TARGET,
-    ContainerLogFiles,
-    NodeContainerLogFiles,
-)
-from runtime.kuberuntime.host_paths import HOST_PATHS_TARGET, HostPaths, NodeHostPaths
 from runtime.kuberuntime.manager import KubeRuntimeManager
-from runtime.kuberuntime.object_source import ObjectSource
-from runtime.kuberuntime.volume_mounts import (
-    VOLUME_MOUNTS_TARGET,
-    NodeVolumeMounts,
-    VolumeMounts,
-)
 from runtime.pod.model import Pod
 from runtime.status.types import PodStatus
 
@@ -214,16 +201,13 @@ def start_kubelet(
         node=node_settings(flags),
         timing=WorkerTiming(resync_interval=flags.sync_frequency),
         supervisor=sync_settings, host_ip=node_ip, embedded=containerd is not None,
-        cluster=cluster is not None, events=True, stats=stats.parts is not None,
-        host_paths=True, pod_cgroups=True, container_logs=True, volume_mounts=True,
+        cluster=cluster is not None, stats=stats.parts is not None,
         garbage_collection=flags.garbage_collection,
         log_rotation=rotation is not None,
         eviction=eviction,
         probe_state=restore_probe_state(root_dir, runtime))
     writer: TraceWriter | None = None
-    host_paths: HostPaths = NodeHostPaths()
-    container_logs: ContainerLogFiles = NodeContainerLogFiles()
-    volume_mounts: VolumeMounts = NodeVolumeMounts()
+    recording: tuple[Interceptor, ...] = ()  # what the recorded services' calls pass
     # The calls that run processes on the node, a few at a time (runtime.cri.parallel_limit),
     # outside Timing: the metric times the call, not its wait for a slot.
     calls: tuple[Interceptor, ...] = (ParallelLimit(), Timing(metrics.observe_runtime_call),
@@ -234,54 +218,37 @@ def start_kubelet(
                              max_files=flags.trace_max_files,
                              argv=tuple(sys.argv), config=config.to_header(),
                              write_every=flags.trace_flush_frequency)
-        recording = RecordingInterceptor(writer)
-        calls = (recording, *calls)
+        recording = (RecordingInterceptor(writer),)
+        calls = (*recording, *calls)
         clock = RecordingClock(real_clock, writer)
-        if containerd is not None:
-            containerd = intercept(containerd, ManagedContainerd, recording,
-                                   target="containerd")
-        host_paths = intercept(host_paths, HostPaths, recording, target=HOST_PATHS_TARGET)
-        container_logs = intercept(container_logs, ContainerLogFiles, recording,
-                                   target=CONTAINER_LOGS_TARGET)
-        volume_mounts = intercept(volume_mounts, VolumeMounts, recording,
-                                  target=VOLUME_MOUNTS_TARGET)
         logger.info("recording a trace in {}", flags.trace_dir)
     instrumented = intercept(runtime, CRIRuntime, *calls)
     dispatch = Dispatch(recorder=writer, faults=faults)
-    # Cluster mode: ConfigMaps, Secrets, Services, tokens and RuntimeClasses, each answer
-    # recorded.
+    # Cluster mode: ConfigMaps, Secrets, Services, tokens and RuntimeClasses.
     watching: WatchingObjects | None = None
-    objects: ObjectSource | None = None
     if cluster is not None:
         from runtime.kubeapi.objects import WatchingObjects
 
         watching = WatchingObjects(cluster.client, real_clock)
         watching.start_services()
         watching.start_runtime_classes()
-        source: ObjectSource = watching
-        objects = intercept(source, ObjectSource,
-                            *((calls[0],) if writer is not None else ()), target="kubeapi")
     unmount_leftovers(root_dir, runtime)
-    # The pod cgroups' answers come from the node's cgroup filesystem: inputs, recorded.
-    cgroups: PodCgroupService | None = start_pod_cgroups(flags, runtime,
-                                                         embedded=containerd is not None)
-    if cgroups is not None and writer is not None:
-        cgroups = intercept(cgroups, PodCgroupService, calls[0], target=POD_CGROUPS_TARGET)
+    # The node's answers and the API server's: inputs, each recorded (actors.kubelet.recorded).
+    services = recorded.live(
+        config, recording, containerd=containerd, objects=watching,
+        cgroups=start_pod_cgroups(flags, runtime, embedded=containerd is not None))
     # The back-off tables are shared by every pod worker: their reads are inputs.
     manager = KubeRuntimeManager(instrumented, config.node, clock, node_ip=node_ip,
-                                 observe=dispatch.observe, cgroups=cgroups,
-                                 objects=objects, events=DispatchRecorder(dispatch),
-                                 host_paths=host_paths,
+                                 observe=dispatch.observe, events=DispatchRecorder(dispatch),
                                  reuse_image_status=config.lean_start,
                                  image_checks_beside_sandbox=config.image_checks_beside_sandbox,
                                  kill_from_listings=config.lean_kill,
-                                 container_logs=container_logs,
-                                 volume_mounts=volume_mounts)
+                                 **services.for_manager())
     timers = TimerService(dispatch, real_clock)
     events = (EventSourceChooser(runtime_endpoint)
               if runtime_endpoint and enabled(flags.feature_gates, EVENTED_PLEG) else None)
     parts = KubeletParts(dispatch, timers, clock, instrumented, manager, config, metrics,
-                         containerd, sources, cluster=cluster, stats=stats_parts,
+                         services.containerd, sources, cluster=cluster, stats=stats_parts,
                          probe_metrics=stats.probes, runtime_events=events,
                          log_rotation=rotation,
                          probe_state=probe_state_file(root_dir))

@@ -2,7 +2,9 @@
 
 A replay builds the kubelet's actors from the same recipes the daemon starts them from
 (actors.kubelet.tree), on the replay stubs and with the settings the trace's header
-recorded. The sources read files and URLs: their messages are inputs, not replayed.
+recorded, and the recorded services from the same table (actors.kubelet.recorded), each
+answering as recorded. The sources read files and URLs: their messages are inputs, not
+replayed.
 """
 
 from __future__ import annotations
@@ -18,30 +20,15 @@ from actors.core.dispatch import ActorRef
 from actors.core.supervision import ChildSpec
 from actors.core.trace.names import MESSAGES
 from actors.core.trace.stubs import InertExecutor, Record, Stubs, Unreachable, recorded_error
-from actors.kubelet import names, tree
+from actors.kubelet import names, recorded, tree
 from actors.kubelet.events import DispatchRecorder
 from actors.kubelet.sources.file import FilesChanged  # noqa: F401 - registers its message name
 from actors.kubelet.sync_loop import kubelet_child
 from actors.kubelet.tree import KubeletParts, ReplayConfig
 from runtime import errors
-from runtime.cm.pod_cgroups import POD_CGROUPS_TARGET, PodCgroupService
-from runtime.containerd.managed import ManagedContainerd
 from runtime.cri.intercept import intercept, result_types
 from runtime.cri.service import CRIRuntime
-from runtime.events.recorder import NULL_RECORDER
-from runtime.kuberuntime.container_logs import (
-    CONTAINER_LOGS_TARGET,
-    ContainerLogFiles,
-    UncleanedContainerLogFiles,
-)
-from runtime.kuberuntime.host_paths import HOST_PATHS_TARGET, CheckOnlyHostPaths, HostPaths
 from runtime.kuberuntime.manager import KubeRuntimeManager
-from runtime.kuberuntime.object_source import ObjectSource
-from runtime.kuberuntime.volume_mounts import (
-    VOLUME_MOUNTS_TARGET,
-    UnmountedVolumeMounts,
-    VolumeMounts,
-)
 
 # What traces recorded before message names existed called each message (its module path).
 LEGACY_TYPES: dict[str, str] = {
@@ -65,11 +52,7 @@ for _recorded, _name in LEGACY_TYPES.items():
 _NOT_ACTORS = frozenset({names.TIMERS, "test"})
 """Senders that are not actors: the timer thread, and tests telling actors things."""
 
-_RESULTS = {"runtime": result_types(CRIRuntime), "containerd": result_types(ManagedContainerd),
-            HOST_PATHS_TARGET: result_types(HostPaths),
-            POD_CGROUPS_TARGET: result_types(PodCgroupService),
-            CONTAINER_LOGS_TARGET: result_types(ContainerLogFiles),
-            VOLUME_MOUNTS_TARGET: result_types(VolumeMounts)}
+_RESULTS = {"runtime": result_types(CRIRuntime), **recorded.result_types_by_target()}
 
 
 class _StubRef:
@@ -150,9 +133,8 @@ class KubeletWorld:
                 for name, _ in tree.children(parts)]
             if parts.config.cluster:  # the API writers, in the order tree.children has them
                 specs += [kubelet_child((name, _stub_ref)) for name in
-                          (names.POD_WRITER, names.NODE_STATUS, names.NODE_LEASE)]
-                if parts.config.events:
-                    specs.append(kubelet_child((names.EVENT_WRITER, _stub_ref)))
+                          (names.POD_WRITER, names.NODE_STATUS, names.NODE_LEASE,
+                           names.EVENT_WRITER)]
             # The sources in tree.children's order: file, http, then the API server.
             specs += [kubelet_child((f"source/{kind}", _stub_ref))
                       for kind in sorted(parts.config.supervisor.expected_sources,
@@ -178,47 +160,20 @@ class KubeletWorld:
         node = msgspec.structs.replace(config.node, root_dir=f"{stubs.scratch}/root",
                                    pod_logs_dir=f"{stubs.scratch}/logs")
         runtime = cast(CRIRuntime, intercept(Unreachable(), CRIRuntime, stubs.answers))
-        containerd: ManagedContainerd | None = None
-        if config.embedded:
-            containerd = cast(ManagedContainerd, intercept(
-                Unreachable(), ManagedContainerd, stubs.answers, target="containerd"))
+        # What the node and the API server answered, as recorded: the replay never looks
+        # at, nor changes, the machine it runs on.
+        services = recorded.replayed(config, stubs.answers)
         clock: Any = stubs.clock
         timers: Any = stubs.timers
         # Back-off reads answer as recorded: the tables were shared by every worker and
         # outlived restarts, so a replayed worker's own manager cannot know them.
-        # Cluster mode: the API objects' answers, as recorded.
-        objects = (cast(ObjectSource, intercept(Unreachable(), ObjectSource, stubs.answers,
-                                                target="kubeapi"))
-                   if config.cluster else None)
-        events = (DispatchRecorder(stubs.dispatch) if config.events else NULL_RECORDER)
-        # hostPath volumes as recorded: the replay never looks at, nor makes, a node path.
-        host_paths: HostPaths = (
-            cast(HostPaths, intercept(Unreachable(), HostPaths, stubs.answers,
-                                      target=HOST_PATHS_TARGET))
-            if config.host_paths else CheckOnlyHostPaths())
-        # Pod cgroups as recorded: the replay never makes one.
-        cgroups = (cast(PodCgroupService, intercept(Unreachable(), PodCgroupService,
-                                                    stubs.answers, target=POD_CGROUPS_TARGET))
-                   if config.pod_cgroups else None)
-        # A removed instance's logs as recorded: the replay never removes a file.
-        container_logs: ContainerLogFiles = (
-            cast(ContainerLogFiles, intercept(Unreachable(), ContainerLogFiles, stubs.answers,
-                                              target=CONTAINER_LOGS_TARGET))
-            if config.container_logs else UncleanedContainerLogFiles())
-        # Memory-backed volumes' mounts as recorded: the replay never mounts one.
-        volume_mounts: VolumeMounts = (
-            cast(VolumeMounts, intercept(Unreachable(), VolumeMounts, stubs.answers,
-                                         target=VOLUME_MOUNTS_TARGET))
-            if config.volume_mounts else UnmountedVolumeMounts())
         manager = KubeRuntimeManager(runtime, node, clock, node_ip=config.host_ip,
-                                     observe=stubs.dispatch.observe, objects=objects,
-                                     cgroups=cgroups,
-                                     events=events, host_paths=host_paths,
+                                     observe=stubs.dispatch.observe,
+                                     events=DispatchRecorder(stubs.dispatch),
                                      reuse_image_status=config.lean_start,
                                      image_checks_beside_sandbox=config.image_checks_beside_sandbox,
                                      kill_from_listings=config.lean_kill,
-                                     container_logs=container_logs,
-                                     volume_mounts=volume_mounts)
+                                     **services.for_manager())
         return KubeletParts(stubs.dispatch, timers, clock, runtime, manager, config,
-                            containerd=containerd, executor=InertExecutor)
+                            containerd=services.containerd, executor=InertExecutor)
 

@@ -48,7 +48,7 @@ from runtime.clock import Clock
 from runtime.containerd.events import SubscriptionFactory
 from runtime.containerd.managed import ManagedContainerd
 from runtime.cri.service import CRIRuntime
-from runtime.events.recorder import NULL_RECORDER, EventRecorder
+from runtime.events.recorder import EventRecorder
 from runtime.ids import PodUID
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.settings import NodeSettings
@@ -92,18 +92,7 @@ class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
     host_ip: str = ""
     embedded: bool = False
     cluster: bool = False  # joined to an API server: status also goes to the pod writer
-    events: bool = False  # events recorded (traces from before events replay without)
     stats: bool = False  # the stats actor runs (last child; not replayed, see stats_collector)
-    host_paths: bool = False  # hostPath answers recorded (older traces: checked read-only)
-    # The pod cgroups' answers recorded (older traces: replayed without pod cgroups, each
-    # ensure taken as made).
-    pod_cgroups: bool = False
-    # A pruned or purged instance's log removal recorded (older traces: the kubelet
-    # removed none, and their replay removes none).
-    container_logs: bool = False
-    # Memory-backed volumes' mounts recorded (older traces: the kubelet mounted none,
-    # and their replay finds none mounted and mounts none).
-    volume_mounts: bool = False
     # The garbage collector runs with these settings (None: traces from before it).
     garbage_collection: GCSettings | None = None
     log_rotation: bool = False  # the log rotation actor runs (after stats; not replayed)
@@ -233,7 +222,7 @@ Recipe = Callable[[int], Construct]
 
 def recorder(parts: KubeletParts) -> EventRecorder:
     """What the actors (and the runtime manager) record events through."""
-    return DispatchRecorder(parts.dispatch) if parts.config.events else NULL_RECORDER
+    return DispatchRecorder(parts.dispatch)
 
 
 def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
@@ -273,10 +262,9 @@ def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
             RuntimeMonitor, (p.dispatch, p.timers, p.runtime, p.clock, p.containerd,
                              p.metrics, n))),
     ]
-    if p.config.events:
-        tree.append((names.EVENTS, lambda n: Construct(
-            EventsActor, (p.dispatch, p.clock, p.config.node.node_name, n),
-            {"cluster": p.cluster is not None})))
+    tree.append((names.EVENTS, lambda n: Construct(
+        EventsActor, (p.dispatch, p.clock, p.config.node.node_name, n),
+        {"cluster": p.cluster is not None})))
     gc = p.config.garbage_collection
     if gc is not None:
         # Before the cluster writers and sources: a replay (which has neither) builds the
@@ -308,10 +296,9 @@ def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
                 {"events": events})),
             (names.NODE_LEASE, lambda n: Construct(
                 LeaseActor, (p.dispatch, p.timers, p.clock, cluster, n))),
+            (names.EVENT_WRITER, lambda n: Construct(
+                EventWriter, (p.dispatch, p.timers, p.clock, cluster, n))),
         ]
-        if p.config.events:
-            tree.append((names.EVENT_WRITER, lambda n: Construct(
-                EventWriter, (p.dispatch, p.timers, p.clock, cluster, n))))
     sources = p.sources
     if sources is not None and sources.manifest_path:
         tree.append((names.SOURCE_FILE, lambda n: Construct(
@@ -343,8 +330,7 @@ def probe_manager(parts: KubeletParts, incarnation: int,
     (the previous run's results for the first, its predecessor's hand-over for a later)."""
     p = parts
     extra: dict[str, Any] = {} if p.executor is None else {"executor": p.executor()}
-    if p.config.events:
-        extra["events"] = recorder(p)
+    extra["events"] = recorder(p)
     if p.probe_metrics:
         extra["probe_metrics"] = p.probe_metrics
     if restored:
@@ -373,7 +359,7 @@ def worker(parts: KubeletParts, uid: PodUID, incarnation: int,
            cancel: threading.Event) -> Construct:
     """How to make incarnation ``incarnation`` of the pod worker for ``uid``."""
     p = parts
-    extra: dict[str, Any] = {"events": recorder(p)} if p.config.events else {}
+    extra: dict[str, Any] = {"events": recorder(p)}
     return Construct(PodWorker, (uid, p.dispatch, p.manager, p.clock, p.metrics,
                                  p.config.timing, cancel),
                      {"incarnation": incarnation, "status_from_pleg": p.config.lean_start,
@@ -386,7 +372,7 @@ def worker(parts: KubeletParts, uid: PodUID, incarnation: int,
 def sync_loop(parts: KubeletParts, child_specs: list[ChildSpec],
               workers: WorkerFactory) -> Construct:
     p = parts
-    extra: dict[str, Any] = {"events": recorder(p)} if p.config.events else {}
+    extra: dict[str, Any] = {"events": recorder(p)}
     return Construct(SyncLoop, (p.dispatch, p.timers, p.clock, child_specs, workers,
                                 p.config.supervisor, p.metrics),
                      {**extra, "cache_first": p.config.cache_first,

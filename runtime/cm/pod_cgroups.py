@@ -76,7 +76,7 @@ def burstable_shares(pods: list[PodCgroupSpec]) -> int:
 class PodCgroupService(Protocol):
     """What pod workers and the pod killer ask of the pod cgroups. Its outcomes come from
     the node's cgroup filesystem (which another process may change), so a trace records
-    them and a replay answers them (actors.kubelet.trace)."""
+    them and a replay answers them (actors.kubelet.recorded)."""
 
     def ensure(self, spec: PodCgroupSpec) -> str:
         """The pod's cgroup, made when missing; its runtime name. Raises CgroupError."""

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
+MANAGED_CONTAINERD_TARGET = "containerd"
+"""The service's name in traces (the ``target`` of its recorded calls)."""
+
 
 class ManagedContainerd(Protocol):
     """A containerd process the kubelet started and keeps running."""

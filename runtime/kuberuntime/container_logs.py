@@ -14,8 +14,7 @@ from typing import Protocol
 
 from runtime.kuberuntime.log_rotator import clean_container_logs
 
-__all__ = ["CONTAINER_LOGS_TARGET", "ContainerLogFiles", "NodeContainerLogFiles",
-           "UncleanedContainerLogFiles"]
+__all__ = ["CONTAINER_LOGS_TARGET", "ContainerLogFiles", "NodeContainerLogFiles"]
 
 CONTAINER_LOGS_TARGET = "containerlogs"
 """The service's name in traces (the ``target`` of its recorded calls)."""
@@ -35,11 +34,3 @@ class NodeContainerLogFiles:
 
     def clean(self, log_path: str) -> tuple[str, ...]:
         return clean_container_logs(log_path)
-
-
-class UncleanedContainerLogFiles:
-    """For replaying traces recorded before the removal was a service (the kubelet then
-    left a pruned instance's logs): removes nothing."""
-
-    def clean(self, log_path: str) -> tuple[str, ...]:
-        return ()

@@ -27,10 +27,9 @@ from runtime.kuberuntime.subpath import (
     bind_sub_path,
     clean_sub_paths,
     safe_make_dir,
-    sub_path_target,
 )
 
-__all__ = ["HOST_PATHS_TARGET", "CheckOnlyHostPaths", "EnvFileRead", "HostPaths",
+__all__ = ["HOST_PATHS_TARGET", "EnvFileRead", "HostPaths",
            "NodeHostPaths", "SubPathMount"]
 
 HOST_PATHS_TARGET = "hostpath"
@@ -123,26 +122,4 @@ class NodeHostPaths:
         return ""
 
     def read_env_key(self, volume_path: str, path: str, key: str) -> EnvFileRead:
-        return read_env_key(volume_path, path, key)
-
-
-class CheckOnlyHostPaths:
-    """For replaying traces recorded before hostPath answers were: reads the node but
-    never writes it, taking a missing ``*OrCreate`` path as made (as it was when
-    recorded, unless making it failed: then the replay shows the difference)."""
-
-    def prepare(self, path: str, kind: str) -> str:
-        if kind in ("DirectoryOrCreate", "FileOrCreate") and not os.path.exists(path):
-            return ""
-        return _check(path, kind)
-
-    def mount_sub_path(self, sub: SubPath) -> SubPathMount:
-        return SubPathMount(host_path=sub_path_target(sub))  # as it was mounted
-
-    def clean_sub_paths(self, pod_dir: str) -> str:
-        return ""
-
-    def read_env_key(self, volume_path: str, path: str, key: str) -> EnvFileRead:
-        # Reading writes nothing: read as the node is now (a trace from before this call
-        # was recorded comes from a kubelet that ignored fileKeyRef: the replay shows it).
         return read_env_key(volume_path, path, key)

@@ -124,9 +124,9 @@ class ImageManager:
     def _pulled_event(self, ref: ObjectRef, image: str, image_ref: str, took: float
                       ) -> Image | None:
         """Pulled, with the image's size: upstream's puller asks the runtime for it
-        (GetImageSize). Only when events are recorded: the call is for the message, and
-        traces recorded before events have no such call. Pulls are not queued here, so
-        the time waiting is the time pulling."""
+        (GetImageSize). Only when events go somewhere (run-once records none): the call
+        is for the message. Pulls are not queued here, so the time waiting is the time
+        pulling."""
         if self.events is NULL_RECORDER:
             return None
         pulled = self._images.image_status(ImageSpec(image_ref))

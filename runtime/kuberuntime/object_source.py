@@ -13,7 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-__all__ = ["Answer", "ObjectSource", "found", "not_found"]
+__all__ = ["OBJECTS_TARGET", "Answer", "ObjectSource", "found", "not_found"]
+
+OBJECTS_TARGET = "kubeapi"
+"""The service's name in traces (the ``target`` of its recorded calls)."""
 
 Answer = dict[str, Any]
 """``{"object": {...}}``, ``{"notFound": True}`` or ``{"error": "..."}``."""

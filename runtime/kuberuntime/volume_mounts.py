@@ -27,7 +27,7 @@ from msgspec.structs import replace
 
 from runtime.mounts import MOUNTINFO, MountPoint, read_mountinfo
 
-__all__ = ["VOLUME_MOUNTS_TARGET", "MountPoint", "NodeVolumeMounts", "UnmountedVolumeMounts",
+__all__ = ["VOLUME_MOUNTS_TARGET", "MountPoint", "NodeVolumeMounts",
            "VolumeMounts"]
 
 VOLUME_MOUNTS_TARGET = "volumemounts"
@@ -96,19 +96,4 @@ class NodeVolumeMounts:
                 return (f"unmount failed: exit status {result.returncode}\nUnmounting "
                         f"arguments: {path}\nOutput: {_output(result)}")
         shutil.rmtree(path, ignore_errors=True)
-        return ""
-
-
-class UnmountedVolumeMounts:
-    """For replaying traces recorded before mounts were a service (the kubelet then made
-    every such volume a plain directory): finds nothing mounted, mounts and tears down
-    nothing, and says each succeeded, so the replay goes as the recording went."""
-
-    def mounts_under(self, directory: str) -> tuple[MountPoint, ...]:
-        return ()
-
-    def mount(self, source: str, path: str, fstype: str, options: tuple[str, ...]) -> str:
-        return ""
-
-    def tear_down(self, path: str) -> str:
         return ""

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from actors.core.trace.reader import read_trace
+from actors.kubelet import recorded
+from actors.kubelet.tree import ReplayConfig
 from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
 from tests.e2e.daemon import REPO, Daemon
@@ -50,7 +52,15 @@ def test_a_recorded_run_replays_shows_and_exports(
     finally:
         daemon.stop()
 
-    assert read_trace(trace_dir).header["write_every"] == 0.5  # the flag reached the writer
+    trace = read_trace(trace_dir)
+    assert trace.header["write_every"] == 0.5  # the flag reached the writer
+    # Every service the daemon recorded is a row of the table its configuration has, and
+    # the replay below answers each from it (actors.kubelet.recorded).
+    config = ReplayConfig.from_header(trace.header["config"])
+    targets = {r["target"] for r in trace.records if r["k"] == "call"}
+    assert targets - {"runtime"} <= {row.name for row in recorded.present(config)}
+    assert {"runtime", "podcgroups", "volumemounts"} <= targets  # each pod's cgroup, and
+    # its volume directories' mounts looked at when it is removed
 
     replayed = kubelet("trace", "replay", str(trace_dir))
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr

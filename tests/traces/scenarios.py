@@ -31,7 +31,7 @@ from actors.core.timers import ManualTimers
 from actors.core.trace.names import message
 from actors.core.trace.recording import RecordingClock, RecordingInterceptor
 from actors.core.trace.writer import DEFAULT_MAX_BYTES, TraceWriter
-from actors.kubelet import names, tree
+from actors.kubelet import names, recorded, tree
 from actors.kubelet.events import DispatchRecorder
 from actors.kubelet.eviction import EvictionSettings
 from actors.kubelet.gc_settings import GCSettings
@@ -44,28 +44,17 @@ from actors.kubelet.stats_collector import StatsCache, StatsParts
 from actors.kubelet.sync_loop import SyncLoopSettings, kubelet_child
 from actors.kubelet.tree import KubeletParts, ReplayConfig
 from runtime.clock import FakeClock
-from runtime.cm.pod_cgroups import POD_CGROUPS_TARGET, PodCgroupService
+from runtime.cm.pod_cgroups import PodCgroupService
 from runtime.cri.intercept import intercept
 from runtime.cri.service import CRIRuntime
 from runtime.cri.types import ContainerState
-from runtime.events.recorder import NULL_RECORDER
 from runtime.ids import ContainerID
 from runtime.kuberuntime import labels as L
-from runtime.kuberuntime.container_logs import (
-    CONTAINER_LOGS_TARGET,
-    ContainerLogFiles,
-    NodeContainerLogFiles,
-)
-from runtime.kuberuntime.host_paths import HOST_PATHS_TARGET, HostPaths, NodeHostPaths
 from runtime.kuberuntime.log_rotation import LogRotatePolicy
 from runtime.kuberuntime.log_rotator import ContainerLogRotator
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.settings import NodeSettings
-from runtime.kuberuntime.volume_mounts import (
-    VOLUME_MOUNTS_TARGET,
-    NodeVolumeMounts,
-    VolumeMounts,
-)
+from runtime.kuberuntime.volume_mounts import VolumeMounts
 from runtime.pod.model import (
     Container,
     HostPathVolumeSource,
@@ -252,7 +241,6 @@ class RecordedNode:
                  probe_state: tuple[SavedProbe, ...] = (),
                  probe_state_file: ProbeStateSink | None = None,
                  trace_max_bytes: int = DEFAULT_MAX_BYTES,
-                 events: bool = False,
                  start_path: int = tree.START_PATH,
                  metrics: KubeletMetrics | None = None,
                  probe_metrics: ProbeMetrics | None = None,
@@ -275,10 +263,9 @@ class RecordedNode:
             timing=WorkerTiming(60.0),
             supervisor=SyncLoopSettings(expected_sources=frozenset({"file"}),
                                         eviction=eviction is not None),
-            stats=stats, eviction=eviction, host_paths=True, garbage_collection=gc,
+            stats=stats, eviction=eviction, garbage_collection=gc,
             log_rotation=log_rotation is not None, probe_state=probe_state,
-            events=events, start_path=start_path, pod_cgroups=pod_cgroups is not None,
-            container_logs=True, volume_mounts=True)
+            start_path=start_path)
         self.writer = TrackingWriter(directory, config=config.to_header(),
                                      max_bytes=trace_max_bytes)
         self.activity = self.writer.activity
@@ -288,22 +275,12 @@ class RecordedNode:
                             *((faults,) if faults is not None else ()))
         clock: Any = RecordingClock(self.fake_clock, self.writer)
         self.timers = ManualTimers(d, self.fake_clock)
-        # hostPath volumes read and make node paths: their answers recorded, as the daemon's.
-        host_paths = intercept(NodeHostPaths(), HostPaths, RecordingInterceptor(self.writer),
-                               target=HOST_PATHS_TARGET)
-        container_logs = intercept(NodeContainerLogFiles(), ContainerLogFiles,
-                                   RecordingInterceptor(self.writer),
-                                   target=CONTAINER_LOGS_TARGET)
-        volume_mounts = intercept(volume_mounts or NodeVolumeMounts(), VolumeMounts,
-                                  RecordingInterceptor(self.writer), target=VOLUME_MOUNTS_TARGET)
-        if pod_cgroups is not None:  # as the daemon's: their answers recorded
-            pod_cgroups = intercept(pod_cgroups, PodCgroupService,
-                                    RecordingInterceptor(self.writer), target=POD_CGROUPS_TARGET)
+        # The node's answers recorded, as the daemon's (the node's own services where
+        # none is given here).
+        services = recorded.live(config, (RecordingInterceptor(self.writer),),
+                                 cgroups=pod_cgroups, volume_mounts=volume_mounts)
         manager = KubeRuntimeManager(runtime, config.node, clock, observe=d.observe,
-                                     host_paths=host_paths, cgroups=pod_cgroups,
-                                     container_logs=container_logs,
-                                     volume_mounts=volume_mounts,
-                                     events=DispatchRecorder(d) if events else NULL_RECORDER,
+                                     events=DispatchRecorder(d), **services.for_manager(),
                                      reuse_image_status=config.lean_start,
                                      image_checks_beside_sandbox=config.image_checks_beside_sandbox)
         # The stats actor measures the fake runtime outside the recording, as the daemon

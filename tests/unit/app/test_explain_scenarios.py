@@ -68,7 +68,7 @@ class Scenario:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self.scratch = Path(tempfile.mkdtemp(prefix="explain-"))
-        self.node = RecordedNode(directory, self.scratch, events=True)
+        self.node = RecordedNode(directory, self.scratch)
         self.closed = False
 
     def close(self) -> None:

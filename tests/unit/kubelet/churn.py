@@ -51,7 +51,7 @@ class ChurnNode:
         self.scratch = Path(tempfile.mkdtemp(prefix="churn-"))
         self.metrics = KubeletMetrics()
         self.probe_metrics = ProbeMetrics()
-        self.node = RecordedNode(self.scratch / "trace", self.scratch, events=True, gc=GC,
+        self.node = RecordedNode(self.scratch / "trace", self.scratch, gc=GC,
                                  metrics=self.metrics, probe_metrics=self.probe_metrics)
 
     def close(self) -> None:

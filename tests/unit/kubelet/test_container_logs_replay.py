@@ -84,21 +84,3 @@ def test_the_removal_is_recorded_and_a_replay_removes_no_file(
         assert first_log.exists()
     finally:
         first_log.unlink()
-
-
-def test_a_trace_from_before_the_service_replays_removing_nothing(
-        recorded: tuple[Path, Path]) -> None:
-    """Traces recorded before (no ``container_logs`` in the header) had no removal; their
-    replay removes nothing either. This one has the recorded calls its replay then does
-    not make, which the replay reports."""
-    directory, first_log = recorded
-    trace = read_trace(directory)
-    trace.header["config"].pop("container_logs", None)
-    first_log.write_text("the recorded node's log\n")
-    try:
-        report = replay(trace, KubeletWorld())
-        assert first_log.exists()
-        assert report.divergence is not None
-        assert report.divergence.actor == names.worker_name(UID)
-    finally:
-        first_log.unlink()

@@ -17,7 +17,6 @@ import pytest
 
 from actors.core.trace.reader import Trace, read_trace
 from actors.core.trace.replay import format_report, replay
-from actors.kubelet import names
 from actors.kubelet.trace import KubeletWorld
 from runtime.cm.fake import FakeCgroupManager
 from runtime.cm.names import CgroupName
@@ -84,15 +83,3 @@ def test_a_failed_pod_cgroup_is_recorded_and_replays_as_it_failed(
     assert calls[-1] == ("destroy", False)
     report = replay(trace, WORLD)
     assert report.ok, format_report(report)
-
-
-def test_a_replay_that_takes_every_pod_cgroup_as_made_diverges_on_that_failure(
-        recorded: tuple[Path, CgroupName]) -> None:
-    """What recording the outcome prevents: replayed as a trace from before it was (no
-    pod cgroups), the failed sync goes on to make the sandbox."""
-    directory, _ = recorded
-    trace = read_trace(directory)
-    trace.header["config"]["pod_cgroups"] = False
-    report = replay(trace, WORLD)
-    assert report.divergence is not None
-    assert report.divergence.actor == names.worker_name("u1")

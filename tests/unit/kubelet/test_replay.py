@@ -241,14 +241,3 @@ def test_host_path_volumes_replay_as_recorded_without_touching_the_node() -> Non
     report = replay(trace, WORLD)
     assert report.ok, format_report(report)
     assert not any(Path(path).exists() for path, _ in paths)
-
-
-def test_host_path_volumes_read_from_the_node_diverge_where_the_node_differs() -> None:
-    """What the recorded answers prevent: replayed as traces from before them are (the
-    node's paths read), the File is missing here, the mount fails and the sync differs."""
-    trace = read_trace(HERE / "host-path-volumes")
-    trace.header["config"]["host_paths"] = False
-    report = replay(trace, WORLD)
-    assert report.divergence is not None
-    assert report.divergence.actor == names.worker_name("u5")
-    assert not any(Path(path).exists() for path, _ in _host_paths_in(trace))

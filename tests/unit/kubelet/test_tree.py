@@ -40,8 +40,9 @@ def test_each_incarnation_gets_a_pool_of_its_own(tmp_path: object) -> None:
 
 def test_cluster_mode_adds_the_api_actors_writers_before_the_api_source(
         tmp_path: object) -> None:
-    """rest_for_one: the pod writer, node status and lease come after the kubelet's own
-    actors, and the API pod source last, so a new writer is told every API pod again."""
+    """rest_for_one: the pod writer, node status, lease and event writer come after the
+    kubelet's own actors, and the API pod source last, so a new writer is told every API
+    pod again."""
     from actors.kubelet.cluster.context import Cluster
     from actors.kubelet.tree import Sources
     from runtime.kubeapi.nodestatus import NodeConfig
@@ -58,8 +59,8 @@ def test_cluster_mode_adds_the_api_actors_writers_before_the_api_source(
                          KubeRuntimeManager(runtime, config.node, clock), config,
                          sources=sources, cluster=cluster)
     order = [name for name, _ in tree.children(parts)]
-    assert order[-5:] == [names.POD_WRITER, names.NODE_STATUS, names.NODE_LEASE,
-                          names.SOURCE_FILE, names.SOURCE_API]
+    assert order[-6:] == [names.POD_WRITER, names.NODE_STATUS, names.NODE_LEASE,
+                          names.EVENT_WRITER, names.SOURCE_FILE, names.SOURCE_API]
     assert sources.expected() == frozenset({"file", "api"})
     status = dict(tree.children(parts))[names.STATUS](0)
     assert status.kwargs == {"api": True}

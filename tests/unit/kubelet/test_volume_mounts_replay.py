@@ -71,16 +71,3 @@ def test_the_mount_and_teardown_are_recorded_and_a_replay_makes_neither(
     assert ("mount", worker) in calls and ("tear_down", worker) in calls
     report = replay(trace, KubeletWorld())
     assert report.ok, format_report(report)
-
-
-def test_a_trace_from_before_the_service_replays_mounting_nothing(
-        recorded: tuple[Path, FakeVolumeMounts]) -> None:
-    """Traces recorded before (no ``volume_mounts`` in the header) mounted nothing; their
-    replay mounts nothing either. This one has the recorded calls its replay then does
-    not make, which the replay reports."""
-    directory, _ = recorded
-    trace = read_trace(directory)
-    trace.header["config"].pop("volume_mounts", None)
-    report = replay(trace, KubeletWorld())
-    assert report.divergence is not None
-    assert report.divergence.actor == names.worker_name(UID)
