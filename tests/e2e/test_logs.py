@@ -11,6 +11,8 @@ import http.client
 import json
 import os
 import re
+import socket
+import ssl
 import subprocess
 import sys
 import urllib.parse
@@ -20,12 +22,14 @@ from pathlib import Path
 
 import pytest
 
+from actors.app.http.server import MAIN, READ_ONLY, WORKER_THREADS
 from actors.app.testbed import BUSYBOX_IMAGE
 from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
 from tests.apiserver import EmulatedAPIServer
 from tests.apiserver.auth import Rules
 from tests.e2e.daemon import REPO, Daemon
+from tests.e2e.streams import counts
 from tests.helpers import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -168,6 +172,41 @@ def test_follow_ends_when_the_container_ends(daemon: Daemon) -> None:
         conn.close()
     expected = "".join(f"line-{i}\n" for i in range(2000)) + "last\n"
     assert rest.decode() == expected
+
+
+def _quiet_follow(port: int, tls: bool) -> socket.socket:
+    """A follow of ``talk`` (running, writing nothing more) on ``port``, read until its
+    log so far has come: a worker thread of that port serves it from then on."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+    if tls:
+        sock = ssl._create_unverified_context().wrap_socket(sock)
+    sock.sendall(f"GET /containerLogs/default/{POD}/talk?follow=true HTTP/1.1\r\n"
+                 "Host: node\r\n\r\n".encode())
+    received = b""
+    while b"run-2" not in received or b"err-2" not in received:
+        chunk = sock.recv(65536)  # times out (fails) when no worker serves it
+        assert chunk, f"the follow ended early: {received!r}"
+        received += chunk
+    return sock
+
+
+def test_a_follow_whose_client_hangs_up_gives_its_thread_back(daemon: Daemon) -> None:
+    """On the read-only port (plain HTTP) and the main port (HTTPS): as many quiet
+    follows as the port has worker threads, each client gone mid-stream, the log files
+    closed; then as many again, served only if the first ones' threads came back."""
+    assert daemon.proc is not None
+    pid = daemon.proc.pid
+    ports = ((daemon.read_only_port, False, WORKER_THREADS[READ_ONLY]),
+             (daemon.port, True, WORKER_THREADS[MAIN]))
+    _threads, fds = counts(pid)
+    for _round in range(2):
+        held = [_quiet_follow(port, tls) for port, tls, workers in ports
+                for _ in range(workers)]
+        assert counts(pid)[1] > fds  # each follow holds its log file open
+        for sock in held:
+            sock.close()
+        wait_for(lambda: counts(pid)[1] <= fds, 30,
+                 f"the daemon back to {fds} descriptors (the follows' files closed)")
 
 
 def test_cli_over_http(daemon: Daemon) -> None:

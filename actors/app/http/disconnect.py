@@ -1,10 +1,11 @@
-"""Whether a streaming response's client is still there, for the servers that do not say.
+"""Whether a streaming response's client is still there, which WSGI does not say.
 
 A followed log may stay quiet for hours: it learns that its client hung up only by
-asking. waitress answers through ``waitress.client_disconnected`` (with a request
-lookahead); for the TLS port (cheroot) the server puts ``CLIENT_GONE`` in the WSGI
-environ, a check of the connection's socket: the peer's end closed (POLLRDHUP) or the
-connection failed, seen without reading from it (TLS records cannot be peeked at).
+asking. Every listener's gateway (actors.app.http.upgrade) puts ``CLIENT_GONE`` in the
+WSGI environ, a check of the connection's socket: the peer's end closed (POLLRDHUP) or
+the connection failed, seen without reading from it (the same on a plain and a TLS
+port: TLS records cannot be peeked at, and a request pipelined behind the followed one
+must stay unread).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def socket_closed(sock: socket.socket) -> bool:
 
 def client_gone(environ: Mapping[str, Any]) -> Callable[[], bool]:
     """The environ's check whether the client hung up (never, when the server has none)."""
-    check = environ.get("waitress.client_disconnected") or environ.get(CLIENT_GONE)
+    check = environ.get(CLIENT_GONE)
     if check is None:
         return lambda: False
     result: Callable[[], bool] = check

@@ -1,15 +1,17 @@
-"""The kubelet's HTTP listeners: main, read-only and healthz ports, served by waitress.
+"""The kubelet's HTTP listeners: main, read-only and healthz ports, served by cheroot.
 
 Upstream's kubelet listens on three ports: the main port (10250, HTTPS with
 authentication and authorization), the read-only port (10255, plain HTTP, no
-authentication) and the healthz port (10248, on ``--healthz-bind-address``). The plain
-ones are waitress servers, each on its own socket map with a few worker threads and an
-event loop in a daemon thread; the main port, given an SSL context, is a cheroot server
-(waitress has no TLS): cheroot's thread pool serves each connection after the handshake,
-and the client certificate's subject reaches the app in the WSGI environ
-(``actors.app.http.auth.PEER_SUBJECT``). All sockets are bound in ``start()`` before
-anything is served, so a port in use fails the start with a ConfigError naming the flag
-instead of leaving a kubelet half up.
+authentication) and the healthz port (10248, on ``--healthz-bind-address``). Each is a
+cheroot WSGI server on a socket of its own, plain or (the main port, given an SSL
+context) TLS, all served alike: one thread accepts connections and watches idle
+keep-alive ones, a small pool of worker threads serves a request each, and the gateway
+(actors.app.http.upgrade) hands an upgraded connection (exec, attach, port-forward) to a
+stream thread of its own and tells a streaming response when its client has gone
+(actors.app.http.disconnect). Over TLS, the client certificate's subject reaches the app
+in the WSGI environ (``actors.app.http.auth.PEER_SUBJECT``). All sockets are bound in
+``start()`` before anything is served, so a port in use fails the start with a
+ConfigError naming the flag instead of leaving a kubelet half up.
 
 Unlike upstream, the read-only port also serves the debugging handlers
 (``/containerLogs``, ``/runningpods/``); it is off unless asked for in cluster mode.
@@ -20,32 +22,26 @@ port; it exists for tests, which read the ports actually bound from ``bound_port
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import functools
 import socket
 import ssl
 import threading
-import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from cheroot import wsgi as cheroot_wsgi
 from cheroot.ssl import Adapter
 from cheroot.ssl.builtin import BuiltinSSLAdapter
 from loguru import logger
-from waitress import create_server, wasyncore
-from waitress.channel import HTTPChannel
 
 from actors.app.http.auth import PEER_SUBJECT, KubeletAuth
-from actors.app.http.disconnect import CLIENT_GONE, socket_closed
 from actors.app.http.routes import WSGIApp, add_configz_route, build_app, build_healthz_app
 from actors.app.http.stats import StatsEndpoints
 from actors.app.http.stream_proxy import StreamSessions
 from actors.app.http.stream_routes import StreamHost, add_disabled_stream_routes, add_stream_routes
 from actors.app.http.timeline import LiveTrace, add_timeline_route
-from actors.app.http.upgrade import enable_upgrades
+from actors.app.http.upgrade import install_gateway
 from actors.app.http.view import KubeletView
 from runtime.errors import ConfigError
 
@@ -61,7 +57,9 @@ MAIN, READ_ONLY, HEALTHZ = "main", "read-only", "healthz"
 _SERVE_ORDER = (HEALTHZ, READ_ONLY, MAIN)
 """The order listeners are served in: the one the start is judged by first, the main
 port (whose TLS server costs the most to start) last."""
-_THREADS = {MAIN: 4, READ_ONLY: 4, HEALTHZ: 2}
+WORKER_THREADS = {MAIN: 4, READ_ONLY: 4, HEALTHZ: 2}
+"""Each listener's worker threads: the requests it serves at once (a followed log holds
+one until it ends; an exec, attach or port-forward only until it is handed over)."""
 _FLAGS = {MAIN: "--port", READ_ONLY: "--read-only-port", HEALTHZ: "--healthz-port"}
 _ADDRESS_FLAGS = {MAIN: "--address", READ_ONLY: "--address", HEALTHZ: "--healthz-bind-address"}
 _JOIN_TIMEOUT = 10.0
@@ -69,14 +67,13 @@ _JOIN_TIMEOUT = 10.0
 
 @dataclass
 class _Listener:
-    """One bound socket and, once serving, its waitress server and loop thread."""
+    """One bound socket and, once serving, its server and the server's accept thread."""
 
     name: str
     address: str
     sock: socket.socket
-    server: Any = None
+    server: _BoundServer | None = None
     thread: threading.Thread | None = None
-    stopping: threading.Event = field(default_factory=threading.Event)
 
     @property
     def port(self) -> int:
@@ -123,17 +120,17 @@ class _PeerSubjectAdapter(BuiltinSSLAdapter):
 
     def get_environ(self, sock: ssl.SSLSocket) -> dict[str, Any]:  # type: ignore[override]
         env: dict[str, Any] = super().get_environ(sock)  # type: ignore[no-untyped-call]
-        env[CLIENT_GONE] = functools.partial(socket_closed, sock)  # for a followed log
         peer = sock.getpeercert()
         if peer:
             env[PEER_SUBJECT] = peer.get("subject")
         return env
 
 
-class _BoundTLSServer(cheroot_wsgi.Server):
-    """A cheroot WSGI server on a socket bound beforehand (``_bind``)."""
+class _BoundServer(cheroot_wsgi.Server):
+    """A cheroot WSGI server on a socket bound beforehand (``_bind``), TLS with an
+    ``adapter``."""
 
-    def __init__(self, sock: socket.socket, app: WSGIApp, adapter: _PeerSubjectAdapter,
+    def __init__(self, sock: socket.socket, app: WSGIApp, adapter: _PeerSubjectAdapter | None,
                  threads: int) -> None:
         super().__init__(sock.getsockname()[:2], app, numthreads=threads,
                          server_name="kubelet-actors")
@@ -146,35 +143,12 @@ class _BoundTLSServer(cheroot_wsgi.Server):
         return self._bound
 
 
-def _serve_tls(listener: _Listener) -> None:
-    """The accept loop of the TLS listener, until ``stop()``."""
+def _serve(name: str, server: _BoundServer) -> None:
+    """The accept thread of the listener ``name``, until ``stop()``."""
     try:
-        listener.server.serve()
+        server.serve()
     except Exception as err:  # never expected: cheroot handles errors per connection
-        logger.opt(exception=err).error("HTTP {} listener failed: {}", listener.name, err)
-
-
-def _serve(listener: _Listener) -> None:
-    """The loop thread of one listener: poll until told to stop, then close everything
-    in its socket map (from this thread, which owns the map) and end its workers."""
-    server = listener.server
-    socket_map: dict[int, Any] = server._map
-    timeout = server.adj.asyncore_loop_timeout
-    try:
-        while not listener.stopping.is_set():
-            wasyncore.loop(timeout=timeout, map=socket_map, use_poll=True, count=1)
-    except Exception as err:  # never expected: waitress handles errors per channel
-        logger.opt(exception=err).error("HTTP {} listener failed: {}", listener.name, err)
-    finally:
-        for obj in list(socket_map.values()):
-            try:
-                if isinstance(obj, HTTPChannel):
-                    obj.handle_close()  # wakes worker threads waiting to write to it
-                else:
-                    obj.close()
-            except OSError:
-                pass
-        server.task_dispatcher.shutdown(timeout=_JOIN_TIMEOUT)
+        logger.opt(exception=err).error("HTTP {} listener failed: {}", name, err)
 
 
 class KubeletHTTPServer:
@@ -185,7 +159,7 @@ class KubeletHTTPServer:
     ``/configz``) is served on the main port only, as upstream. With ``tls`` (an SSL
     context and the serving pair's files) the main port is HTTPS; with ``auth`` its
     requests are authenticated and authorized first. ``start()`` binds, then serves in
-    daemon threads; ``stop()`` stops serving, closes the sockets and joins the threads.
+    threads of its own; ``stop()`` stops serving, closes the sockets and joins the threads.
     Both are meant to be called from one thread (the daemon's main).
     """
 
@@ -285,55 +259,32 @@ class KubeletHTTPServer:
         return app
 
     def _serve(self, listener: _Listener, app: WSGIApp) -> None:
-        """Hand a bound socket to a new server (cheroot for TLS, else waitress) and start
-        its loop thread."""
+        """Hand a bound socket to a new server (TLS for the main port given a context)
+        and start its accept thread."""
+        adapter = None
         if listener.name == MAIN and self._tls is not None:
             context, cert, key = self._tls
-            server = _BoundTLSServer(listener.sock, app,
-                                     _PeerSubjectAdapter(context, cert, key),
-                                     _THREADS[listener.name])
-            enable_upgrades(server, self._sessions)
-            server.prepare()
-            listener.server = server
-            listener.thread = threading.Thread(
-                target=_serve_tls, args=(listener,), name=f"https-{listener.name}",
-                daemon=True)
-            self._listeners.append(listener)
-            listener.thread.start()
-            logger.info("Serving HTTPS ({}) on {}:{}", listener.name, listener.address,
-                        listener.port)
-            return
-        with warnings.catch_warnings():
-            # send_bytes is deprecated in waitress 3 but still the only way to have a
-            # task thread send what it wrote at once.
-            warnings.simplefilter("ignore", DeprecationWarning)
-            listener.server = create_server(
-                app, map={}, sockets=[listener.sock],
-                threads=_THREADS[listener.name], ident="kubelet-actors",
-                # A followed log learns that its client went away while the log is quiet.
-                channel_request_lookahead=1,
-                # Each chunk a streamed response yields goes out at once (a followed
-                # log's line), not at the event loop's next turn (up to 1 s later).
-                send_bytes=1)
+            adapter = _PeerSubjectAdapter(context, cert, key)
+        server = _BoundServer(listener.sock, app, adapter, WORKER_THREADS[listener.name])
+        install_gateway(server, self._sessions)
+        server.prepare()
+        listener.server = server
+        scheme = "HTTPS" if adapter is not None else "HTTP"
         listener.thread = threading.Thread(
-            target=_serve, args=(listener,), name=f"http-{listener.name}", daemon=True)
+            target=_serve, args=(listener.name, server), name=f"{scheme.lower()}-{listener.name}",
+            daemon=True)
         self._listeners.append(listener)
         listener.thread.start()
-        logger.info("Serving HTTP ({}) on {}:{}", listener.name, listener.address,
+        logger.info("Serving {} ({}) on {}:{}", scheme, listener.name, listener.address,
                     listener.port)
 
     def stop(self) -> None:
         """Stop serving, close every socket and join the threads; idempotent."""
         listeners, self._listeners = self._listeners, []
-        self._stopping.set()
+        self._stopping.set()  # first: a followed log frees its worker for the pool's stop
         for listener in listeners:
-            listener.stopping.set()
-            if isinstance(listener.server, _BoundTLSServer):
-                listener.server.stop()
-            else:
-                # OSError: its loop saw `stopping` first and closed the trigger.
-                with contextlib.suppress(OSError):
-                    listener.server.pull_trigger()
+            if listener.server is not None:
+                listener.server.stop()  # waits for its workers
         for listener in listeners:
             if listener.thread is not None:
                 listener.thread.join(_JOIN_TIMEOUT)

@@ -40,7 +40,7 @@ from actors.app.http.stream_request import (
     is_websocket_request,
     stream_options,
 )
-from actors.app.http.upgrade import HIJACKABLE, UPGRADE, Upgrade
+from actors.app.http.upgrade import UPGRADE, Upgrade
 from actors.app.http.view import KubeletView
 from runtime.cri.instrumented import Observer, Timing
 from runtime.cri.intercept import intercept
@@ -154,10 +154,6 @@ class StreamResource:
             raise falcon.HTTPNotFound(description="pod not found")
         if not is_upgrade_request(connection):
             raise falcon.HTTPInternalServerError(description="Upgrade request required")
-        if not req.env.get(HIJACKABLE):
-            raise falcon.HTTPInternalServerError(
-                description="request connection cannot be hijacked: this listener is "
-                            "plain WSGI")
         url = self._url(target, uid, container, query, opts, ports)
         try:
             backend = Backend.from_url(url)

@@ -23,6 +23,7 @@ from actors.app.http.server import (
     HEALTHZ,
     MAIN,
     READ_ONLY,
+    WORKER_THREADS,
     KubeletHTTPServer,
 )
 from actors.app.http.tls import TLSSettings, server_context, serving_pair
@@ -487,8 +488,8 @@ def test_container_logs_follow_ends_when_the_client_goes(view: FakeView,
 
 def test_container_logs_follow_over_tls_ends_when_the_client_goes(
         view: FakeView, tmp_path: Path) -> None:
-    """The same on the main port's TLS server (cheroot), which has no disconnect check of
-    its own: the connection's socket is asked."""
+    """The same on the main port over TLS, whose records cannot be peeked at: the
+    connection's socket is asked."""
     view.running = True
     tls = TLSSettings(cert_dir=str(tmp_path / "pki"), node_name="node")
     cert, key = serving_pair(tls)
@@ -511,6 +512,54 @@ def test_container_logs_follow_over_tls_ends_when_the_client_goes(
                 received += chunk
             assert _open_log_files(log) == 1
         wait_for(lambda: _open_log_files(log) == 0, 10, "the follow to end")
+    finally:
+        server.stop()
+
+
+def _follow(port: int, context: ssl.SSLContext | None) -> socket.socket:
+    """A followed log on ``port`` (TLS with ``context``), read until its last line: a
+    worker thread serves it from then on."""
+    conn = socket.create_connection(("127.0.0.1", port), timeout=10)
+    if context is not None:
+        conn = context.wrap_socket(conn)
+    conn.sendall(b"GET /containerLogs/default/web/nginx?follow=true HTTP/1.1\r\n"
+                 b"Host: test\r\n\r\n")
+    received = b""
+    while b"last line" not in received:
+        chunk = conn.recv(65536)  # times out (fails) when no worker serves it
+        assert chunk, f"the stream ended early: {received!r}"
+        received += chunk
+    return conn
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["plain read-only port", "TLS main port"])
+def test_a_client_gone_mid_stream_frees_its_worker_thread(
+        view: FakeView, tmp_path: Path, tls: bool) -> None:
+    """As many quiet followed logs as the listener has worker threads, each client gone
+    mid-stream; then as many again: served only if the first ones' threads came back."""
+    view.running = True
+    context = None
+    if tls:
+        settings = TLSSettings(cert_dir=str(tmp_path / "pki"), node_name="node")
+        cert, key = serving_pair(settings)
+        server = KubeletHTTPServer(view, port=ANY_PORT, read_only_port=DISABLED,
+                                   healthz_port=DISABLED,
+                                   tls=(server_context(settings, cert, key), cert, key))
+        context = ssl.create_default_context(cafile=cert)
+        context.check_hostname = False
+    else:
+        server = KubeletHTTPServer(view, port=DISABLED, read_only_port=ANY_PORT,
+                                   healthz_port=DISABLED)
+    name = MAIN if tls else READ_ONLY
+    server.start()
+    try:
+        port = server.bound_ports[name]
+        for _round in range(2):
+            held = [_follow(port, context) for _ in range(WORKER_THREADS[name])]
+            for conn in held:
+                conn.close()
+        wait_for(lambda: _open_log_files(view.log_dir / "1.log") == 0, 10,
+                 "the follows to end")
     finally:
         server.stop()
 

@@ -1,7 +1,7 @@
-"""The main port's streaming endpoints over TLS (cheroot), against a fake runtime whose
-streaming server echoes: the connection is handed over after the checks, the runtime gets
-the client's request, bytes flow both ways, and a dropped client or a stopping server ends
-both sockets and the stream's thread."""
+"""The main port's streaming endpoints, over TLS and over plain HTTP, against a fake
+runtime whose streaming server echoes: the connection is handed over after the checks,
+the runtime gets the client's request, bytes flow both ways, and a dropped client or a
+stopping server ends both sockets and the stream's thread."""
 
 from __future__ import annotations
 
@@ -118,32 +118,35 @@ class Served:
     server: KubeletHTTPServer
     runtime: FakeStreamingRuntime
     echo: EchoRuntime
+    tls: bool
 
     @property
     def port(self) -> int:
         return self.server.bound_ports[MAIN]
 
+    def connect(self) -> socket.socket:
+        """A connection to the main port, TLS when it serves TLS."""
+        sock = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+        return ssl._create_unverified_context().wrap_socket(sock) if self.tls else sock
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[Served]:
+
+@pytest.fixture(params=[True, False], ids=["TLS", "plain"])
+def served(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Served]:
     view = FakeView(tmp_path)
-    settings = TLSSettings(cert_dir=str(tmp_path / "pki"), node_name="node")
-    cert, key = serving_pair(settings)
+    tls = None
+    if request.param:
+        settings = TLSSettings(cert_dir=str(tmp_path / "pki"), node_name="node")
+        cert, key = serving_pair(settings)
+        tls = (server_context(settings, cert, key), cert, key)
     echo = EchoRuntime()
     runtime = FakeStreamingRuntime(echo)
     server = KubeletHTTPServer(view, port=ANY_PORT, read_only_port=ANY_PORT,
-                               healthz_port=ANY_PORT,
-                               tls=(server_context(settings, cert, key), cert, key),
+                               healthz_port=ANY_PORT, tls=tls,
                                streams=StreamHost(view, cast(StreamingCRI, runtime)))
     server.start()
-    yield Served(server, runtime, echo)
+    yield Served(server, runtime, echo, request.param)
     server.stop()
     echo.listener.close()
-
-
-def _connect(port: int) -> socket.socket:
-    return ssl._create_unverified_context().wrap_socket(
-        socket.create_connection(("127.0.0.1", port), timeout=10))
 
 
 def _request(sock: socket.socket, method: str, path: str, *extra: str,
@@ -172,7 +175,7 @@ def _status_and_message(sock: socket.socket, head: bytes) -> tuple[int, str]:
 
 
 def test_an_exec_is_handed_to_the_runtime_and_bytes_flow_both_ways(served: Served) -> None:
-    with _connect(served.port) as sock:
+    with served.connect() as sock:
         head = _request(sock, "POST", "/exec/default/web/nginx?command=sh&command=-c&stdin=1"
                         "&stdout=1&stderr=1&tty=1",
                         "X-Stream-Protocol-Version: v4.channel.k8s.io",
@@ -195,7 +198,7 @@ def test_an_exec_is_handed_to_the_runtime_and_bytes_flow_both_ways(served: Serve
 def test_a_dropped_client_ends_the_runtime_side_and_the_thread(served: Served) -> None:
     threads = threading.active_count()
     for _ in range(20):
-        sock = _connect(served.port)
+        sock = served.connect()
         assert _request(sock, "GET", "/attach/default/web/nginx?stdout=1").startswith(
             b"HTTP/1.1 101")
         sock.close()
@@ -205,7 +208,7 @@ def test_a_dropped_client_ends_the_runtime_side_and_the_thread(served: Served) -
 
 
 def test_stopping_the_server_ends_live_streams(served: Served) -> None:
-    sock = _connect(served.port)
+    sock = served.connect()
     assert _request(sock, "GET", "/portForward/default/web?port=80").startswith(b"HTTP/1.1 101")
     wait_for(lambda: served.echo.open == 1, 10, "the stream to the runtime")
     served.server.stop()
@@ -227,7 +230,7 @@ def test_stopping_the_server_ends_live_streams(served: Served) -> None:
 ])
 def test_refusals_name_what_is_wrong(served: Served, path: str, code: int,
                                      message: str) -> None:
-    with _connect(served.port) as sock:
+    with served.connect() as sock:
         head = _request(sock, "GET", path)
         assert _status_and_message(sock, head) == (code, message)
     assert served.runtime.calls == []
@@ -235,7 +238,7 @@ def test_refusals_name_what_is_wrong(served: Served, path: str, code: int,
 
 def test_a_request_that_is_not_an_upgrade_is_refused_before_the_runtime(
         served: Served) -> None:
-    with _connect(served.port) as sock:
+    with served.connect() as sock:
         head = _request(sock, "GET", "/exec/default/web/nginx?command=true&stdout=1",
                         upgrade=False)
         assert _status_and_message(sock, head) == (500, "Upgrade request required")
