@@ -272,9 +272,6 @@ def start_kubelet(
                                  observe=dispatch.observe, cgroups=cgroups,
                                  objects=objects, events=DispatchRecorder(dispatch),
                                  host_paths=host_paths,
-                                 reuse_image_status=config.lean_start,
-                                 image_checks_beside_sandbox=config.image_checks_beside_sandbox,
-                                 kill_from_listings=config.lean_kill,
                                  container_logs=container_logs,
                                  volume_mounts=volume_mounts)
     timers = TimerService(dispatch, real_clock)

@@ -1,8 +1,9 @@
 """Deterministic scenarios recorded as traces: on the fake runtime, in virtual time.
 
-`python -m tests.traces.scenarios` records them into tests/traces/*/ (the regression
-traces that tests/unit/kubelet/test_replay.py replays against the current code). Re-record only
-when a change of behaviour is intended, and say so in the commit.
+`python -m tests.traces.scenarios [NAME...]` records them (all, or those named) into
+tests/traces/NAME/ (the regression traces that tests/unit/kubelet/test_replay.py replays
+against the current code), replacing the trace files and keeping each README. Re-record
+only when a change of behaviour is intended, and say so in the commit.
 """
 
 from __future__ import annotations
@@ -253,7 +254,6 @@ class RecordedNode:
                  probe_state_file: ProbeStateSink | None = None,
                  trace_max_bytes: int = DEFAULT_MAX_BYTES,
                  events: bool = False,
-                 start_path: int = tree.START_PATH,
                  metrics: KubeletMetrics | None = None,
                  probe_metrics: ProbeMetrics | None = None,
                  pod_cgroups: PodCgroupService | None = None,
@@ -277,7 +277,7 @@ class RecordedNode:
                                         eviction=eviction is not None),
             stats=stats, eviction=eviction, host_paths=True, garbage_collection=gc,
             log_rotation=log_rotation is not None, probe_state=probe_state,
-            events=events, start_path=start_path, pod_cgroups=pod_cgroups is not None,
+            events=events, pod_cgroups=pod_cgroups is not None,
             container_logs=True, volume_mounts=True)
         self.writer = TrackingWriter(directory, config=config.to_header(),
                                      max_bytes=trace_max_bytes)
@@ -303,9 +303,7 @@ class RecordedNode:
                                      host_paths=host_paths, cgroups=pod_cgroups,
                                      container_logs=container_logs,
                                      volume_mounts=volume_mounts,
-                                     events=DispatchRecorder(d) if events else NULL_RECORDER,
-                                     reuse_image_status=config.lean_start,
-                                     image_checks_beside_sandbox=config.image_checks_beside_sandbox)
+                                     events=DispatchRecorder(d) if events else NULL_RECORDER)
         # The stats actor measures the fake runtime outside the recording, as the daemon
         # measures the real one (actors.app.stats_setup).
         self.stats = StatsParts(StatsCollector(self.fake, StatsSettings(
@@ -566,13 +564,20 @@ SCENARIOS = {"restart-and-remove": restart_and_remove,
              "host-path-volumes": host_path_volumes}
 
 
-def record_all(target: Path = HERE) -> None:
-    for name, scenario in SCENARIOS.items():
+def record(names: Iterable[str] = SCENARIOS, target: Path = HERE) -> None:
+    """Record the scenarios ``names`` into ``target``/NAME, each replacing its trace files
+    (a README there is kept)."""
+    for name in names:
         directory = target / name
-        shutil.rmtree(directory, ignore_errors=True)
-        scenario(directory)
+        for old in directory.glob("trace-*.jsonl"):
+            old.unlink()
+        SCENARIOS[name](directory)
         print(f"recorded {directory}")
 
 
 if __name__ == "__main__":
-    record_all(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE)
+    chosen = sys.argv[1:] or list(SCENARIOS)
+    unknown = sorted(set(chosen) - set(SCENARIOS))
+    if unknown:
+        sys.exit(f"no such scenario: {', '.join(unknown)} (there are: {', '.join(SCENARIOS)})")
+    record(chosen)
