@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,6 +19,7 @@ from actors.core.trace.writer import TRACE_VERSION
 from actors.kubelet import names
 from actors.kubelet.messages import UpdatePod
 from actors.kubelet.trace import KubeletWorld
+from actors.kubelet.tree import ReplayConfig
 from runtime.kuberuntime import actions
 from runtime.kuberuntime.host_paths import HOST_PATHS_TARGET
 from tests.traces.scenarios import HERE, SCENARIOS, restart_and_remove
@@ -139,7 +141,7 @@ def test_old_traces_name_module_paths_that_still_resolve(recorded: Path,
             elif record.get("k") == "msg" and record["type"] in old_name:
                 record["type"] = old_name[record["type"]]
                 renamed += 1
-            lines.append(json.dumps(record) + "\n")
+            lines.append(json.dumps(record, separators=(",", ":")) + "\n")
         (old / path.name).write_text("".join(lines))
     assert renamed
     trace = read_trace(old)
@@ -262,3 +264,83 @@ def test_host_path_volumes_read_from_the_node_diverge_where_the_node_differs() -
     assert report.divergence is not None
     assert report.divergence.actor == names.worker_name("u5")
     assert not any(Path(path).exists() for path, _ in _host_paths_in(trace))
+
+
+# Issue 32: a trace names the code that recorded it; older formats are converted as read.
+
+
+def _rewritten(recorded: Path, target: Path, header: Any) -> Path:
+    """A copy of the trace at ``recorded`` whose file headers ``header`` changed."""
+    import json
+
+    target.mkdir()
+    for path in sorted(recorded.glob("trace-*.jsonl")):
+        lines = []
+        for line in path.read_text().splitlines():
+            record = json.loads(line)
+            if record.get("k") == "header":
+                header(record)
+            lines.append(json.dumps(record, separators=(",", ":")) + "\n")
+        (target / path.name).write_text("".join(lines))
+    return target
+
+
+def _by_version(version: str) -> Any:
+    def change(header: dict[str, Any]) -> None:
+        header["version"] = version
+    return change
+
+
+def test_a_trace_recorded_by_this_code_says_nothing_of_its_code(recorded: Path) -> None:
+    report = replay(read_trace(recorded), WORLD)
+    assert report.other_code is None
+    assert "recorded by" not in format_report(report)
+
+
+def test_a_trace_recorded_by_another_version_says_so_before_anything_else(
+        recorded: Path, tmp_path: Path) -> None:
+    old = _rewritten(recorded, tmp_path / "old", _by_version("0.0.1"))
+    report = replay(read_trace(old), WORLD)
+    assert report.ok
+    first, second = format_report(report).splitlines()[:2]
+    assert first.startswith("note: this trace was recorded by kubelet-actors 0.0.1")
+    assert "this is kubelet-actors " in first
+    assert second.startswith("no divergence: ")
+
+
+def test_its_first_divergence_is_reported_as_possibly_a_change_of_code(
+        recorded: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(actions, "should_container_be_restarted", lambda *args: False)
+    same = format_report(replay(read_trace(recorded), WORLD)).splitlines()
+    assert same[0].startswith("divergence at delivery")
+    assert not [line for line in same if "change of code" in line]
+    old = _rewritten(recorded, tmp_path / "old", _by_version("0.0.1"))
+    lines = format_report(replay(read_trace(old), WORLD)).splitlines()
+    assert lines[0].startswith("note: this trace was recorded by kubelet-actors 0.0.1")
+    assert lines[1].startswith("the first divergence is possibly a change of code, not a bug")
+    assert lines[2] == same[0]
+
+
+def test_a_format_3_start_config_is_converted_as_it_is_read(recorded: Path,
+                                                            tmp_path: Path) -> None:
+    """A format 3 header may hold the switches that chose an older behaviour, and (from
+    before admission) no node in the sync loop's settings: read, it holds neither the
+    switches nor the lack, and the trace replays."""
+    def format_3(header: dict[str, Any]) -> None:
+        header["v"] = 3
+        for key in ("product", "version", "commit"):
+            header.pop(key, None)
+        header["config"].update(start_path=1, probe_hand_over=False, first_listings=False,
+                                lean_kill=False)
+        del header["config"]["supervisor"]["node"]
+
+    trace = read_trace(_rewritten(recorded, tmp_path / "v3", format_3))
+    assert trace.version == 3
+    assert not {"start_path", "probe_hand_over", "first_listings", "lean_kill"} & set(
+        trace.config)
+    assert trace.config["supervisor"]["node"] == {"name": "node"}
+    assert ReplayConfig.from_header(trace.config).supervisor.node.name == "node"
+    report = replay(trace, WORLD)
+    assert report.ok, format_report(report)
+    assert format_report(report).startswith("note: this trace was recorded by a version "
+                                            "that did not name itself")
