@@ -6,10 +6,12 @@ A real run on the embedded containerd cannot be replayed into being: it is kept 
 happened in it, a pod worker telling the probe manager while that was down, so that the
 dispatch point handed the message to the supervisor as a DeadLetter during the worker's
 handler (replay once mistook that for the worker's own send). So this runs
-``kubelet-actors drill kill-probes --seed S`` for seeds from N on until a run's trace has
-such a dead letter (``worker_dead_letters``), then puts that trace in place of the kept
-one and prints the seed, for the trace's README. Needs what the drills need (root, the
-embedded containerd: see ``kubelet-actors drill --help``).
+``kubelet-actors drill kill-probes --seeds N-M --jobs 1`` (M = N + K - 1), takes the
+first seed whose run's trace has such a dead letter (``worker_dead_letters``), puts that
+trace in place of the kept one and prints the seed, for the trace's README. Whether a run
+has the event depends on timing (a busy machine makes it likelier), so give it enough
+seeds. Needs what the drills need (root, the embedded containerd: ``kubelet-actors drill
+--help``).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ def worker_dead_letters(path: Path) -> list[dict[str, Any]]:
     messages = {r["id"]: r for r in trace.messages()}
     found = []
     for record in messages.values():
-        parent = messages.get(record.get("parent"))  # type: ignore[arg-type]
+        parent = messages.get(record.get("parent"))
         if (record["type"] == "DeadLetter" and record.get("from") == "dispatch"
                 and parent is not None and parent["to"].startswith("pod/")
                 and record["body"].get("to") == "probes"):
@@ -47,12 +49,13 @@ def worker_dead_letters(path: Path) -> list[dict[str, Any]]:
 
 def record(first_seed: int, tries: int) -> int:
     """The seed whose run was kept (SystemExit when none of ``tries`` had the event)."""
+    last = first_seed + tries - 1
     with tempfile.TemporaryDirectory(prefix="record-drill-") as scratch:
-        for seed in range(first_seed, first_seed + tries):
-            runs = Path(scratch) / f"seed-{seed}"
-            subprocess.run([sys.executable, "-m", "bin.main", "drill", DRILL, "--seed",
-                            str(seed), "--keep-trace", str(runs)], check=True)
-            (run,) = (runs / f"seed-{seed}" / DRILL).glob("run*")
+        subprocess.run([sys.executable, "-m", "bin.main", "drill", DRILL, "--seeds",
+                        f"{first_seed}-{last}", "--jobs", "1", "--keep-trace", scratch],
+                       check=True)
+        for seed in range(first_seed, last + 1):
+            (run,) = (Path(scratch) / f"seed-{seed}" / DRILL).glob("run*")
             if worker_dead_letters(run):
                 for old in KEPT.glob("trace-*.jsonl"):
                     old.unlink()
@@ -60,8 +63,7 @@ def record(first_seed: int, tries: int) -> int:
                     shutil.copy(new, KEPT / new.name)
                 print(f"seed {seed}: kept in {KEPT}")
                 return seed
-            print(f"seed {seed}: no dead letter during a worker's handler")
-    raise SystemExit(f"none of seeds {first_seed}..{first_seed + tries - 1} had the event")
+    raise SystemExit(f"none of seeds {first_seed}..{last} had the event")
 
 
 def main() -> None:

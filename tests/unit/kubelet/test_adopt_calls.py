@@ -288,7 +288,7 @@ def relists_since_forgotten(directory: Path, uid: str) -> list[int | None]:
 
 def test_a_pod_back_under_the_uid_of_a_forgotten_worker_lists_until_two_relists_are_in(
         tmp_path: Path, scratch: Path) -> None:
-    """Path 4: an empty listing only for a pod no relist shows and no worker had since a
+    """An empty listing only for a pod no relist shows and no worker had since a
     relist listed the runtime after that worker's last call: a pod put back under the UID
     of one just removed lists for itself until two relists are in, then not."""
     node = RecordedNode(tmp_path / "trace", scratch)

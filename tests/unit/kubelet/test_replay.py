@@ -323,24 +323,30 @@ def test_its_first_divergence_is_reported_as_possibly_a_change_of_code(
 
 def test_a_format_3_start_config_is_converted_as_it_is_read(recorded: Path,
                                                             tmp_path: Path) -> None:
-    """A format 3 header may hold the switches that chose an older behaviour, and (from
-    before admission) no node in the sync loop's settings: read, it holds neither the
-    switches nor the lack, and the trace replays."""
+    """A format 3 header may hold switches that chose an older behaviour (keys this code's
+    ReplayConfig does not have), and (from before admission) no node in the sync loop's
+    settings: read, it holds neither the switches nor the lack, and the trace replays."""
     def format_3(header: dict[str, Any]) -> None:
         header["v"] = 3
         for key in ("product", "version", "commit"):
             header.pop(key, None)
-        header["config"].update(start_path=1, probe_hand_over=False, first_listings=False,
-                                lean_kill=False)
+        header["config"].update(an_old_switch=1, another_old_switch=False)
         del header["config"]["supervisor"]["node"]
 
     trace = read_trace(_rewritten(recorded, tmp_path / "v3", format_3))
     assert trace.version == 3
-    assert not {"start_path", "probe_hand_over", "first_listings", "lean_kill"} & set(
-        trace.config)
+    assert not {"an_old_switch", "another_old_switch"} & set(trace.config)
     assert trace.config["supervisor"]["node"] == {"name": "node"}
     assert ReplayConfig.from_header(trace.config).supervisor.node.name == "node"
     report = replay(trace, WORLD)
     assert report.ok, format_report(report)
     assert format_report(report).startswith("note: this trace was recorded by a version "
                                             "that did not name itself")
+
+
+def test_the_kept_drill_trace_holds_what_it_is_kept_for() -> None:
+    """A dead letter the dispatch point made of a pod worker's message to the probe
+    manager during that worker's handler (tests/traces/record_drill.py)."""
+    from tests.traces.record_drill import KEPT, worker_dead_letters
+
+    assert worker_dead_letters(KEPT)
