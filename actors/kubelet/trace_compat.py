@@ -7,10 +7,10 @@ trace a kubelet tool reads comes in the current format:
   its module path (``actors.messages.UpdatePod``); the records get the registered names.
 - format 3 to 4: the start config (the header's ``config``, read as ReplayConfig) gets
   what a header from before admission lacks (its node's name only in ``node``), and loses
-  the switches that chose an older behaviour for older traces (``start_path``,
-  ``probe_hand_over``, ``first_listings``, ``lean_kill``): the kubelet runs one behaviour,
-  and a trace recorded by older code replays on it (its replay says it was recorded by
-  other code, and where that code behaved otherwise it diverges).
+  every key ReplayConfig does not have: format 3 configs held switches that chose an
+  older behaviour for older traces. The kubelet runs one behaviour, and a trace recorded
+  by older code replays on it (its replay says it was recorded by other code, and where
+  that code behaved otherwise it diverges).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from actors.core.trace.compat import CONVERTERS
+from actors.kubelet.tree import ReplayConfig
 
 LEGACY_TYPES: dict[str, str] = {
     **{f"actors.messages.{name}": name for name in (
@@ -36,8 +37,6 @@ LEGACY_TYPES: dict[str, str] = {
 }
 """What traces recorded before message names existed call each message (its module path)."""
 
-OLD_BEHAVIOUR_KEYS = ("start_path", "probe_hand_over", "first_listings", "lean_kill")
-"""Start config keys that chose an older behaviour for traces recorded before it."""
 
 
 def _renamed(recorded: Any) -> Any:
@@ -63,8 +62,8 @@ def start_config_v3(header: dict[str, Any], records: list[dict[str, Any]]) -> No
     config = header.get("config")
     if not isinstance(config, dict):
         return
-    for key in OLD_BEHAVIOUR_KEYS:
-        config.pop(key, None)
+    for key in set(config) - set(ReplayConfig.__struct_fields__):
+        del config[key]
     node = config.setdefault("node", {"node_name": ""})
     supervisor = config["supervisor"] = dict(config.get("supervisor") or {})
     supervisor.setdefault("node", {"name": node.get("node_name", "")})
