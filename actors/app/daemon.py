@@ -240,9 +240,6 @@ def start_kubelet(
     # The back-off tables are shared by every pod worker: their reads are inputs.
     manager = KubeRuntimeManager(instrumented, config.node, clock, node_ip=node_ip,
                                  observe=dispatch.observe, events=DispatchRecorder(dispatch),
-                                 reuse_image_status=config.lean_start,
-                                 image_checks_beside_sandbox=config.image_checks_beside_sandbox,
-                                 kill_from_listings=config.lean_kill,
                                  **services.for_manager())
     timers = TimerService(dispatch, real_clock)
     events = (EventSourceChooser(runtime_endpoint)

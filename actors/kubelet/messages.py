@@ -92,11 +92,11 @@ class Relisted(Struct, frozen=True):
     evented: bool = False
     # A PLEG's first relist: every pod's sandboxes and containers (a pod not in it has
     # none), for the first sync of each pod admitted while the sources are not all heard
-    # from (see PodListing). None: a later relist, or a trace from before.
+    # from (see PodListing). None: a later relist.
     listings: tuple[PodListing, ...] | None = None
     # When its lists had returned (the PLEG's clock, monotonic): what it shows is no newer
     # than this, so a worker's read begun later shows as much or more (UpdatePod.
-    # relisted_at). None: start path 4 or before.
+    # relisted_at). The PLEG always tells it; None only in messages built by hand.
     listed_at: float | None = None
 
 
@@ -136,10 +136,11 @@ class SyncChangedRuntime(Struct, frozen=True):
     as upstream's PLEG sees a pod worker's work at its next relist."""
 
     uid: PodUID
-    # What the worker read of its pod right after the sync (start path 4): each sandbox's
+    # What the worker read of its pod right after a sync that made things: each sandbox's
     # and container's id with its PLEG state (actors.kubelet.pleg.PlegState values). The
     # relist makes no events of the pod when it shows just that (the worker has observed
-    # it already). None (path 3 and older traces): the relist's events go out as found.
+    # it already). None (a sync that read nothing after it): the relist's events go out
+    # as found.
     observed: tuple[tuple[ContainerID, str], ...] | None = None
 
 
@@ -186,8 +187,7 @@ class UpdatePod(Struct, frozen=True):
     listing: PodListing | None = None
     # An update the PLEG's events brought: when the relist that found them had its lists
     # back (Relisted.listed_at). A worker whose last read of its pod began after that
-    # syncs on that read: the relist saw nothing it did not (start path 5). None: any
-    # other update, or a trace from before.
+    # syncs on that read: the relist saw nothing it did not. None: any other update.
     relisted_at: float | None = None
 
 

@@ -12,12 +12,13 @@ makes a relist at once, so an exit reaches the sync loop in milliseconds rather 
 the next 1 s tick; the ticks then relist only every EVENTED_RELIST_PERIOD as a safety net.
 The runtime's own view may trail its event by a little (containerd's CRI plugin handles the
 same exit asynchronously), so an event the relist does not show yet is re-checked after
-RECHECK_DELAYS. On start path 2 (actors.kubelet.tree.START_PATH) a task start makes no
-relist at once: the kubelet's own starts are relisted when the pod worker whose sync made
-them asks (SyncChangedRuntime, once its runtime calls are done); a start that no relist has
-shown UNKNOWN_START_DELAY later was not the kubelet's (a container run behind its back, an
-orphan to kill) and makes a relist then. When the stream breaks the PLEG relists on every
-tick again. Relisting on
+RECHECK_DELAYS. A task start makes no relist at once: the kubelet's own starts are
+relisted when the pod worker whose sync made them asks (SyncChangedRuntime, once its
+runtime calls are done); a start that no relist has shown UNKNOWN_START_DELAY later was not
+the kubelet's (a container run behind its back, an orphan to kill) and makes a relist
+then. The events of a pod whose worker is stopping it make no relist either; the worker's
+end of the stop does (actors.kubelet.pod_stopping). When the stream breaks the PLEG
+relists on every tick again. Relisting on
 an event, rather than building lifecycle events from it, keeps the events exactly those of
 the relist, and replay answers the relist's runtime calls as it always has.
 """
@@ -74,7 +75,7 @@ it before the PLEG relists for it (the generic PLEG's period: an orphan is seen 
 UNKNOWN_START = "unknown start"
 """The RelistNow reason of that deferred relist."""
 SAFETY_NET_DELAY = 0.5
-"""Start path 5: how long the relist a worker's sync or stop asks for waits, so the syncs
+"""How long the relist a worker's sync or stop asks for waits, so the syncs
 and stops of a burst share one (and any relist meanwhile stands in for it). The worker
 has read and reported what it made already; the relist is the safety net, and shows the
 task starts well before UNKNOWN_START_DELAY."""
@@ -259,36 +260,19 @@ class PLEG(Actor):
     def __init__(
         self, dispatch: Dispatch, runtime: RuntimeService, clock: Clock, incarnation: int = 0,
         *, timers: Timers | None = None, runtime_events: SubscriptionFactory | None = None,
-        metrics: KubeletMetrics | None = None, starts_from_syncs: bool = False,
-        first_listings: bool = False, stops_from_workers: bool = False,
-        tells_listed_at: bool = False, safety_net_delay: float = 0.0,
+        metrics: KubeletMetrics | None = None,
     ) -> None:
-        """``starts_from_syncs``: the pod workers tell this actor when their syncs changed
-        the runtime (SyncChangedRuntime), so a task start (always the kubelet's own
-        RunPodSandbox or StartContainer) makes no relist or re-check of its own; during a
-        pod start those ran while the runtime call was still in flight, and found nothing
-        the relist after the sync would not. False: relist on task starts (old traces).
-        ``first_listings``: the first relist also tells each pod's sandboxes and containers
-        (Relisted.listings), which the first sync of each pod then reads its status from,
-        as upstream's pod workers read the cache the PLEG's relist filled. False: not told
-        (traces from before). ``stops_from_workers``: the events of a pod whose worker is
-        stopping it make no relist; the worker's end of it does (actors.kubelet.
-        pod_stopping). False: every event relists (traces from before).
-        ``tells_listed_at`` (start path 5): each Relisted says when its lists were back
-        (Relisted.listed_at), so a worker that read its pod after that need not read it
-        again for the relist's events. False: not told (traces from before).
-        ``safety_net_delay`` (start path 5): the relist a sync that read what it made
-        asks for (SyncChangedRuntime.observed), and the one a worker's end of a stop
-        asks for, wait this long, shared by all asked meanwhile, and any relist before
-        then stands in for it. 0: each is queued at once (traces from before)."""
+        """What each relist tells besides its events: the first also each pod's sandboxes
+        and containers (Relisted.listings), which the first sync of each pod reads its
+        status from, as upstream's pod workers read the cache the PLEG's relist filled;
+        every one when its lists were back (Relisted.listed_at), so a worker that read
+        its pod after that need not read it again for the relist's events. The relist a
+        sync that read what it made asks for (SyncChangedRuntime.observed), and the one a
+        worker's end of a stop asks for, wait SAFETY_NET_DELAY, shared by all asked
+        meanwhile, and any relist before then stands in for it."""
         super().__init__(names.PLEG, dispatch, incarnation)
-        self._stops_from_workers = stops_from_workers
         self._stopping: set[PodUID] = set()  # pods whose workers are stopping them
-        self._first_listings = first_listings
-        self._tells_listed_at = tells_listed_at
-        self._safety_net_delay = safety_net_delay
         self._safety_net: Cancellable | None = None  # the delayed relist, when one waits
-        self._starts_from_syncs = starts_from_syncs
         self._runtime = runtime
         self._clock = clock
         self._timers = timers
@@ -349,7 +333,7 @@ class PLEG(Actor):
                 self._relist_later("sync")
             else:
                 self._queue_relist("sync")
-        elif isinstance(message, PodStopping) and self._stops_from_workers:
+        elif isinstance(message, PodStopping):
             if message.stopping:
                 self._stopping.add(message.uid)
             else:
@@ -407,11 +391,11 @@ class PLEG(Actor):
             self.send(self.name, RelistNow(reason))
 
     def _relist_later(self, reason: str) -> None:
-        """A safety-net relist: after SAFETY_NET_DELAY on path 5, else queued now."""
-        if not self._safety_net_delay or self._timers is None:
+        """A safety-net relist: after SAFETY_NET_DELAY (queued now with no timers)."""
+        if self._timers is None:
             self._queue_relist(reason)
         elif self._safety_net is None:
-            self._safety_net = self._timers.once(self._safety_net_delay, self.name,
+            self._safety_net = self._timers.once(SAFETY_NET_DELAY, self.name,
                                                  RelistNow(SAFETY_NET))
 
     def _event(self, seen: RuntimeEventSeen) -> None:
@@ -419,7 +403,7 @@ class PLEG(Actor):
             kind = EventKind(seen.kind)
         except ValueError:
             return
-        if kind == EventKind.STARTED and self._starts_from_syncs:
+        if kind == EventKind.STARTED:
             # The sync that caused it asks for the relist once its calls are done; a start
             # no sync caused is relisted for UNKNOWN_START_DELAY later.
             self._unknown_starts.add(ContainerID(seen.container_id))
@@ -473,7 +457,7 @@ class PLEG(Actor):
 
     def relist(self) -> None:
         started = self._clock.monotonic()
-        listing = self._states is None and self._first_listings
+        listing = self._states is None
         try:
             snapshot = take_snapshot(self._runtime, with_listings=listing)
         except CRIError as err:
@@ -503,5 +487,5 @@ class PLEG(Actor):
             events=events, pods=snapshot.pods, running_containers=snapshot.running_containers,
             duration=ended - started, evented=self._evented,
             listings=snapshot.listings if listing else None,
-            listed_at=ended if self._tells_listed_at else None,
+            listed_at=ended,
         ))

@@ -81,33 +81,23 @@ class PodWorker(Actor):
         rng: random.Random | None = None,
         incarnation: int = 0,
         events: EventRecorder = NULL_RECORDER,
-        status_from_pleg: bool = False,
-        lean_kill: bool = False,
-        status_after_start: bool = False,
-        reads_newer_than_relists: bool = False,
     ) -> None:
-        """``status_from_pleg``: after a sync that changed the runtime, ask the PLEG to
-        relist rather than read the pod's status again (upstream's SyncPod reads none;
-        the PLEG's event brings the next sync, which reads it). False: read it again
-        (old traces). ``lean_kill``: a pod stopped to be removed is read from the status
-        the last sync found nothing to do with when nothing was made since, else from its
-        listings (KubeRuntimeManager.removal_status); False: read in full (old traces).
-        ``status_after_start`` (start path 4, with ``status_from_pleg``):
-        after a sync that made things, read the pod's status at once from what the sync
-        made (MadeBySync: no listing, no second sandbox status) and report it, and tell
-        the PLEG what was read, so its relist (still asked for: the safety net) brings no
-        second sync when it shows just that. The pod shows Running without the hop
-        through the PLEG and the sync loop. Only after a sync with no failure.
-        ``reads_newer_than_relists`` (start path 5): note when each read of the pod's
-        status began, and sync an update the PLEG's events brought on the last read when
-        that began after the relist's lists were back (UpdatePod.relisted_at): the relist
-        saw nothing the read did not. False: read afresh (old traces)."""
+        """How the worker reads its pod's status, as upstream's reads the PLEG's cache:
+
+        - A sync that made things reads the pod's status at once from what it made
+          (MadeBySync: no listing, no second sandbox status) and reports it, and tells the
+          PLEG what it read (SyncChangedRuntime.observed), so the PLEG's relist (still
+          asked for: the safety net) brings no second sync when it shows just that. A
+          sync that failed reads nothing: it asks the PLEG to relist, whose event brings
+          the next sync (upstream's SyncPod reads none either).
+        - Each read notes when it began; an update the PLEG's events brought is synced
+          on the last read when that began after the relist's lists were back
+          (UpdatePod.relisted_at): the relist saw nothing the read did not.
+        - A pod stopped to be removed is read from the status the last sync found
+          nothing to do with when nothing was made since, else from its listings
+          (KubeRuntimeManager.removal_status)."""
         super().__init__(names.worker_name(uid), dispatch, incarnation)
-        self._lean_kill = lean_kill
         self._stop_told = False  # the PLEG was told this worker is stopping its pod
-        self._status_from_pleg = status_from_pleg
-        self._status_after_start = status_after_start and status_from_pleg
-        self._reads_newer = reads_newer_than_relists
         self._events = events
         self.uid = uid
         self._manager = manager
@@ -134,7 +124,7 @@ class PodWorker(Actor):
         # may have changed. Upstream's worker reads the PLEG's cache the same way: an
         # idle pod's resync costs no runtime call.
         self._idle_status: RuntimePodStatus | None = None
-        self._idle_at: float | None = None  # when its read began (reads_newer_than_relists)
+        self._idle_at: float | None = None  # when its read began
         # The runtime status as it stands since this worker last changed the runtime:
         # read after its last change (or by a sync that changed nothing), None when a sync
         # made something no read has shown since. Only this worker makes anything of its
@@ -143,7 +133,7 @@ class PodWorker(Actor):
         # way). What exited since is stopped again (a no-op); what was removed since is
         # NotFound, which counts as stopped.
         self._known_status: RuntimePodStatus | None = None
-        self._known_at: float | None = None  # when its read began (reads_newer_than_relists)
+        self._known_at: float | None = None  # when its read began
 
     # --- mailbox ---------------------------------------------------------------------------
 
@@ -172,8 +162,7 @@ class PodWorker(Actor):
         if update.kind == UpdateKind.KILL or update.pod.metadata.deletion_timestamp:
             self._start_termination(update)
         pending = self._pending
-        if (self._status_after_start and update.listing is None and pending is not None
-                and pending.listing is not None):
+        if update.listing is None and pending is not None and pending.listing is not None:
             # The first sync's listing survives the update that supersedes it: nothing
             # of the pod has been made since (this worker has not synced yet).
             update = replace(update, listing=pending.listing)
@@ -229,7 +218,7 @@ class PodWorker(Actor):
         """Tell the PLEG this worker is stopping (or removing) its pod, so that pod's
         events make no relist until _done tells it the stop ended, however it ended
         (actors.kubelet.pod_stopping)."""
-        if self._lean_kill and not self._stop_told:
+        if not self._stop_told:
             self._stop_told = True
             self.send(names.PLEG, PodStopping(self.uid, True))
 
@@ -248,15 +237,15 @@ class PodWorker(Actor):
         fresh = self._active_since is None and self.incarnation == 0
         return self._status(pod, update.listing if fresh else None)
 
-    def _read_begins(self) -> float | None:
-        """When a read of the pod's status begins (the clock is read only on start path
-        5, where a later relist update is checked against it)."""
-        return self._clock.monotonic() if self._reads_newer else None
+    def _read_begins(self) -> float:
+        """When a read of the pod's status begins (a later relist update is checked
+        against it: _known_since)."""
+        return self._clock.monotonic()
 
     def _known_since(self, update: UpdatePod) -> RuntimePodStatus | None:
         """The status this worker read last, when ``update`` came from a relist whose lists
         were back before that read began: nothing the relist saw is newer, so the sync it
-        brings reads nothing (start path 5). None: read afresh. Strictly before: on a
+        brings reads nothing. None: read afresh. Strictly before: on a
         virtual clock a relist and a read at the same instant are in no known order."""
         known, at, listed = self._known_status, self._known_at, update.relisted_at
         if known is None or at is None or listed is None or at <= listed:
@@ -310,7 +299,7 @@ class PodWorker(Actor):
             pod, status, dict(update.liveness), dict(update.startup), self._cancelled, made
         )
         after = status
-        if result.ok and self._status_after_start and made.anything:
+        if result.ok and made.anything:
             # (A sync with a failure goes the PLEG's way: its relist's event brings the
             # next sync, which shows the failure's back-off, as upstream's.)
             after_at = self._read_begins()
@@ -327,18 +316,13 @@ class PodWorker(Actor):
                                                  dict(update.startup))
         else:
             next_step = False
-            if result.steps and self._status_from_pleg:
-                if changed_runtime(result) and (result.ok or made.sandboxes
-                                                or not self._status_after_start):
-                    # On path 4 a failed sync that made no sandbox asks for no relist: the
-                    # relist's event would sync it again at once, and a start that keeps
-                    # failing (a created container removed and made again each time)
-                    # would loop with no wait; it is retried after its back-off, and the
-                    # PLEG's own relists show what it left (as upstream's, once a period).
-                    self.send(names.PLEG, SyncChangedRuntime(self.uid))
-            elif result.steps:
-                read_at = self._read_begins()
-                after = self._status(pod)
+            if changed_runtime(result) and (result.ok or made.sandboxes):
+                # A failed sync that made no sandbox asks for no relist: the relist's
+                # event would sync it again at once, and a start that keeps failing (a
+                # created container removed and made again each time) would loop with
+                # no wait; it is retried after its back-off, and the PLEG's own relists
+                # show what it left (as upstream's, once a period).
+                self.send(names.PLEG, SyncChangedRuntime(self.uid))
             # Known unless this sync changed the runtime and nothing was read after it.
             if after is not status or not changed_runtime(result):
                 self._known_status, self._known_at = after, read_at
@@ -378,8 +362,7 @@ class PodWorker(Actor):
         # A pod that goes loses its sandboxes first and its cgroup after: the cgroup is
         # empty once StopPodSandbox returned, and its removal (a walk of the node's pod
         # cgroups, under a lock all workers share) need not hold up the sandbox's.
-        cgroup_last = self._remove and self._lean_kill
-        if not cgroup_last:
+        if not self._remove:
             self._manager.destroy_pod_cgroup(self.uid)
         # Its subPath binds go, and its tmpfs and hugetlbfs volumes give their memory back,
         # once nothing of it runs (upstream's SyncTerminatedPod waits for the volume
@@ -392,8 +375,7 @@ class PodWorker(Actor):
             # Removed: an empty runtime status would read as Pending; the supervisor
             # forgets the pod (and its status) once it hears this worker is done.
             self._remove_pod(status, log, unmounted)
-            if cgroup_last:
-                self._manager.destroy_pod_cgroup(self.uid)
+            self._manager.destroy_pod_cgroup(self.uid)
         else:
             if any(c.is_running for c in status.container_statuses):
                 # What it stopped shows as terminated (upstream reads the status again
@@ -407,8 +389,6 @@ class PodWorker(Actor):
 
     def _removal_status(self, pod: Pod) -> RuntimePodStatus:
         """What stopping and removing the pod starts from (see _known_status)."""
-        if not self._lean_kill:
-            return self._status(pod)
         known, self._known_status = self._known_status, None
         return known if known is not None else self._manager.removal_status(pod)
 

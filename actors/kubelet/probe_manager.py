@@ -23,7 +23,7 @@ the schedule:
   when the entry names the same container id and that container runs, else it starts
   from the initial result. After each message the workers it touched are compared with
   what was last saved, and ``state`` is given the whole set only when one changed;
-- across its own restart by the sync loop: with ``hand_over``, that same set also goes to
+- across its own restart by the sync loop: that same set also goes to
   the sync loop as a HandOver (actors.core.messages) whenever it changes, and the sync
   loop starts the next incarnation with it as ``restored`` (actors.kubelet.tree
   successors), checked against the container ids as above, so a ready pod stays ready
@@ -158,7 +158,6 @@ class ProbeManager(Actor):
         probe_metrics: ProbeMetrics | None = None,
         restored: tuple[SavedProbe, ...] = (),
         state: ProbeStateSink | None = None,
-        hand_over: bool = False,
     ) -> None:
         super().__init__(names.PROBES, dispatch, incarnation)
         self._events = events
@@ -180,7 +179,6 @@ class ProbeManager(Actor):
         self._restored: dict[tuple[PodUID, str, str], SavedProbe] = {
             saved.key: saved for saved in restored}
         self._state = state
-        self._hand_over = hand_over
         self._saved: dict[Key, SavedProbe] = {}
         self._touched: set[Key] = set()
         self._state_changed = False
@@ -191,13 +189,8 @@ class ProbeManager(Actor):
         try:
             return self._handle(message)
         finally:
-            if ((self._state is not None or self._hand_over)
-                    and (self._touched or self._state_changed)):
+            if self._touched or self._state_changed:
                 self._save_state()
-            else:
-                # Nowhere to save (a replay, runonce, tests): what a message touched is
-                # of no use past it, and kept it would name every probe ever run.
-                self._touched.clear()
 
     def _handle(self, message: Any) -> Any:
         if isinstance(message, Tick):
@@ -322,8 +315,7 @@ class ProbeManager(Actor):
             return
         probes = tuple(sorted((*self._saved.values(), *self._restored.values()),
                               key=lambda saved: saved.key))
-        if self._hand_over:
-            self.send(names.SYNC_LOOP, HandOver(self.name, self.incarnation, probes))
+        self.send(names.SYNC_LOOP, HandOver(self.name, self.incarnation, probes))
         if self._state is None:
             return
         try:

@@ -178,20 +178,15 @@ class SyncLoop(SupervisorActor):
         metrics: KubeletMetrics | None = None,
         rng: random.Random | None = None,
         events: EventRecorder = NULL_RECORDER,
-        cache_first: bool = False,
-        removed_not_orphans: bool = False,
     ) -> None:
-        """``cache_first`` (start path 4, actors.kubelet.tree.START_PATH): no pod's first
-        sync before the PLEG's first relist, and a pod no relist has shown and no worker
-        has had syncs first on an empty listing. False: old traces.
-        ``removed_not_orphans`` (start path 5, with ``cache_first``): a pod whose worker
-        was forgotten is no orphan of the runtime's until a relist begun after its
-        removal is in (two relists, as for its listing): on path 5 the relist a stop's
-        end asks for waits a little (pleg.SAFETY_NET_DELAY), and meanwhile the last
-        relist may still show what the worker removed. False: old traces."""
+        """As upstream's workers read a pod cache newer than their start: no pod's first
+        sync runs before the PLEG's first relist, and a pod no relist has shown and no
+        worker has had syncs first on an empty listing. A pod whose worker was forgotten
+        is no orphan of the runtime's until a relist begun after its removal is in (two
+        relists, as for its listing): the relist a stop's end asks for waits a little
+        (pleg.SAFETY_NET_DELAY), and meanwhile the last relist may still show what the
+        worker removed."""
         self.settings = settings or SyncLoopSettings()
-        self._cache_first = cache_first
-        self._removed_not_orphans = removed_not_orphans and cache_first
         self._events = events
         super().__init__(names.SYNC_LOOP, dispatch, timers, clock, self.settings.supervision,
                          [kubelet_child(c) for c in children], rng or random.Random(0))
@@ -232,7 +227,7 @@ class SyncLoop(SupervisorActor):
         self._listings: dict[PodUID, PodListing] | None = None
         self._listed_had_worker: set[PodUID] = set()
         self._held: list[tuple[str, object]] | None = None  # see _holding_sends
-        # cache_first: the pods admitted before the PLEG's first relist, in admission
+        # The pods admitted before the PLEG's first relist, in admission
         # order; their first updates go out when it comes, each with its listing.
         self._before_relist: dict[PodUID, None] = {}
         self._relists = 0  # Relisted messages handled
@@ -398,7 +393,7 @@ class SyncLoop(SupervisorActor):
             return
         self._desired[uid] = pod
         self._start_worker(uid, pod)
-        if self._cache_first and self._relists == 0:
+        if self._relists == 0:
             # Upstream's worker waits for a pod cache newer than its start: the first
             # sync goes out with the first relist's listing of the pod (_relisted).
             self._before_relist[uid] = None
@@ -460,7 +455,7 @@ class SyncLoop(SupervisorActor):
 
     def _first_listing(self, uid: PodUID) -> PodListing | None:
         """What the PLEG's first relist listed of ``uid``, for its first worker; once.
-        cache_first, once that listing is gone: an empty one for a pod no worker of
+        Once that listing is gone: an empty one for a pod no worker of
         which the last relists may have missed and that the last relist did not show."""
         if self._listings is None:
             return PodListing(uid) if self._unseen(uid) else None
@@ -474,7 +469,7 @@ class SyncLoop(SupervisorActor):
         it, and only a worker of the pod makes things of it, of which none has been since
         before that relist listed the runtime (a worker forgotten since the relist before
         last may have made things after it)."""
-        return (self._cache_first and self._relists > 0 and uid not in self._forgotten
+        return (self._relists > 0 and uid not in self._forgotten
                 and uid not in self._runtime_uids)
 
     def _dispatch_work(self, uid: PodUID, kind: UpdateKind, resync: bool = False,
@@ -505,8 +500,7 @@ class SyncLoop(SupervisorActor):
         if worker is None:
             return
         self.supervision.remove(names.worker_name(uid), "its pod is gone")
-        if self._cache_first:
-            self._forgotten[uid] = self._relists
+        self._forgotten[uid] = self._relists
         self.send(names.STATUS, PodForgotten(uid))
         self.send(names.PROBES, PodForgotten(uid))
         again = self._restart.pop(uid, None)
@@ -550,13 +544,12 @@ class SyncLoop(SupervisorActor):
         self._relist_error = ""
         self._runtime_pods = relist.pods
         self._relists += 1
-        if self._cache_first:
-            self._runtime_uids = frozenset(p.uid for p in relist.pods)
-            # A relist that began after the worker's last call is in once two more are:
-            # the second was listed after the first was sent, which was after the worker
-            # was done (its PodWorkerDone was here before the first).
-            self._forgotten = {u: n for u, n in self._forgotten.items()
-                               if self._relists - n < 2}
+        self._runtime_uids = frozenset(p.uid for p in relist.pods)
+        # A relist that began after the worker's last call is in once two more are: the
+        # second was listed after the first was sent, which was after the worker was
+        # done (its PodWorkerDone was here before the first).
+        self._forgotten = {u: n for u, n in self._forgotten.items()
+                           if self._relists - n < 2}
         held, self._before_relist = tuple(self._before_relist), {}
         if relist.listings is not None:
             self._listings = {listing.uid: listing for listing in relist.listings}
@@ -622,7 +615,7 @@ class SyncLoop(SupervisorActor):
         for rp in self._runtime_pods:
             if rp.uid in self._desired or rp.uid in self._workers or rp.uid in self._killing:
                 continue
-            if self._removed_not_orphans and rp.uid in self._forgotten:
+            if rp.uid in self._forgotten:
                 continue  # removed by its worker after the relist that shows it
             self._killing.add(rp.uid)
             self.send(names.KILLER, KillRuntimePod(rp.uid, rp.name, rp.namespace))

@@ -1,4 +1,4 @@
-"""The kubelet's plug-in to core's traces: its replay world and its messages' old names.
+"""The kubelet's plug-in to core's traces: its replay world (older formats: trace_compat).
 
 A replay builds the kubelet's actors from the same recipes the daemon starts them from
 (actors.kubelet.tree), on the replay stubs and with the settings the trace's header
@@ -18,9 +18,13 @@ import msgspec
 
 from actors.core.dispatch import ActorRef
 from actors.core.supervision import ChildSpec
-from actors.core.trace.names import MESSAGES
 from actors.core.trace.stubs import InertExecutor, Record, Stubs, Unreachable, recorded_error
-from actors.kubelet import names, recorded, tree
+from actors.kubelet import (
+    names,
+    recorded,
+    trace_compat,  # noqa: F401 - registers its format converters
+    tree,
+)
 from actors.kubelet.events import DispatchRecorder
 from actors.kubelet.sources.file import FilesChanged  # noqa: F401 - registers its message name
 from actors.kubelet.sync_loop import kubelet_child
@@ -29,25 +33,6 @@ from runtime import errors
 from runtime.cri.intercept import intercept, result_types
 from runtime.cri.service import CRIRuntime
 from runtime.kuberuntime.manager import KubeRuntimeManager
-
-# What traces recorded before message names existed called each message (its module path).
-LEGACY_TYPES: dict[str, str] = {
-    **{f"actors.messages.{name}": name for name in (
-        "SourceSnapshot", "Tick", "Relisted", "RelistFailed", "UpdatePod", "PodWorkerDone",
-        "PodObserved", "PodRejected", "DesiredPods", "GetPods", "PodForgotten",
-        "ProbeVerdict", "KillRuntimePod", "RuntimePodKilled", "RuntimeHealth",
-        "ChildFailed", "ChildExited", "RestartChild", "DeadLetter", "Stop")},
-    "actors.pod_worker.RunPending": "RunPending",
-    "actors.pod_killer.KillFinished": "KillFinished",
-    "actors.runtime_monitor.Recheck": "Recheck",
-    "actors.probe_manager.ProbeOutcome": "ProbeOutcome",
-    "actors.probe_manager.ProbeQuery": "ProbeQuery",
-    "actors.sources.file.FilesChanged": "FilesChanged",
-    "actors.supervisor.GetHealth": "GetHealth",
-    "actors.supervisor.GetRunningPods": "GetRunningPods",
-}
-for _recorded, _name in LEGACY_TYPES.items():
-    MESSAGES.legacy(_recorded, _name)
 
 _NOT_ACTORS = frozenset({names.TIMERS, "test"})
 """Senders that are not actors: the timer thread, and tests telling actors things."""
@@ -170,9 +155,6 @@ class KubeletWorld:
         manager = KubeRuntimeManager(runtime, node, clock, node_ip=config.host_ip,
                                      observe=stubs.dispatch.observe,
                                      events=DispatchRecorder(stubs.dispatch),
-                                     reuse_image_status=config.lean_start,
-                                     image_checks_beside_sandbox=config.image_checks_beside_sandbox,
-                                     kill_from_listings=config.lean_kill,
                                      **services.for_manager())
         return KubeletParts(stubs.dispatch, timers, clock, runtime, manager, config,
                             containerd=services.containerd, executor=InertExecutor)

@@ -28,7 +28,7 @@ from actors.kubelet.garbage_collector import GarbageCollector
 from actors.kubelet.gc_settings import GCSettings
 from actors.kubelet.log_rotation import LogRotationActor, LogRotationParts
 from actors.kubelet.metrics import KubeletMetrics
-from actors.kubelet.pleg import PLEG, SAFETY_NET_DELAY
+from actors.kubelet.pleg import PLEG
 from actors.kubelet.pod_killer import PodKiller
 from actors.kubelet.pod_worker import PodWorker, WorkerTiming
 from actors.kubelet.probe_manager import ProbeManager
@@ -54,27 +54,6 @@ from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.settings import NodeSettings
 from runtime.prober.state import ProbeStateSink, SavedProbe
 
-START_PATH = 5
-"""How this build starts a pod (ReplayConfig.start_path). 1: two ImageStatus calls per
-container start, the worker reads the pod's status again after its sync, the PLEG relists
-(and re-checks) on every task start. 2: one ImageStatus per container start; a sync that
-changed the runtime asks the PLEG to relist (SyncChangedRuntime), whose event brings the new
-status through the next sync, as upstream's PLEG and cache do; task starts (all of them
-the kubelet's own) make no relist of their own. 3: as 2, and a sync that creates the
-sandbox asks for its containers' images' statuses while RunPodSandbox runs
-(runtime.kuberuntime.image_checks). 4: as 3, and (a) a pod no relist has shown and no
-worker has had syncs first on an empty listing (no filtered listings: upstream's worker
-reads the PLEG's cache, empty for a pod it never saw); (b) a sync that made things reads
-the pod's status at once from what it made and reports it, and the PLEG's relist after it
-makes no second sync when it shows just that (PodWorker status_after_start); (c) no pod's
-first sync runs before the PLEG's first relist is in, so each one adopts with its listing
-(upstream's workers wait on a pod cache newer than their start: GetNewerThan). 5: as 4,
-and a sync the PLEG's events brought runs on the status its worker last read when that
-read began after the relist's lists had returned (Relisted.listed_at): the relist showed
-nothing that read did not, so nothing is read again. In a burst, the relists that see
-pods mid-start bring each such pod a sync that reads nothing (upstream's worker syncs on
-its pod cache, which is no older than that relist either)."""
-
 if TYPE_CHECKING:  # the cluster actors are imported in children(), in cluster mode only
     from actors.kubelet.cluster.context import Cluster
 
@@ -83,7 +62,8 @@ class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
     """The settings the kubelet's actors were built with, as every trace header holds them.
 
     The field names are what traces have always recorded (``supervisor`` is the sync
-    loop's settings), so traces on users' disks keep replaying.
+    loop's settings), so traces on users' disks keep replaying; a key an older trace holds
+    and this code does not know is ignored.
     """
 
     node: NodeSettings
@@ -100,37 +80,6 @@ class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
     # The probe results a previous run reached (runtime.prober.state), for the first
     # incarnation of the status and probe managers: an input, so it is in the header.
     probe_state: tuple[SavedProbe, ...] = ()
-    start_path: int = START_PATH  # see START_PATH (a header without it: path 1)
-    # A restarted probe manager continues its predecessor's results (a HandOver to the
-    # sync loop); a header without it: every restart started from the initial results.
-    probe_hand_over: bool = True
-    # The PLEG's first relist tells what it listed of each pod, and each pod's first sync
-    # reads its status from that (actors.kubelet.pleg); a header without it: not told.
-    first_listings: bool = True
-    # A pod stopped to be removed is read from the status its worker last found nothing
-    # to do with, or else from its two listings alone (runtime.kuberuntime.kill_status);
-    # a header without it: read in full.
-    lean_kill: bool = True
-
-    @property
-    def lean_start(self) -> bool:
-        """Path 2 or later: see START_PATH."""
-        return self.start_path >= 2
-
-    @property
-    def image_checks_beside_sandbox(self) -> bool:
-        """Path 3 or later: see START_PATH."""
-        return self.start_path >= 3
-
-    @property
-    def cache_first(self) -> bool:
-        """Path 4 or later: see START_PATH."""
-        return self.start_path >= 4
-
-    @property
-    def reads_newer_than_relists(self) -> bool:
-        """Path 5 or later: see START_PATH."""
-        return self.start_path >= 5
 
     def to_header(self) -> dict[str, Any]:
         header: dict[str, Any] = msgspec.to_builtins(self)
@@ -138,19 +87,9 @@ class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
 
     @classmethod
     def from_header(cls, config: Mapping[str, Any]) -> ReplayConfig:
-        """The config a trace recorded (fields a newer build added take their defaults,
-        but a header without ``start_path`` started pods on path 1; a header from before
-        admission names its node only in ``node``)."""
-        raw = dict(config)
-        raw.setdefault("node", {"node_name": ""})
-        raw.setdefault("start_path", 1)  # recorded before the field: the first start path
-        raw.setdefault("probe_hand_over", False)  # recorded before probe hand-overs
-        raw.setdefault("first_listings", False)  # recorded before the first relist's listings
-        raw.setdefault("lean_kill", False)  # recorded before removals read less
-        supervisor = dict(raw.get("supervisor") or {})
-        supervisor.setdefault("node", {"name": raw["node"].get("node_name", "")})
-        raw["supervisor"] = supervisor
-        return msgspec.convert(raw, cls)
+        """The config a trace recorded (fields added since take their defaults; an older
+        format's config was converted as the trace was read: actors.kubelet.trace_compat)."""
+        return msgspec.convert(dict(config), cls)
 
 
 class Sources(Struct, frozen=True):
@@ -250,14 +189,7 @@ def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
             PodKiller, (p.dispatch, p.manager), {"incarnation": n, **pool()})),
         (names.PLEG, lambda n: Construct(PLEG, (p.dispatch, p.runtime, p.clock, n),
                                          {"timers": p.timers, "runtime_events": p.runtime_events,
-                                          "metrics": p.metrics,
-                                          "starts_from_syncs": p.config.lean_start,
-                                          "first_listings": p.config.first_listings,
-                                          "stops_from_workers": p.config.lean_kill,
-                                          "tells_listed_at":
-                                              p.config.reads_newer_than_relists,
-                                          "safety_net_delay": SAFETY_NET_DELAY
-                                          if p.config.reads_newer_than_relists else 0.0})),
+                                          "metrics": p.metrics})),
         (names.RUNTIME_MONITOR, lambda n: Construct(
             RuntimeMonitor, (p.dispatch, p.timers, p.runtime, p.clock, p.containerd,
                              p.metrics, n))),
@@ -338,7 +270,7 @@ def probe_manager(parts: KubeletParts, incarnation: int,
     if p.probe_state:
         extra["state"] = p.probe_state
     return Construct(ProbeManager, (p.dispatch, p.timers, p.runtime, p.clock, incarnation),
-                     {**extra, "hand_over": p.config.probe_hand_over})
+                     extra)
 
 
 Successor = Callable[[int, object], Construct]
@@ -349,8 +281,6 @@ def successors(parts: KubeletParts) -> dict[str, Successor]:
     """The children that continue from what their predecessor handed over
     (actors.core.messages.HandOver), by name. Each decodes the state with msgspec, so the
     live value and a replay's recorded JSON make the same successor."""
-    if not parts.config.probe_hand_over:
-        return {}
     return {names.PROBES: lambda n, state: probe_manager(
         parts, n, msgspec.convert(state, tuple[SavedProbe, ...]))}
 
@@ -362,11 +292,7 @@ def worker(parts: KubeletParts, uid: PodUID, incarnation: int,
     extra: dict[str, Any] = {"events": recorder(p)}
     return Construct(PodWorker, (uid, p.dispatch, p.manager, p.clock, p.metrics,
                                  p.config.timing, cancel),
-                     {"incarnation": incarnation, "status_from_pleg": p.config.lean_start,
-                      "lean_kill": p.config.lean_kill,
-                      "status_after_start": p.config.cache_first,
-                      "reads_newer_than_relists": p.config.reads_newer_than_relists,
-                      **extra})
+                     {"incarnation": incarnation, **extra})
 
 
 def sync_loop(parts: KubeletParts, child_specs: list[ChildSpec],
@@ -375,8 +301,7 @@ def sync_loop(parts: KubeletParts, child_specs: list[ChildSpec],
     extra: dict[str, Any] = {"events": recorder(p)}
     return Construct(SyncLoop, (p.dispatch, p.timers, p.clock, child_specs, workers,
                                 p.config.supervisor, p.metrics),
-                     {**extra, "cache_first": p.config.cache_first,
-                      "removed_not_orphans": p.config.reads_newer_than_relists})
+                     extra)
 
 
 def _starter(recipe: Recipe) -> Callable[[int], ActorRef]:

@@ -88,13 +88,8 @@ class ContainerLifecycle:
         clock: Clock,
         node_ip: str = "",
         observe: Observe = unobserved,
-        reuse_image_status: bool = True,
     ) -> None:
-        """``reuse_image_status``: take the image's user from the status the image check
-        read (one ImageStatus per container start, as upstream's EnsureImageExists); False
-        asks again before CreateContainer, as this kubelet did before (old traces)."""
         self._runtime = runtime
-        self._reuse_image_status = reuse_image_status
         self._images = images
         self._settings = settings
         self._clock = clock
@@ -221,7 +216,7 @@ class ContainerLifecycle:
             restart_count = made.restart_count
         else:
             restart_count = restart_count_from_logs(log_dir)
-        if image is None or not self._reuse_image_status:
+        if image is None:
             try:
                 image = self._runtime.image_status(ImageSpec(image_ref))
             except CRIError as err:  # upstream getImageUser: the config cannot be made

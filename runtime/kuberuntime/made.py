@@ -1,5 +1,5 @@
 """What one sync made, as it made it: the pod worker reads its pod's status right after
-the sync from it, with no listing of the runtime (start path 4, actors.kubelet.tree).
+the sync from it, with no listing of the runtime (actors.kubelet.pod_worker).
 
 The sync knows the sandbox it ran (and read the status of, for its IP) and the ids of
 the containers it created; with the sandboxes and containers the status before the sync

@@ -94,18 +94,10 @@ class KubeRuntimeManager:
         objects: ObjectSource | None = None,
         events: EventRecorder = NULL_RECORDER,
         host_paths: HostPaths = NODE_HOST_PATHS,
-        reuse_image_status: bool = True,
-        image_checks_beside_sandbox: bool = True,
-        kill_from_listings: bool = True,
         container_logs: ContainerLogFiles | None = None,
         volume_mounts: VolumeMounts = NODE_VOLUME_MOUNTS,
     ) -> None:
-        """``reuse_image_status``: one ImageStatus per container start (see
-        ContainerLifecycle; False only to replay traces from before).
-        ``image_checks_beside_sandbox``: a sync that creates the sandbox asks for its
-        containers' images' statuses while RunPodSandbox runs (runtime.kuberuntime.
-        image_checks; False only to replay traces from before).
-        ``observe``: what reads of the back-off tables go through (see
+        """``observe``: what reads of the back-off tables go through (see
         runtime.kuberuntime.backoff; a kubelet passes its Dispatch's ``observe``).
         ``cgroups``: the pod cgroups to create and remove (with cgroupsPerQOS; a trace
         records their answers); without it the sandboxes still name their pod cgroup,
@@ -114,8 +106,6 @@ class KubeRuntimeManager:
         mode); None standalone, where those are missing. ``events``: where the events
         of what it does go (upstream's recorder; actors.kubelet.events sends them on).
         ``host_paths``: what prepares hostPath volumes (a trace records its answers).
-        ``kill_from_listings``: a pod stopped to be removed is read from its two listings
-        alone (runtime.kuberuntime.kill_status; False only to replay traces from before).
         ``container_logs``: what removes a removed container's log files (the node's by
         default; a trace records its answers). ``volume_mounts``: what mounts and
         unmounts memory-backed volumes (a trace records its answers)."""
@@ -126,7 +116,7 @@ class KubeRuntimeManager:
         self.node_ip = node_ip
         self.images = ImageManager(runtime, clock, observe)
         self.containers = ContainerLifecycle(runtime, self.images, settings, clock, node_ip,
-                                             observe, reuse_image_status)
+                                             observe)
         self._kill_parallelism = kill_parallelism
         self._observe_input: Callable[[str, Any], Any] = observe
         self.objects = objects
@@ -135,9 +125,7 @@ class KubeRuntimeManager:
         self.events = events
         self.images.events = self.containers.events = events
         self.containers.handler_features = self.handler_features
-        self._image_checks_beside_sandbox = image_checks_beside_sandbox
         self._side_pool = side_pool()  # its threads start with the first sandbox made
-        self._kill_from_listings = kill_from_listings
         self.container_logs = container_logs or NodeContainerLogFiles()
         self.volume_mounts = volume_mounts
         self._runtime_classes = dict(settings.runtime_classes)
@@ -165,7 +153,7 @@ class KubeRuntimeManager:
         alone unless a preStop hook needs the pod IP (see kill_status); its status is never
         shown again, as the pod goes."""
         uid = PodUID(pod.uid)
-        if self._kill_from_listings and not needs_full_status(pod):
+        if not needs_full_status(pod):
             return listed_pod_status(self.runtime, uid, pod.metadata.name,
                                      pod.metadata.namespace)
         return self.get_pod_status(uid, pod.metadata.name, pod.metadata.namespace)
@@ -372,8 +360,7 @@ class KubeRuntimeManager:
                 self._check_user_namespace(pod, handler)
                 os.makedirs(config.log_directory, exist_ok=True)
                 wanted = config  # for the closure: the sandbox this sync makes
-                checked = (images_to_check(pod, plan) if self._image_checks_beside_sandbox
-                           else ())
+                checked = images_to_check(pod, plan)
                 preparing = first_starts(pod, plan)
 
                 def create() -> tuple[SandboxID, PodSandboxStatus]:

@@ -4,8 +4,8 @@ The daemon runs three pods and stops (SIGTERM: the pods keep running); while it 
 pod's container is stopped. The next daemon keeps the two running containers (same IDs, no
 restart) and restarts the dead one as upstream does (restartPolicy Always: a new container,
 restartCount 1). Its first syncs read their status from the PLEG's first relist
-(actors.kubelet.pleg, Relisted.listings), and wait for it when the manifests came first
-(start path 4), so none lists for itself; its trace replays without divergence.
+(actors.kubelet.pleg, Relisted.listings), and wait for it when the manifests came first,
+so none lists for itself; its trace replays without divergence.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def test_a_restart_keeps_running_containers_and_restarts_one_that_died_while_dow
     finally:
         daemon.stop()
 
-    # Start path 4: every pod's first sync (both daemons') waited for the PLEG's first
+    # Every pod's first sync (both daemons') waited for the PLEG's first
     # relist and adopted from its listing, whichever of it and the manifests came first.
     firsts: dict[str, dict[str, Any]] = {}
     for record in read_trace(trace_dir).messages():

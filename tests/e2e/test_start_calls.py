@@ -6,8 +6,8 @@ Running. The runtime calls from the pod's first sync until then are counted by m
 printed (``pytest -s`` shows them; bench.start_calls does the same with durations and a
 burst). Asserted: the calls that make the pod happen once each, with one ImageStatus (its
 image is present), and no relist on the task starts (the PLEG relists when the worker's
-sync asks, after the worker has read its pod's status and reported it Running: start path
-4), no listing by the worker, and one sync; see the fake runtime's exact counts in
+sync asks, after the worker has read its pod's status and reported it Running), no
+listing by the worker, and one sync; see the fake runtime's exact counts in
 tests/unit/kubelet/test_start_calls.py.
 """
 
@@ -83,9 +83,9 @@ def test_one_pod_start_counts_its_cri_calls(containerd: EmbeddedContainerd,
         assert counted.get(method) == 1, (method, counted)
     assert "pull_image" not in counted
     by_actor = count_by_actor(calls, names.actor_group)
-    # Start path 4: the worker reads its pod's status right after its start and reports
-    # it, before the relist its sync asks for (which then makes no second sync); a new
-    # pod lists nothing of itself. (Path 3: one relist, then a second sync, which listed.)
+    # The worker reads its pod's status right after its start and reports it, before
+    # the relist its sync asks for (which then makes no second sync); a new pod lists
+    # nothing of itself.
     worker_calls = by_actor.get(names.actor_group(worker), {})
     assert "list_pod_sandbox" not in worker_calls and "list_containers" not in worker_calls, \
         by_actor

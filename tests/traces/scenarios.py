@@ -1,8 +1,9 @@
 """Deterministic scenarios recorded as traces: on the fake runtime, in virtual time.
 
-`python -m tests.traces.scenarios` records them into tests/traces/*/ (the regression
-traces that tests/unit/kubelet/test_replay.py replays against the current code). Re-record only
-when a change of behaviour is intended, and say so in the commit.
+`python -m tests.traces.scenarios [NAME...]` records them (all, or those named) into
+tests/traces/NAME/ (the regression traces that tests/unit/kubelet/test_replay.py replays
+against the current code), replacing the trace files and keeping each README. Re-record
+only when a change of behaviour is intended, and say so in the commit.
 """
 
 from __future__ import annotations
@@ -241,7 +242,6 @@ class RecordedNode:
                  probe_state: tuple[SavedProbe, ...] = (),
                  probe_state_file: ProbeStateSink | None = None,
                  trace_max_bytes: int = DEFAULT_MAX_BYTES,
-                 start_path: int = tree.START_PATH,
                  metrics: KubeletMetrics | None = None,
                  probe_metrics: ProbeMetrics | None = None,
                  pod_cgroups: PodCgroupService | None = None,
@@ -264,8 +264,7 @@ class RecordedNode:
             supervisor=SyncLoopSettings(expected_sources=frozenset({"file"}),
                                         eviction=eviction is not None),
             stats=stats, eviction=eviction, garbage_collection=gc,
-            log_rotation=log_rotation is not None, probe_state=probe_state,
-            start_path=start_path)
+            log_rotation=log_rotation is not None, probe_state=probe_state)
         self.writer = TrackingWriter(directory, config=config.to_header(),
                                      max_bytes=trace_max_bytes)
         self.activity = self.writer.activity
@@ -280,9 +279,7 @@ class RecordedNode:
         services = recorded.live(config, (RecordingInterceptor(self.writer),),
                                  cgroups=pod_cgroups, volume_mounts=volume_mounts)
         manager = KubeRuntimeManager(runtime, config.node, clock, observe=d.observe,
-                                     events=DispatchRecorder(d), **services.for_manager(),
-                                     reuse_image_status=config.lean_start,
-                                     image_checks_beside_sandbox=config.image_checks_beside_sandbox)
+                                     events=DispatchRecorder(d), **services.for_manager())
         # The stats actor measures the fake runtime outside the recording, as the daemon
         # measures the real one (actors.app.stats_setup).
         self.stats = StatsParts(StatsCollector(self.fake, StatsSettings(
@@ -543,13 +540,20 @@ SCENARIOS = {"restart-and-remove": restart_and_remove,
              "host-path-volumes": host_path_volumes}
 
 
-def record_all(target: Path = HERE) -> None:
-    for name, scenario in SCENARIOS.items():
+def record(names: Iterable[str] = SCENARIOS, target: Path = HERE) -> None:
+    """Record the scenarios ``names`` into ``target``/NAME, each replacing its trace files
+    (a README there is kept)."""
+    for name in names:
         directory = target / name
-        shutil.rmtree(directory, ignore_errors=True)
-        scenario(directory)
+        for old in directory.glob("trace-*.jsonl"):
+            old.unlink()
+        SCENARIOS[name](directory)
         print(f"recorded {directory}")
 
 
 if __name__ == "__main__":
-    record_all(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE)
+    chosen = sys.argv[1:] or list(SCENARIOS)
+    unknown = sorted(set(chosen) - set(SCENARIOS))
+    if unknown:
+        sys.exit(f"no such scenario: {', '.join(unknown)} (there are: {', '.join(SCENARIOS)})")
+    record(chosen)

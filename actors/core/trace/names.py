@@ -3,8 +3,8 @@
 A trace names each message's type so a replay can rebuild it and the trace tools can
 summarize it. A module path would tie every trace on disk to where a class lives today;
 a registered name does not: a class can move or be renamed and keep its name. Plug-ins
-register their messages (``register`` or the ``message`` decorator) and map the names that
-older traces used (``legacy``).
+register their messages (``register`` or the ``message`` decorator); names older traces
+used are converted as a trace is read (actors.core.trace.compat).
 
 A type nobody registered is still recorded, under its module path, so a toy actor in a
 test can be traced; the kubelet's messages are all registered.
@@ -20,12 +20,11 @@ T = TypeVar("T", bound=type)
 
 
 class MessageNames:
-    """Registered name <-> message class, plus the names older traces used."""
+    """Registered name <-> message class."""
 
     def __init__(self) -> None:
         self._classes: dict[str, type] = {}
         self._names: dict[type, str] = {}
-        self._legacy: dict[str, str] = {}
         self._carries: dict[type, tuple[str, ...]] = {}
 
     def register(self, name: str, cls: type, carries: tuple[str, ...] = ()) -> None:
@@ -57,27 +56,19 @@ class MessageNames:
                           else self.name_of(inner))
         return out
 
-    def legacy(self, recorded: str, name: str) -> None:
-        """Traces written before names existed call ``name`` ``recorded`` (a module path)."""
-        self._legacy[recorded] = name
-
     def name_of(self, value: object) -> str:
         """What a trace calls ``value``'s type."""
         cls = type(value)
         name = self._names.get(cls)
         return name if name is not None else f"{cls.__module__}.{cls.__qualname__}"
 
-    def canonical(self, recorded: str) -> str:
-        """The registered name for what a trace recorded (old module paths mapped)."""
-        return self._legacy.get(recorded, recorded)
-
     def short(self, recorded: str) -> str:
         """A recorded type as people read it: the registered name, else the class name."""
-        return self.canonical(recorded).rsplit(".", 1)[-1]
+        return recorded.rsplit(".", 1)[-1]
 
     def resolve(self, recorded: str) -> type:
         """The class a trace's type name stands for; LookupError if this code has none."""
-        name = self.canonical(recorded)
+        name = recorded
         cls = self._classes.get(name)
         if cls is not None:
             return cls

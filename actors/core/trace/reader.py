@@ -10,7 +10,9 @@ which run it belongs to (``run``) and which of its files it is (``part``, from 1
 beginning is gone. Files written before headers said so count as one run per pid, whole.
 
 Large values a file holds once (``val`` records, format version 3) are put back into the
-records that refer to them (actors.core.trace.interning), so every record reads whole.
+records that refer to them (actors.core.trace.interning), so every record reads whole. A
+file written in an older format is converted to the current one as it is read
+(actors.core.trace.compat), so what reads a trace knows one format.
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ from typing import Any
 
 import msgspec
 
+from actors.core.trace.compat import CONVERTERS, recorded_version
 from actors.core.trace.interning import UnknownValue, resolve
 from actors.core.trace.records import ValueRecord
+from actors.core.trace.writer import TRACE_VERSION
 
 _decoder = msgspec.json.Decoder()
 _value_decoder = msgspec.json.Decoder(ValueRecord)
@@ -104,13 +108,16 @@ class Trace:
                 out.append(f"{first.file.name} is file {first.part} of its run ({first.run}): "
                            f"the {first.part - 1} before it were deleted (--trace-max-files), "
                            "so what happened before it is not in the trace")
+        if self.version < TRACE_VERSION:
+            out.append(f"written in trace format {self.version}, converted to format "
+                       f"{TRACE_VERSION} as it was read")
         return out
 
     @property
     def version(self) -> int:
-        """The format the trace was written in (its header's ``v``; 1 when it has none)."""
-        version = self.header.get("v", 1)
-        return version if isinstance(version, int) else 1
+        """The format the trace was written in (its header's ``v``; 1 when it has none):
+        its records read as the current format's all the same (actors.core.trace.compat)."""
+        return recorded_version(self.header)
 
     @property
     def config(self) -> dict[str, Any]:
@@ -142,6 +149,7 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
     parts: list[TracePart] = []
     for file in files:
         start = len(records)
+        file_records: list[dict[str, Any]] = []
         file_header: dict[str, Any] = {}
         values: dict[int, bytes] = {}
         lines = file.read_bytes().split(b"\n")
@@ -164,9 +172,11 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
                     continue
                 raise TraceError(f"{file}: line {number}: not a trace record: {err}") from err
             if record.get("k") == "header":
-                header = header or record
                 file_header = file_header or record
                 continue
-            records.append(record)
+            file_records.append(record)
+        CONVERTERS.upgrade(file_header, file_records)
+        header = header or file_header
+        records.extend(file_records)
         parts.append(TracePart(file, file_header, start))
     return Trace(records, header, files, torn, tuple(parts))

@@ -22,6 +22,10 @@ within the kept files, and the report names the others and why they were left ou
 
 An incarnation its supervisor started from a hand-over (actors.core.messages.HandOver) is
 built from the state the ``hand-over`` decision recorded just before its spawn.
+
+A trace recorded by other code (another version or commit, as its header names them:
+actors.core.trace.provenance) is replayed all the same, and the report says so before
+anything else: its first divergence is then possibly a change of code, not a bug.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from actors.core import context
 from actors.core.faults import fault_point
 from actors.core.supervision import HAND_OVER
 from actors.core.trace.names import MESSAGES
+from actors.core.trace.provenance import other_code
 from actors.core.trace.reader import Trace, TraceError, read_trace
 from actors.core.trace.stubs import (
     Divergence,
@@ -63,6 +68,9 @@ class ReplayReport:
     notes: list[str] = field(default_factory=list)
     # Deliveries not replayed because their actor started before the first kept file.
     before_start: dict[str, int] = field(default_factory=dict)
+    # Why the trace was recorded by other code than this (provenance.other_code); None:
+    # recorded by this code.
+    other_code: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -139,9 +147,12 @@ def replay(
     (``until`` applies to each: delivery ids start over with each run).
     """
     runs = trace.runs()
+    other = next((why for why in (other_code(run.header) for run in runs) if why), None)
     if len(runs) == 1:
-        return _replay_in(trace, world, until, only_actor, scratch_dir)
-    report = ReplayReport()
+        single = _replay_in(trace, world, until, only_actor, scratch_dir)
+        single.other_code = other
+        return single
+    report = ReplayReport(other_code=other)
     for n, run in enumerate(runs, 1):
         part = _replay_in(run, world, until, only_actor, scratch_dir)
         report.replayed += part.replayed
@@ -280,13 +291,16 @@ def _chain_line(record: Record) -> str:
 
 def format_report(report: ReplayReport) -> str:
     skipped = ", ".join(f"{a} {n}" for a, n in sorted(report.skipped.items()))
-    lines: list[str] = []
+    lines: list[str] = [] if report.other_code is None else [f"note: {report.other_code}"]
     if report.divergence is None:
         lines.append(f"no divergence: replayed {report.replayed} deliveries to "
                      f"{len(report.actors)} actors"
                      + (f" (not replayed, they read the outside world: {skipped})"
                         if skipped else ""))
     else:
+        if report.other_code is not None:
+            lines.append("the first divergence is possibly a change of code, not a bug "
+                         "(the trace was recorded by other code):")
         lines.extend(report.divergence.describe())
         lines.append(f"({report.replayed} deliveries replayed without divergence before it)")
     if report.before_start:

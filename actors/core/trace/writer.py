@@ -13,9 +13,11 @@ thread builds the records, encodes them and appends whole lines, so a kubelet ki
 mid-write leaves a trace readable up to its last whole record.
 
 Record kinds (field ``k``), all with wall time ``t`` and monotonic time ``m``:
-  header    v, pid, run, part, argv, config [, write_every]   first record of every file
-            (v: TRACE_VERSION; traces without one are version 1; write_every: the
-            seconds a record may have waited for the file, what a kill lost at most)
+  header    v, pid, run, part, argv, config [, write_every] [, product, version, commit]
+            first record of every file (v: TRACE_VERSION; traces without one are
+            version 1; write_every: the seconds a record may have waited for the file,
+            what a kill lost at most; product, version, commit: the code that wrote it,
+            actors.core.trace.provenance)
   msg       id, from, seq, to, inc, parent, dead, type, body [, carried] [, interned]
                                                         a delivery or dead letter; carried:
                                                         the types of messages it holds
@@ -48,6 +50,7 @@ from actors.core import context
 from actors.core.hooks import Recorder
 from actors.core.trace.interning import Interner
 from actors.core.trace.names import MESSAGES
+from actors.core.trace.provenance import current
 from actors.core.trace.records import (
     BeginRecord,
     CallRecord,
@@ -59,12 +62,15 @@ from actors.core.trace.records import (
     SpawnRecord,
 )
 
-TRACE_VERSION = 3
+TRACE_VERSION = 4
 """The format of the records (the header's ``v``). 2: message bodies may hold fields that
 version 1's code did not have (StepResult.backoff); replay compares a version 1 trace's
 bodies only on the keys they hold (actors.core.trace.stubs.known_keys_only). 3: large
 values are written once per file in ``val`` records and referred to by id
-(actors.core.trace.interning); the reader puts them back, so records read as before."""
+(actors.core.trace.interning); the reader puts them back, so records read as before.
+4: the header names the code that wrote it (product, version, commit), and the start
+config holds no switches for older behaviour. An older file is converted to this format
+as it is read (actors.core.trace.compat)."""
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_FILES = 50
 DEFAULT_WRITE_EVERY = 5.0
@@ -129,8 +135,12 @@ class TraceWriter(Recorder):
         config: Mapping[str, Any] | None = None,
         argv: tuple[str, ...] = (),
         write_every: float = DEFAULT_WRITE_EVERY,
+        provenance: Mapping[str, str] | None = None,
     ) -> None:
+        """``provenance``: the code named in each header (this process's by default,
+        actors.core.trace.provenance.current)."""
         self.directory = Path(directory)
+        self.provenance = dict(current() if provenance is None else provenance)
         self.write_every = write_every
         # A trace holds what the kubelet was answered: Secret data and service account
         # tokens among it. It is the node's to read, not any local user's.
@@ -259,7 +269,7 @@ class TraceWriter(Recorder):
         self._interner.new_file()
         self._write({"k": "header", "v": TRACE_VERSION, "pid": os.getpid(), "run": self.run,
                      "part": next(self._part), "argv": self.argv, "config": self.config,
-                     "write_every": self.write_every, "t": time.time(),
+                     "write_every": self.write_every, **self.provenance, "t": time.time(),
                      "m": time.monotonic()})
         self._prune()
 

@@ -25,7 +25,6 @@ from actors.core.trace.reader import read_trace
 from actors.core.trace.replay import format_report, replay
 from actors.kubelet.pleg import take_snapshot
 from actors.kubelet.trace import KubeletWorld
-from actors.kubelet.tree import START_PATH
 from runtime.clock import FakeClock
 from runtime.cri.types import (
     ContainerConfig,
@@ -77,12 +76,12 @@ def first_kubelet(tmp_path: Path, scratch: Path) -> RecordedNode:
     return node
 
 
-def restart(first: RecordedNode, tmp_path: Path, scratch: Path, snapshot_first: bool = False,
-            start_path: int = START_PATH) -> RecordedNode:
+def restart(first: RecordedNode, tmp_path: Path, scratch: Path, snapshot_first: bool = False
+            ) -> RecordedNode:
     """The second kubelet on the same runtime: its PLEG relists (at start, as the daemon's
     first tick does), then its source tells the same pods; ``snapshot_first``: the source
     tells them before the first relist is in (the race of a restart)."""
-    node = RecordedNode(tmp_path / "second", scratch, restart_of=first, start_path=start_path)
+    node = RecordedNode(tmp_path / "second", scratch, restart_of=first)
     node.fake.clear_calls()
     pods = tuple(pod(f"u{i}", f"web-{i}") for i in range(PODS))
     if snapshot_first:
@@ -123,26 +122,21 @@ def test_adopting_running_pods_lists_the_runtime_once(tmp_path: Path, scratch: P
     assert report.ok, format_report(report)
 
 
-@pytest.mark.parametrize("start_path", [3, START_PATH])
-def test_a_snapshot_before_the_first_relist_waits_for_it(tmp_path: Path, scratch: Path,
-                                                         start_path: int) -> None:
+def test_a_snapshot_before_the_first_relist_waits_for_it(tmp_path: Path, scratch: Path
+                                                         ) -> None:
     """The file source's snapshot reaches the sync loop before the PLEG's first relist:
-    on path 4 the workers' first syncs wait for the relist and adopt from its listings
-    (upstream's workers wait on a pod cache newer than their start), so the calls are
-    those of the other order; path 3 (old traces) synced at once and listed per pod."""
+    the workers' first syncs wait for the relist and adopt from its listings (upstream's
+    workers wait on a pod cache newer than their start), so the calls are those of the
+    other order."""
     first = first_kubelet(tmp_path, scratch)
     before = running(first)
-    second = restart(first, tmp_path, scratch, snapshot_first=True, start_path=start_path)
+    second = restart(first, tmp_path, scratch, snapshot_first=True)
     try:
-        counts = adopt_counts(second)
-        if start_path >= 4:
-            assert counts == adopt_once()
-        else:  # each pod listed for itself, and the relist's events synced them again
-            assert counts["list_pod_sandbox"] > PODS and counts["list_containers"] > PODS
+        assert adopt_counts(second) == adopt_once()
         assert running(second) == before
     finally:
         second.close()
-    assert all(updates_with_listing(tmp_path / "second").values()) is (start_path >= 4)
+    assert all(updates_with_listing(tmp_path / "second").values())
     report = replay(read_trace(tmp_path / "second"), KubeletWorld())
     assert report.ok, format_report(report)
 
@@ -180,8 +174,8 @@ def test_a_pod_new_at_start_lists_nothing_before_its_sandbox(tmp_path: Path,
         node.snapshot(pod("u1", "web"))
         assert node.settle()
         methods = [c.method for c in node.fake.calls]
-        # Before the sandbox only its image's check (start path 3 asks it beside
-        # RunPodSandbox); no listing of the runtime. Then the PLEG relists: the sync asks.
+        # Before the sandbox only its image's check (asked beside RunPodSandbox); no
+        # listing of the runtime. Then the PLEG relists: the sync asks.
         before = methods[:methods.index("run_pod_sandbox")]
         assert set(before) <= {"image_status"}, before
     finally:
@@ -200,18 +194,12 @@ def updates_with_listing(directory: Path) -> dict[str, bool]:
     return out
 
 
-@pytest.mark.parametrize(("start_path", "with_listing"), [
-    (3, {"early": False, "late": False}),
-    (4, {"early": True, "late": True}),
-])
-def test_only_workers_started_after_the_first_relist_and_before_the_sources_spoke_get_it(
-        tmp_path: Path, scratch: Path, start_path: int, with_listing: dict[str, bool]) -> None:
-    """Path 3: a pod whose worker was there before the relist may have had things made
-    since; a pod admitted once every source has spoken (and housekeeping ran) lists for
-    itself. Path 4: no worker syncs before the first relist, so the early pod's first
-    update waits for it and carries its listing; the late pod, which no relist showed and
-    no worker had, gets an empty one (the PLEG's cache never saw it)."""
-    node = RecordedNode(tmp_path / "trace", scratch, start_path=start_path)
+def test_every_first_update_carries_a_listing(tmp_path: Path, scratch: Path) -> None:
+    """No worker syncs before the first relist, so the early pod's first update waits for
+    it and carries its listing; the late pod, admitted once every source has spoken (and
+    housekeeping ran), which no relist showed and no worker had, gets an empty one (the
+    PLEG's cache never saw it)."""
+    node = RecordedNode(tmp_path / "trace", scratch)
     try:
         node.snapshot(pod("early", "early"))  # before the first relist: a worker syncs
         assert node.settle()
@@ -225,7 +213,7 @@ def test_only_workers_started_after_the_first_relist_and_before_the_sources_spok
     relists = [r["body"].get("listings") for r in read_trace(tmp_path / "trace").messages()
                if MESSAGES.short(r["type"]) == "Relisted"]
     assert relists[0] is not None and all(r is None for r in relists[1:])
-    assert updates_with_listing(tmp_path / "trace") == with_listing
+    assert updates_with_listing(tmp_path / "trace") == {"early": True, "late": True}
     report = replay(read_trace(tmp_path / "trace"), KubeletWorld())
     assert report.ok, format_report(report)
 
@@ -300,7 +288,7 @@ def relists_since_forgotten(directory: Path, uid: str) -> list[int | None]:
 
 def test_a_pod_back_under_the_uid_of_a_forgotten_worker_lists_until_two_relists_are_in(
         tmp_path: Path, scratch: Path) -> None:
-    """Path 4: an empty listing only for a pod no relist shows and no worker had since a
+    """An empty listing only for a pod no relist shows and no worker had since a
     relist listed the runtime after that worker's last call: a pod put back under the UID
     of one just removed lists for itself until two relists are in, then not."""
     node = RecordedNode(tmp_path / "trace", scratch)

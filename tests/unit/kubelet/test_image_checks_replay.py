@@ -1,6 +1,6 @@
-"""Start path 3 (the image checked beside RunPodSandbox) on the whole tree: the same CRI
-calls as path 2, and a trace that recorded the two concurrent calls in either order
-replays without divergence (a replay matches a handler's calls by content, not order)."""
+"""The image checked beside RunPodSandbox, on the whole tree: one ImageStatus per start,
+and a trace that recorded the two concurrent calls in either order replays without
+divergence (a replay matches a handler's calls by content, not order)."""
 
 from __future__ import annotations
 
@@ -17,14 +17,14 @@ from actors.core.trace.replay import format_report, replay
 from actors.kubelet import names
 from actors.kubelet.trace import KubeletWorld
 from tests.traces.scenarios import RecordedNode, pod
-from tests.unit.kubelet.test_start_calls import ONE_POD_PATH_2
+from tests.unit.kubelet.test_start_calls import ONE_POD
 
 WAIT_S = 5.0
 
 
 @pytest.fixture
 def node(tmp_path: Path) -> Iterator[RecordedNode]:
-    made = RecordedNode(tmp_path / "trace", tmp_path / "scratch", start_path=3)
+    made = RecordedNode(tmp_path / "trace", tmp_path / "scratch")
     yield made
     made.close()
 
@@ -54,7 +54,10 @@ def after(fake: Any, method: str, done: threading.Event) -> None:
 
 
 def start_one(node: RecordedNode) -> Counter[str]:
-    """The node's CRI calls from handing it a pod until it is idle (no timer fires)."""
+    """The node's CRI calls from handing it a pod until it is idle (no timer fires), once
+    its start is past (test_start_calls.steady_node)."""
+    node.snapshot()
+    node.advance(2.0)
     assert node.settle()
     node.fake.clear_calls()
     node.snapshot(pod("u1", "web"))
@@ -85,8 +88,8 @@ def check_replays(node: RecordedNode, tmp_path: Path) -> list[str]:
     return worker_calls(trace)
 
 
-def test_path_3_makes_the_calls_of_path_2(node: RecordedNode) -> None:
-    assert dict(start_one(node)) == ONE_POD_PATH_2
+def test_a_start_makes_one_image_status(node: RecordedNode) -> None:
+    assert dict(start_one(node)) == ONE_POD
 
 
 def test_a_trace_with_the_check_answered_during_the_sandbox_replays(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import msgspec
 import pytest
@@ -73,9 +72,8 @@ class Rig:
         self.dispatch.tell(names.PLEG, Tick(names.TICK_RELIST, self.clock.monotonic()))
 
 
-def pleg_rig(**pleg_options: Any) -> Iterator[Rig]:
-    """A PLEG on a fake runtime and a fake event stream, its sync loop an inbox (the
-    PLEG.start options given: each start path's tests use this one rig)."""
+def pleg_rig() -> Iterator[Rig]:
+    """A PLEG on a fake runtime and a fake event stream, its sync loop an inbox."""
     clock = FakeClock()
     dispatch = Dispatch()
     timers = ManualTimers(dispatch, clock)
@@ -89,7 +87,7 @@ def pleg_rig(**pleg_options: Any) -> Iterator[Rig]:
 
     metrics = KubeletMetrics()
     pleg = PLEG.start(dispatch, fake, clock, 0, timers=timers, runtime_events=subscribe,
-                      metrics=metrics, **pleg_options)
+                      metrics=metrics)
     dispatch.register(names.PLEG, pleg)
     r = Rig(clock, dispatch, timers, fake, sync_loop, subscriptions, metrics)
     try:

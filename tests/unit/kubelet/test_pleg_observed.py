@@ -1,4 +1,4 @@
-"""The PLEG on start path 4: a worker that read its pod's status right after its sync
+"""The PLEG and what workers read: a worker that read its pod's status right after its sync
 tells the PLEG what it read (SyncChangedRuntime.observed); the relist the sync asks for
 makes no events of the pod when it shows just that, and the usual ones when it does not
 (the pod changed since, or the worker's read missed something)."""
@@ -51,7 +51,7 @@ TOLD = ((C1, "running"), (SB, "running"))
     ({A: {SB: PlegState.RUNNING, C1: PlegState.EXITED}}, {A: TOLD}, EVENTS),
     # A container the read did not show (its start failed after its creation).
     ({A: {**RUNNING, C2: PlegState.UNKNOWN}}, {A: TOLD}, EVENTS),
-    ({A: RUNNING}, {}, EVENTS),  # nothing told (path 3, old traces): every event
+    ({A: RUNNING}, {}, EVENTS),  # nothing told (a sync that read nothing): every event
 ])
 def test_a_relist_drops_only_the_events_of_pods_it_shows_as_observed(
         states: dict[PodUID, dict[ContainerID, PlegState]],

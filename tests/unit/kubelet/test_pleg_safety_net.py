@@ -1,9 +1,8 @@
-"""The PLEG on start path 5: the relist a worker's sync asks for after reading what it
+"""The PLEG's safety-net relists: the relist a worker's sync asks for after reading what it
 made (SyncChangedRuntime.observed), and the one a worker's end of a stop asks for, wait
 SAFETY_NET_DELAY, one for all asked meanwhile, and any relist before then stands in for
-it; a sync that read nothing after it (a failure) still gets its relist at once; without
-the setting (traces from before) every ask relists at once. Each Relisted says when its
-lists were back (listed_at) on path 5 only."""
+it; a sync that read nothing after it (a failure) still gets its relist at once. Each
+Relisted says when its lists were back (listed_at)."""
 
 from __future__ import annotations
 
@@ -23,19 +22,9 @@ from tests.unit.kubelet.test_pleg_evented import Rig, _connected, _wait_relists,
 UIDS = tuple(PodUID(f"u{i}") for i in range(5))
 
 
-def _rig(delay: float) -> Iterator[Rig]:
-    yield from pleg_rig(starts_from_syncs=True, stops_from_workers=True,
-                        tells_listed_at=delay > 0, safety_net_delay=delay)
-
-
 @pytest.fixture
 def rig() -> Iterator[Rig]:
-    yield from _rig(SAFETY_NET_DELAY)
-
-
-@pytest.fixture
-def old_rig() -> Iterator[Rig]:
-    yield from _rig(0.0)
+    yield from pleg_rig()
 
 
 def _synced(rig: Rig, uid: PodUID, read: bool = True) -> None:
@@ -81,12 +70,3 @@ def test_the_end_of_a_stop_waits_too(rig: Rig) -> None:
     assert rig.timers.advance(SAFETY_NET_DELAY) == 1
     _wait_relists(rig, settled + 1)
     assert rig.settle() == settled + 1
-
-
-def test_without_the_setting_each_ask_relists_at_once_and_tells_no_time(
-        old_rig: Rig) -> None:
-    settled = _connected(old_rig)
-    _synced(old_rig, UIDS[0])
-    relisted = _wait_relists(old_rig, settled + 1)
-    assert relisted[-1].listed_at is None
-    assert old_rig.timers.advance(SAFETY_NET_DELAY) == 0

@@ -1,7 +1,6 @@
 """The PLEG while pod workers stop their pods (actors.kubelet.pod_stopping): the events of
 a pod being stopped make no relist, its worker's end of the stop makes one (one for many
-ending together), other pods' events relist as before; without the setting (traces from
-before) every event relists."""
+ending together, after SAFETY_NET_DELAY), other pods' events relist as before."""
 
 from __future__ import annotations
 
@@ -11,26 +10,24 @@ import pytest
 
 from actors.kubelet import names
 from actors.kubelet.messages import EventType, RelistNow
-from actors.kubelet.pleg import RECHECK_DELAYS
+from actors.kubelet.pleg import RECHECK_DELAYS, SAFETY_NET_DELAY
 from actors.kubelet.pod_stopping import PodStopping
 from runtime.containerd.events import EventKind, RuntimeEvent
 from runtime.ids import ContainerID, PodUID, SandboxID
+from tests.helpers import wait_for
 from tests.unit.kubelet.test_pleg import _pod
 from tests.unit.kubelet.test_pleg_evented import Rig, _connected, _wait_relists, pleg_rig
 
 
-def _rig(stops_from_workers: bool) -> Iterator[Rig]:
-    yield from pleg_rig(starts_from_syncs=True, stops_from_workers=stops_from_workers)
-
-
 @pytest.fixture
 def rig() -> Iterator[Rig]:
-    yield from _rig(True)
+    yield from pleg_rig()
 
 
-@pytest.fixture
-def old_rig() -> Iterator[Rig]:
-    yield from _rig(False)
+def _after_the_safety_net_delay(rig: Rig) -> None:
+    """Move time past the end-of-stop relist's wait, once the PLEG has set it."""
+    wait_for(lambda: rig.timers.next_due() is not None, 10.0, "the delayed relist's timer")
+    rig.timers.advance(SAFETY_NET_DELAY)
 
 
 def _stop_and_remove(rig: Rig, sandbox: str, container: str) -> None:
@@ -52,6 +49,7 @@ def test_a_stopping_pods_events_make_no_relist_and_its_end_makes_one(rig: Rig) -
     rig.timers.advance(sum(RECHECK_DELAYS))
     assert rig.settle() == settled  # no relist, no re-check
     rig.dispatch.tell(names.PLEG, PodStopping(PodUID("u1"), False), sender="pod/u1")
+    _after_the_safety_net_delay(rig)
     relisted = _wait_relists(rig, settled + 1)[-1]
     assert PodUID("u1") not in {p.uid for p in relisted.pods}
     assert {(e.type, e.container_id) for e in relisted.events} >= {
@@ -83,18 +81,6 @@ def test_stops_ending_together_make_one_relist(rig: Rig) -> None:
         rig.dispatch.tell(names.PLEG, RelistNow("held"), sender="test")
         for uid in pods:
             rig.dispatch.tell(names.PLEG, PodStopping(PodUID(uid), False), sender=f"pod/{uid}")
+    _after_the_safety_net_delay(rig)
     _wait_relists(rig, settled + 2)
     assert rig.settle() == settled + 2  # the held one, and one for the three
-
-
-def test_without_the_setting_every_event_relists(old_rig: Rig) -> None:
-    rig = old_rig
-    sandbox, container = _pod(rig.fake, "u1", "web")
-    settled = _connected(rig)
-    rig.dispatch.tell(names.PLEG, PodStopping(PodUID("u1"), True), sender="pod/u1")
-    rig.fake.stop_container(ContainerID(container), 2)
-    rig.sink.on_event(RuntimeEvent(EventKind.EXITED, container, 0))
-    died = _wait_relists(rig, settled + 1)[-1]
-    assert (EventType.CONTAINER_DIED, ContainerID(container)) in {
-        (e.type, e.container_id) for e in died.events}
-    del sandbox

@@ -50,7 +50,7 @@ def pod(args: tuple[str, ...] = (), grace: int = 30) -> Pod:
 
 
 class World:
-    def __init__(self, tmp_path: Path, status_from_pleg: bool = False) -> None:
+    def __init__(self, tmp_path: Path) -> None:
         self.clock = FakeClock()
         self.fake = GatedRuntime(self.clock)
         self.dispatch = Dispatch()
@@ -61,8 +61,7 @@ class World:
         self.cancel = threading.Event()
         self.ref = PodWorker.start(PodUID("uid-1"), self.dispatch, self.manager, self.clock,
                                    timing=WorkerTiming(resync_interval=60.0),
-                                   cancel=self.cancel, status_from_pleg=status_from_pleg,
-                                   lean_kill=True)
+                                   cancel=self.cancel)
         self.dispatch.register("pod/uid-1", self.ref)
 
     def send(self, update: UpdatePod) -> None:
@@ -192,16 +191,6 @@ def test_active_deadline_wakes_the_worker_then_fails_and_stops_the_pod(world: Wo
     assert world.fake.called("stop_pod_sandbox") == 1
 
 
-@pytest.fixture
-def lean_world(tmp_path: Path) -> Iterator[World]:
-    """As the daemon runs (start path 2): a sync that changed the runtime reads nothing
-    after; the PLEG's event brings the next sync, which does."""
-    w = World(tmp_path, status_from_pleg=True)
-    yield w
-    w.ref.stop()
-    w.inbox.stop()
-
-
 def removal_calls(world: World) -> list[str]:
     world.fake.clear_calls()
     world.send(UpdatePod(pod(), UpdateKind.KILL, remove=True, reason="removed"))
@@ -212,37 +201,36 @@ def removal_calls(world: World) -> list[str]:
     return calls
 
 
-def test_a_pod_removed_right_after_its_start_is_read_from_its_listings(
-        lean_world: World) -> None:
-    lean_world.send(UpdatePod(pod(), UpdateKind.CREATE))
-    lean_world.done(1)  # created and started: no read since
-    assert removal_calls(lean_world) == [
-        "list_pod_sandbox", "list_containers", "stop_container", "stop_pod_sandbox",
-        "remove_pod_sandbox"]
+def test_a_pod_removed_right_after_its_start_is_stopped_from_the_read_after_it(
+        world: World) -> None:
+    world.send(UpdatePod(pod(), UpdateKind.CREATE))
+    world.done(1)  # created and started, and read from what the sync made
+    assert removal_calls(world) == ["stop_container", "stop_pod_sandbox",
+                                    "remove_pod_sandbox"]
 
 
 def test_a_pod_removed_after_a_sync_that_changed_nothing_is_stopped_with_no_read(
-        lean_world: World) -> None:
-    lean_world.send(UpdatePod(pod(), UpdateKind.CREATE))
-    lean_world.done(1)
-    lean_world.send(UpdatePod(pod(), UpdateKind.SYNC))  # the PLEG's event: read, no change
-    lean_world.done(2)
-    assert removal_calls(lean_world) == ["stop_container", "stop_pod_sandbox",
-                                         "remove_pod_sandbox"]
+        world: World) -> None:
+    world.send(UpdatePod(pod(), UpdateKind.CREATE))
+    world.done(1)
+    world.send(UpdatePod(pod(), UpdateKind.SYNC))  # the PLEG's event: read, no change
+    world.done(2)
+    assert removal_calls(world) == ["stop_container", "stop_pod_sandbox",
+                                    "remove_pod_sandbox"]
 
 
-def test_a_container_started_by_the_last_sync_is_stopped_too(lean_world: World) -> None:
-    lean_world.send(UpdatePod(pod(), UpdateKind.CREATE))
-    lean_world.done(1)
-    lean_world.send(UpdatePod(pod(), UpdateKind.SYNC))
-    lean_world.done(2)
-    (container,) = lean_world.fake.list_containers()
-    lean_world.fake.stop_container(container.id, 0)  # it exits: the next sync restarts it
-    lean_world.send(UpdatePod(pod(), UpdateKind.SYNC))
-    lean_world.done(3)
-    calls = removal_calls(lean_world)
-    assert calls[:2] == ["list_pod_sandbox", "list_containers"]  # the restart was not read
-    stopped = [c.args[0] for c in lean_world.fake.calls_to("stop_container")]
+def test_a_container_started_by_the_last_sync_is_stopped_too(world: World) -> None:
+    world.send(UpdatePod(pod(), UpdateKind.CREATE))
+    world.done(1)
+    world.send(UpdatePod(pod(), UpdateKind.SYNC))
+    world.done(2)
+    (container,) = world.fake.list_containers()
+    world.fake.stop_container(container.id, 0)  # it exits: the next sync restarts it
+    world.send(UpdatePod(pod(), UpdateKind.SYNC))
+    world.done(3)
+    calls = removal_calls(world)
+    assert "list_pod_sandbox" not in calls  # the restart was read right after it
+    stopped = [c.args[0] for c in world.fake.calls_to("stop_container")]
     assert len(stopped) == 1 and stopped[0] != container.id  # the running one, once
 
 
@@ -262,10 +250,10 @@ def test_a_pod_stopped_but_kept_is_read_in_full_and_shows_terminated(world: Worl
     assert [c.state.name for c in last.runtime.container_statuses] == ["EXITED"]
 
 
-def test_the_pleg_is_told_when_the_stop_begins_and_ends(lean_world: World) -> None:
-    lean_world.send(UpdatePod(pod(), UpdateKind.CREATE))
-    lean_world.done(1)
-    assert lean_world.inbox.all(PodStopping) == []
-    removal_calls(lean_world)  # waits for PodWorkerDone: the PLEG was told before it
-    told = lean_world.inbox.all(PodStopping)
+def test_the_pleg_is_told_when_the_stop_begins_and_ends(world: World) -> None:
+    world.send(UpdatePod(pod(), UpdateKind.CREATE))
+    world.done(1)
+    assert world.inbox.all(PodStopping) == []
+    removal_calls(world)  # waits for PodWorkerDone: the PLEG was told before it
+    told = world.inbox.all(PodStopping)
     assert told == [PodStopping(PodUID("uid-1"), True), PodStopping(PodUID("uid-1"), False)]

@@ -25,9 +25,7 @@ from actors.core.trace.reader import read_trace
 from actors.core.trace.replay import format_report, replay
 from actors.kubelet import names
 from actors.kubelet.trace import KubeletWorld
-from actors.kubelet.tree import ReplayConfig
 from runtime.ids import ContainerID
-from runtime.kuberuntime.settings import NodeSettings
 from runtime.pod.model import ExecAction, Pod, Probe
 from tests.traces.scenarios import RecordedNode, pod
 from tests.unit.kubelet.test_probe_manager import BAD, OK
@@ -161,10 +159,3 @@ def test_a_container_replaced_meanwhile_is_not_resumed(node: RecordedNode,
             if container == replacement]
     assert told == ["Failure", "Success"]  # the initial result, as for any new container
     assert names.PROBES in replays(trace)
-
-
-def test_an_older_header_replays_without_hand_overs() -> None:
-    header = ReplayConfig(node=NodeSettings("node")).to_header()
-    del header["probe_hand_over"]
-    assert ReplayConfig.from_header(header).probe_hand_over is False
-    assert ReplayConfig(node=NodeSettings("node")).probe_hand_over is True

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,6 +19,7 @@ from actors.core.trace.writer import TRACE_VERSION
 from actors.kubelet import names
 from actors.kubelet.messages import UpdatePod
 from actors.kubelet.trace import KubeletWorld
+from actors.kubelet.tree import ReplayConfig
 from runtime.kuberuntime import actions
 from runtime.kuberuntime.host_paths import HOST_PATHS_TARGET
 from tests.traces.scenarios import HERE, SCENARIOS, restart_and_remove
@@ -115,26 +117,36 @@ def test_traces_name_messages_by_registered_names(recorded: Path) -> None:
     assert not [t for t in types if "." in t]
 
 
-def test_old_traces_name_module_paths_that_still_resolve(recorded: Path) -> None:
-    """Traces recorded before the floors (issue 8) name message types by module path
-    (``actors.messages.UpdatePod``); every such name still resolves, and a trace written
-    with them replays. (The kept traces were recorded again since: they are rewritten
-    here into the old names.)"""
-    from actors.core.trace.names import MESSAGES
-    from actors.kubelet.trace import LEGACY_TYPES
+def test_old_traces_name_module_paths_that_still_resolve(recorded: Path,
+                                                         tmp_path: Path) -> None:
+    """Traces recorded before the floors (issue 8, format 2 and older) name message types
+    by module path (``actors.messages.UpdatePod``): reading one converts them to the
+    registered names (actors.kubelet.trace_compat), and it replays. (The kept traces were
+    recorded again since: one is rewritten here into the old names.)"""
+    import json
+
+    from actors.kubelet.trace_compat import LEGACY_TYPES
 
     old_name = {name: recorded for recorded, name in LEGACY_TYPES.items()}
-    for recorded_type, name in LEGACY_TYPES.items():
-        cls = MESSAGES.resolve(recorded_type)
-        assert MESSAGES.names()[MESSAGES.canonical(recorded_type)] is cls
-        assert MESSAGES.names()[name] is cls
-    trace = read_trace(recorded)
+    assert all(MESSAGES.names()[name] for name in old_name)
+    old = tmp_path / "old"
+    old.mkdir()
     renamed = 0
-    for record in trace.messages():
-        if record["type"] in old_name:
-            record["type"] = old_name[record["type"]]
-            renamed += 1
+    for path in sorted(recorded.glob("trace-*.jsonl")):
+        lines = []
+        for line in path.read_text().splitlines():
+            record = json.loads(line)
+            if record.get("k") == "header":
+                record["v"] = 2
+            elif record.get("k") == "msg" and record["type"] in old_name:
+                record["type"] = old_name[record["type"]]
+                renamed += 1
+            lines.append(json.dumps(record, separators=(",", ":")) + "\n")
+        (old / path.name).write_text("".join(lines))
     assert renamed
+    trace = read_trace(old)
+    assert trace.version == 2
+    assert not [r for r in trace.messages() if r["type"] in LEGACY_TYPES]
     report = replay(trace, WORLD)
     assert report.ok, format_report(report)
 
@@ -150,7 +162,7 @@ def _without_remove(trace: Trace) -> Trace:
 
 def test_a_version_1_trace_lacking_a_newer_field_still_replays(recorded: Path) -> None:
     trace = read_trace(recorded)
-    assert trace.version == TRACE_VERSION == 3
+    assert trace.version == TRACE_VERSION == 4
     old = _without_remove(trace)
     old.header["v"] = 1
     report = replay(old, WORLD)
@@ -183,7 +195,7 @@ def test_a_version_2_trace_lacking_a_field_not_at_its_default_diverges(recorded:
 
 def _handled(trace: Trace, message_type: str) -> list[int]:
     return [r["id"] for r in trace.records if r["k"] == "msg" and r["to"] == names.SYNC_LOOP
-            and MESSAGES.canonical(r["type"]) == message_type]
+            and r["type"] == message_type]
 
 
 def _sent_by(trace: Trace, delivery: int) -> list[str]:
@@ -241,3 +253,89 @@ def test_host_path_volumes_replay_as_recorded_without_touching_the_node() -> Non
     report = replay(trace, WORLD)
     assert report.ok, format_report(report)
     assert not any(Path(path).exists() for path, _ in paths)
+
+
+# A trace names the code that recorded it; older formats are converted as read.
+
+
+def _rewritten(recorded: Path, target: Path, header: Any) -> Path:
+    """A copy of the trace at ``recorded`` whose file headers ``header`` changed."""
+    import json
+
+    target.mkdir()
+    for path in sorted(recorded.glob("trace-*.jsonl")):
+        lines = []
+        for line in path.read_text().splitlines():
+            record = json.loads(line)
+            if record.get("k") == "header":
+                header(record)
+            lines.append(json.dumps(record, separators=(",", ":")) + "\n")
+        (target / path.name).write_text("".join(lines))
+    return target
+
+
+def _by_version(version: str) -> Any:
+    def change(header: dict[str, Any]) -> None:
+        header["version"] = version
+    return change
+
+
+def test_a_trace_recorded_by_this_code_says_nothing_of_its_code(recorded: Path) -> None:
+    report = replay(read_trace(recorded), WORLD)
+    assert report.other_code is None
+    assert "recorded by" not in format_report(report)
+
+
+def test_a_trace_recorded_by_another_version_says_so_before_anything_else(
+        recorded: Path, tmp_path: Path) -> None:
+    old = _rewritten(recorded, tmp_path / "old", _by_version("0.0.1"))
+    report = replay(read_trace(old), WORLD)
+    assert report.ok
+    first, second = format_report(report).splitlines()[:2]
+    assert first.startswith("note: this trace was recorded by kubelet-actors 0.0.1")
+    assert "this is kubelet-actors " in first
+    assert second.startswith("no divergence: ")
+
+
+def test_its_first_divergence_is_reported_as_possibly_a_change_of_code(
+        recorded: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(actions, "should_container_be_restarted", lambda *args: False)
+    same = format_report(replay(read_trace(recorded), WORLD)).splitlines()
+    assert same[0].startswith("divergence at delivery")
+    assert not [line for line in same if "change of code" in line]
+    old = _rewritten(recorded, tmp_path / "old", _by_version("0.0.1"))
+    lines = format_report(replay(read_trace(old), WORLD)).splitlines()
+    assert lines[0].startswith("note: this trace was recorded by kubelet-actors 0.0.1")
+    assert lines[1].startswith("the first divergence is possibly a change of code, not a bug")
+    assert lines[2] == same[0]
+
+
+def test_a_format_3_start_config_is_converted_as_it_is_read(recorded: Path,
+                                                            tmp_path: Path) -> None:
+    """A format 3 header may hold switches that chose an older behaviour (keys this code's
+    ReplayConfig does not have), and (from before admission) no node in the sync loop's
+    settings: read, it holds neither the switches nor the lack, and the trace replays."""
+    def format_3(header: dict[str, Any]) -> None:
+        header["v"] = 3
+        for key in ("product", "version", "commit"):
+            header.pop(key, None)
+        header["config"].update(an_old_switch=1, another_old_switch=False)
+        del header["config"]["supervisor"]["node"]
+
+    trace = read_trace(_rewritten(recorded, tmp_path / "v3", format_3))
+    assert trace.version == 3
+    assert not {"an_old_switch", "another_old_switch"} & set(trace.config)
+    assert trace.config["supervisor"]["node"] == {"name": "node"}
+    assert ReplayConfig.from_header(trace.config).supervisor.node.name == "node"
+    report = replay(trace, WORLD)
+    assert report.ok, format_report(report)
+    assert format_report(report).startswith("note: this trace was recorded by a version "
+                                            "that did not name itself")
+
+
+def test_the_kept_drill_trace_holds_what_it_is_kept_for() -> None:
+    """A dead letter the dispatch point made of a pod worker's message to the probe
+    manager during that worker's handler (tests/traces/record_drill.py)."""
+    from tests.traces.record_drill import KEPT, worker_dead_letters
+
+    assert worker_dead_letters(KEPT)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from msgspec.structs import replace
@@ -123,11 +124,17 @@ def test_a_rejected_pod_removed_from_its_source_leaves_pods(node: Node) -> None:
 
 
 def test_a_trace_header_from_before_admission_names_its_node() -> None:
-    """Old headers have no supervisor.node: the sync loop admits against a node named
-    as the kubelet's, with no labels, so static pods (spec.nodeName set) still run."""
+    """Old headers have no supervisor.node: read (converted from their format,
+    actors.kubelet.trace_compat), the sync loop admits against a node named as the
+    kubelet's, with no labels, so static pods (spec.nodeName set) still run."""
+    from actors.core.trace.compat import CONVERTERS
+    from actors.kubelet import trace_compat  # noqa: F401 - registers its converters
+
     header = ReplayConfig(node=NodeSettings("node-a"), supervisor=SETTINGS).to_header()
     del header["supervisor"]["node"], header["supervisor"]["allowed_unsafe_sysctls"]
-    config = ReplayConfig.from_header(header)
+    file_header: dict[str, Any] = {"k": "header", "v": 3, "config": header}
+    CONVERTERS.upgrade(file_header, [])
+    config = ReplayConfig.from_header(file_header["config"])
     assert config.supervisor.node == AdmissionNode(name="node-a")
     assert config.supervisor.allowed_unsafe_sysctls == ()
     assert config.supervisor.admission_node().allocatable == {"pods": "110"}

@@ -88,7 +88,7 @@ class HoldSandbox:
 
 
 class Node:
-    def __init__(self, tmp_path: Path, beside: bool = True) -> None:
+    def __init__(self, tmp_path: Path) -> None:
         self.clock = FakeClock()
         self.fake = FakeRuntime(self.clock, images=[IMAGE], pullable=[PULLED])
         self.hold = HoldSandbox()
@@ -96,8 +96,7 @@ class Node:
         settings = NodeSettings(node_name="node", root_dir=str(tmp_path / "root"),
                                 pod_logs_dir=str(tmp_path / "logs"))
         runtime = intercept(self.fake, CRIRuntime, self.hold)
-        self.manager = KubeRuntimeManager(runtime, settings, self.clock, events=self.events,
-                                          image_checks_beside_sandbox=beside)
+        self.manager = KubeRuntimeManager(runtime, settings, self.clock, events=self.events)
 
     def sync(self, pod: Pod) -> PodSyncResult:
         status = self.manager.get_pod_status(PodUID(pod.uid), pod.metadata.name, "default")
@@ -126,14 +125,6 @@ def test_the_image_is_asked_for_while_the_sandbox_is_made_and_not_again(node: No
         ("Created", "Created container: a"),
         ("Started", "Started container a"),
     ]
-
-
-def test_without_the_overlap_the_image_is_asked_for_after_the_sandbox(tmp_path: Path) -> None:
-    node = Node(tmp_path, beside=False)
-    node.hold.image_asked.set()  # not waited on: asked only after RunPodSandbox returned
-    assert node.sync(make_pod(ctr("a"))).ok
-    calls = node.methods()
-    assert calls.index("run_pod_sandbox") < calls.index("image_status")
 
 
 def test_an_absent_image_is_asked_again_and_pulled_after_the_sandbox(node: Node) -> None:

@@ -100,13 +100,12 @@ def test_status_from_listings(sandboxes: tuple[PodSandbox, ...],
 
 
 class World:
-    def __init__(self, tmp_path: Path, kill_from_listings: bool = True) -> None:
+    def __init__(self, tmp_path: Path) -> None:
         self.clock = FakeClock()
         self.fake = ThreadNoting(self.clock)
         settings = NodeSettings("node", root_dir=str(tmp_path / "root"),
                                 pod_logs_dir=str(tmp_path / "logs"))
-        self.manager = KubeRuntimeManager(self.fake, settings, self.clock,
-                                          kill_from_listings=kill_from_listings)
+        self.manager = KubeRuntimeManager(self.fake, settings, self.clock)
 
     def run(self, pod: Pod) -> None:
         status = self.manager.get_pod_status(PodUID(pod.uid), pod.metadata.name,
@@ -166,14 +165,6 @@ def test_a_pod_with_a_pre_stop_hook_is_read_in_full(tmp_path: Path) -> None:
                          "container_status"]
     assert calls[4:] == ["exec_sync", "stop_container", "stop_pod_sandbox",
                          "remove_pod_sandbox"]
-
-
-def test_without_the_setting_a_removed_pod_is_read_in_full(tmp_path: Path) -> None:
-    world = World(tmp_path, kill_from_listings=False)
-    pod = _pod(_ctr("c"))
-    world.run(pod)
-    assert world.remove(pod)[:4] == ["list_pod_sandbox", "pod_sandbox_status",
-                                     "list_containers", "container_status"]
 
 
 def test_the_listings_show_what_a_full_read_shows_of_what_a_kill_needs(tmp_path: Path) -> None:

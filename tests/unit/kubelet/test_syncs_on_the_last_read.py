@@ -1,11 +1,10 @@
-"""Start path 5: a sync the PLEG's events brought runs on the status its worker last read
-when that read began after the relist's lists were back (UpdatePod.relisted_at).
+"""A sync the PLEG's events brought runs on the status its worker last read when that
+read began after the relist's lists were back (UpdatePod.relisted_at).
 
 In a burst the relists that other pods' syncs ask for catch a pod mid-start (its sandbox
 made, its container not yet): their events queue one more sync behind the one making the
-pod. On path 4 that sync read the pod's status again (two listings and a status call per
-sandbox and container); on path 5 the worker has read its pod since (right after its
-sync made it), so that sync reads nothing. A relist whose lists came back after the read
+pod. The worker has read its pod since (right after its sync made it), so that sync reads
+nothing. A relist whose lists came back after the read
 (a container that exited since) still brings a fresh read.
 
 The kubelet's tree runs on the fake runtime in virtual time (tests.traces.scenarios); the
@@ -39,17 +38,11 @@ from tests.helpers import wait_for
 from tests.traces.scenarios import RecordedNode, pod, recorded_nodes
 from tests.unit.kubelet.test_start_calls import steady_node
 
-START_PATH_4 = {
-    # The start (as test_start_calls' ONE_POD_PATH_4), the relist inside CreateContainer,
-    # the relist the sync asks for; and the sync the first relist's events brought, which
-    # reads the pod again: its two listings and both statuses.
-    "image_status": 1, "run_pod_sandbox": 1, "create_container": 1, "start_container": 1,
-    "pod_sandbox_status": 1 + 1, "container_status": 1 + 1,
-    "list_pod_sandbox": 2 + 1, "list_containers": 2 + 1,
-}
-START_PATH_5 = {
-    # The same, less the second sync's reads (it runs on the worker's read after its
-    # sync), and the relist the sync asks for is not made yet: it waits SAFETY_NET_DELAY.
+MID_START = {
+    # The start (as test_start_calls' ONE_POD) and the relist inside CreateContainer; the
+    # sync that relist's events brought reads nothing (it runs on the worker's read after
+    # its sync), and the relist the sync asks for is not made yet: it waits
+    # SAFETY_NET_DELAY.
     "image_status": 1, "run_pod_sandbox": 1, "create_container": 1, "start_container": 1,
     "pod_sandbox_status": 1, "container_status": 1,
     "list_pod_sandbox": 1, "list_containers": 1,
@@ -105,21 +98,18 @@ def worker_syncs(trace_dir: Path, uid: str) -> int:
                and MESSAGES.short(r["type"]) == "RunPending")
 
 
-@pytest.mark.parametrize(("start_path", "want"), [(4, START_PATH_4), (5, START_PATH_5)])
-def test_a_relist_mid_start_brings_a_sync_that_reads_nothing_on_path_5(
-        node_factory: list[RecordedNode], tmp_path: Path, start_path: int, want: dict[str, int]
-        ) -> None:
-    node = steady_node(node_factory, tmp_path, start_path)
+def test_a_relist_mid_start_brings_a_sync_that_reads_nothing(
+        node_factory: list[RecordedNode], tmp_path: Path) -> None:
+    node = steady_node(node_factory, tmp_path)
     relist_inside_create_container(node, "u1")
     node.snapshot(pod("u1", "web"))
     assert node.settle(), "the node did not settle"
     assert [s.phase for _, s in statuses(node)] == ["Running"]
-    assert dict(Counter(c.method for c in node.fake.calls)) == want
-    if start_path >= 5:  # the safety-net relist (path 4's came at once): one, and no sync
-        node.fake.clear_calls()
-        node.advance(SAFETY_NET_DELAY)
-        assert dict(Counter(c.method for c in node.fake.calls)) == {
-            "list_pod_sandbox": 1, "list_containers": 1}
+    assert dict(Counter(c.method for c in node.fake.calls)) == MID_START
+    node.fake.clear_calls()
+    node.advance(SAFETY_NET_DELAY)  # the safety-net relist: one, and no sync
+    assert dict(Counter(c.method for c in node.fake.calls)) == {
+        "list_pod_sandbox": 1, "list_containers": 1}
     node.close()
     node_factory.remove(node)
     assert worker_syncs(tmp_path / "trace", "u1") == 2  # the start, the relist's
@@ -133,7 +123,7 @@ def test_a_relist_after_the_read_brings_a_fresh_read(
     """The container exits after the worker's last read; the relist that shows it
     (at the same virtual instant, or later) makes the worker read the pod again, see
     the exit and start the container again (restartPolicy Always, no back-off yet)."""
-    node = steady_node(node_factory, tmp_path, 5)
+    node = steady_node(node_factory, tmp_path)
     node.snapshot(pod("u1", "web"))
     assert node.settle()
     [first] = node.running("u1")

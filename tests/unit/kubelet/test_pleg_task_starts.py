@@ -1,6 +1,5 @@
-"""The PLEG on start path 2: task starts (the kubelet's own) make no relist; a pod
-worker's sync that changed the runtime does, once for a burst; exits still relist and
-are re-checked as before."""
+"""The PLEG and task starts: the kubelet's own make no relist; a pod worker's sync that
+changed the runtime does, once for a burst; exits still relist and are re-checked."""
 
 from __future__ import annotations
 
@@ -20,7 +19,7 @@ from tests.unit.kubelet.test_pleg_evented import Rig, _connected, _wait_relists,
 
 @pytest.fixture
 def rig() -> Iterator[Rig]:
-    yield from pleg_rig(starts_from_syncs=True)
+    yield from pleg_rig()
 
 
 def test_a_task_start_the_sync_relists_for_makes_no_relist_and_no_recheck(rig: Rig) -> None:
