@@ -112,7 +112,7 @@ class RuntimeEventSeen(Struct, frozen=True):
 class RuntimeEventsConnected(Struct, frozen=True):
     """The runtime's event stream is (again) open: the PLEG may relist less often."""
 
-    source: str = ""  # an EventSource value: "cri", "containerd"; "" in older traces
+    source: str = ""  # an EventSource value: "cri", "containerd"; "": not told
 
 
 @message("RuntimeEventsLost")
@@ -178,8 +178,8 @@ class UpdatePod(Struct, frozen=True):
     # local storage limits, as upstream)
     # A periodic resync (the sync loop's requeue), not news of the pod: the worker may
     # sync on the runtime status its last sync read and found nothing to do with, as
-    # upstream's worker reads its PLEG cache. False (every other update, and all those of
-    # older traces): the status is read afresh.
+    # upstream's worker reads its PLEG cache. False (every other update): the status is
+    # read afresh.
     resync: bool = False
     # The first update of a pod's first worker after the PLEG's first relist (at start):
     # what that relist showed of the pod, so the worker's first sync lists nothing again

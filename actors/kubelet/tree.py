@@ -73,7 +73,8 @@ class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
     embedded: bool = False
     cluster: bool = False  # joined to an API server: status also goes to the pod writer
     stats: bool = False  # the stats actor runs (last child; not replayed, see stats_collector)
-    # The garbage collector runs with these settings (None: traces from before it).
+    # The garbage collector runs with these settings. None: no collector (the daemon always
+    # runs one; scenarios that pin a pod's exact runtime calls leave it out).
     garbage_collection: GCSettings | None = None
     log_rotation: bool = False  # the log rotation actor runs (after stats; not replayed)
     eviction: EvictionSettings | None = None  # the eviction manager runs, so configured

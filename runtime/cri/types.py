@@ -301,7 +301,7 @@ class Mount(Struct, frozen=True):
     readonly: bool = False
     propagation: MountPropagation = MountPropagation.PRIVATE
     # Read-only all the way down (mounts under it too). Only True is written: UNSET, left
-    # out of the JSON, is false, so traces from before replay unchanged.
+    # out of the JSON, is false.
     recursive_read_only: bool | UnsetType = UNSET
 
 

@@ -66,7 +66,7 @@ def default_jobs() -> int:
     """Parallel drills for this machine: one per CPU. A drill is mostly waiting (on
     containerd, on its kubelet's periods), but containerd, shims and the kubelet need a
     core between them at its busiest moments (start, flood); measured on 2 cores, 2 jobs
-    take about half the time of 1 and 3 gain little more (README, Drills)."""
+    take about half the time of 1 and 3 gain little more (bench/RESULTS.md, drill sweeps)."""
     return max(1, min(os.cpu_count() or 1, MAX_SLOTS))
 
 

@@ -5,7 +5,7 @@ sync loop (HandOver); a fault kills it; the sync loop starts the next incarnatio
 hand-over. A Ready pod stays Ready in the status manager throughout, the run of failures
 under the threshold goes on counting, a container replaced meanwhile starts from the
 initial result, and the trace replays without divergence (the successor is built from
-the recorded hand-over). Older traces, without hand-overs, replay as before.
+the recorded hand-over).
 """
 
 from __future__ import annotations
