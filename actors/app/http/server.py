@@ -23,6 +23,7 @@ port; it exists for tests, which read the ports actually bound from ``bound_port
 from __future__ import annotations
 
 import errno
+import os
 import socket
 import ssl
 import threading
@@ -143,6 +144,21 @@ class _BoundServer(cheroot_wsgi.Server):
         return self._bound
 
 
+_SOCKET_ACTIVATION = ("LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES")
+
+
+def _drop_socket_activation() -> None:
+    """Forget systemd's socket activation, as sd_listen_fds(unset_environment=1) does.
+
+    The kubelet binds its own ports (upstream takes no sockets from systemd), but cheroot's
+    prepare() serves file descriptor 3 instead of the socket it is given whenever
+    LISTEN_PID is set, so a socket-activated unit would serve whatever fd 3 is."""
+    found = [name for name in _SOCKET_ACTIVATION if os.environ.pop(name, None) is not None]
+    if found:
+        logger.warning("ignoring systemd socket activation ({}): the kubelet binds its own "
+                       "ports", ", ".join(found))
+
+
 def _serve(name: str, server: _BoundServer) -> None:
     """The accept thread of the listener ``name``, until ``stop()``."""
     try:
@@ -218,6 +234,7 @@ class KubeletHTTPServer:
             raise RuntimeError("the kubelet HTTP server is already started")
         self._stopping.clear()
         self._sessions = StreamSessions()
+        _drop_socket_activation()
         listeners: list[_Listener] = []
         try:
             for name, address, port in self._wanted:

@@ -297,6 +297,25 @@ def test_healthz_ok(server: KubeletHTTPServer) -> None:
         assert resp.headers["Content-Type"] == "text/plain; charset=utf-8"
 
 
+def test_systemd_socket_activation_is_not_taken_for_the_ports_bound(
+        view: FakeView, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kubelet binds its own ports: with systemd's LISTEN_PID in its environment (a
+    socket-activated unit), cheroot would serve file descriptor 3 instead of the socket
+    bound for the port. The variables are dropped, as sd_listen_fds(unset_environment=1)
+    does, and every port answers on the socket bound for it."""
+    monkeypatch.setenv("LISTEN_PID", str(os.getpid()))
+    monkeypatch.setenv("LISTEN_FDS", "1")
+    srv = KubeletHTTPServer(view, port=ANY_PORT, read_only_port=ANY_PORT,
+                            healthz_port=ANY_PORT)
+    try:
+        srv.start()
+        for listener in (MAIN, READ_ONLY, HEALTHZ):
+            assert request(srv.bound_ports[listener], "/healthz").status == 200
+    finally:
+        srv.stop()
+    assert "LISTEN_PID" not in os.environ and "LISTEN_FDS" not in os.environ
+
+
 def test_healthz_verbose(main_port: int) -> None:
     resp = request(main_port, "/healthz?verbose")
     assert resp.status == 200
