@@ -25,7 +25,7 @@ from runtime.cri.client import CRIClient
 from tests.e2e.browser import READY, Browsing, chromium_page
 from tests.e2e.daemon import REPO, Daemon
 from tests.e2e.test_daemon import manifest
-from tests.traces.large import write_large_trace
+from tests.traces.large import pods_in, write_large_trace
 
 pytestmark = pytest.mark.e2e
 
@@ -56,6 +56,13 @@ def a_handled_message(trace_dir: Path, type_name: str, sender_prefix: str) -> tu
                 and record["parent"] is not None):
             return record["id"], record["parent"]
     raise AssertionError(f"no {type_name} from {sender_prefix}... in {trace_dir}")
+
+
+def sender_pod(trace_dir: Path, id: int) -> str:
+    """The name of the pod whose worker sent delivery ``id``."""
+    records = read_trace(trace_dir).records
+    (sender,) = (r["from"] for r in records if r["k"] == "msg" and r["id"] == id)
+    return pods_in(records)[str(sender).removeprefix("pod/")]
 
 
 def open_page(browsing: Browsing, url: str) -> float:
@@ -154,7 +161,7 @@ def test_a_trace_of_100000_messages_loads_and_answers(tmp_path: Path) -> None:
         in_page = int(page.evaluate("document.body.dataset.loadMs"))
         assert page.evaluate("window.timeline.messages") == messages
         answered = time.monotonic()
-        choose_pod(browsing, "alpha-drill-node")
+        choose_pod(browsing, sender_pod(trace_dir, message))
         click_message(browsing, message)
         check_details(browsing, message, cause)
         answered = time.monotonic() - answered

@@ -22,7 +22,7 @@ _ID_FIELDS = {"msg": ("id", "parent"), "begin": ("id",), "end": ("id",), "call":
               "input": ("in",)}
 
 
-def _pods(records: list[dict[str, Any]]) -> dict[str, str]:
+def pods_in(records: list[dict[str, Any]]) -> dict[str, str]:
     """The pods of a recording: UID -> name (from the pod workers' addresses and bodies)."""
     import actors.app.tools.kubelet_plugin  # noqa: F401 - the kubelet's pods hook
     from actors.app.tools.plugins import TOOLS
@@ -48,7 +48,7 @@ def write_large_trace(target: Path, messages: int, source: Path = SOURCE,
     period = last - first + 0.05
     id_step = 1 + max(int(r[f]) for r in records for f in _ID_FIELDS.get(r["k"], ())
                       if isinstance(r.get(f), int))
-    pods = _pods(records)
+    pods = pods_in(records)
     encode = msgspec.json.encode
     texts = [encode(r).decode() for r in records]
     target.mkdir(parents=True, exist_ok=True)
