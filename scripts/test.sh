@@ -5,6 +5,7 @@
 # and pytest (unit tests, then end-to-end tests on a real containerd the fixtures start).
 #
 # Extra arguments go to pytest, e.g. scripts/test.sh -k runonce -x
+# --durations=30: each run prints its slowest tests, to keep the suite under 20 minutes.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -33,4 +34,4 @@ step "import-linter"
 step "generated CRI stubs are current"
 "$VENV/python" -m proto.generate --check
 step "pytest"
-"$VENV/python" -m pytest -p no:cacheprovider -ra "$@"
+"$VENV/python" -m pytest -p no:cacheprovider -ra --durations=30 "$@"

@@ -115,7 +115,7 @@ def test_a_dead_link_and_a_missing_heading_are_found(tmp_path: Path) -> None:
 
 
 def test_readme_fits_in_200_lines() -> None:
-    """Issue 32: a README a person reads in five minutes."""
+    """A README a person reads in five minutes: at most 200 lines."""
     assert len((REPO / "README.md").read_text().splitlines()) <= 200
 
 
