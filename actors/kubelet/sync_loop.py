@@ -123,8 +123,7 @@ class SyncLoopSettings:
     ``node`` is what admission checks a new pod against (its name, labels and
     allocatable resources, read by the daemon at start); its ``pods`` allocatable is
     ``max_pods`` whatever ``node`` says. ``allowed_unsafe_sysctls`` is upstream's
-    ``--allowed-unsafe-sysctls``. A trace header from before admission holds neither:
-    both default, and ReplayConfig fills in the node's name.
+    ``--allowed-unsafe-sysctls``.
     """
 
     max_pods: int = 110
