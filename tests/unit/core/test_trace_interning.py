@@ -173,7 +173,9 @@ def test_a_mutable_answer_is_recorded_as_it_was_each_time(tmp_path: Path) -> Non
 
 
 def test_a_record_after_a_quiet_spell_wakes_the_sleeping_writer(tmp_path: Path) -> None:
-    writer = TraceWriter(tmp_path)
+    # A short write_every: the quiet spell is one write_every with nothing to write, and
+    # the default's seconds would only make the test wait.
+    writer = TraceWriter(tmp_path, write_every=0.2)
 
     def written() -> int:
         files = sorted(tmp_path.glob("trace-*.jsonl"))  # none until the writer opens one
