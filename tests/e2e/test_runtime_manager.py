@@ -131,6 +131,8 @@ apiVersion: v1
 kind: Pod
 metadata: {{name: httphook}}
 spec:
+  # httpd as PID 1 ignores SIGTERM: a short grace keeps the kill from waiting out 30 s.
+  terminationGracePeriodSeconds: 2
   containers:
   - name: web
     image: {BUSYBOX_IMAGE}
@@ -161,6 +163,8 @@ apiVersion: v1
 kind: Pod
 metadata: {{name: badhook}}
 spec:
+  # sleep as PID 1 ignores SIGTERM: a short grace keeps the kill from waiting out 30 s.
+  terminationGracePeriodSeconds: 2
   containers:
   - name: c
     image: {BUSYBOX_IMAGE}
