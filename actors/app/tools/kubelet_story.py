@@ -5,7 +5,8 @@ row for the pod and a row per container, with
 
   spans  each run of a container, labelled with how it ended ("c: exited 42 (Error)",
          "c: running"); each back-off before a restart ("back-off 20s"); each stretch of
-         failing probe attempts ("readiness failed: <the probe's output>")
+         failing probe attempts ("readiness failed: <the probe's output>", on a row of its
+         own: "c readiness")
   marks  each restart ("c: restart 2"), each kill of a container by the kubelet (its
          Killing event's words and the grace the StopContainer call gave), the pod's
          deletion ("deleted (grace 30s)")
@@ -258,8 +259,14 @@ def _probe_item(probing: _Probing) -> StoryItem:
     times = "once" if probing.attempts == 1 else f"{probing.attempts} times"
     detail = f"{probing.kind} probe of {probing.container} failed {times}: {said}"
     end = probing.ended if probing.ended is not None else probing.last
-    return StoryItem(probing.uid, probing.container, "probe", label, probing.at, end, detail,
-                     probing.delivery)
+    return StoryItem(probing.uid, probe_row(probing.container, probing.kind), "probe", label,
+                     probing.at, end, detail, probing.delivery)
+
+
+def probe_row(container: str, kind: str) -> str:
+    """The row a container's probe failures sit on (apart from its runs, which they overlap
+    in time): "c readiness"."""
+    return f"{container} {kind}"
 
 
 def _probe_spans(story: _Story, index: TraceIndex) -> Iterator[StoryItem]:
@@ -273,8 +280,10 @@ def _probe_spans(story: _Story, index: TraceIndex) -> Iterator[StoryItem]:
         if uid in story.probed:
             continue
         container = _container_of(event.ref.field_path)
-        yield StoryItem(uid, container, "probe", clip(event.message, _LABEL_WIDTH + 20),
-                        seen.m, seen.m, event.message, seen.id)
+        kind = event.message.split(" ", 1)[0].lower()  # "Readiness probe failed: ..."
+        yield StoryItem(uid, probe_row(container, kind), "probe",
+                        clip(event.message, _LABEL_WIDTH + 20), seen.m, seen.m, event.message,
+                        seen.id)
 
 
 # --- kills and the deletion ---------------------------------------------------------------

@@ -352,8 +352,10 @@
       for (const w of wanted) {
         factBoxes.push({ x0: w.x0, x1: w.x1, y, i: w.i, mark: w.mark });
         const label = S[(w.mark ? STM : STS).label[w.i]];
-        const left = Math.max(w.at, cursor);
+        let left = Math.max(w.at, cursor);
         let size = Math.ceil(textWidth(label)) + PAD;
+        // A mark with no room on its right (the end of the view) takes its left if free.
+        if (w.mark && left + size > width && w.x0 - 2 - size >= cursor) left = w.x0 - 2 - size;
         if (left + size > width) size = Math.floor(width - left);
         if (left > w.until - (w.mark ? 0 : Math.min(MIN_LABEL, w.until - w.at)) || size < Math.min(MIN_LABEL, textWidth(label) + PAD)) continue;
         const div = document.createElement("div");
