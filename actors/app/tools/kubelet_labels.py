@@ -3,11 +3,14 @@
 Importing this module registers them with actors.app.tools.page_data.PAGE_LABELS (the
 page's data is built by viewers that know no kubelet). A pod worker's RunPending is one
 sync round of its pod (the worker sends it to itself once an update is pending), so its
-handler span is titled "sync"; UpdatePod only hands the worker the pod.
+handler span is titled "sync"; UpdatePod only hands the worker the pod. The pods' story
+(their containers' runs, back-offs, probes, kills) and what is routine traffic come from
+actors.app.tools.kubelet_story.
 """
 
 from __future__ import annotations
 
+from actors.app.tools.kubelet_story import pod_story, routine
 from actors.app.tools.page_data import PAGE_LABELS
 from actors.core.trace.names import MESSAGES
 from actors.kubelet import names
@@ -35,4 +38,4 @@ def span_title(actor: str, type_name: str) -> str | None:
     return None
 
 
-PAGE_LABELS.register(lane_group, span_title)
+PAGE_LABELS.register(lane_group, span_title, story=pod_story, routine=routine)

@@ -14,6 +14,14 @@ back-off and a message's send and receive points sit where Perfetto puts them:
             (the delivery whose handler sent it: the envelope's ``parent``), the pods it
             concerns, its summary and its fields
   marks     handler faults, restarts, supervisor decisions and dead letters
+  story     what a person reads first: per pod, a row for the pod and one per container
+            row the program names, with labelled spans (a container's runs and how each
+            ended, back-offs, failing probes) and marks (restarts, kills, the deletion),
+            from the program's ``story`` hook (``PAGE_LABELS``); its rows are lanes too
+            (``lanes.story`` 1), listed first
+  routine   per message, 1 when the program calls it routine traffic (timer ticks, a
+            relist that found nothing): the page folds those into a density band unless
+            asked to draw them
 
 Columns are lists of numbers or of indexes into a shared string table, so a trace of a
 hundred thousand messages is a few megabytes of JSON that the browser parses in one go.
@@ -27,19 +35,48 @@ program wants come from ``PAGE_LABELS``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 
 from actors.app.tools.perfetto import TIMERS, perfetto_events
 from actors.app.tools.plugins import TOOLS
-from actors.app.tools.timeline import short_type, summarize
+from actors.app.tools.timeline import TraceIndex, short_type, summarize
+from actors.core.messages import Tick
+from actors.core.trace.names import MESSAGES
 from actors.core.trace.reader import Trace
 
-PAGE_VERSION = 1
+PAGE_VERSION = 2
 SPAN_KINDS = ("handler", "call", "send", "backoff")
 MARK_KINDS = ("fault", "supervision", "dead_letter")
+STORY_SPANS = ("running", "exited", "failed", "backoff", "probe")
+"""A story span: a run still going, a run that ended with 0, one that ended otherwise (or
+was killed), a wait before a restart, a probe failing."""
+STORY_MARKS = ("restart", "kill", "delete")
+"""A story mark: a container started again, the kubelet stopping one, the pod deleted."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoryItem:
+    """One labelled thing on a pod's story rows: a span (``end`` set) or a mark.
+
+    ``row`` is the row's name under its pod ("" for the pod's own row, else e.g. the
+    container's name); ``kind`` one of STORY_SPANS (a span) or STORY_MARKS (a mark);
+    ``at``/``end`` are trace times (the records' monotonic ``m``), ``end`` None for a mark;
+    ``label`` is what the page writes on it, ``detail`` what it shows on hover and click;
+    ``delivery`` the message it was read from (-1: none).
+    """
+
+    uid: str
+    row: str
+    kind: str
+    label: str
+    at: float
+    end: float | None = None
+    detail: str = ""
+    delivery: int = -1
 _STRING_CAP = 300
 _LIST_CAP = 20
 _DEPTH_CAP = 6
@@ -50,22 +87,52 @@ class PageLabels:
     """What a program says about its lanes and spans on the page (a registry like TOOLS).
 
     ``lane_group(actor)``: the heading a lane is listed under ("" for none);
-    ``span_title(actor, type)``: a handler span's title (None: the message type).
+    ``span_title(actor, type)``: a handler span's title (None: the message type);
+    ``story(index)``: the pods' story (StoryItem values, any order);
+    ``routine(type, body)``: whether a message is routine traffic the page folds away.
     """
 
     def __init__(self) -> None:
         self._group: Callable[[str], str] = lambda actor: ""
         self._title: Callable[[str, str], str | None] = lambda actor, type_name: None
+        self._story: Callable[[TraceIndex], Iterable[StoryItem]] = lambda index: ()
+        self._routine: Callable[[str, Any], bool] = _framework_routine
 
     def register(self, lane_group: Callable[[str], str],
-                 span_title: Callable[[str, str], str | None]) -> None:
+                 span_title: Callable[[str, str], str | None],
+                 story: Callable[[TraceIndex], Iterable[StoryItem]] | None = None,
+                 routine: Callable[[str, Any], bool] | None = None) -> None:
         self._group, self._title = lane_group, span_title
+        if story is not None:
+            self._story = story
+        if routine is not None:
+            self._routine = routine
+
+    def story(self, index: TraceIndex) -> list[StoryItem]:
+        return list(self._story(index))
+
+    def routine(self, type_name: str, body: Any) -> bool:
+        return self._routine(type_name, body)
 
     def lane_group(self, actor: str) -> str:
         return self._group(actor)
 
     def span_title(self, actor: str, type_name: str) -> str | None:
         return self._title(actor, type_name)
+
+
+def _framework_routine(type_name: str, body: Any) -> bool:
+    """The framework's own routine traffic: timer ticks."""
+    return short_type(type_name) == _TICK
+
+
+_TICK = short_type(MESSAGES.name_of(Tick(kind="", at=0.0)))
+
+
+def framework_routine(type_name: str, body: Any) -> bool:
+    """Whether a message is the framework's routine traffic (a program's ``routine`` hook
+    adds its own to this)."""
+    return _framework_routine(type_name, body)
 
 
 PAGE_LABELS = PageLabels()
@@ -129,7 +196,8 @@ def page_data(trace: Trace, title: str = "") -> dict[str, Any]:
 
     tids = sorted(threads.names, key=lambda t: (threads.sort[t], t))
     lane_of = {tid: i for i, tid in enumerate(tids)}
-    lanes: dict[str, list[Any]] = {"name": [], "actor": [], "pod": [], "group": []}
+    lanes: dict[str, list[Any]] = {"name": [], "actor": [], "pod": [], "group": [],
+                                   "story": []}
     for tid in tids:
         owner = threads.owners[tid]
         uid = TOOLS.pod_of(owner)
@@ -138,6 +206,7 @@ def page_data(trace: Trace, title: str = "") -> dict[str, Any]:
         lanes["pod"].append(pod_index(uid) if uid is not None else -1)
         lanes["group"].append(strings(PAGE_LABELS.lane_group(owner) if owner != TIMERS
                                       else TIMERS))
+        lanes["story"].append(0)
 
     # Spans and marks, straight from the export's events; flows give each message's ends.
     spans: dict[str, list[Any]] = {"lane": [], "ts": [], "dur": [], "kind": [], "name": [],
@@ -202,7 +271,7 @@ def page_data(trace: Trace, title: str = "") -> dict[str, Any]:
     body_index: dict[bytes, int] = {}
     msgs: dict[str, list[Any]] = {"id": [], "type": [], "from": [], "to": [], "ts": [],
                                   "te": [], "cause": [], "pods": [], "dead": [],
-                                  "summary": [], "body": []}
+                                  "summary": [], "body": [], "routine": []}
     start = index.start
     for id in ids:
         msg = index.msgs[id]
@@ -255,6 +324,7 @@ def page_data(trace: Trace, title: str = "") -> dict[str, Any]:
         msgs["summary"].append(strings(summary if summary is not None
                                        else summarize(type_name, body)))
         msgs["body"].append(b)
+        msgs["routine"].append(1 if PAGE_LABELS.routine(type_name, body) else 0)
 
     for lane, ts, dur, kind_index, name_index, delivery, detail in sorted(span_rows):
         spans["lane"].append(lane)
@@ -265,6 +335,8 @@ def page_data(trace: Trace, title: str = "") -> dict[str, Any]:
         spans["msg"].append(position.get(delivery, -1))
         spans["detail"].append(strings(detail))
 
+    story = _story(PAGE_LABELS.story(index), index, lanes, strings, pod_index, pod_names,
+                   position)
     by_uid = sorted(pods, key=pods.__getitem__)
     return {
         "v": PAGE_VERSION,
@@ -282,4 +354,52 @@ def page_data(trace: Trace, title: str = "") -> dict[str, Any]:
         "bodies": bodies,
         "spans": spans,
         "marks": marks,
+        "story": story,
     }
+
+
+def _story(items: list[StoryItem], index: TraceIndex, lanes: dict[str, list[Any]],
+           strings: _Strings, pod_index: Callable[[str], int], pod_names: dict[str, str],
+           position: dict[int, int]) -> dict[str, Any]:
+    """The story's rows (appended to ``lanes``) and its spans and marks, as columns.
+
+    Rows come per pod in the order its first item comes, the pod's own row first, then
+    its other rows in the order their first item comes.
+    """
+    start, end = index.start, index.end
+    rows: dict[tuple[str, str], int] = {}
+    order: dict[str, list[str]] = {}
+    for item in sorted(items, key=lambda i: i.at):
+        names = order.setdefault(item.uid, [""])
+        if item.row not in names:
+            names.append(item.row)
+    group = strings("pods")
+    for uid, names in order.items():
+        pod = pod_names.get(uid) or uid[:8]
+        for row in names:
+            rows[(uid, row)] = len(lanes["name"])
+            lanes["name"].append(pod if not row else f"{pod} · {row}")
+            lanes["actor"].append(f"story:{uid}")
+            lanes["pod"].append(pod_index(uid))
+            lanes["group"].append(group)
+            lanes["story"].append(1)
+    spans: dict[str, list[Any]] = {"lane": [], "ts": [], "dur": [], "kind": [], "label": [],
+                                   "detail": [], "msg": []}
+    marks: dict[str, list[Any]] = {"lane": [], "ts": [], "kind": [], "label": [],
+                                   "detail": [], "msg": []}
+    for item in sorted(items, key=lambda i: (rows[(i.uid, i.row)], i.at)):
+        at = _us((min(max(item.at, start), end) - start) * 1_000_000)
+        target = spans if item.end is not None else marks
+        target["lane"].append(rows[(item.uid, item.row)])
+        target["ts"].append(at)
+        if item.end is not None:
+            finish = _us((min(max(item.end, item.at), end) - start) * 1_000_000)
+            spans["dur"].append(_us(max(finish - at, 0.0)))
+            spans["kind"].append(STORY_SPANS.index(item.kind))
+        else:
+            marks["kind"].append(STORY_MARKS.index(item.kind))
+        target["label"].append(strings(item.label))
+        target["detail"].append(strings(item.detail))
+        target["msg"].append(position.get(item.delivery, -1))
+    return {"spanKinds": list(STORY_SPANS), "markKinds": list(STORY_MARKS),
+            "spans": spans, "marks": marks}

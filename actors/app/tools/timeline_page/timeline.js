@@ -4,15 +4,41 @@
 // visible time window and the visible rows is drawn, so a trace of 100,000 messages pans
 // and zooms at once. A message's causal chain (its cause links) and what it caused are
 // looked up when it is clicked, not before.
+//
+// The pods' story comes first: per pod a row for the pod and one per container, with
+// labelled spans (runs and how each ended, back-offs, failing probes) and marks (restarts,
+// kills, the deletion). Their labels are elements over the canvas, laid out per row so that
+// none overlaps another: a label that has no room is left out, and its words show on hover.
+// Routine traffic (ticks, relists that found nothing) is folded into a density band under
+// the axis unless "routine traffic" is ticked.
 "use strict";
 (function () {
   const t0 = performance.now();
   const D = JSON.parse(document.getElementById("timeline-data").textContent);
   const S = D.strings;
-  const LANE_H = 20, AXIS_H = 24, LABEL_W = 230;
+  const LANE_H = 20, AXIS_H = 24, BAND_H = 14, TOP = AXIS_H + BAND_H, LABEL_W = 230;
   const KIND_COLORS = { handler: "#5b8def", call: "#2bb3a3", send: "#9aa5b8", backoff: "#f0a33a" };
   const MARK_COLORS = { fault: "#d93025", supervision: "#a142f4", dead_letter: "#d93025" };
   const GROUP_COLORS = ["#8792a8", "#5b8def", "#2bb3a3", "#f0a33a", "#a142f4", "#d9a400"];
+  // The story's colours, and what the legend says of each.
+  const STORY_COLORS = { running: "#34a853", exited: "#9aa5b8", failed: "#d93025", backoff: "#f0a33a",
+    probe: "#a142f4", restart: "#188038", kill: "#b3261e", delete: "#111111" };
+  const LEGEND = [
+    ["span", "running", "a container running"],
+    ["span", "exited", "a run that ended with exit code 0"],
+    ["span", "failed", "a run that ended otherwise, or was killed (label: its exit code and reason)"],
+    ["span", "backoff", "back-off before the next restart (CrashLoopBackOff)"],
+    ["span", "probe", "a probe failing (label: the probe's output)"],
+    ["mark", "restart", "restart: the container started again"],
+    ["mark", "kill", "kill: the kubelet stopped the container (its reason and grace)"],
+    ["mark", "delete", "the pod deleted or killed (its grace)"],
+    ["lane", "handler", "an actor's handler run"],
+    ["lane", "call", "a runtime call"],
+    ["lane", "backoffWait", "a wait an actor announced"],
+    ["lane", "fault", "a fault, restart or dead letter of an actor"],
+    ["lane", "arrow", "a message: from its sender to its receiver"],
+    ["lane", "band", "routine traffic, folded (darker: more messages)"],
+  ];
 
   // --- columns -------------------------------------------------------------------------
   const lanes = D.lanes, L = lanes.name.length;
@@ -22,6 +48,16 @@
   const mFrom = Int32Array.from(M.from), mTo = Int32Array.from(M.to);
   const mCause = Int32Array.from(M.cause), mPods = Int32Array.from(M.pods);
   const mType = Int32Array.from(M.type), mDead = Uint8Array.from(M.dead);
+  const mRoutine = Uint8Array.from(M.routine);
+  const laneStory = Uint8Array.from(lanes.story);
+  const ST = D.story, STS = ST.spans, STM = ST.marks, TN = STS.lane.length;
+  const tLane = Int32Array.from(STS.lane), tTs = Float64Array.from(STS.ts), tDur = Float64Array.from(STS.dur);
+  const tFirst = new Int32Array(L + 1), tMaxDur = new Float64Array(L);
+  for (let i = 0, lane = 0; lane <= L; lane++) {
+    while (i < TN && tLane[i] < lane) i++;
+    tFirst[lane] = i;
+  }
+  for (let i = 0; i < TN; i++) if (tDur[i] > tMaxDur[tLane[i]]) tMaxDur[tLane[i]] = tDur[i];
   const SP = D.spans, SN = SP.lane.length;
   const sLane = Int32Array.from(SP.lane), sTs = Float64Array.from(SP.ts);
   const sDur = Float64Array.from(SP.dur), sKind = Int32Array.from(SP.kind);
@@ -64,10 +100,13 @@
   const rowOf = new Int32Array(L).fill(-1);
   let selected = -1, chain = new Set(), matches = null, matchList = [];
   let shownMessages = 0;
+  let showRoutine = false;              // routine traffic drawn (else: the density band)
+  let factBoxes = [];                   // the story items laid out: {x0, x1, y, kind, i, mark}
 
   function podSetHas(set, p) { return D.podSets[set].length === 0 || D.podSets[set].indexOf(p) >= 0; }
   function laneShown(l) { return l >= 0 && rowOf[l] >= 0; }
   function msgShown(i) {
+    if (mRoutine[i] && !showRoutine) return false;
     if (pod >= 0 && !podSetHas(mPods[i], pod)) return false;
     return laneShown(mFrom[i]) || laneShown(mTo[i]);
   }
@@ -75,10 +114,14 @@
   function applyFilter() {
     rows = [];
     rowOf.fill(-1);
-    for (let l = 0; l < L; l++) {
-      if (pod >= 0 && lanePod[l] >= 0 && lanePod[l] !== pod) continue;
-      rowOf[l] = rows.length;
-      rows.push(l);
+    // The pods' story rows first, then the actors' lanes.
+    for (const story of [1, 0]) {
+      for (let l = 0; l < L; l++) {
+        if (laneStory[l] !== story) continue;
+        if (pod >= 0 && lanePod[l] >= 0 && lanePod[l] !== pod) continue;
+        rowOf[l] = rows.length;
+        rows.push(l);
+      }
     }
     shownMessages = 0;
     for (let i = 0; i < N; i++) if (msgShown(i)) shownMessages++;
@@ -97,7 +140,7 @@
   // --- geometry ------------------------------------------------------------------------
   function x(t) { return (t - winStart) / (winEnd - winStart) * width; }
   function tAt(px) { return winStart + px / width * (winEnd - winStart); }
-  function rowY(r) { return AXIS_H + (r - scrollRow) * LANE_H; }
+  function rowY(r) { return TOP + (r - scrollRow) * LANE_H; }
   function laneMid(l) { return rowY(rowOf[l]) + LANE_H / 2; }
   function fmtTime(us) {
     const a = Math.abs(us);
@@ -127,13 +170,20 @@
     const first = Math.max(0, Math.floor(scrollRow));
     const last = Math.min(rows.length, first + Math.ceil(height / LANE_H) + 1);
     const frag = document.createDocumentFragment();
+    const band = document.createElement("div");
+    band.className = "lane band";
+    band.style.top = AXIS_H + "px"; band.style.height = BAND_H + "px"; band.style.lineHeight = BAND_H + "px";
+    band.textContent = "routine traffic: " + routineCount + (showRoutine ? " (drawn)" : " (folded)");
+    band.title = "timer ticks, relists that found nothing, health checks that stayed healthy: " +
+      "tick \"routine traffic\" to draw them";
+    frag.appendChild(band);
     for (let r = first; r < last; r++) {
       const l = rows[r];
       const y = rowY(r);
-      if (y + LANE_H < AXIS_H) continue;
+      if (y < TOP || y + LANE_H > height) continue;
       const div = document.createElement("div");
       const sub = l > 0 && lanes.actor[l] === lanes.actor[l - 1];
-      div.className = sub ? "lane sub" : "lane";
+      div.className = (sub ? "lane sub" : "lane") + (laneStory[l] ? " story" : "");
       div.style.top = y + "px";
       div.style.height = LANE_H + "px";
       div.style.lineHeight = LANE_H + "px";
@@ -178,6 +228,7 @@
         if (e < winStart) continue;
         const kind = D.spanKinds[sKind[i]];
         if (pod >= 0 && sMsg[i] >= 0 && !podSetHas(mPods[sMsg[i]], pod) && kind !== "backoff") continue;
+        if (!showRoutine && sMsg[i] >= 0 && mRoutine[sMsg[i]]) continue;
         const x0 = Math.max(x(sTs[i]), -1), x1 = Math.min(Math.max(x(e), x0 + 1), width + 1);
         const color = KIND_COLORS[kind] || "#888";
         const inset = kind === "call" ? 6 : (kind === "backoff" ? 4 : 2);
@@ -212,11 +263,179 @@
       ctx.beginPath(); ctx.moveTo(px, y + 2); ctx.lineTo(px + 5, y + LANE_H / 2);
       ctx.lineTo(px, y + LANE_H - 2); ctx.lineTo(px - 5, y + LANE_H / 2); ctx.fill();
     }
+    drawStory(first, last);
     const arrowsBegan = performance.now();
     drawArrows();
     drawAxis();
+    drawBand();
+    layoutFacts(first, last);
     drawTimes.spans = arrowsBegan - began;
     drawTimes.arrows = performance.now() - arrowsBegan;
+  }
+
+  // --- the pods' story: spans and marks, their labels laid out per row --------------------------
+  function storyRowVisible(r) { const y = rowY(r); return y >= TOP && y + LANE_H <= height; }
+
+  function drawStory(first, last) {
+    for (let r = first; r < last; r++) {
+      const l = rows[r];
+      if (!laneStory[l]) continue;
+      const y = rowY(r);
+      for (let i = lowerBound(tTs, tFirst[l], tFirst[l + 1], winStart - tMaxDur[l]); i < tFirst[l + 1] && tTs[i] <= winEnd; i++) {
+        const e = tTs[i] + tDur[i];
+        if (e < winStart) continue;
+        const kind = ST.spanKinds[STS.kind[i]];
+        const x0 = Math.max(x(tTs[i]), -1), x1 = Math.min(Math.max(x(e), x0 + 2), width + 1);
+        ctx.fillStyle = STORY_COLORS[kind];
+        ctx.globalAlpha = kind === "backoff" ? 0.45 : (kind === "probe" ? 0.35 : 0.3);
+        ctx.fillRect(x0, y + 2, x1 - x0, LANE_H - 4);
+        ctx.globalAlpha = 1;
+        ctx.fillRect(x0, y + LANE_H - 4, x1 - x0, 2); // a solid edge: where it starts and ends
+        if (kind === "failed" || kind === "exited") ctx.fillRect(x1 - 2, y + 2, 2, LANE_H - 4);
+      }
+    }
+    for (let i = 0; i < STM.lane.length; i++) {
+      const l = STM.lane[i];
+      if (!laneShown(l) || STM.ts[i] < winStart || STM.ts[i] > winEnd) continue;
+      const r = rowOf[l];
+      if (r < first || r >= last) continue;
+      const px = x(STM.ts[i]), y = rowY(r), kind = ST.markKinds[STM.kind[i]];
+      drawMark(ctx, kind, px, y);
+    }
+  }
+
+  function drawMark(c, kind, px, y) {
+    c.fillStyle = STORY_COLORS[kind]; c.strokeStyle = STORY_COLORS[kind]; c.lineWidth = 2;
+    c.beginPath();
+    if (kind === "restart") { // a triangle pointing right: started again
+      c.moveTo(px - 3, y + 3); c.lineTo(px + 5, y + LANE_H / 2); c.lineTo(px - 3, y + LANE_H - 3); c.fill();
+    } else if (kind === "kill") { // a cross
+      c.moveTo(px - 4, y + 5); c.lineTo(px + 4, y + LANE_H - 5); c.moveTo(px + 4, y + 5); c.lineTo(px - 4, y + LANE_H - 5); c.stroke();
+    } else { // the deletion: a bar across the row with a square
+      c.fillRect(px - 1, y, 2, LANE_H); c.fillRect(px - 4, y + LANE_H / 2 - 4, 8, 8);
+    }
+    c.lineWidth = 1;
+  }
+
+  const factsBox = document.getElementById("facts");
+  const measured = new Map();
+  function textWidth(text) {
+    let w = measured.get(text);
+    if (w === undefined) { ctx.font = "11px system-ui, sans-serif"; w = ctx.measureText(text).width; measured.set(text, w); }
+    return w;
+  }
+
+  // Each visible story row's labels, left to right: a span's label starts within its span
+  // (slid right past the label before it), a mark's just right of the mark; one that cannot
+  // start where it belongs, or would be narrower than MIN_LABEL, is left out (shown on hover).
+  const MIN_LABEL = 48, GAP = 4, PAD = 8;
+  function layoutFacts(first, last) {
+    const frag = document.createDocumentFragment();
+    factBoxes = [];
+    for (let r = first; r < last; r++) {
+      const l = rows[r];
+      if (!laneStory[l] || !storyRowVisible(r)) continue;
+      const y = rowY(r), wanted = [];
+      for (let i = tFirst[l]; i < tFirst[l + 1]; i++) {
+        const x0 = x(tTs[i]), x1 = Math.max(x(tTs[i] + tDur[i]), x0 + 2);
+        if (x1 < 0 || x0 > width) continue;
+        wanted.push({ at: Math.max(x0, 0) + 2, until: Math.min(x1, width), x0, x1, i, mark: false });
+      }
+      for (let i = 0; i < STM.lane.length; i++) {
+        if (STM.lane[i] !== l) continue;
+        const px = x(STM.ts[i]);
+        if (px < 0 || px > width) continue;
+        wanted.push({ at: px + 7, until: px + 7 + 2 * MIN_LABEL, x0: px - 5, x1: px + 5, i, mark: true });
+      }
+      wanted.sort((a, b) => a.at - b.at || (a.mark === b.mark ? 0 : (a.mark ? 1 : -1)));
+      let cursor = 0;
+      for (const w of wanted) {
+        factBoxes.push({ x0: w.x0, x1: w.x1, y, i: w.i, mark: w.mark });
+        const label = S[(w.mark ? STM : STS).label[w.i]];
+        let left = Math.max(w.at, cursor);
+        let size = Math.ceil(textWidth(label)) + PAD;
+        // A mark with no room on its right (the end of the view) takes its left if free.
+        if (w.mark && left + size > width && w.x0 - 2 - size >= cursor) left = w.x0 - 2 - size;
+        if (left + size > width) size = Math.floor(width - left);
+        if (left > w.until - (w.mark ? 0 : Math.min(MIN_LABEL, w.until - w.at)) || size < Math.min(MIN_LABEL, textWidth(label) + PAD)) continue;
+        const div = document.createElement("div");
+        const kind = w.mark ? ST.markKinds[STM.kind[w.i]] : ST.spanKinds[STS.kind[w.i]];
+        div.className = "fact-label " + (w.mark ? "mark " : "span ") + kind;
+        div.style.left = left + "px"; div.style.top = (y + 2) + "px";
+        div.style.width = size + "px"; div.style.height = (LANE_H - 4) + "px";
+        div.style.lineHeight = (LANE_H - 4) + "px";
+        div.textContent = label;
+        div.title = S[(w.mark ? STM : STS).detail[w.i]];
+        div.dataset.story = (w.mark ? "m" : "s") + w.i;
+        frag.appendChild(div);
+        cursor = left + size + GAP;
+      }
+    }
+    factsBox.replaceChildren(frag);
+  }
+
+  function storyAt(px, py) {
+    let best = null;
+    for (const b of factBoxes) {
+      if (py < b.y || py > b.y + LANE_H || px < b.x0 - 3 || px > b.x1 + 3) continue;
+      if (best === null || (b.mark && !best.mark)) best = b;
+    }
+    return best;
+  }
+
+  function storyText(b) {
+    const cols = b.mark ? STM : STS;
+    return S[cols.label[b.i]] + (S[cols.detail[b.i]] && S[cols.detail[b.i]] !== S[cols.label[b.i]] ? " · " + S[cols.detail[b.i]] : "");
+  }
+
+  // The density band: how many routine messages were sent in each few pixels.
+  let routineCount = 0;
+  const routineTs = [];
+  for (let i = 0; i < N; i++) if (mRoutine[i]) { routineCount++; routineTs.push(mTs[i]); }
+  function drawBand() {
+    ctx.fillStyle = "#fbfbfc"; ctx.fillRect(0, AXIS_H, width, BAND_H);
+    const B = 3, cols = Math.ceil(width / B), counts = new Uint32Array(cols);
+    let most = 0;
+    for (let k = lowerBound(routineTs, 0, routineTs.length, winStart); k < routineTs.length && routineTs[k] <= winEnd; k++) {
+      const c = Math.floor(x(routineTs[k]) / B);
+      if (c >= 0 && c < cols && ++counts[c] > most) most = counts[c];
+    }
+    ctx.fillStyle = "#5b6478";
+    for (let c = 0; c < cols; c++) {
+      if (!counts[c]) continue;
+      ctx.globalAlpha = 0.2 + 0.8 * counts[c] / most;
+      ctx.fillRect(c * B, AXIS_H + 2, B, BAND_H - 4);
+    }
+    ctx.globalAlpha = 1;
+    ctx.strokeStyle = "#d6dbe3"; ctx.beginPath(); ctx.moveTo(0, TOP - 0.5); ctx.lineTo(width, TOP - 0.5); ctx.stroke();
+  }
+
+  function buildLegend() {
+    const list = document.getElementById("legend");
+    for (const [what, kind, text] of LEGEND) {
+      const li = el("li", undefined, "legend-item");
+      const swatch = document.createElement("canvas");
+      swatch.width = 22; swatch.height = LANE_H; swatch.className = "swatch";
+      const c = swatch.getContext("2d");
+      if (what === "span") {
+        c.fillStyle = STORY_COLORS[kind]; c.globalAlpha = 0.4; c.fillRect(0, 3, 22, LANE_H - 6);
+        c.globalAlpha = 1; c.fillRect(0, LANE_H - 5, 22, 2);
+      } else if (what === "mark") {
+        drawMark(c, kind, 11, 0);
+      } else if (kind === "arrow") {
+        c.strokeStyle = "#5b6478"; c.beginPath(); c.moveTo(1, 4); c.lineTo(20, LANE_H - 4); c.stroke();
+      } else if (kind === "band") {
+        for (let k = 0; k < 7; k++) { c.globalAlpha = 0.2 + 0.8 * ((k * 3) % 7) / 6; c.fillStyle = "#5b6478"; c.fillRect(k * 3, 5, 3, LANE_H - 10); }
+      } else if (kind === "fault") {
+        c.fillStyle = MARK_COLORS.fault; c.beginPath(); c.moveTo(11, 2); c.lineTo(16, LANE_H / 2); c.lineTo(11, LANE_H - 2); c.lineTo(6, LANE_H / 2); c.fill();
+      } else {
+        c.fillStyle = kind === "backoffWait" ? KIND_COLORS.backoff : KIND_COLORS[kind];
+        c.globalAlpha = 0.85; c.fillRect(0, kind === "call" ? 6 : 2, 22, LANE_H - (kind === "call" ? 12 : 4));
+      }
+      li.appendChild(swatch);
+      li.appendChild(el("span", text));
+      list.appendChild(li);
+    }
   }
 
   function drawArrows() {
@@ -305,7 +524,7 @@
   }
 
   function spanAt(px, py) {
-    const r = Math.floor((py - AXIS_H) / LANE_H + scrollRow);
+    const r = Math.floor((py - TOP) / LANE_H + scrollRow);
     if (r < 0 || r >= rows.length) return -1;
     const l = rows[r], t = tAt(px), slack = (winEnd - winStart) / width * 2;
     let found = -1;
@@ -392,7 +611,7 @@
     const mid = (mTs[i] + te) / 2;
     const half = Math.max(span, (te - mTs[i]) * 1.5) / 2;
     winStart = mid - half; winEnd = mid + half;
-    const visibleRows = (height - AXIS_H) / LANE_H;
+    const visibleRows = (height - TOP) / LANE_H;
     for (const l of [mFrom[i], mTo[i]]) {
       if (!laneShown(l)) continue;
       const r = rowOf[l];
@@ -485,10 +704,16 @@
     if (moved || e.target !== canvas) return;
     const rect = canvas.getBoundingClientRect();
     const px = e.clientX - rect.left, py = e.clientY - rect.top;
-    let i = messageAt(px, py);
-    if (i < 0) { const s = spanAt(px, py); if (s >= 0) i = sMsg[s]; }
-    if (i >= 0 && !msgShown(i)) i = -1;
+    const story = storyAt(px, py);
+    let i = story !== null ? (story.mark ? STM : STS).msg[story.i] : messageAt(px, py);
+    if (i < 0 && story === null) { const s = spanAt(px, py); if (s >= 0) i = sMsg[s]; }
+    if (i >= 0 && !msgShown(i) && story === null) i = -1;
     select(i, false);
+    if (story !== null) {
+      const box = document.getElementById("details");
+      const p = el("p", storyText(story), "story");
+      box.insertBefore(p, box.firstChild);
+    }
   });
   // Hovering over an arrow names the message.
   const tip = document.getElementById("tip");
@@ -500,9 +725,10 @@
     requestAnimationFrame(() => {
       hoverPending = false;
       const ev = hoverAt, rect = canvas.getBoundingClientRect();
-      const i = messageAt(ev.clientX - rect.left, ev.clientY - rect.top);
-      if (i < 0) { tip.hidden = true; return; }
-      tip.textContent = S[mType[i]] + " #" + M.id[i] + " · " + laneName(mFrom[i]) + " → " + laneName(mTo[i]) +
+      const story = storyAt(ev.clientX - rect.left, ev.clientY - rect.top);
+      const i = story === null ? messageAt(ev.clientX - rect.left, ev.clientY - rect.top) : -1;
+      if (i < 0 && story === null) { tip.hidden = true; return; }
+      tip.textContent = story !== null ? storyText(story) : S[mType[i]] + " #" + M.id[i] + " · " + laneName(mFrom[i]) + " → " + laneName(mTo[i]) +
         (S[M.summary[i]] ? " · " + S[M.summary[i]] : "");
       tip.style.left = (ev.clientX - view.getBoundingClientRect().left + 12) + "px";
       tip.style.top = (ev.clientY - view.getBoundingClientRect().top + 12) + "px";
@@ -516,6 +742,13 @@
   document.getElementById("zoom-in").addEventListener("click", () => zoom(0.5, width / 2));
   document.getElementById("zoom-out").addEventListener("click", () => zoom(2, width / 2));
   window.addEventListener("resize", resize);
+  const routineBox = document.getElementById("routine");
+  routineBox.addEventListener("change", () => {
+    showRoutine = routineBox.checked;
+    if (selected >= 0 && !msgShown(selected)) select(-1, false);
+    applyFilter();
+  });
+  buildLegend();
 
   // --- for scripts (and tests): where a message is drawn, and what is shown -----------------
   window.timeline = {
@@ -529,6 +762,11 @@
       return { x: rect.left + (x(mTs[i]) + x(te)) / 2, y: rect.top + (laneMid(mFrom[i]) + laneMid(mTo[i])) / 2 };
     },
     shownLanes() { return rows.map((l) => lanes.name[l]); },
+    // The story's labels now shown, and those left out for want of room.
+    storyLabels() {
+      const shown = Array.from(factsBox.children, (e) => e.textContent);
+      return { shown, total: factBoxes.length };
+    },
     shownMessages() { return shownMessages; },
     drawTimes() { return Object.assign({}, drawTimes); },
     messages: N,
