@@ -32,6 +32,9 @@ from runtime.events.v1 import go_duration
 VERBOSITY_BITS = 31
 """component-base's verbosity: strconv.ParseUint(text, 10, 31), to fit klog's int32."""
 
+_NO_VALUE = (argparse._HelpAction, argparse._VersionAction)
+"""Actions that are not settings: no default to print."""
+
 
 def pflag_name(action: argparse.Action) -> str:
     """The flag as pflag names it in an error: ``--name``, or ``-s, --name`` with a short one."""
@@ -146,7 +149,7 @@ def default_shown(action: argparse.Action) -> str | None:
     none: a zero value (``""``, 0, ``0s``, false), no default (None: it depends on other
     flags, which the help says), or an action that is not a flag with a value (--help)."""
     default = action.default
-    if (default is None or default is argparse.SUPPRESS or isinstance(action, _HelpActions)
+    if (default is None or default is argparse.SUPPRESS or isinstance(action, _NO_VALUE)
             or default in ("", 0, False)):
         return None
     if isinstance(default, bool):
@@ -157,5 +160,3 @@ def default_shown(action: argparse.Action) -> str | None:
         return go_quote(default)
     return str(default)
 
-
-_HelpActions = (argparse._HelpAction, argparse._VersionAction)
