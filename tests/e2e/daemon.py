@@ -56,7 +56,7 @@ class Daemon:
             "--node-name", "e2e-node",
             "--port", str(self.port), "--read-only-port", str(self.read_only_port),
             "--healthz-port", str(self.healthz_port),
-            "--file-check-frequency", "2s", "--log-level", "DEBUG",
+            "--file-check-frequency", "2s", "--v=4",  # klog's DEBUG; a test's own --v wins
             *self.flags,
         ]
         self.workdir.mkdir(parents=True, exist_ok=True)

@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 
 from actors.app.config.durations import parse_duration
-from actors.app.config.gostrconv import parse_bool
+from actors.app.config.pflag import GoBool
 from runtime.errors import ConfigError
 from runtime.eviction.api import (
     DEFAULT_EVICTION_HARD,
@@ -34,10 +34,8 @@ DEFAULT_HARD_TEXT = ",".join(f"{k}<{v}" for k, v in DEFAULT_EVICTION_HARD.items(
 
 def add_eviction_flags(add: Any) -> None:
     """The eviction flags, on build_parser's ``add``."""
-    # argparse %-formats help texts: the defaults' % signs are doubled.
-    add("--eviction-hard", default=None,
-        help="hard eviction thresholds, signal<value,... (default "
-             f"{DEFAULT_HARD_TEXT.replace('%', '%%')}; \"\" for none)")
+    add("--eviction-hard", default=DEFAULT_HARD_TEXT,
+        help='hard eviction thresholds, signal<value,... ("" for none)')
     add("--eviction-soft", default="",
         help="soft eviction thresholds, signal<value,...; each needs a grace period")
     add("--eviction-soft-grace-period", default="",
@@ -45,20 +43,16 @@ def add_eviction_flags(add: Any) -> None:
     add("--eviction-minimum-reclaim", default="",
         help="how much more than a threshold eviction reclaims, signal=quantity,...")
     add("--eviction-max-pod-grace-period", type=int, default=0,
-        help="grace period, in seconds, of pods evicted for a soft threshold (default 0)")
+        help="the grace period, in seconds, of pods evicted for a soft threshold")
     add("--eviction-pressure-transition-period", type=parse_duration,
         default=DEFAULT_PRESSURE_TRANSITION_PERIOD,
-        help="how long a pressure condition stays after its threshold stops being met "
-             "(default 5m)")
-    add("--local-storage-capacity-isolation", type=parse_bool, nargs="?", const=True,
-        default=True,
-        help="evict pods whose emptyDir or ephemeral-storage usage is over its limit "
-             "(default true)")
+        help="how long a pressure condition stays after its threshold stops being met")
+    add("--local-storage-capacity-isolation", action=GoBool, default=True,
+        help="evict pods whose emptyDir or ephemeral-storage usage is over its limit")
 
 
 def eviction_config(ns: argparse.Namespace) -> EvictionConfig:
     """The parsed flags' EvictionConfig (ParseThresholdConfig's checks and messages)."""
-    hard_text = DEFAULT_HARD_TEXT if ns.eviction_hard is None else ns.eviction_hard
     graces: dict[str, float] = {}
     for signal, text in parse_map(ns.eviction_soft_grace_period, "=",
                                   "--eviction-soft-grace-period").items():
@@ -68,7 +62,7 @@ def eviction_config(ns: argparse.Namespace) -> EvictionConfig:
             raise ConfigError(f"--eviction-soft-grace-period: {err}",
                               field="evictionSoftGracePeriod", rule=str(err)) from err
     config = parse_threshold_config(
-        parse_map(hard_text, "<", "--eviction-hard"),
+        parse_map(ns.eviction_hard, "<", "--eviction-hard"),
         parse_map(ns.eviction_soft, "<", "--eviction-soft"), graces,
         parse_map(ns.eviction_minimum_reclaim, "=", "--eviction-minimum-reclaim"),
         pressure_transition_period=ns.eviction_pressure_transition_period,

@@ -9,10 +9,9 @@ this kubelet supports has; off, the PLEG relists every second as upstream's gene
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Mapping
 
-from actors.app.config.gostrconv import parse_bool
+from actors.app.config.gostrconv import NumError, parse_bool
 from runtime.errors import ConfigError
 
 EVENTED_PLEG = "EventedPLEG"
@@ -46,9 +45,8 @@ def parse_feature_gates(text: str) -> tuple[tuple[str, bool], ...]:
                               field="featureGates", rule=f"unrecognized feature gate: {name}")
         try:
             gates[name] = parse_bool(value.strip())
-        except argparse.ArgumentTypeError:
-            rule = (f"invalid value of {name}: {value.strip()}, err: strconv.ParseBool: "
-                    f"parsing {value.strip()!r}: invalid syntax")
+        except NumError as err:
+            rule = f"invalid value of {name}={value.strip()}, err: {err}"
             raise ConfigError(f"--feature-gates: {rule}", field="featureGates",
                               rule=rule) from None
         if name in LOCKED and gates[name] != DEFAULTS[name]:

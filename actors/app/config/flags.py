@@ -18,10 +18,11 @@ from actors.app.config.eviction import add_eviction_flags, eviction_config
 from actors.app.config.feature_gates import DEFAULTS as GATE_DEFAULTS
 from actors.app.config.feature_gates import parse_feature_gates
 from actors.app.config.gc import add_gc_flags, gc_settings, max_container_restart_period
-from actors.app.config.gostrconv import parse_bool
 from actors.app.config.kubelet_config import DEST_OF_FIELD, load_kubelet_config
 from actors.app.config.origins import Origins, Problems, flag_names
+from actors.app.config.pflag import FlagParser, GoBool, Verbosity
 from actors.app.config.tls import TLSSettings, check_settings
+from actors.app.config.verbosity import LOG_LEVELS, log_level
 from actors.core.trace.writer import DEFAULT_MAX_FILES as TRACE_MAX_FILES
 from actors.core.trace.writer import DEFAULT_WRITE_EVERY as TRACE_FLUSH_FREQUENCY
 from actors.kubelet.gc_settings import GCSettings
@@ -66,7 +67,7 @@ class KubeletFlags(Struct, frozen=True):
     runonce: bool
     runonce_timeout: float
     output: str
-    log_level: str
+    log_level: str  # loguru's: --log-level, else --v's (actors.app.config.verbosity)
     log_format: str
     runtime_request_timeout: float
     pod_cidr: str
@@ -130,6 +131,7 @@ class KubeletFlags(Struct, frozen=True):
     trace_flush_frequency: float = TRACE_FLUSH_FREQUENCY  # our own: a record's wait, at most
     # our own: standalone, runtime class name -> CRI runtime handler (--runtime-classes)
     runtime_classes: tuple[tuple[str, str], ...] = ()
+    verbosity: int = 0  # klog's --v (logging.verbosity), which log_level follows
 
 
 # Upstream's kubelet sets these labels on its node itself (IsKubeletLabel): --node-labels
@@ -227,8 +229,10 @@ def parse_cluster_dns(value: str | list[str]) -> tuple[str, ...]:
 
 
 def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
-    """The flags; with ``only_given``, parsing yields only the flags the user typed."""
-    parser = argparse.ArgumentParser(
+    """The flags, with pflag's habits (actors.app.config.pflag): every boolean a ``GoBool``,
+    each help saying what the flag does (the formatter adds its default); with
+    ``only_given``, parsing yields only the flags the user typed."""
+    parser = FlagParser(
         prog="kubelet-actors",
         description="A Kubernetes node agent that runs pods on a CRI v1 runtime (containerd).",
     )
@@ -240,37 +244,41 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
 
     add("--config", default="",
         help="a KubeletConfiguration file (kubelet.config.k8s.io/v1beta1); flags win over it")
-    add("--pod-manifest-path", default="", help="directory (or file) of static pod manifests")
+    add("--pod-manifest-path", default="",
+        help="the directory (or file) of static pod manifests")
     add("--container-runtime-endpoint", default="",
-        help="CRI endpoint, e.g. unix:///run/containerd/containerd.sock; "
+        help="the CRI runtime's endpoint, e.g. unix:///run/containerd/containerd.sock; "
              "without it the kubelet runs its own containerd under --root-dir")
     add("--root-dir", default=DEFAULT_ROOT_DIR, help="where the kubelet keeps its state")
-    add("--pod-logs-dir", default=DEFAULT_POD_LOGS_DIR, help="where container logs go")
+    add("--pod-logs-dir", default=DEFAULT_POD_LOGS_DIR, help="where containers' logs are written")
     add("--node-name", "--hostname-override", dest="node_name", default="",
         help="the node's name (default: the host name, lower-cased)")
     add("--pod-infra-container-image", default=DEFAULT_PAUSE_IMAGE,
         help="the sandbox (pause) image of the embedded containerd")
     add("--pod-cidr", default="10.88.0.0/16",
-        help="embedded containerd: the subnet pod IPs come from (default 10.88.0.0/16)")
+        help="embedded containerd: the subnet pod IPs come from")
     add("--cni-bridge-name", default="kacni0",
-        help="embedded containerd: the Linux bridge its pods attach to (default kacni0)")
-    add("--manifest-url", default="", help="URL of a pod manifest (one pod or a PodList)")
+        help="embedded containerd: the Linux bridge its pods attach to")
+    add("--manifest-url", default="",
+        help="the URL of a pod manifest (one pod or a PodList)")
     add("--address", default=DEFAULT_ADDRESS,
-        help="address of the main and read-only HTTP ports (default 127.0.0.1)")
-    add("--port", type=int, default=DEFAULT_PORT, help="main HTTP port (0 disables it)")
+        help="the address of the main (HTTPS) and read-only (HTTP) ports")
+    add("--port", type=int, default=DEFAULT_PORT,
+        help="the main port, served over HTTPS (0 turns it off)")
     add("--read-only-port", type=int, default=None,
-        help="read-only HTTP port, no authentication (0 disables; default 10255 standalone, "
-             "0 with --kubeconfig)")
-    add("--healthz-port", type=int, default=10248, help="healthz port (0 disables it)")
-    add("--healthz-bind-address", default="127.0.0.1", help="address of the healthz port")
-    add("--cgroups-per-qos", type=parse_bool, nargs="?", const=True, default=True,
-        help="pod cgroups under <cgroup-root>/kubepods by QoS class (default true)")
+        help="the read-only HTTP port, without authentication (0 turns it off; default "
+             "10255 standalone, 0 with --kubeconfig)")
+    add("--healthz-port", type=int, default=10248,
+        help="the /healthz HTTP port (0 turns it off)")
+    add("--healthz-bind-address", default="127.0.0.1", help="the address of the healthz port")
+    add("--cgroups-per-qos", action=GoBool, default=True,
+        help="put the pods' cgroups under <cgroup-root>/kubepods, by QoS class")
     add("--cgroup-root", default="",
-        help='root cgroup of the pods\' cgroups (default "/" with --cgroups-per-qos)')
+        help='the root cgroup of the pods\' cgroups (default "/")')
     add("--cgroup-driver", choices=DRIVERS, default="cgroupfs",
-        help="how cgroups are named: cgroupfs or systemd, as the runtime does (default "
-             "cgroupfs, what the embedded containerd uses)")
-    add("--max-pods", type=int, default=110, help="most pods this node runs (default 110)")
+        help="how cgroups are named, cgroupfs or systemd: as the runtime names them (the "
+             "embedded containerd uses cgroupfs)")
+    add("--max-pods", type=int, default=110, help="the most pods this node runs")
     add("--feature-gates", default="",
         help="gates to turn on or off, Gate=true,Gate2=false; known: "
              + ", ".join(f"{g} (default {str(d).lower()})" for g, d in GATE_DEFAULTS.items()))
@@ -282,108 +290,110 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
     add("--runtime-classes", default="",
         help="standalone: the runtime classes pods may name in spec.runtimeClassName, "
              "name=handler,name2=handler2, each handler a runtime handler of the CRI "
-             "runtime (the embedded containerd has "
-             f"{' and '.join(RUNTIME_HANDLERS)}); a pod naming "
-             "another class fails to get a sandbox (with --kubeconfig the API server's "
-             "RuntimeClass objects say)")
+             f"runtime (the embedded containerd has {' and '.join(RUNTIME_HANDLERS)}); a "
+             "pod naming another class gets no sandbox (with --kubeconfig the API server's "
+             "RuntimeClass objects name the handlers)")
     add("--node-ip", default="",
-        help="the node's IP address (default: the node name's address, else the address "
-             "of the default route's interface), shown as the pods' status.hostIP")
+        help="the node's IP address, shown as the pods' status.hostIP (default: the node "
+             "name's address, else the address of the default route's interface)")
     add("--cluster-dns", default="",
         help="comma-separated DNS server IPs for pods with dnsPolicy ClusterFirst")
     add("--cluster-domain", default="",
         help="the cluster's DNS domain, searched by pods after their namespace's")
     add("--resolv-conf", default="/etc/resolv.conf",
         help='the resolver file pods with dnsPolicy Default get ("" for none)')
-    add("--seccomp-default", action="store_true",
+    add("--seccomp-default", action=GoBool, default=False,
         help="run containers that name no seccomp profile under the runtime's default "
              "profile (RuntimeDefault) instead of Unconfined")
     add("--sync-frequency", type=parse_duration, default=60.0,
-        help="how often every pod is synced again (default 1m)")
+        help="how often every pod is synced again")
     add("--file-check-frequency", type=parse_duration, default=20.0,
-        help="how often the manifest directory is listed again (default 20s)")
+        help="how often the manifest directory is listed again")
     add("--http-check-frequency", type=parse_duration, default=20.0,
-        help="how often --manifest-url is fetched again (default 20s)")
+        help="how often --manifest-url is fetched again")
     add("--trace-dir", default="",
         help="record every delivery, runtime call and decision here, for "
              "`kubelet-actors trace replay|show|export`")
     add("--trace-max-bytes", type=int, default=64 * 1024 * 1024,
-        help="start a new trace file past this size (default 64 MiB)")
+        help="the size, in bytes, past which a new trace file is started (64 MiB)")
     add("--trace-max-files", type=int, default=TRACE_MAX_FILES,
-        help="keep this many trace files, deleting the oldest beyond it (default "
-             f"{TRACE_MAX_FILES}); a run's beginning deleted is replayed from where its "
-             "kept files start, for the actors that started there")
+        help="how many trace files are kept, the newest (older ones are deleted); a run "
+             "whose first files are gone is replayed from the oldest kept file, for the "
+             "actors that started there")
     add("--trace-flush-frequency", type=parse_duration, default=TRACE_FLUSH_FREQUENCY,
-        help="write what the trace holds at least this often (default "
-             f"{go_duration(TRACE_FLUSH_FREQUENCY)}, as --log-flush-frequency upstream): "
-             "what a kubelet killed outright loses of its trace at most")
-    add("--runonce", action="store_true",
+        help="how often, at least, the trace's buffer is written out (as upstream's "
+             "--log-flush-frequency for logs): the most of its trace a kubelet killed "
+             "outright loses")
+    add("--runonce", action=GoBool, default=False,
         help="start the pods of the manifests, wait until they run, print them and exit")
     add("--runonce-timeout", type=parse_duration, default=120.0,
-        help="with --runonce: how long to wait for the pods (default 2m)")
+        help="with --runonce: how long to wait for the pods")
     add("-o", "--output", choices=("table", "json"), default="table",
-        help="with --runonce: how to print the result")
+        help="with --runonce: how the result is printed")
     add("--runtime-request-timeout", type=parse_duration, default=120.0,
-        help="timeout of every CRI call but image pulls (default 2m)")
+        help="the timeout of every CRI call but image pulls")
     add("--kubeconfig", default="",
-        help="a kubeconfig file to join a cluster with: the node registers, holds a lease, "
+        help="a kubeconfig file to join a cluster with: the node registers, holds a lease "
              "and runs the pods bound to it (without it the kubelet runs standalone)")
-    add("--register-node", type=parse_bool, nargs="?", const=True, default=None,
-        help="register the node with the API server (default true with --kubeconfig)")
+    add("--register-node", action=GoBool, default=None,
+        help="register the node with the API server (default true with --kubeconfig, false "
+             "without)")
     add("--register-with-taints", default="",
-        help="taints of the node when it registers, key=value:Effect,...")
+        help="the node's taints when it registers, key=value:Effect,...")
     add("--node-status-update-frequency", type=parse_duration, default=10.0,
-        help="how often the node's status is computed and posted if changed (default 10s)")
+        help="how often the node's status is computed, and posted if it changed")
     add("--volume-stats-agg-period", type=parse_duration, default=60.0,
-        help="how often disk usage of volumes and logs is computed for /stats/summary "
-             "(default 1m)")
+        help="how often the disk usage of volumes and logs is computed for /stats/summary")
     add("--stats-collection-period", type=parse_duration, default=10.0,
-        help="how often resource stats are collected for /stats/summary and the metrics "
-             "endpoints (default 10s, cAdvisor's housekeeping interval; 0 turns them off)")
+        help="this project's own: how often resource stats are collected for "
+             "/stats/summary and the metrics endpoints (as cAdvisor's housekeeping "
+             "interval; 0 turns them off)")
     add("--container-log-max-size", default=DEFAULT_MAX_SIZE,
         help="the size (a quantity, e.g. 10Mi) a container's log file reaches before it "
-             "is rotated (default 10Mi; negative: no rotation)")
+             "is rotated (negative: no rotation)")
     add("--container-log-max-files", type=int, default=DEFAULT_MAX_FILES,
-        help="the most log files kept per container, the current one included; must be "
-             ">= 2 (default 5)")
+        help="the most log files kept per container, the current one included (at least 2)")
     add("--node-status-report-frequency", type=parse_duration, default=300.0,
-        help="how often the node's status is posted even if unchanged (default 5m)")
+        help="how often the node's status is posted even if it did not change")
     add("--node-status-max-images", type=int, default=50,
-        help="the most images listed in the node's status.images, -1 for no cap (default 50)")
+        help="the most images listed in the node's status.images (-1: no limit)")
     add("--tls-cert-file", default="",
         help="the main port's serving certificate (default: a self-signed one in --cert-dir)")
     add("--tls-private-key-file", default="", help="the key of --tls-cert-file")
     add("--cert-dir", default="",
         help="where the self-signed serving pair is kept (default <root-dir>/pki)")
     add("--tls-min-version", default="",
-        help="VersionTLS10, VersionTLS11, VersionTLS12 (default) or VersionTLS13")
+        help="the main port's lowest TLS version: VersionTLS10, VersionTLS11, VersionTLS12 "
+             "(the default) or VersionTLS13")
     add("--tls-cipher-suites", default="",
         help="the main port's TLS 1.2 cipher suites, Go's names, comma-separated")
     add("--client-ca-file", default="",
         help="accept client certificates signed by this CA (user = CN, groups = O)")
-    add("--anonymous-auth", type=parse_bool, nargs="?", const=True, default=None,
+    add("--anonymous-auth", action=GoBool, default=None,
         help="let requests without credentials in as system:anonymous (default true "
              "standalone, false with --kubeconfig)")
-    add("--authentication-token-webhook", type=parse_bool, nargs="?", const=True,
-        default=None,
+    add("--authentication-token-webhook", action=GoBool, default=None,
         help="check bearer tokens with a TokenReview (default false standalone, true with "
              "--kubeconfig)")
     add("--authentication-token-webhook-cache-ttl", type=parse_duration, default=120.0,
-        help="how long TokenReview answers are kept (default 2m)")
+        help="how long TokenReview answers are kept")
     add("--authorization-mode", choices=("AlwaysAllow", "Webhook"), default=None,
         help="AlwaysAllow, or Webhook: a SubjectAccessReview per request (default "
              "AlwaysAllow standalone, Webhook with --kubeconfig)")
     add("--authorization-webhook-cache-authorized-ttl", type=parse_duration, default=300.0,
-        help="how long allowed SubjectAccessReview answers are kept (default 5m)")
+        help="how long allowed SubjectAccessReview answers are kept")
     add("--authorization-webhook-cache-unauthorized-ttl", type=parse_duration, default=30.0,
-        help="how long denied SubjectAccessReview answers are kept (default 30s)")
+        help="how long denied SubjectAccessReview answers are kept")
     add_gc_flags(add)
     add_eviction_flags(add)
-    add("--v", "--log-level", dest="log_level", default="INFO",
-        choices=("TRACE", "DEBUG", "INFO", "WARNING", "ERROR"), type=str.upper,
-        help="the least severe log lines written (default INFO)")
-    add("--log-format", choices=("text", "json"), default="text",
-        help="how log lines are written: text, or one JSON object a line (default text)")
+    add("-v", "--v", dest="verbosity", action=Verbosity, default=0,
+        help="number for the log level verbosity, as upstream's (klog's): 0 to 3 write "
+             "INFO lines and above, 4 adds DEBUG, 5 and more TRACE")
+    add("--log-level", type=str.upper, choices=LOG_LEVELS, default=None,
+        help="this project's own: the least severe log lines written, by name instead of "
+             "--v's number, and winning over it (default: the level --v gives)")
+    add("--logging-format", "--log-format", dest="log_format", choices=("text", "json"),
+        default="text", help="how log lines are written: text, or one JSON object a line")
     return parser
 
 
@@ -546,7 +556,8 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
         runonce=ns.runonce,
         runonce_timeout=ns.runonce_timeout,
         output=ns.output,
-        log_level=ns.log_level,
+        log_level=ns.log_level or log_level(ns.verbosity),
+        verbosity=ns.verbosity,
         log_format=ns.log_format,
         runtime_request_timeout=ns.runtime_request_timeout,
         pod_cidr=ns.pod_cidr,

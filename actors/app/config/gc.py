@@ -33,30 +33,30 @@ AddFlag = Callable[..., None]
 def add_gc_flags(add: AddFlag) -> None:
     """Add the flags to a parser (through build_parser's ``add``)."""
     add("--minimum-container-ttl-duration", type=parse_duration, default=cgc.DEFAULT_MIN_AGE,
-        help="deprecated, as upstream: minimum age of a finished container before it is "
-             "garbage collected (default 0)")
+        help="deprecated, as upstream: the minimum age of a finished container before it "
+             "is garbage collected")
     add("--maximum-dead-containers-per-container", type=int,
         default=cgc.DEFAULT_MAX_PER_POD_CONTAINER,
-        help="deprecated, as upstream: dead instances kept per container (default 1)")
+        help="deprecated, as upstream: the dead instances kept per container")
     add("--maximum-dead-containers", type=int, default=cgc.DEFAULT_MAX_CONTAINERS,
-        help="deprecated, as upstream: dead containers kept in all (default -1, no limit)")
+        help="deprecated, as upstream: the dead containers kept in all (-1: no limit)")
     add("--image-gc-high-threshold", type=int, default=igc.DEFAULT_HIGH_THRESHOLD,
-        help="percent of the image filesystem in use at which image GC always runs "
-             "(default 85; 100 turns image GC off)")
+        help="the percent of the image filesystem in use at which image GC always runs "
+             "(100 turns image GC off)")
     add("--image-gc-low-threshold", type=int, default=igc.DEFAULT_LOW_THRESHOLD,
-        help="percent of the image filesystem image GC frees down to (default 80)")
+        help="the percent of the image filesystem in use image GC frees down to")
     add("--minimum-image-ttl-duration", type=parse_duration, default=igc.DEFAULT_MIN_AGE,
-        help="minimum age of an unused image before it is garbage collected (default 2m)")
+        help="the minimum age of an unused image before it is garbage collected")
     add("--image-maximum-gc-age", type=parse_duration, default=igc.DEFAULT_MAX_AGE,
         help="unused images older than this are garbage collected whatever the disk "
-             "usage (default 0: never)")
+             "usage (0: never)")
     add("--kubelet-actors-container-gc-period", type=parse_duration,
         default=CONTAINER_GC_PERIOD,
-        help="this project's own (upstream has none): how often dead containers are "
-             "garbage collected (default 1m, upstream's fixed period)")
+        help="this project's own (upstream's period is fixed, at this default): how often "
+             "dead containers are garbage collected")
     add("--kubelet-actors-image-gc-period", type=parse_duration, default=IMAGE_GC_PERIOD,
-        help="this project's own (upstream has none): how often images are garbage "
-             "collected (default 5m, upstream's fixed period)")
+        help="this project's own (upstream's period is fixed, at this default): how often "
+             "images are garbage collected")
 
 
 def gc_settings(ns: argparse.Namespace) -> GCSettings:

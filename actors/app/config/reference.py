@@ -12,6 +12,7 @@ import argparse
 import sys
 from typing import Any
 
+from actors.app.config.durations import parse_duration
 from actors.app.config.flags import KubeletFlags, build_parser
 from actors.app.config.kubelet_config import API_VERSION, DURATION_FIELDS, FIELD_OF_DEST, KIND
 from runtime.events.v1 import go_duration
@@ -29,8 +30,12 @@ KubeletConfiguration file: `--config`, with `apiVersion: {API_VERSION}`
 and `kind: {KIND}`. A flag given on the command line wins over the
 file's field; a field of the file that kubelet-actors does not act on is named in a warning
 at start and ignored. Every value is checked before anything starts, as upstream checks
-it; an error names the flag, or the file and field, that set the value. Durations are
-Go's (`90s`, `1m30s`, `500ms`), booleans Go's (`true`, `false`, `1`, `0`).
+it; an error names the flag, or the file and field, that set the value. Flags are
+written as upstream's (spf13/pflag): `--flag value` or `--flag=value`; a boolean flag
+alone is true, and takes a value only after `=` (`--seccomp-default=false`), in Go's
+spellings (`true`, `false`, `1`, `0`, `t`, `f`, `TRUE`, `False`, ...). Durations are Go's
+(`90s`, `1m30s`, `500ms`). `--v` takes klog's numbers: 0 to 3 log INFO lines and above,
+4 adds DEBUG, 5 and more TRACE.
 """
 
 
@@ -58,8 +63,7 @@ def _value(value: Any, duration: bool) -> str:
 def _flag_default(action: argparse.Action) -> str:
     if action.default is None:
         return "see description"  # it depends on another flag: the help says how
-    return _value(action.default, duration=getattr(action.type, "__name__", "") ==
-                  "parse_duration")
+    return _value(action.default, duration=action.type is parse_duration)
 
 
 def _file_only_defaults() -> dict[str, Any]:

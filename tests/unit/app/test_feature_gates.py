@@ -28,7 +28,8 @@ def test_feature_gates_parse(text: str, gates: tuple[tuple[str, bool], ...]) -> 
 
 @pytest.mark.parametrize(("text", "words"), [
     ("NoSuchGate=true", "unrecognized feature gate: NoSuchGate"),
-    ("EventedPLEG=maybe", "invalid value of EventedPLEG: maybe"),
+    ("EventedPLEG=maybe", 'invalid value of EventedPLEG=maybe, err: strconv.ParseBool: '
+                          'parsing "maybe": invalid syntax'),
     ("EventedPLEG", "missing bool value for EventedPLEG"),
     ("KubeletFineGrainedAuthz=false", "cannot set feature gate KubeletFineGrainedAuthz to "
                                       "false, feature is locked to true"),

@@ -1,0 +1,169 @@
+"""Every flag of the daemon's parser keeps upstream's (pflag's) habits, checked flag by flag
+over ``parser._actions``, so that a flag added without them fails here: a boolean takes
+``--flag``, ``--flag=true`` and ``--flag=false`` (and Go's other spellings) and refuses
+anything else in pflag's words; a non-zero default is printed in the help as pflag prints it,
+and only there; no help line breaks inside a word, at any width; the main port is called
+HTTPS and the plain ones HTTP."""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+import pytest
+
+from actors.app.config.durations import parse_duration
+from actors.app.config.flags import build_parser, parse_flags
+from actors.app.config.pflag import FlagHelp, GoBool
+from runtime.events.v1 import go_duration
+
+PARSER = build_parser()
+FLAGS = [a for a in PARSER._actions if not isinstance(a, argparse._HelpAction)]
+BOOLS = [a for a in FLAGS if isinstance(a, GoBool)]
+IDS = [a.option_strings[-1] for a in FLAGS]
+
+# Go's strconv.ParseBool, every spelling it takes.
+GO_TRUE = ("1", "t", "T", "TRUE", "true", "True")
+GO_FALSE = ("0", "f", "F", "FALSE", "false", "False")
+
+PORT_PROTOCOLS = {"port": "HTTPS", "read_only_port": "HTTP", "healthz_port": "HTTP"}
+"""What each port flag serves: the main port HTTPS (TLS), the others plain HTTP."""
+
+
+def _long(action: argparse.Action) -> str:
+    return next(o for o in action.option_strings if o.startswith("--"))
+
+
+@pytest.mark.parametrize("action", FLAGS, ids=IDS)
+def test_a_flag_that_is_a_boolean_is_a_go_bool(action: argparse.Action) -> None:
+    """A store_true (or any flag without a value) cannot take ``=false``."""
+    assert action.nargs != 0, f"{_long(action)}: a boolean flag must be a GoBool"
+    if isinstance(action.default, bool) or action.type is bool:
+        assert isinstance(action, GoBool), f"{_long(action)}: a boolean flag must be a GoBool"
+
+
+@pytest.mark.parametrize("action", BOOLS, ids=[a.option_strings[-1] for a in BOOLS])
+def test_every_boolean_takes_the_bare_flag_and_go_s_true_and_false(
+        action: argparse.Action) -> None:
+    flag = _long(action)
+    assert getattr(PARSER.parse_args([flag]), action.dest) is True
+    for text in GO_TRUE:
+        assert getattr(PARSER.parse_args([f"{flag}={text}"]), action.dest) is True, text
+    for text in GO_FALSE:
+        assert getattr(PARSER.parse_args([f"{flag}={text}"]), action.dest) is False, text
+    # the last one given wins, as pflag's
+    assert getattr(PARSER.parse_args([flag, f"{flag}=false"]), action.dest) is False
+
+
+@pytest.mark.parametrize("action", BOOLS, ids=[a.option_strings[-1] for a in BOOLS])
+def test_a_boolean_given_a_bad_value_is_refused_in_pflag_s_words(
+        action: argparse.Action, capsys: pytest.CaptureFixture[str]) -> None:
+    flag = _long(action)
+    for argv, words in (
+            ([f"{flag}=yes"], f'invalid argument "yes" for "{flag}" flag: strconv.ParseBool: '
+                              'parsing "yes": invalid syntax'),
+            ([f"{flag}="], f'invalid argument "" for "{flag}" flag: strconv.ParseBool: '
+                           'parsing "": invalid syntax'),
+            # pflag's booleans take a value only after "=": "false" here is no value.
+            ([flag, "false"], "unrecognized arguments: false")):
+        with pytest.raises(SystemExit) as exited:
+            PARSER.parse_args(argv)
+        assert exited.value.code == 2
+        assert words in capsys.readouterr().err
+
+
+def _pflag_default(action: argparse.Action) -> str | None:
+    """The default as pflag prints it, or None for a zero value (pflag prints none)."""
+    value = action.default
+    if value is None or value in ("", 0, False):
+        return None
+    if isinstance(value, bool):
+        return str(value).lower()
+    if action.type is parse_duration:
+        return go_duration(value)
+    return f'"{value}"' if isinstance(value, str) else str(value)
+
+
+def _rendered(action: argparse.Action, width: int) -> str:
+    formatter = FlagHelp(prog="kubelet-actors", width=width)
+    formatter.add_argument(action)
+    return formatter.format_help()
+
+
+@pytest.mark.parametrize("action", FLAGS, ids=IDS)
+def test_each_non_zero_default_is_in_the_help_once_as_pflag_prints_it(
+        action: argparse.Action) -> None:
+    shown = _pflag_default(action)
+    help_text = " ".join(_rendered(action, 400).split())
+    if shown is None:
+        assert "(default " not in help_text.replace(action.help or "", ""), help_text
+        return
+    assert help_text.endswith(f"(default {shown})"), help_text
+    # the default is the formatter's to print: a hand-written one drifts from the code
+    assert "(default" not in (action.help or ""), (
+        f"{_long(action)}: its help names a default; the formatter prints it: {action.help}")
+
+
+@pytest.mark.parametrize("action", FLAGS, ids=IDS)
+@pytest.mark.parametrize("width", [50, 80, 100, 140])
+def test_no_help_line_breaks_inside_a_word(action: argparse.Action, width: int) -> None:
+    """The rendered block has the same words as the help and its default: a word cut by
+    the wrap (as --eviction-hard's default was) is two words there."""
+    words = " ".join(_rendered(action, 400).split()).split(" ")
+    assert " ".join(_rendered(action, width).split()).split(" ") == words
+
+
+@pytest.mark.parametrize("action", FLAGS, ids=IDS)
+def test_a_port_is_called_by_what_it_serves(action: argparse.Action) -> None:
+    if not (action.dest == "port" or action.dest.endswith("_port")):
+        assert not re.search(r"\bHTTPS? port\b", action.help or ""), action.help
+        return
+    assert action.dest in PORT_PROTOCOLS, (
+        f"{_long(action)}: a new port flag: say in PORT_PROTOCOLS whether it serves HTTPS")
+    words = set(re.findall(r"\bHTTPS?\b", action.help or ""))
+    assert words == {PORT_PROTOCOLS[action.dest]}, f"{_long(action)}: {action.help}"
+
+
+@pytest.mark.parametrize(("argv", "verbosity", "level"), [
+    ([], 0, "INFO"), (["--v=0"], 0, "INFO"), (["--v", "2"], 2, "INFO"),
+    (["-v", "3"], 3, "INFO"), (["-v4"], 4, "DEBUG"), (["-v=5"], 5, "TRACE"),
+    (["--v=10"], 10, "TRACE"), (["--v=2147483647"], 2147483647, "TRACE"),
+    # this project's own level names, as the e2e daemon and benches use them; they win
+    (["--log-level", "DEBUG"], 0, "DEBUG"), (["--log-level=trace", "--v=2"], 2, "TRACE"),
+    (["--v=5", "--log-level", "warning"], 5, "WARNING"),
+])
+def test_v_is_klog_s_number_mapped_onto_the_log_levels(
+        argv: list[str], verbosity: int, level: str) -> None:
+    flags = parse_flags(["--pod-manifest-path", "/nonexistent", *argv])
+    assert (flags.verbosity, flags.log_level) == (verbosity, level)
+
+
+@pytest.mark.parametrize(("value", "why"), [
+    ("x", 'parsing "x": invalid syntax'), ("-1", 'parsing "-1": invalid syntax'),
+    ("+2", 'parsing "+2": invalid syntax'), ("2.5", 'parsing "2.5": invalid syntax'),
+    ("", 'parsing "": invalid syntax'),
+    ("2147483648", 'parsing "2147483648": value out of range'),
+])
+def test_a_bad_v_is_refused_in_upstream_s_words(
+        value: str, why: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        PARSER.parse_args([f"--v={value}"])
+    assert exited.value.code == 2
+    assert (f'invalid argument "{value}" for "-v, --v" flag: strconv.ParseUint: {why}'
+            in capsys.readouterr().err)
+
+
+def test_flag_names_are_never_abbreviated(capsys: pytest.CaptureFixture[str]) -> None:
+    """pflag has no abbreviations: --seccomp is not --seccomp-default."""
+    with pytest.raises(SystemExit):
+        PARSER.parse_args(["--seccomp"])
+    assert "unrecognized arguments: --seccomp" in capsys.readouterr().err
+
+
+def test_help_is_pflag_s_shape() -> None:
+    text = PARSER.format_help()
+    assert text.startswith("usage: kubelet-actors [flags]\n")
+    assert "  -v, --v Level " in text
+    assert "  --seccomp-default " in text  # a boolean has no value to show
+    assert "  --sync-frequency duration\n" in text
+    assert '(default "/var/lib/kubelet-actors")' in " ".join(text.split())
