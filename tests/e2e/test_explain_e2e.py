@@ -91,7 +91,7 @@ def test_explain_tells_crash_loop_and_liveness_restarts(
     assert "started " in second and "[#" in second
 
     ids = {r["id"] for r in read_trace(trace_dir).records if r["k"] == "msg"}
-    as_json = explain(crash, "--trace-dir", str(trace_dir), "--json")
+    as_json = explain(crash, "--trace-dir", str(trace_dir), "-o", "json")
     assert as_json.returncode == 0, as_json.stderr
     crash_restarts = [f for f in findings(as_json.stdout, crash) if f["kind"] == "restart"]
     assert len(crash_restarts) >= 2
