@@ -18,7 +18,7 @@ from actors.app.tools.explain.model import (
     evidence,
     ids,
 )
-from actors.app.tools.explain.restarts import probe_failures
+from actors.app.tools.explain.restarts import probe_evidence
 from actors.kubelet.messages import (
     PodObserved,
     PodRejected,
@@ -29,6 +29,7 @@ from actors.kubelet.messages import (
     UpdatePod,
     WorkerState,
 )
+from actors.kubelet.probe_manager import ProbeOutcome
 from runtime.events import reasons
 from runtime.ids import ContainerID
 from runtime.prober.results import ProbeResult
@@ -69,6 +70,18 @@ def _pod_step_failures(history: PodHistory, since: int) -> tuple[list[str], list
     return [f"{POD_STEPS[action]} failed {count} time{'s' if count > 1 else ''} since "
             f"{clock_time(first.t)} ({error}: {message[:200]})"
             for action, (count, first, error, message) in failed.items()], found
+
+
+def failing_attempts(history: PodHistory, container_id: ContainerID, kind: ProbeKind
+                     ) -> list[tuple[Seen, ProbeOutcome]]:
+    """The attempts of a probe that failed since the last one that succeeded, to the end of
+    the trace (a container never ready has its first verdict from no attempt at all)."""
+    failed: list[tuple[Seen, ProbeOutcome]] = []
+    for seen, outcome in history.of(ProbeOutcome):
+        if outcome.container_id != container_id or outcome.kind != kind:
+            continue
+        failed = [] if outcome.result == ProbeResult.SUCCESS else [*failed, (seen, outcome)]
+    return failed
 
 
 def _init_wait(status: PodStatus, seen: Seen) -> tuple[str, list[Evidence]]:
@@ -183,13 +196,15 @@ def state_findings(history: PodHistory) -> list[Finding]:
             why = f"{container.name} running, not ready"
             cid = ContainerID(container.container_id.split("://", 1)[-1])
             if readiness.get(cid) == ProbeResult.FAILURE and cid in verdict_seen:
-                attempts, _ = probe_failures(history, cid, ProbeKind.READINESS,
-                                             verdict_seen[cid])
+                attempts = failing_attempts(history, cid, ProbeKind.READINESS)
                 outputs = list(dict.fromkeys(o.output.strip() for _, o in attempts
                                              if o.output.strip()))
                 why += f": readiness probe failing since {clock_time(verdict_seen[cid].t)}"
                 if outputs:
                     why += f' ("{outputs[-1][:120]}")'
+                spec = history.container_spec(container.name)
+                found += probe_evidence(history, attempts, None,
+                                        spec.readiness_probe if spec is not None else None)
                 seqs.append(verdict_seen[cid])
                 seqs.extend(s for s, _ in attempts[-1:])
             elif (startup.get(cid) != ProbeResult.SUCCESS
