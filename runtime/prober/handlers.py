@@ -2,10 +2,11 @@
 
 Each handler runs one probe attempt against one container and returns ``(ProbeResult,
 output)``; none of them raises (``attempt_probe`` adds the attempt's code: the command's
-exit code or the HTTP status, which ``kubelet-actors explain`` quotes from the trace). SUCCESS and FAILURE are answers from the container;
-UNKNOWN means the probe itself could not be run (a CRI error, a port that does not
-resolve) and the caller should try again (see runtime.prober.worker). The handlers block
-for up to the probe's timeout, so they belong on a thread pool, never on an actor thread.
+exit code or the HTTP status, which the probe manager records with the attempt for
+``kubelet-actors explain``). SUCCESS and FAILURE are answers from the container; UNKNOWN
+means the probe itself could not be run (a CRI error, a port that does not resolve) and
+the caller should try again (see runtime.prober.worker). The handlers block for up to
+the probe's timeout, so they belong on a thread pool, never on an actor thread.
 """
 
 from __future__ import annotations

@@ -128,10 +128,10 @@ def read_runs(path: str) -> list[Run]:
     """The trace at ``path``, one Run per process that wrote it, oldest first."""
     groups: list[tuple[int | None, list[Path]]] = []
     try:
-        files = trace_files(path)
+        found = trace_files(path)
     except TraceError as err:  # nothing there: the daemon did not record one
         raise ExplainError(f"{err}; {HOW_TO_TRACE}") from err
-    for file in files:
+    for file in found:
         with file.open("rb") as opened:
             first = opened.readline()
         try:

@@ -11,10 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from actors.app.root_lock import LOCK_NAME
 import yaml_rs
 
+from actors.app.root_lock import LOCK_NAME
 from actors.app.tools.explain import known_pods
 from actors.app.tools.explain.model import EVIDENCE_FIELDS
 from actors.app.tools.explain_cli import (

@@ -129,7 +129,7 @@ def test_readiness_exec_probe_message_output_and_exit_code(scenario: Scenario) -
 
 
 class _Unwell(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - the name http.server calls
+    def do_GET(self) -> None:
         body = b"database unreachable"
         self.send_response(503)
         self.send_header("Content-Length", str(len(body)))

@@ -10,6 +10,7 @@ ended, the back-off the kubelet waited, and when the new one started.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 from dataclasses import dataclass, field
 
@@ -96,10 +97,8 @@ def exit_evidence(instance: Instance) -> list[Evidence]:
         return []
     found = evidence("exitCode", status.exit_code, at)
     if status.exit_code > 128:
-        try:
+        with contextlib.suppress(ValueError):  # not a signal's number: the process's own
             found += evidence("signal", signal.Signals(status.exit_code - 128).name, at)
-        except ValueError:
-            pass  # not a signal's number: a code the process chose
     found += evidence("reason", status.reason, at)
     if status.reason == OOM_KILLED:
         found += evidence("oomKilled", True, at)
