@@ -298,3 +298,23 @@ def test_explain_quotes_nothing_it_did_not_read(scenario: Scenario) -> None:
     scenario.wait_running()
     found: PodExplanation = scenario.explain()
     assert all(not f.evidence for f in found.findings), found.findings
+
+
+def test_failed_pre_stop_hook_on_a_liveness_kill(scenario: Scenario) -> None:
+    node = scenario.node
+    hook = Lifecycle(pre_stop=LifecycleHandler(exec=ExecAction(command=("drain",))))
+    node.snapshot(make_pod(container(liveness_probe=exec_probe("live", threshold=2),
+                                     lifecycle=hook)))
+    first = scenario.wait_running()
+    node.fake.set_exec_result(None, ("drain",), ExecResult(
+        stdout=b"", stderr=b"queue busy", exit_code=1))
+    node.fake.set_exec_result(None, ("live",), ExecResult(
+        stdout=b"stuck", stderr=b"", exit_code=1))
+    scenario.wait_running([first])
+
+    (restart,) = kinds(scenario.explain(), "restart")
+    assert "its preStop hook failed" in restart.text
+    killed = fields(restart)
+    assert killed["hookMessage"] == "PreStopHook failed"
+    assert killed["probeMessage"] == "Liveness probe failed: stuck"
+    assert seq_of(restart, "hookMessage") in restart.seqs

@@ -225,7 +225,7 @@ def container_of_path(path: str) -> str:
 
 
 def iso_time(t: float) -> str:
-    """RFC 3339 in UTC, milliseconds: what ``--json`` gives."""
+    """RFC 3339 in UTC, milliseconds: what ``-o json`` gives."""
     moment = datetime.datetime.fromtimestamp(t, datetime.UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
