@@ -108,6 +108,13 @@ def _init_wait(status: PodStatus, seen: Seen) -> tuple[str, list[Evidence]]:
     return "", []
 
 
+def _add_new(found: list[Evidence], more: list[Evidence]) -> None:
+    """Add ``more`` unless ``found`` holds its fields already: a state finding quotes the
+    first container that waits, or fails its readiness probe (the text names them all)."""
+    if not {e.field for e in more} & {e.field for e in found}:
+        found.extend(more)
+
+
 def pulls_in_flight(history: PodHistory) -> list[tuple[Seen, str]]:
     """Pulls the trace shows begun and not ended (a Pulling event, no Pulled or Failed
     after it for that container): what a pod waits on while its sync pulls."""
@@ -189,9 +196,8 @@ def state_findings(history: PodHistory) -> list[Finding]:
             if waiting.message:
                 reason += f": {waiting.message[:200]}"
             causes.append(reason)
-            if not any(e.field == "waitingReason" for e in found):
-                found += evidence("waitingReason", waiting.reason, last_seen)
-                found += evidence("waitingMessage", waiting.message, last_seen)
+            _add_new(found, evidence("waitingReason", waiting.reason, last_seen)
+                     + evidence("waitingMessage", waiting.message, last_seen))
         elif container.state.running is not None and not container.ready and phase == "Running":
             why = f"{container.name} running, not ready"
             cid = ContainerID(container.container_id.split("://", 1)[-1])
@@ -203,8 +209,8 @@ def state_findings(history: PodHistory) -> list[Finding]:
                 if outputs:
                     why += f' ("{outputs[-1][:120]}")'
                 spec = history.container_spec(container.name)
-                found += probe_evidence(history, attempts, None,
-                                        spec.readiness_probe if spec is not None else None)
+                _add_new(found, probe_evidence(
+                    history, attempts, None, spec.readiness_probe if spec is not None else None))
                 seqs.append(verdict_seen[cid])
                 seqs.extend(s for s, _ in attempts[-1:])
             elif (startup.get(cid) != ProbeResult.SUCCESS
