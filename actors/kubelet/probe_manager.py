@@ -54,7 +54,7 @@ from runtime.events.probes import probe_event
 from runtime.events.recorder import NULL_RECORDER, EventRecorder, ObjectRef, container_ref
 from runtime.ids import ContainerID, PodUID
 from runtime.pod.model import Container, Pod, Probe
-from runtime.prober.handlers import run_probe
+from runtime.prober.handlers import attempt_probe
 from runtime.prober.results import ProbeResult
 from runtime.prober.state import ProbeStateSink, SavedProbe, resume_probe, saved_probe
 from runtime.prober.worker import EPSILON, INITIAL_RESULT, ProbeWorker
@@ -86,6 +86,9 @@ class ProbeOutcome:
     output: str
     started_at: float  # monotonic
     finished_at: float  # monotonic
+    # The exec command's exit code or the HTTP status; None when the attempt has none (a
+    # tcpSocket or grpc probe) and in traces recorded before it was kept.
+    code: int | None = None
 
 
 @message("ProbeQuery")
@@ -406,12 +409,13 @@ class ProbeManager(Actor):
 
         def attempt() -> None:
             try:
-                result, output = run_probe(probe, container, cid, pod_ip, self._runtime)
-            except Exception as err:  # run_probe never raises; this guards the guard
-                result, output = ProbeResult.UNKNOWN, repr(err)
+                result, output, code = attempt_probe(probe, container, cid, pod_ip,
+                                                     self._runtime)
+            except Exception as err:  # attempt_probe never raises; this guards the guard
+                result, output, code = ProbeResult.UNKNOWN, repr(err), None
             self.dispatch.tell(self.name, ProbeOutcome(
-                uid, name, kind, cid, seq, result, output, now, self._clock.monotonic()),
-                sender=self.name)
+                uid, name, kind, cid, seq, result, output, now, self._clock.monotonic(),
+                code), sender=self.name)
 
         try:
             self._pool.submit(attempt)

@@ -1,10 +1,12 @@
 """The probe handlers: exec, httpGet, tcpSocket and grpc (upstream pkg/probe and prober.go).
 
 Each handler runs one probe attempt against one container and returns ``(ProbeResult,
-output)``; none of them raises. SUCCESS and FAILURE are answers from the container;
-UNKNOWN means the probe itself could not be run (a CRI error, a port that does not
-resolve) and the caller should try again (see runtime.prober.worker). The handlers block
-for up to the probe's timeout, so they belong on a thread pool, never on an actor thread.
+output)``; none of them raises (``attempt_probe`` adds the attempt's code: the command's
+exit code or the HTTP status, which the probe manager records with the attempt for
+``kubelet-actors explain``). SUCCESS and FAILURE are answers from the container; UNKNOWN
+means the probe itself could not be run (a CRI error, a port that does not resolve) and
+the caller should try again (see runtime.prober.worker). The handlers block for up to
+the probe's timeout, so they belong on a thread pool, never on an actor thread.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import http.client
 import socket
 import time
 import urllib.parse
+from typing import NamedTuple
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -45,6 +48,15 @@ Outcome = tuple[ProbeResult, str]
 """A probe attempt's result and its output (a body, a command's output or an error)."""
 
 
+class Attempt(NamedTuple):
+    """A probe attempt's result, its output, and its code when it has one: the exit code
+    of an exec probe's command, the status of an httpGet probe's answer."""
+
+    result: ProbeResult
+    output: str
+    code: int | None = None
+
+
 def run_probe(
     probe: Probe,
     container: Container,
@@ -53,19 +65,31 @@ def run_probe(
     runtime: RuntimeService,
 ) -> Outcome:
     """Run the one action ``probe`` names against the container; never raises."""
+    result, output, _ = attempt_probe(probe, container, container_id, pod_ip, runtime)
+    return result, output
+
+
+def attempt_probe(
+    probe: Probe,
+    container: Container,
+    container_id: ContainerID,
+    pod_ip: str,
+    runtime: RuntimeService,
+) -> Attempt:
+    """``run_probe`` with the attempt's code (exit code or HTTP status); never raises."""
     timeout = float(max(probe.timeout_seconds, 1))
     try:
         if probe.exec is not None:
-            return exec_probe(runtime, container_id, probe.exec, timeout)
+            return exec_attempt(runtime, container_id, probe.exec, timeout)
         if probe.http_get is not None:
-            return http_probe(probe.http_get, container, pod_ip, timeout)
+            return http_attempt(probe.http_get, container, pod_ip, timeout)
         if probe.tcp_socket is not None:
-            return tcp_probe(probe.tcp_socket, container, pod_ip, timeout)
+            return Attempt(*tcp_probe(probe.tcp_socket, container, pod_ip, timeout))
         if probe.grpc is not None:
-            return grpc_probe(probe.grpc, pod_ip, timeout)
+            return Attempt(*grpc_probe(probe.grpc, pod_ip, timeout))
     except Exception as err:  # a handler bug must not kill the pool thread or the actor
-        return ProbeResult.UNKNOWN, f"probe errored: {type(err).__name__}: {err}"
-    return ProbeResult.UNKNOWN, "missing probe handler"
+        return Attempt(ProbeResult.UNKNOWN, f"probe errored: {type(err).__name__}: {err}")
+    return Attempt(ProbeResult.UNKNOWN, "missing probe handler")
 
 
 def _text(data: bytes) -> str:
@@ -79,16 +103,25 @@ def exec_probe(
     runtime: RuntimeService, container_id: ContainerID, action: ExecAction, timeout: float
 ) -> Outcome:
     """ExecSync the command in the container; exit code 0 succeeds."""
+    result, output, _ = exec_attempt(runtime, container_id, action, timeout)
+    return result, output
+
+
+def exec_attempt(
+    runtime: RuntimeService, container_id: ContainerID, action: ExecAction, timeout: float
+) -> Attempt:
+    """``exec_probe`` with the command's exit code."""
     try:
         result = runtime.exec_sync(container_id, action.command, timeout)
     except CRIDeadlineExceeded:
-        return ProbeResult.FAILURE, f"command {list(action.command)!r} timed out"
+        return Attempt(ProbeResult.FAILURE, f"command {list(action.command)!r} timed out")
     except CRIError as err:
-        return ProbeResult.UNKNOWN, err.detail
+        return Attempt(ProbeResult.UNKNOWN, err.detail)
     output = _text(result.stdout + result.stderr)
     if result.exit_code == 0:
-        return ProbeResult.SUCCESS, output
-    return ProbeResult.FAILURE, output or f"command exited with {result.exit_code}"
+        return Attempt(ProbeResult.SUCCESS, output, 0)
+    return Attempt(ProbeResult.FAILURE, output or f"command exited with {result.exit_code}",
+                   result.exit_code)
 
 
 # --- ports and addresses ----------------------------------------------------------------
@@ -106,6 +139,14 @@ def _port(port: IntOrString, container: Container) -> int:
 
 
 def http_probe(action: HTTPGetAction, container: Container, pod_ip: str, timeout: float) -> Outcome:
+    """GET the URL the action describes; 200 <= code < 400 succeeds (``http_attempt``)."""
+    result, output, _ = http_attempt(action, container, pod_ip, timeout)
+    return result, output
+
+
+def http_attempt(
+    action: HTTPGetAction, container: Container, pod_ip: str, timeout: float
+) -> Attempt:
     """GET the URL the action describes; 200 <= code < 400 succeeds.
 
     Redirects are followed to the same host only (up to 10); a redirect elsewhere ends
@@ -115,10 +156,10 @@ def http_probe(action: HTTPGetAction, container: Container, pod_ip: str, timeout
     try:
         port = _port(action.port, container)
     except ValueError as err:
-        return ProbeResult.UNKNOWN, str(err)
+        return Attempt(ProbeResult.UNKNOWN, str(err))
     host = action.host or pod_ip
     if not host:
-        return ProbeResult.UNKNOWN, "the pod has no IP and the probe names no host"
+        return Attempt(ProbeResult.UNKNOWN, "the pod has no IP and the probe names no host")
     headers: list[tuple[str, str]] = [(h.name, h.value) for h in action.http_headers]
     names = {name.lower() for name, _ in headers}
     if "user-agent" not in names:
@@ -135,9 +176,10 @@ def http_probe(action: HTTPGetAction, container: Container, pod_ip: str, timeout
             if code in _REDIRECT_CODES and location:
                 target = urllib.parse.urljoin(url, location)
                 if urllib.parse.urlsplit(target).hostname != original_host:
-                    return (
+                    return Attempt(
                         ProbeResult.SUCCESS,
                         f"Probe terminated redirects (to {target}), Response body: {_text(body)}",
+                        code,
                     )
                 if urllib.parse.urlsplit(location).netloc:
                     # An absolute redirect goes to its own host: drop a Host override.
@@ -146,12 +188,15 @@ def http_probe(action: HTTPGetAction, container: Container, pod_ip: str, timeout
                 continue
             if 200 <= code < 400:
                 if code >= 300:  # a redirect without a Location: a warning, as upstream
-                    return ProbeResult.SUCCESS, f"Probe terminated redirects: {_text(body)}"
-                return ProbeResult.SUCCESS, _text(body)
-            return ProbeResult.FAILURE, f"HTTP probe failed with statuscode: {code}"
-        return ProbeResult.FAILURE, f"Get {url}: stopped after {MAX_REDIRECTS} redirects"
+                    return Attempt(ProbeResult.SUCCESS,
+                                   f"Probe terminated redirects: {_text(body)}", code)
+                return Attempt(ProbeResult.SUCCESS, _text(body), code)
+            return Attempt(ProbeResult.FAILURE, f"HTTP probe failed with statuscode: {code}",
+                           code)
+        return Attempt(ProbeResult.FAILURE,
+                       f"Get {url}: stopped after {MAX_REDIRECTS} redirects", code)
     except (OSError, http.client.HTTPException, ValueError) as err:
-        return ProbeResult.FAILURE, f"Get {url}: {err or type(err).__name__}"
+        return Attempt(ProbeResult.FAILURE, f"Get {url}: {err or type(err).__name__}")
 
 
 # --- tcpSocket ---------------------------------------------------------------------------

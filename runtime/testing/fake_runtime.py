@@ -92,13 +92,15 @@ class FakeRuntime(FakeImages):
 
     # --- test hooks ----------------------------------------------------------------------
 
-    def exit_container(self, container_id: ContainerID, exit_code: int, reason: str = "") -> None:
-        """Simulate the container's process exiting; ``reason`` defaults like containerd's."""
+    def exit_container(self, container_id: ContainerID, exit_code: int, reason: str = "",
+                       message: str = "") -> None:
+        """Simulate the container's process exiting; ``reason`` defaults like containerd's,
+        ``message`` is what the runtime reports as the exit's message."""
         with self._lock:
             c = self._container(container_id, "exit_container")
             if c.state is not ContainerState.RUNNING:
                 raise CRIError("exit_container", f"container {container_id} is not running")
-            self._exit(c, exit_code, reason)
+            self._exit(c, exit_code, reason, message)
 
     def set_stop_exit_code(
         self, container_id: ContainerID, exit_code: int, reason: str = ""

@@ -6,6 +6,7 @@ directory once the daemon stopped."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import uuid
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from actors.app.testbed import BUSYBOX_IMAGE
 from actors.core.trace.reader import read_trace
 from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
@@ -91,7 +93,7 @@ def test_explain_tells_crash_loop_and_liveness_restarts(
     assert "started " in second and "[#" in second
 
     ids = {r["id"] for r in read_trace(trace_dir).records if r["k"] == "msg"}
-    as_json = explain(crash, "--trace-dir", str(trace_dir), "--json")
+    as_json = explain(crash, "--trace-dir", str(trace_dir), "-o", "json")
     assert as_json.returncode == 0, as_json.stderr
     crash_restarts = [f for f in findings(as_json.stdout, crash) if f["kind"] == "restart"]
     assert len(crash_restarts) >= 2
@@ -111,3 +113,98 @@ def test_explain_tells_crash_loop_and_liveness_restarts(
     unknown = explain("nosuchpod", "--trace-dir", str(trace_dir))
     assert unknown.returncode == 1
     assert "names no pod 'nosuchpod'" in unknown.stderr and crash in unknown.stderr
+
+
+CRASH_WITH_MESSAGE = "echo 'bad config: /etc/app.conf' > /dev/termination-log; exit 42"
+UNREADY = """    readinessProbe:
+      exec: {command: ["sh", "-c", "echo warming up: 40%; exit 3"]}
+      periodSeconds: 1
+      failureThreshold: 1
+"""
+MISSING_IMAGE = "127.0.0.1:5000/kubelet-actors/no-such-image:404"
+
+
+def evidence_of(daemon_trace: str, name: str, kind: str) -> dict[str, Any]:
+    """The evidence of the newest finding of ``kind`` about pod ``name`` (``-o json``)."""
+    shown = explain(name, "--trace-dir", daemon_trace, "-o", "json")
+    assert shown.returncode == 0, shown.stderr
+    found = [f for f in findings(shown.stdout, name) if f["kind"] == kind]
+    return dict(found[-1]["evidence"]) if found else {}
+
+
+# As above: the fixtures may wait for the machine-wide lock first.
+@pytest.mark.timeout(900)
+def test_explain_quotes_exit_code_probe_output_and_pull_error(
+    containerd: EmbeddedContainerd, cri: CRIClient
+) -> None:
+    """A crash loop with a termination message, a pod whose readiness probe fails, and a
+    pod whose image does not exist: explain prints the exit code and the message, the
+    probe's Unhealthy message and exit code, the pull error, and -o json holds them as
+    fields, each with the trace message it was read from."""
+    workdir = containerd.base_dir / "explain-evidence" / uuid.uuid4().hex[:8]
+    manifests = workdir / "manifests"
+    manifests.mkdir(parents=True)
+    trace_dir = workdir / "trace"
+    (manifests / "crash.yaml").write_text(manifest("crash", CRASH_WITH_MESSAGE))
+    (manifests / "unready.yaml").write_text(manifest("unready", SERVE, extra=UNREADY))
+    (manifests / "ghost.yaml").write_text(
+        manifest("ghost", SERVE).replace(BUSYBOX_IMAGE, MISSING_IMAGE))
+    daemon = Daemon(workdir, manifests, "--container-runtime-endpoint", containerd.endpoint,
+                    "--trace-dir", str(trace_dir), "--trace-flush-frequency", "0.5s")
+    crash, unready, ghost = "crash-e2e-node", "unready-e2e-node", "ghost-e2e-node"
+    trace = str(trace_dir)
+    try:
+        daemon.start()
+        wait_for(lambda: restarts(daemon, crash) >= 2, 90.0, "crash to restart twice")
+        wait_for(lambda: "backOff" in evidence_of(trace, crash, "exit"), 60.0,
+                 "crash to wait out a back-off")
+        wait_for(lambda: "probeMessage" in evidence_of(trace, unready, "state"), 60.0,
+                 "unready's probe to fail")
+        wait_for(lambda: "pullMessage" in evidence_of(trace, ghost, "image"), 60.0,
+                 "ghost's pull to fail")
+    finally:
+        daemon.stop()
+
+    ids = {r["id"] for r in read_trace(trace_dir).records if r["k"] == "msg"}
+
+    text = explain(crash, "--trace-dir", trace)
+    assert text.returncode == 0, text.stderr
+    print(text.stdout)
+    assert "exited with code 42 (Error): \"bad config: /etc/app.conf\"" in text.stdout
+    assert re.search(r"^ {12}exitCode: 42  \[#\d+ \d\d:\d\d:\d\d\]$", text.stdout, re.M)
+    assert re.search(r'^ {12}terminationMessage: "bad config: /etc/app.conf"  \[#\d+ ',
+                     text.stdout, re.M)
+    assert re.search(r"^ {12}backOff: (10|20|40)  \[#\d+ ", text.stdout, re.M)
+    assert "next start at " in text.stdout
+    exit_ = evidence_of(trace, crash, "exit")
+    assert exit_["exitCode"]["value"] == 42 and exit_["exitCode"]["seq"] in ids
+    assert exit_["terminationMessage"]["value"] == "bad config: /etc/app.conf"
+    assert exit_["nextStart"]["value"] > exit_["finishedAt"]["value"]
+
+    text = explain(unready, "--trace-dir", trace)
+    assert text.returncode == 0, text.stderr
+    print(text.stdout)
+    assert "now Running, not ready" in text.stdout
+    assert "readiness probe failing since" in text.stdout
+    assert 'probeMessage: "Readiness probe failed: warming up: 40%' in text.stdout
+    state = evidence_of(trace, unready, "state")
+    assert state["probeMessage"]["value"].startswith("Readiness probe failed: warming up: 40%")
+    assert state["probeExitCode"]["value"] == 3 and state["probeExitCode"]["seq"] in ids
+
+    text = explain(ghost, "--trace-dir", trace)
+    assert text.returncode == 0, text.stderr
+    print(text.stdout)
+    assert "now Pending" in text.stdout
+    assert f'pullMessage: "Failed to pull image \\"{MISSING_IMAGE}\\"' in text.stdout
+    image = evidence_of(trace, ghost, "image")
+    assert image["pullError"]["value"] == "ErrImagePull"
+    assert image["image"]["value"] == MISSING_IMAGE
+    assert image["pullMessage"]["value"].startswith(f'Failed to pull image "{MISSING_IMAGE}"')
+    assert image["pullMessage"]["seq"] in ids
+    as_yaml = explain(ghost, "--trace-dir", trace, "-o", "yaml")
+    assert as_yaml.returncode == 0 and "pullError:" in as_yaml.stdout
+
+    # Without a trace: how to turn tracing on.
+    none = explain(ghost, "--trace-dir", str(workdir / "manifests"))
+    assert none.returncode == 1
+    assert "start the daemon with --trace-dir DIR" in none.stderr

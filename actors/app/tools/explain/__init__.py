@@ -5,7 +5,9 @@ the records; one module per kind of finding reads them (``restarts``: starts, re
 exits and kills of containers with their probe, hook and back-off chains; ``images``:
 image pulls; ``admission``; ``termination``: removal, deletion, active deadline, eviction
 and other pod-level failures, orphans; ``probes``: readiness and startup flips;
-``state``: where the pod stands when the trace ends and why).
+``state``: where the pod stands when the trace ends and why). Each finding carries the
+evidence it rests on (model.Evidence: an exit code, a probe's message, an error verbatim)
+with the delivery it was read from.
 """
 
 from __future__ import annotations
@@ -30,12 +32,17 @@ from actors.app.tools.explain.state import state_findings
 from actors.app.tools.explain.termination import failure_findings, kill_findings, orphan_findings
 
 SCHEMA = 1
-"""The version of ``--json``'s layout; a change that breaks readers bumps it. Version 1::
+"""The version of ``-o json``'s (and ``-o yaml``'s) layout; a change that breaks readers
+bumps it (a new key does not). Version 1::
 
     {"schema": 1, "trace": DIR,
      "pods": [{"uid", "name", "namespace", "pid": the daemon's,
                "findings": [{"time": RFC 3339 UTC, "kind", "container": "" for the pod,
-                             "text", "seqs": [delivery ids]}]}]}
+                             "text", "seqs": [delivery ids],
+                             "evidence": {FIELD: {"value", "seq": its delivery id,
+                                                  "time": RFC 3339 UTC}}}]}]}
+
+FIELDs: model.EVIDENCE_FIELDS.
 
 Kinds: start, restart, exit, image, admission, ready, not-ready, started, deadline,
 eviction, failed, deletion, orphan, and state (always last: where the pod stands)."""

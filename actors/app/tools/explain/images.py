@@ -9,7 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from actors.app.tools.explain.model import Finding, PodHistory, Seen, clock_time, ids, seconds
+from actors.app.tools.explain.model import (
+    Finding,
+    PodHistory,
+    Seen,
+    clock_time,
+    evidence,
+    ids,
+    seconds,
+)
 from actors.kubelet.messages import PodObserved
 from runtime.events import reasons
 
@@ -25,7 +33,7 @@ class _Streak:
     container: str
     first: Seen
     errors: list[tuple[Seen, str, str]] = field(default_factory=list)  # (seen, reason, message)
-    delays: list[float] = field(default_factory=list)
+    delays: list[tuple[Seen, float]] = field(default_factory=list)
     ended: Seen | None = None  # the sync that started the container at last
 
 
@@ -42,8 +50,8 @@ def _streaks(history: PodHistory) -> list[_Streak]:
                     streak = open_[step.target] = _Streak(step.target, seen)
                 streak.errors.append((seen, step.error, step.message))
                 delay = step.backoff_seconds
-                if delay is not None and (not streak.delays or streak.delays[-1] != delay):
-                    streak.delays.append(delay)
+                if delay is not None and (not streak.delays or streak.delays[-1][1] != delay):
+                    streak.delays.append((seen, delay))
             elif streak is not None:
                 if step.ok:
                     streak.ended = seen
@@ -66,7 +74,7 @@ def image_findings(history: PodHistory) -> list[Finding]:
                 f"{clock_time(streak.first.t)}: {first_error[1]}: {first_error[2][:300]} "
                 f"({tally}")
         if streak.delays:
-            text += f"; back-off {', '.join(seconds(d) for d in streak.delays)}"
+            text += f"; back-off {', '.join(seconds(d) for _, d in streak.delays)}"
         text += ")"
         failed_events = [s for s, e in history.events(reasons.FAILED_TO_PULL_IMAGE,
                                                        streak.container)
@@ -75,7 +83,13 @@ def image_findings(history: PodHistory) -> list[Finding]:
             text += f"; pulled and started at {clock_time(streak.ended.t)}"
         else:
             text += "; still failing when the trace ends"
+        found = (evidence("image", spec.image if spec is not None else "", streak.first)
+                 + evidence("pullError", first_error[1], first_error[0])
+                 + evidence("pullMessage", first_error[2], first_error[0]))
+        if streak.delays:
+            found += evidence("backOff", streak.delays[-1][1], streak.delays[-1][0])
         out.append(Finding(streak.first.t, "image", text,
                            ids((s for s, _, _ in streak.errors[:3]), failed_events,
-                               (streak.errors[-1][0], streak.ended)), streak.container))
+                               (streak.errors[-1][0], streak.ended)), streak.container,
+                           tuple(found)))
     return out

@@ -52,12 +52,76 @@ _TAKEN_AT: dict[type, str | None] = {
 }
 
 
+Value = str | int | float | bool
+"""What a piece of evidence holds: as the trace recorded it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """One fact a finding rests on, quoted from the trace: what a person would otherwise
+    dig for in the events, the logs and the container's status.
+
+    ``field`` names it (a key of ``-o json``'s ``evidence``; EVIDENCE_FIELDS says what
+    each means), ``value`` is verbatim (a message as upstream's kubelet words it, a code, a
+    delay), ``seq`` and ``time`` say where in the trace it was read: the delivery id ``trace
+    show`` prints as ``#N`` and that message's wall-clock time.
+    """
+
+    field: str
+    value: Value
+    seq: int | None
+    time: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"value": self.value, "seq": self.seq,
+                "time": iso_time(self.time) if self.time is not None else None}
+
+
+EVIDENCE_FIELDS: dict[str, str] = {
+    "exitCode": "the container's exit code",
+    "signal": "the signal that ended it, read from an exit code above 128 (137: SIGKILL)",
+    "reason": "the container's terminated reason (Error, Completed, OOMKilled, ...)",
+    "oomKilled": "true when the kernel's OOM killer ended it",
+    "terminationMessage": "what the container wrote to its terminationMessagePath "
+                          "(or its log's tail, by terminationMessagePolicy)",
+    "finishedAt": "when the container exited (RFC 3339)",
+    "backOff": "the newest back-off delay in seconds (a crash loop's: 10 s doubling to "
+               "300 s; an image pull's likewise)",
+    "backOffMessage": "the container's waiting message (CrashLoopBackOff)",
+    "nextStart": "when the back-off ends and the kubelet may start it again (RFC 3339)",
+    "probeMessage": "the last failed attempt's Unhealthy event message",
+    "probeOutput": "the last failed attempt's output (a command's output, an HTTP "
+                   "probe's error)",
+    "probeExitCode": "the exit code of the exec probe's command",
+    "httpStatus": "the HTTP status the httpGet probe was answered with",
+    "probeFailures": "the failed attempts in a row that led to the verdict",
+    "failureThreshold": "the probe's failureThreshold",
+    "hookMessage": "the FailedPostStartHook or FailedPreStopHook event's message",
+    "hookOutput": "what the failed postStart hook said (its command's output or its "
+                  "HTTP error; upstream keeps it out of the event, in the waiting message)",
+    "killMessage": "the Killing event's message",
+    "image": "the image the container names",
+    "pullError": "ErrImagePull, ImagePullBackOff, ErrImageNeverPull or InvalidImageName",
+    "pullMessage": "the runtime's error for the pull, verbatim",
+    "admissionReason": "the admission failure's reason (OutOfcpu, NodeAffinity, ...)",
+    "admissionMessage": "the admission failure's message, verbatim",
+    "mountError": "the error of mounting the pod's volumes (FailedMount), verbatim",
+    "sandboxError": "the error of creating the pod's sandbox, verbatim",
+    "waitingReason": "a container's waiting reason (PodInitializing, ContainerCreating, ...)",
+    "waitingMessage": "a container's waiting message",
+    "initContainer": "the init container the pod waits for",
+}
+"""Every evidence field ``explain`` gives, and what it means."""
+
+
 @dataclass(frozen=True, slots=True)
 class Finding:
     """One sentence of an explanation: when, what kind, the text, where it comes from.
 
     ``seqs`` are the delivery ids of the trace messages the sentence was read from (what
     ``trace show`` prints as ``#N``), oldest first; ``container`` is "" for the pod.
+    ``evidence``: the facts the sentence rests on, each with its own place in the trace
+    (one per field).
     """
 
     time: float  # wall-clock seconds (the trace's ``t``)
@@ -65,10 +129,22 @@ class Finding:
     text: str
     seqs: tuple[int, ...]
     container: str = ""
+    evidence: tuple[Evidence, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"time": iso_time(self.time), "kind": self.kind, "container": self.container,
-                "text": self.text, "seqs": list(self.seqs)}
+                "text": self.text, "seqs": list(self.seqs),
+                "evidence": {e.field: e.to_json() for e in self.evidence}}
+
+
+def evidence(field: str, value: Value | None, at: Seen | None) -> list[Evidence]:
+    """One piece of evidence read at ``at`` (none when there is no value: an empty
+    message, a code the trace does not hold)."""
+    if value is None or value == "":
+        return []
+    assert field in EVIDENCE_FIELDS, field
+    return [Evidence(field, value, at.id if at is not None else None,
+                     at.t if at is not None else None)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +225,7 @@ def container_of_path(path: str) -> str:
 
 
 def iso_time(t: float) -> str:
-    """RFC 3339 in UTC, milliseconds: what ``--json`` gives."""
+    """RFC 3339 in UTC, milliseconds: what ``-o json`` gives."""
     moment = datetime.datetime.fromtimestamp(t, datetime.UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 

@@ -30,10 +30,10 @@ def readiness_findings(history: PodHistory) -> list[Finding]:
                                    f"{at}: a new container is not ready until its readiness "
                                    "probe succeeds", ids((seen,)), name))
             else:
-                story, seqs = probe_story(history, name, verdict.container_id,
-                                          ProbeKind.READINESS, seen)
+                story, seqs, found = probe_story(history, name, verdict.container_id,
+                                                 ProbeKind.READINESS, seen)
                 out.append(Finding(seen.t, "not-ready", f"container {name} not ready from "
-                                   f"{at}: {story}", ids(seqs, (seen,)), name))
+                                   f"{at}: {story}", ids(seqs, (seen,)), name, tuple(found)))
         elif verdict.kind == ProbeKind.STARTUP and verdict.result == ProbeResult.SUCCESS:
             out.append(Finding(seen.t, "started", f"container {name}'s startup probe "
                                f"succeeded at {at}: liveness and readiness probes run from "

@@ -10,15 +10,20 @@ ended, the back-off the kubelet waited, and when the new one started.
 
 from __future__ import annotations
 
+import contextlib
+import signal
 from dataclasses import dataclass, field
 
 from actors.app.tools.explain.model import (
     Call,
+    Evidence,
     Finding,
     PodHistory,
     Seen,
     clock_time,
+    evidence,
     ids,
+    iso_time,
     seconds,
 )
 from actors.kubelet.events import RecordEvent
@@ -27,6 +32,7 @@ from actors.kubelet.probe_manager import ProbeOutcome
 from runtime.cri.types import ContainerState
 from runtime.events import reasons
 from runtime.kuberuntime.podstatus import ContainerRuntimeStatus
+from runtime.pod.model import Probe
 from runtime.prober.results import ProbeResult
 
 STOP_CALLS = frozenset({"stop_container", "StopContainer"})
@@ -40,7 +46,8 @@ class Instance:
     status: ContainerRuntimeStatus
     first: Seen  # the observation that first showed it
     exited: Seen | None = None  # the first that showed it exited
-    backoffs: list[tuple[Seen, float]] = field(default_factory=list)  # waits after its exit
+    backoffs: list[tuple[Seen, float, str]] = field(default_factory=list)
+    # the back-off waits after its exit: (the report, the delay, the waiting message)
 
 
 def instances(history: PodHistory) -> dict[str, list[Instance]]:
@@ -63,7 +70,7 @@ def instances(history: PodHistory) -> dict[str, list[Instance]]:
             if step.error == "CrashLoopBackOff" and delay is not None:
                 newest = out.get(step.target, [])
                 if newest:
-                    newest[-1].backoffs.append((seen, delay))
+                    newest[-1].backoffs.append((seen, delay, step.message))
     return out
 
 
@@ -75,6 +82,50 @@ class Ending:
     seqs: tuple[int, ...]
     killed: bool  # by the kubelet (a probe, a hook, a changed spec), not on its own
     at: float | None  # when: the kill's event, or the first report of the exit
+    evidence: tuple[Evidence, ...] = ()
+
+
+OOM_KILLED = "OOMKilled"
+"""The terminated reason of a container the kernel's OOM killer ended."""
+
+
+def exit_evidence(instance: Instance) -> list[Evidence]:
+    """What the runtime reported of an instance's exit: its code, the signal behind a code
+    above 128, its reason, OOM, its termination message, when it finished."""
+    status, at = instance.status, instance.exited
+    if at is None:
+        return []
+    found = evidence("exitCode", status.exit_code, at)
+    if status.exit_code > 128:
+        with contextlib.suppress(ValueError):  # not a signal's number: the process's own
+            found += evidence("signal", signal.Signals(status.exit_code - 128).name, at)
+    found += evidence("reason", status.reason, at)
+    if status.reason == OOM_KILLED:
+        found += evidence("oomKilled", True, at)
+    found += evidence("terminationMessage", status.message.strip(), at)
+    if status.finished_at > 0:
+        found += evidence("finishedAt", iso_time(status.finished_at), at)
+    return found
+
+
+def backoff_evidence(instance: Instance) -> list[Evidence]:
+    """The crash-loop back-off after an instance's exit: its newest delay, the waiting
+    message, and when the kubelet may start the container again (its exit plus the delay,
+    as the kubelet's back-off counts)."""
+    if not instance.backoffs:
+        return []
+    seen, delay, message = instance.backoffs[-1]
+    found = evidence("backOff", delay, seen) + evidence("backOffMessage", message, seen)
+    if instance.status.finished_at > 0:
+        found += evidence("nextStart", iso_time(instance.status.finished_at + delay), seen)
+    return found
+
+
+def next_start(instance: Instance) -> str:
+    """", next start at HH:MM:SS" after a back-off, when the exit's time is known."""
+    if not instance.backoffs or instance.status.finished_at <= 0:
+        return ""
+    return f", next start at {clock_time(instance.status.finished_at + instance.backoffs[-1][1])}"
 
 
 def _stop_call(history: PodHistory, container_id: str) -> Call | None:
@@ -125,9 +176,33 @@ def probe_failures(history: PodHistory, container_id: str, kind: ProbeKind,
     return failed, verdict
 
 
+def probe_evidence(history: PodHistory, failed: list[tuple[Seen, ProbeOutcome]],
+                   verdict: Seen | None, probe: Probe | None) -> list[Evidence]:
+    """The last failed attempt as upstream's Unhealthy event words it, its output and its
+    exit code or HTTP status; how many failed in a row, against which threshold."""
+    if not failed:
+        return []
+    last, outcome = failed[-1]
+    unhealthy = next((s for s, e in history.events(reasons.CONTAINER_UNHEALTHY)
+                      if s.parent == last.id), None)
+    found = []
+    if unhealthy is not None and isinstance(unhealthy.message, RecordEvent):
+        found += evidence("probeMessage", unhealthy.message.message, unhealthy)
+    found += evidence("probeOutput", outcome.output.strip(), last)
+    if probe is not None and probe.exec is not None:
+        found += evidence("probeExitCode", outcome.code, last)
+    elif probe is not None and probe.http_get is not None:
+        found += evidence("httpStatus", outcome.code, last)
+    found += evidence("probeFailures", len(failed), verdict or last)
+    if probe is not None:
+        found += evidence("failureThreshold", probe.failure_threshold, verdict or last)
+    return found
+
+
 def probe_story(history: PodHistory, container: str, container_id: str, kind: ProbeKind,
-                until: Seen) -> tuple[str, tuple[int, ...]]:
-    """"liveness probe failed 3 times (HTTP 500, threshold 3)", with its messages."""
+                until: Seen) -> tuple[str, tuple[int, ...], list[Evidence]]:
+    """"liveness probe failed 3 times (HTTP 500, threshold 3)", with its messages and its
+    evidence."""
     failed, verdict = probe_failures(history, container_id, kind, until)
     spec = history.container_spec(container)
     probe = None
@@ -145,61 +220,83 @@ def probe_story(history: PodHistory, container: str, container_id: str, kind: Pr
     text = f"{kind.value} probe failed {times}" if count else f"{kind.value} probe failed"
     if details:
         text += f" ({', '.join(details)})"
-    return text, ids((s for s, _ in failed), (verdict[0] if verdict else None,))
+    found = probe_evidence(history, failed, verdict[0] if verdict else None, probe)
+    return text, ids((s for s, _ in failed), (verdict[0] if verdict else None,)), found
 
 
 def ending(history: PodHistory, container: str, instance: Instance) -> Ending:
-    """How ``instance`` ended: killed by the kubelet (why, with what grace) or on its own."""
+    """How ``instance`` ended: killed by the kubelet (why, with what grace) or on its own,
+    with the exit the runtime reported as evidence either way."""
     status = instance.status
+    exited = exit_evidence(instance)
     call = _stop_call(history, status.id)
     if call is not None:
         kill = _kill_event(history, call, container)
         killing, event = kill if kill is not None else (None, None)
         grace = _grace_text(history, call, killing, container)
         message = event.message if event is not None else ""
+        said = evidence("killMessage", message, killing)
+        pre_stop = next((s for s, _ in history.events(reasons.FAILED_PRE_STOP_HOOK, container)
+                         if s.parent == call.within), None)
+        if pre_stop is not None and isinstance(pre_stop.message, RecordEvent):
+            grace += ", its preStop hook failed"
+            said += evidence("hookMessage", pre_stop.message.message, pre_stop)
         hook = next(((s, e) for s, e in history.events(reasons.FAILED_POST_START_HOOK, container)
                      if s.parent == call.within), None)
-        seqs = ids((killing, call.within))
+        seqs = ids((killing, call.within), (pre_stop,))
         at = killing.t if killing is not None else call.t
         if hook is not None:
             step = _step_message(history, call.within, container, "PostStartHookError")
-            why = f"its postStart hook failed ({step})" if step else "its postStart hook failed"
-            return Ending(f"{why}, container {grace}", ids(seqs, (hook[0],)), True, hook[0].t)
+            why = f"its postStart hook failed ({step[1]})" if step else \
+                "its postStart hook failed"
+            hooked = evidence("hookMessage", hook[1].message, hook[0])
+            if step:
+                hooked += evidence("hookOutput", step[1], step[0])
+            return Ending(f"{why}, container {grace}", ids(seqs, (hook[0],)), True, hook[0].t,
+                          (*hooked, *(e for e in said if e.field == "killMessage"),
+                           *exited))
         for kind in (ProbeKind.LIVENESS, ProbeKind.STARTUP):
             if f"failed {kind.value} probe" in message and killing is not None:
-                story, probe_seqs = probe_story(history, container, status.id, kind, killing)
-                return Ending(f"{story}, container {grace}", ids(seqs, probe_seqs), True, at)
+                story, probe_seqs, probed = probe_story(history, container, status.id, kind,
+                                                        killing)
+                return Ending(f"{story}, container {grace}", ids(seqs, probe_seqs), True, at,
+                              (*probed, *said, *exited))
         if message and "Stopping container" not in message:
             return Ending(f"{message[:1].lower()}{message[1:]}: container {grace}", seqs, True,
-                          at)
+                          at, (*said, *exited))
         changed = next((s for s, _ in history.events(reasons.SANDBOX_CHANGED, "")
                         if s.parent == call.within), None)
         if changed is not None:
             return Ending(f"its pod's sandbox changed (it is killed and re-created), "
-                          f"container {grace}", ids(seqs, (changed,)), True, at)
+                          f"container {grace}", ids(seqs, (changed,)), True, at,
+                          (*said, *exited))
         if killing is not None:
-            return Ending(f"stopped with its pod, container {grace}", seqs, True, at)
-    exited = instance.exited
+            return Ending(f"stopped with its pod, container {grace}", seqs, True, at,
+                          (*said, *exited))
+    seen = instance.exited
     code = f"exited with code {status.exit_code}"
     if status.reason:
         code += f" ({status.reason})"
     if status.message.strip():
         code += f': "{status.message.strip()[:160]}"'
-    return Ending(code, ids((exited,)), False, exited.t if exited is not None else None)
+    return Ending(code, ids((seen,)), False, seen.t if seen is not None else None,
+                  tuple(exited))
 
 
-def _step_message(history: PodHistory, within: int, container: str, error: str) -> str:
+def _step_message(history: PodHistory, within: int, container: str, error: str
+                  ) -> tuple[Seen, str] | None:
+    """The message of the failed step ``error`` the handler of delivery ``within`` reported."""
     for seen, observed in history.of(PodObserved):
         if seen.parent != within or observed.sync is None:
             continue
         for step in observed.sync.steps:
             if step.target == container and step.error == error:
-                return step.message
-    return ""
+                return seen, step.message
+    return None
 
 
-def _backoff_text(waits: list[tuple[Seen, float]]) -> str:
-    delays = list(dict.fromkeys(delay for _, delay in waits))
+def _backoff_text(waits: list[tuple[Seen, float, str]]) -> str:
+    delays = list(dict.fromkeys(delay for _, delay, _ in waits))
     return "back-off " + ", ".join(seconds(d) for d in delays)
 
 
@@ -243,8 +340,9 @@ def restart_findings(history: PodHistory) -> list[Finding]:
             when = end.at if end.at is not None else instance.first.t
             text = f"restart {number} of {container} at {clock_time(when)}: " + ", ".join(parts)
             out.append(Finding(instance.first.t, "restart", text,
-                               ids(end.seqs, (s for s, _ in before.backoffs[:1]),
-                                   (instance.first, started)), container))
+                               ids(end.seqs, (s for s, _, _ in before.backoffs[:1]),
+                                   (instance.first, started)), container,
+                               (*end.evidence, *backoff_evidence(before))))
     return out
 
 
@@ -261,11 +359,12 @@ def exit_findings(history: PodHistory) -> list[Finding]:
             continue  # the pod's termination says it
         text = f"container {container} at {clock_time(end.at or last.exited.t)}: {end.text}"
         if last.backoffs:
-            text += f"; waiting to restart: {_backoff_text(last.backoffs)} (CrashLoopBackOff)"
+            text += (f"; waiting to restart: {_backoff_text(last.backoffs)} (CrashLoopBackOff)"
+                     f"{next_start(last)}")
         elif policy == "Never" or (policy == "OnFailure" and last.status.exit_code == 0):
             text += f"; restartPolicy {policy}: not restarted"
         out.append(Finding(last.exited.t, "exit", text,
-                           ids(end.seqs, (last.exited,), (s for s, _ in last.backoffs[-1:])),
-                           container))
+                           ids(end.seqs, (last.exited,), (s for s, _, _ in last.backoffs[-1:])),
+                           container, (*end.evidence, *backoff_evidence(last))))
     return out
 

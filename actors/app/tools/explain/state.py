@@ -9,14 +9,16 @@ status manager computes it; the reasons come from the messages behind it.
 from __future__ import annotations
 
 from actors.app.tools.explain.model import (
+    Evidence,
     Finding,
     PodHistory,
     Seen,
     clock_time,
     container_of_path,
+    evidence,
     ids,
 )
-from actors.app.tools.explain.restarts import probe_failures
+from actors.app.tools.explain.restarts import probe_evidence
 from actors.kubelet.messages import (
     PodObserved,
     PodRejected,
@@ -27,19 +29,27 @@ from actors.kubelet.messages import (
     UpdatePod,
     WorkerState,
 )
+from actors.kubelet.probe_manager import ProbeOutcome
 from runtime.events import reasons
 from runtime.ids import ContainerID
 from runtime.prober.results import ProbeResult
 from runtime.status.generate import generate_pod_status
+from runtime.status.types import PodStatus
 
 POD_STEPS = {"CreatePodSandbox": "creating its sandbox", "MountVolumes": "mounting its volumes",
              "CreatePodCgroup": "creating its cgroup",
              "PrepareDynamicResources": "preparing its resource claims"}
 
 
-def _pod_step_failures(history: PodHistory, since: int) -> list[str]:
-    """Failed pod-level steps (sandbox, volumes) since the last one that worked."""
+STEP_EVIDENCE = {"CreatePodSandbox": "sandboxError", "MountVolumes": "mountError"}
+"""The evidence field of a failed pod-level step's message."""
+
+
+def _pod_step_failures(history: PodHistory, since: int) -> tuple[list[str], list[Evidence]]:
+    """Failed pod-level steps (sandbox, volumes) since the last one that worked, and their
+    newest errors verbatim."""
     failed: dict[str, tuple[int, Seen, str, str]] = {}
+    newest: dict[str, tuple[Seen, str]] = {}
     for seen, observed in history.of(PodObserved):
         if seen.id < since or observed.sync is None:
             continue
@@ -52,9 +62,57 @@ def _pod_step_failures(history: PodHistory, since: int) -> list[str]:
                 count = failed[step.action][0] + 1 if step.action in failed else 1
                 first = failed[step.action][1] if step.action in failed else seen
                 failed[step.action] = (count, first, step.error, step.message)
+                newest[step.action] = (seen, step.message)
+    found: list[Evidence] = []
+    for action in failed:
+        if action in STEP_EVIDENCE:
+            found += evidence(STEP_EVIDENCE[action], newest[action][1], newest[action][0])
     return [f"{POD_STEPS[action]} failed {count} time{'s' if count > 1 else ''} since "
             f"{clock_time(first.t)} ({error}: {message[:200]})"
-            for action, (count, first, error, message) in failed.items()]
+            for action, (count, first, error, message) in failed.items()], found
+
+
+def failing_attempts(history: PodHistory, container_id: ContainerID, kind: ProbeKind
+                     ) -> list[tuple[Seen, ProbeOutcome]]:
+    """The attempts of a probe that failed since the last one that succeeded, to the end of
+    the trace (a container never ready has its first verdict from no attempt at all)."""
+    failed: list[tuple[Seen, ProbeOutcome]] = []
+    for seen, outcome in history.of(ProbeOutcome):
+        if outcome.container_id != container_id or outcome.kind != kind:
+            continue
+        failed = [] if outcome.result == ProbeResult.SUCCESS else [*failed, (seen, outcome)]
+    return failed
+
+
+def _init_wait(status: PodStatus, seen: Seen) -> tuple[str, list[Evidence]]:
+    """The init container a Pending pod waits for (the first that has not succeeded) and
+    where it stands; "" when none holds it."""
+    total = len(status.init_container_statuses)
+    for number, init in enumerate(status.init_container_statuses, 1):
+        state = init.state
+        if state.terminated is not None and state.terminated.exit_code == 0:
+            continue
+        if state.running is not None:
+            where = "running"
+        elif state.terminated is not None:
+            where = (f"exited with code {state.terminated.exit_code}"
+                     + (f" ({state.terminated.reason})" if state.terminated.reason else ""))
+        elif state.waiting is not None and state.waiting.reason:
+            where = f"waiting: {state.waiting.reason}"
+        else:
+            where = "not started"
+        if init.restart_count:
+            where += f", restarted {init.restart_count} time{'s' if init.restart_count > 1 else ''}"
+        return (f"waiting for init container {init.name} ({number} of {total}): {where}",
+                evidence("initContainer", init.name, seen))
+    return "", []
+
+
+def _add_new(found: list[Evidence], more: list[Evidence]) -> None:
+    """Add ``more`` unless ``found`` holds its fields already: a state finding quotes the
+    first container that waits, or fails its readiness probe (the text names them all)."""
+    if not {e.field for e in more} & {e.field for e in found}:
+        found.extend(more)
 
 
 def pulls_in_flight(history: PodHistory) -> list[tuple[Seen, str]]:
@@ -78,7 +136,9 @@ def state_findings(history: PodHistory) -> list[Finding]:
     if rejected is not None:
         seen, refusal = rejected
         return [Finding(end, "state", f"now Failed: rejected at admission ({refusal.reason})",
-                        ids((seen,)))]
+                        ids((seen,)), "",
+                        (*evidence("admissionReason", refusal.reason, seen),
+                         *evidence("admissionMessage", refusal.message, seen)))]
     done = next(((s, d) for s, d in history.of(PodWorkerDone)
                  if d.state == WorkerState.TERMINATED), None)
     kill = next(((s, u) for s, u in history.of(UpdatePod) if u.kind == UpdateKind.KILL), None)
@@ -112,6 +172,7 @@ def state_findings(history: PodHistory) -> list[Finding]:
     failed = next(((s, o) for s, o in observed if o.failed_reason), None)
     phase = "Failed" if failed is not None else status.phase
     causes: list[str] = []
+    found: list[Evidence] = []
     seqs: list[Seen | None] = [last_seen]
     if failed is not None:
         causes.append(f"{failed[1].failed_reason}: {failed[1].failed_message}")
@@ -121,7 +182,13 @@ def state_findings(history: PodHistory) -> list[Finding]:
     if phase == "Pending":
         last_ok = max((s.id for s, o in observed if o.runtime.ready_sandbox is not None),
                       default=0)
-        causes.extend(_pod_step_failures(history, last_ok))
+        steps, step_evidence = _pod_step_failures(history, last_ok)
+        causes.extend(steps)
+        found += step_evidence
+        init_wait, init_evidence = _init_wait(status, last_seen)
+        if init_wait:
+            causes.append(init_wait)
+            found += init_evidence
     for container in (*status.init_container_statuses, *status.container_statuses):
         waiting = container.state.waiting
         if waiting is not None:
@@ -129,17 +196,21 @@ def state_findings(history: PodHistory) -> list[Finding]:
             if waiting.message:
                 reason += f": {waiting.message[:200]}"
             causes.append(reason)
+            _add_new(found, evidence("waitingReason", waiting.reason, last_seen)
+                     + evidence("waitingMessage", waiting.message, last_seen))
         elif container.state.running is not None and not container.ready and phase == "Running":
             why = f"{container.name} running, not ready"
             cid = ContainerID(container.container_id.split("://", 1)[-1])
             if readiness.get(cid) == ProbeResult.FAILURE and cid in verdict_seen:
-                attempts, _ = probe_failures(history, cid, ProbeKind.READINESS,
-                                             verdict_seen[cid])
+                attempts = failing_attempts(history, cid, ProbeKind.READINESS)
                 outputs = list(dict.fromkeys(o.output.strip() for _, o in attempts
                                              if o.output.strip()))
                 why += f": readiness probe failing since {clock_time(verdict_seen[cid].t)}"
                 if outputs:
                     why += f' ("{outputs[-1][:120]}")'
+                spec = history.container_spec(container.name)
+                _add_new(found, probe_evidence(
+                    history, attempts, None, spec.readiness_probe if spec is not None else None))
                 seqs.append(verdict_seen[cid])
                 seqs.extend(s for s, _ in attempts[-1:])
             elif (startup.get(cid) != ProbeResult.SUCCESS
@@ -162,4 +233,4 @@ def state_findings(history: PodHistory) -> list[Finding]:
         head += ", not ready"
     text = head + (": " + "; ".join(causes) if causes else "")
     text += f" (as of {clock_time(last_seen.t)}, the pod worker's last report)"
-    return [Finding(end, "state", text, ids(seqs))]
+    return [Finding(end, "state", text, ids(seqs), "", tuple(found))]
