@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from loguru import logger
 
+from actors.app.command_line import EXIT_FAILED, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE
 from actors.app.config.flags import KubeletFlags, parse_flags
 from actors.app.http.tls import begin_serving_pair, tls_settings
 from actors.app.logging_setup import configure_logging
@@ -25,10 +26,7 @@ if TYPE_CHECKING:
     from runtime.containerd.embedded import EmbeddedContainerd
     from runtime.cri.client import CRIClient
 
-EXIT_OK = 0
-EXIT_PODS_FAILED = 1
-EXIT_USAGE = 2
-EXIT_RUNTIME = 3
+EXIT_PODS_FAILED = EXIT_FAILED  # --runonce: a pod did not run as its spec asks
 
 
 @contextlib.contextmanager
