@@ -81,7 +81,7 @@ def open_runtime(
 def run_once(flags: KubeletFlags) -> int:
     from actors.app.cgroups import start_pod_cgroups
     from actors.app.node import node_ip, node_settings, this_node
-    from actors.app.report import print_json, print_table
+    from actors.app.report import print_document, print_table
     from actors.app.runonce import RunOnce
     from runtime.clock import RealClock
     from runtime.kuberuntime.manager import KubeRuntimeManager
@@ -106,10 +106,10 @@ def run_once(flags: KubeletFlags) -> int:
             outcomes = RunOnce(manager, clock, flags.runonce_timeout, host_ip=host_ip,
                                node=this_node(flags),
                                allowed_unsafe_sysctls=flags.allowed_unsafe_sysctls).run(pods)
-    if flags.output == "json":
-        print_json(outcomes, listing.errors)
-    else:
+    if flags.output == "table":
         print_table(outcomes, listing.errors)
+    else:  # json, yaml
+        print_document(outcomes, listing.errors, flags.output)
     ok = all(o.ok for o in outcomes) and not listing.errors
     return EXIT_OK if ok else EXIT_PODS_FAILED
 
