@@ -9,7 +9,11 @@ from typing import TYPE_CHECKING
 
 from loguru import logger
 
-from actors.app.command_line import EXIT_FAILED, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE
+# Re-exported (as X as X): the tests and callers name them through this module too.
+from actors.app.command_line import EXIT_FAILED as EXIT_FAILED
+from actors.app.command_line import EXIT_OK as EXIT_OK
+from actors.app.command_line import EXIT_RUNTIME as EXIT_RUNTIME
+from actors.app.command_line import EXIT_USAGE as EXIT_USAGE
 from actors.app.config.flags import KubeletFlags, parse_flags
 from actors.app.http.tls import begin_serving_pair, tls_settings
 from actors.app.logging_setup import configure_logging

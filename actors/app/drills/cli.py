@@ -16,7 +16,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from actors.app.command_line import EXIT_FAILED, EXIT_OK, EXIT_USAGE, HelpFormatter, epilog
+from actors.app.command_line import EXIT_FAILED as EXIT_FAILED
+from actors.app.command_line import EXIT_OK as EXIT_OK
+from actors.app.command_line import EXIT_USAGE as EXIT_USAGE
+from actors.app.command_line import HelpFormatter, epilog
 from actors.app.drills.catalog import DRILLS, unavailable
 from actors.app.drills.runner import Verdict
 from actors.app.drills.sweep import BATCH_S, SweepPlan, default_jobs, parse_seeds, run_sweep

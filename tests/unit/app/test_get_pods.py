@@ -66,7 +66,7 @@ def pod(phase: str = "Running", containers: int = 1, statuses: tuple[Any, ...] =
     return {"metadata": meta, "spec": spec, "status": status}
 
 
-LAST = {"lastState": {"terminated": {"exitCode": 1, "finishedAt": ago(180)}}}
+LAST: dict[str, Any] = {"lastState": {"terminated": {"exitCode": 1, "finishedAt": ago(180)}}}
 READY = {"type": "Ready", "status": "True"}
 NOT_READY = {"type": "Ready", "status": "False"}
 INITIALIZED = {"type": "Initialized", "status": "True"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+from typing import Any
 
 import pytest
 import yaml_rs
@@ -31,8 +32,8 @@ def test_json_and_yaml_print_the_same_document(output: str) -> None:
     out = io.StringIO()
     print_document(OUTCOMES, ERRORS, output, out)
     text = out.getvalue()
-    printed = json.loads(text) if output == "json" else yaml_rs.loads(text,
-                                                                       parse_datetime=False)
+    printed: dict[str, Any] = (json.loads(text) if output == "json"
+                               else yaml_rs.loads(text, parse_datetime=False))  # type: ignore[assignment]
     assert printed == json.loads(json.dumps(document(OUTCOMES, ERRORS)))
     assert [(p["pod"]["metadata"]["name"], p["ok"]) for p in printed["pods"]] == [
         ("web", True), ("bad", False)]

@@ -5,34 +5,40 @@ line; ``help COMMAND`` is ``COMMAND --help``; --version names the version and co
 from __future__ import annotations
 
 import gc
+import importlib
 import importlib.metadata
-from collections.abc import Iterator
+from types import ModuleType
 
 import pytest
 
 
-@pytest.fixture(autouse=True)
-def collector_left_alone() -> Iterator[None]:
-    """Importing bin.main turns the collector off for a start: on again after the test."""
+def _entry_point() -> ModuleType:
+    """bin.main, imported with the collector left as it was (importing it turns the
+    collector off for a start; the tests' process must keep collecting)."""
     was_on = gc.isenabled()
-    yield
+    module = importlib.import_module("bin.main")
     if was_on:
         gc.enable()
+    return module
+
+
+ENTRY = _entry_point()
 
 
 def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[object, str, str]:
-    from bin.main import main
-
-    with pytest.raises(SystemExit) as exit:
-        main(argv)
+    was_on = gc.isenabled()
+    try:
+        with pytest.raises(SystemExit) as exit:
+            ENTRY.main(argv)
+    finally:
+        if was_on:
+            gc.enable()
     out, err = capsys.readouterr()
     return exit.value.code, out, err
 
 
 def names() -> list[str]:
-    from bin.main import SUBCOMMANDS
-
-    return [c.name for c in SUBCOMMANDS]
+    return [c.name for c in ENTRY.SUBCOMMANDS]
 
 
 def test_the_table_holds_every_command_the_issue_names() -> None:
@@ -47,6 +53,8 @@ def test_each_commands_help_has_a_usage_and_a_description(
     assert (code, err) == (0, "")
     usage, _, rest = out.partition("\n\n")
     assert usage.startswith(f"usage: kubelet-actors {name} ")
+    if name == "exec":  # the command to run comes after --, as kubectl's usage says
+        assert "-- COMMAND" in usage, usage
     description = rest.partition("\n\n")[0]
     # A description: a sentence before the options, not the argument list.
     assert description and not description.startswith(("positional arguments", "options")), (
@@ -58,15 +66,14 @@ def test_each_commands_help_has_a_usage_and_a_description(
 def test_the_programs_help_lists_every_command_then_the_daemons_flags(
         argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     from actors.app.config.flags import build_parser
-    from bin.main import DAEMON_SUMMARY, SUBCOMMANDS
 
     code, out, err = run(argv, capsys)
     assert (code, err) == (0, "")
     assert out.startswith("usage: kubelet-actors [FLAGS]\n")
     commands = out.split("Commands:\n", 1)[1].split("\n\n", 1)[0].splitlines()
     assert [line.split()[0] for line in commands] == ["(none)", *names()]
-    assert commands[0].endswith(DAEMON_SUMMARY)
-    for line, command in zip(commands[1:], SUBCOMMANDS, strict=True):
+    assert commands[0].endswith(ENTRY.DAEMON_SUMMARY)
+    for line, command in zip(commands[1:], ENTRY.SUBCOMMANDS, strict=True):
         assert line.endswith(command.summary)
     assert out.endswith(build_parser().format_help())
 
