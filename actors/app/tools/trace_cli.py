@@ -147,7 +147,14 @@ def main(argv: Sequence[str]) -> int:
     if argv[:1] == ["replay"]:
         return _replay(argv[1:])
     try:
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        # argparse fills the positionals of one run of them only: OUT after an option
+        # (`export DIR -o perfetto OUT.json`) comes back as extra.
+        if (extra and len(extra) == 1 and not extra[0].startswith("-")
+                and args.command in ("export", "html") and args.out is None):
+            args.out, extra = extra[0], []
+        if extra:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
     except _UsageError as err:
         print(err, file=sys.stderr)
         return EXIT_USAGE

@@ -543,12 +543,15 @@ def test_cli_export_to_stdout_and_file(trace: Trace, tmp_path: Path,
     assert cli_main(["export", path, "--format", "perfetto"]) == 0
     validate_perfetto(json.loads(capsys.readouterr().out))
     out = tmp_path / "out.json"
-    assert cli_main(["export", path, str(out), "-o", "perfetto"]) == 0
+    assert cli_main(["export", path, "-o", "perfetto", str(out)]) == 0
     validate_perfetto(json.loads(out.read_text()))
     assert str(out) in capsys.readouterr().err
     other = tmp_path / "other.json"
     assert cli_main(["export", path, "--output-file", str(other)]) == 0
     assert json.loads(other.read_text()) == json.loads(out.read_text())
+    assert cli_main(["export", path, str(other), "-o", "perfetto"]) == 0
+    assert cli_main(["export", path, "-o", "perfetto", str(out), "extra"]) == 2
+    assert capsys.readouterr().err.rstrip().endswith(f"unrecognized arguments: {out} extra")
     assert cli_main(["export", path, str(out), "--output-file", str(other)]) == 2
     assert "the file is named twice" in capsys.readouterr().err
 
