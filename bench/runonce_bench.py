@@ -490,7 +490,7 @@ def profile_subprocess(bench: Bench, n: int, console: Console) -> None:
     out.write(f"subprocess run-once of {n} pod(s) under cProfile: {elapsed:.3f} s wall "
               "(main thread only)\n")
     stats.sort_stats("cumulative").print_stats(
-        r"\(main\)|run_once|open_runtime|node_ip|print_json|configure_logging|parse_flags|"
+        r"\(main\)|run_once|open_runtime|node_ip|print_document|configure_logging|parse_flags|"
         r"read_manifest_dir|_find_and_load\)|\(run\)|version|close|exec\}"
     )
     console.print(_trim_pstats(out.getvalue(), 28), markup=False, highlight=False)

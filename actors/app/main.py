@@ -9,6 +9,11 @@ from typing import TYPE_CHECKING
 
 from loguru import logger
 
+# Re-exported (as X as X): the tests and callers name them through this module too.
+from actors.app.command_line import EXIT_FAILED as EXIT_FAILED
+from actors.app.command_line import EXIT_OK as EXIT_OK
+from actors.app.command_line import EXIT_RUNTIME as EXIT_RUNTIME
+from actors.app.command_line import EXIT_USAGE as EXIT_USAGE
 from actors.app.config.flags import KubeletFlags, parse_flags
 from actors.app.http.tls import begin_serving_pair, tls_settings
 from actors.app.logging_setup import configure_logging
@@ -25,10 +30,7 @@ if TYPE_CHECKING:
     from runtime.containerd.embedded import EmbeddedContainerd
     from runtime.cri.client import CRIClient
 
-EXIT_OK = 0
-EXIT_PODS_FAILED = 1
-EXIT_USAGE = 2
-EXIT_RUNTIME = 3
+EXIT_PODS_FAILED = EXIT_FAILED  # --runonce: a pod did not run as its spec asks
 
 
 @contextlib.contextmanager
@@ -83,7 +85,7 @@ def open_runtime(
 def run_once(flags: KubeletFlags) -> int:
     from actors.app.cgroups import start_pod_cgroups
     from actors.app.node import node_ip, node_settings, this_node
-    from actors.app.report import print_json, print_table
+    from actors.app.report import print_document, print_table
     from actors.app.runonce import RunOnce
     from runtime.clock import RealClock
     from runtime.kuberuntime.manager import KubeRuntimeManager
@@ -108,10 +110,10 @@ def run_once(flags: KubeletFlags) -> int:
             outcomes = RunOnce(manager, clock, flags.runonce_timeout, host_ip=host_ip,
                                node=this_node(flags),
                                allowed_unsafe_sysctls=flags.allowed_unsafe_sysctls).run(pods)
-    if flags.output == "json":
-        print_json(outcomes, listing.errors)
-    else:
+    if flags.output == "table":
         print_table(outcomes, listing.errors)
+    else:  # json, yaml
+        print_document(outcomes, listing.errors, flags.output)
     ok = all(o.ok for o in outcomes) and not listing.errors
     return EXIT_OK if ok else EXIT_PODS_FAILED
 

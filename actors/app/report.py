@@ -1,4 +1,5 @@
-"""Printing run-once results: a rich table for people, JSON for machines."""
+"""Printing run-once results: a rich table for people, JSON or YAML for machines (``-o``,
+rendered as every command renders them: actors.app.tools.output_format)."""
 
 from __future__ import annotations
 
@@ -47,13 +48,21 @@ def outcome_json(outcome: PodOutcome) -> dict[str, Any]:
     return {"pod": pod, "ok": outcome.ok, "error": outcome.error}
 
 
-def print_json(
-    outcomes: Sequence[PodOutcome], errors: Sequence[ManifestError], out: TextIO | None = None
-) -> None:
-    document = {
+def document(outcomes: Sequence[PodOutcome], errors: Sequence[ManifestError]) -> dict[str, Any]:
+    """The run's result as one JSON-shaped value: each pod with its outcome, the manifest
+    errors, and whether all went well."""
+    return {
         "pods": [outcome_json(o) for o in outcomes],
         "errors": [{"file": e.source, "field": e.path, "error": e.cause} for e in errors],
         "ok": all(o.ok for o in outcomes) and not errors,
     }
-    stream = out or sys.stdout
-    stream.write(msgspec.json.format(msgspec.json.encode(document), indent=2).decode() + "\n")
+
+
+def print_document(
+    outcomes: Sequence[PodOutcome], errors: Sequence[ManifestError], output: str,
+    out: TextIO | None = None,
+) -> None:
+    """The result as ``output`` (json or yaml) prints it."""
+    from actors.app.tools.output_format import render
+
+    (out or sys.stdout).write(render(document(outcomes, errors), output))

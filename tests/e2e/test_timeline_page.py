@@ -37,8 +37,8 @@ ANSWER_DEADLINE_MS = 60_000
 
 def trace_html(trace: Path, out: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "bin.main", "trace", "html", str(trace),
-                           "-o", str(out)], cwd=REPO, capture_output=True, text=True,
-                          timeout=600)
+                           "--output-file", str(out)], cwd=REPO, capture_output=True,
+                          text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
 
 

@@ -71,7 +71,7 @@ def test_a_recorded_run_replays_shows_and_exports(
     assert "run_pod_sandbox" in shown.stdout and "UpdatePod" in shown.stdout
 
     out = Path(workdir / "trace.json")
-    exported = kubelet("trace", "export", str(trace_dir), "--format", "perfetto", "-o", str(out))
+    exported = kubelet("trace", "export", str(trace_dir), "-o", "perfetto", str(out))
     assert exported.returncode == 0, exported.stderr
     events = json.loads(out.read_text())["traceEvents"]
     threads = {e["args"]["name"] for e in events if e.get("ph") == "M"

@@ -16,13 +16,20 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from actors.app.command_line import EXIT_FAILED as EXIT_FAILED
+from actors.app.command_line import EXIT_OK as EXIT_OK
+from actors.app.command_line import EXIT_USAGE as EXIT_USAGE
+from actors.app.command_line import HelpFormatter, epilog
 from actors.app.drills.catalog import DRILLS, unavailable
 from actors.app.drills.runner import Verdict
 from actors.app.drills.sweep import BATCH_S, SweepPlan, default_jobs, parse_seeds, run_sweep
 from actors.app.logging_setup import configure_logging
 from actors.app.testbed import MAX_SLOTS, TestbedError
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_CODES = epilog((EXIT_OK, "every run passed (or --list)"),
+                    (EXIT_FAILED, "a run failed or diverged, or the test bed could not be "
+                                  "set up"),
+                    (EXIT_USAGE, "a flag or drill name is wrong"))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -31,17 +38,19 @@ def _parser() -> argparse.ArgumentParser:
         description="Restart drills on a real (embedded) containerd: inject a fault, check "
                     "that no container is orphaned or duplicated, no kill is lost, every pod "
                     "converges, restart intensity holds and no dead letter goes unhandled; "
-                    "then replay the drill's trace.")
+                    "then replay the drill's trace.",
+        epilog=EXIT_CODES, formatter_class=HelpFormatter)
     parser.add_argument("names", nargs="*", metavar="NAME", help="drills to run (see --list)")
     parser.add_argument("--all", action="store_true", help="run every drill")
     parser.add_argument("--list", action="store_true", help="list the drills and exit")
     seeds = parser.add_mutually_exclusive_group()
     seeds.add_argument("--seed", type=int, help="the fault plans' seed (default: random)")
     seeds.add_argument("--seeds", metavar="SEEDS", type=_seeds,
-                       help="run each drill once per seed: 5, 1-1000, 1-3,7")
+                       help="run each drill once per seed: 5, 1-1000, 1-3,7 "
+                            "(default: one run, --seed)")
     parser.add_argument("--jobs", type=int, default=default_jobs(),
                         help="drills run side by side, each on its own containerd, bridge and "
-                             f"subnet, in a process of its own (1 to {MAX_SLOTS}; default: "
+                             f"subnet, in a process of its own (1 to {MAX_SLOTS}; default "
                              "%(default)s, one per CPU here)")
     parser.add_argument("--batch", type=float, default=BATCH_S, metavar="SECONDS",
                         help="start runs for this long under the machine-wide lock, then let "

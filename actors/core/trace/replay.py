@@ -312,18 +312,31 @@ def format_report(report: ReplayReport) -> str:
 
 
 def main(argv: list[str], world: World, prog: str = "trace replay") -> int:
-    parser = argparse.ArgumentParser(prog=prog,
-                                     description="Replay a recorded trace against this code.")
-    parser.add_argument("trace", help="a trace directory or one trace file")
-    parser.add_argument("--until", type=int, help="replay deliveries up to this id only")
-    parser.add_argument("--actor", help="replay one actor (its name)")
+    parser = argparse.ArgumentParser(
+        prog=prog, allow_abbrev=False,  # --until is not --until-delivery
+        description="Replay a recorded trace against this code: single-threaded, in "
+                    "virtual time, with the recorded runtime answers; print 'no "
+                    "divergence' or the first divergent step.",
+        epilog="exit codes: 0 no divergence; 1 a divergence, or the trace cannot be read; "
+               "2 a flag or argument is wrong")
+    parser.add_argument("trace", metavar="DIR|FILE",
+                        help="a trace directory or one trace file")
+    parser.add_argument("--until-delivery", type=int, metavar="N",
+                        help="replay deliveries up to this delivery id only (default: all)")
+    parser.add_argument("--until", help=argparse.SUPPRESS)
+    parser.add_argument("--actor", help="replay one actor (its name; default: every one)")
     args = parser.parse_args(argv)
+    if args.until is not None:
+        # trace show's --until is seconds from the start: the same word must not mean a
+        # delivery here.
+        parser.error(f"--until {args.until}: replay stops at a delivery id, "
+                     "--until-delivery N (--until is seconds from the start in trace show)")
     try:
         trace = read_trace(args.trace)
     except TraceError as err:
         print(f"{prog}: {err}", file=sys.stderr)
         return 1
-    report = replay(trace, world, until=args.until, only_actor=args.actor)
+    report = replay(trace, world, until=args.until_delivery, only_actor=args.actor)
     for torn in trace.torn:
         report.notes.append(torn)
     print(format_report(report))

@@ -119,12 +119,14 @@ def test_the_page_inlines_everything_and_its_data_cannot_close_the_script() -> N
 
 def test_trace_html_writes_the_page(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "timeline.html"
-    assert cli_main(["html", str(THREE_PODS), "-o", str(out)]) == 0
+    assert cli_main(["html", str(THREE_PODS), str(out)]) == 0
     assert "wrote" in capsys.readouterr().err
     assert _page_json(out.read_text())["msgs"]["id"]
+    assert cli_main(["html", str(THREE_PODS), "--output-file", str(out)]) == 0
+    assert "wrote" in capsys.readouterr().err
     assert cli_main(["html", str(THREE_PODS)]) == 2
-    assert "-o" in capsys.readouterr().err
-    assert cli_main(["html", str(tmp_path / "nothing"), "-o", str(out)]) == 1
+    assert "name the file to write" in capsys.readouterr().err
+    assert cli_main(["html", str(tmp_path / "nothing"), str(out)]) == 1
     assert "no such trace" in capsys.readouterr().err
 
 

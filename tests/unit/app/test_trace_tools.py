@@ -525,9 +525,16 @@ def test_cli_show_and_filters(trace: Trace, tmp_path: Path,
     out = capsys.readouterr().out
     assert "UpdatePod create db" in out and "create web" not in out
     assert cli_main(["show", path + "/trace-000001.jsonl", "--actor", "pleg",
-                     "--type", "Tick", "Relisted", "--since", "0", "--until", "1"]) == 0
+                     "--type", "Tick,Relisted", "--since", "0", "--until", "1"]) == 0
     out = capsys.readouterr().out
     assert "pleg[0] Tick relist" in out and "supervisor[0]" not in out
+    # --type before the trace leaves the trace alone; repeated, the types add up.
+    assert cli_main(["show", "--type", "UpdatePod", "--type", "Tick", path]) == 0
+    out = capsys.readouterr().out
+    assert "UpdatePod create db" in out and "pleg[0] Tick relist" in out
+    assert cli_main(["show", "--type", "UpdatePod", path]) == 0
+    out = capsys.readouterr().out
+    assert "UpdatePod create db" in out and "Tick relist" not in out
 
 
 def test_cli_export_to_stdout_and_file(trace: Trace, tmp_path: Path,
@@ -536,9 +543,17 @@ def test_cli_export_to_stdout_and_file(trace: Trace, tmp_path: Path,
     assert cli_main(["export", path, "--format", "perfetto"]) == 0
     validate_perfetto(json.loads(capsys.readouterr().out))
     out = tmp_path / "out.json"
-    assert cli_main(["export", path, "--format", "perfetto", "-o", str(out)]) == 0
+    assert cli_main(["export", path, "-o", "perfetto", str(out)]) == 0
     validate_perfetto(json.loads(out.read_text()))
     assert str(out) in capsys.readouterr().err
+    other = tmp_path / "other.json"
+    assert cli_main(["export", path, "--output-file", str(other)]) == 0
+    assert json.loads(other.read_text()) == json.loads(out.read_text())
+    assert cli_main(["export", path, str(other), "-o", "perfetto"]) == 0
+    assert cli_main(["export", path, "-o", "perfetto", str(out), "extra"]) == 2
+    assert capsys.readouterr().err.rstrip().endswith(f"unrecognized arguments: {out} extra")
+    assert cli_main(["export", path, str(out), "--output-file", str(other)]) == 2
+    assert "the file is named twice" in capsys.readouterr().err
 
 
 def test_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -560,10 +575,8 @@ def test_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert "trace-000001.jsonl: line 1" in capsys.readouterr().err
 
     hand_trace(tmp_path / "ok")
-    assert cli_main(["export", str(tmp_path / "ok"), "--format", "svg"]) == 2
-    assert "unknown --format 'svg' (known: perfetto)" in capsys.readouterr().err
-    assert cli_main(["export", str(tmp_path / "ok")]) == 2
-    assert "--format" in capsys.readouterr().err
+    assert cli_main(["export", str(tmp_path / "ok"), "-o", "svg"]) == 2
+    assert "unknown output format 'svg' (known: perfetto)" in capsys.readouterr().err
     assert cli_main([]) == 2
     assert "usage: kubelet-actors trace" in capsys.readouterr().err
     assert cli_main(["frobnicate"]) == 2
@@ -575,6 +588,10 @@ def test_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli_main(["show", str(tmp_path / "ok"), "--since", "2", "--until", "1"]) == 2
     capsys.readouterr()
     assert cli_main(["show", "--help"]) == 0
+    assert "exit codes: 0 done" in capsys.readouterr().out
+    assert cli_main(["replay", str(tmp_path / "ok"), "--until", "3"]) == 2
+    assert "--until-delivery N (--until is seconds from the start in trace show)" in (
+        capsys.readouterr().err)
 
 
 def test_cli_torn_trace_warns(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

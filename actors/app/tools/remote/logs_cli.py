@@ -5,13 +5,13 @@ running daemon's ``/containerLogs``, as ``kubectl logs`` shows it.
 Without ``-c``: the pod's ``kubectl.kubernetes.io/default-container`` annotation, else its
 only container; with several, kubectl's error naming them. The output goes to stdout as
 it arrives (``-f`` until the container stops). Exit status 0, or 1 with the server's
-message (404, 401, 403, 400, 422) or a connection error; 2 for bad flags.
+message (404, 401, 403, 400, 422) or a connection error; 2 for bad flags
+(actors.app.command_line).
 """
 
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import math
 import sys
@@ -19,34 +19,46 @@ import urllib.parse
 from collections.abc import Mapping, Sequence
 from typing import Any, BinaryIO
 
+from actors.app.command_line import EXIT_FAILED, EXIT_OK, EXIT_USAGE, HelpFormatter, epilog
 from actors.app.config.durations import parse_duration
+from actors.app.tools.remote.request import RemoteError, get, print_error
 from actors.app.tools.remote.server import ServerOptions, add_server_flags
 from runtime.errors import ConfigError
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+__all__ = ["RemoteError", "build_parser", "get", "log_query", "main", "pick_container"]
+
 DEFAULT_CONTAINER_ANNOTATION = "kubectl.kubernetes.io/default-container"
-_READ = 64 << 10
-
-
-class RemoteError(Exception):
-    """The daemon refused or could not be reached: the message to print."""
+EXIT_CODES = epilog(
+    (EXIT_OK, "the log was printed"),
+    (EXIT_FAILED, "the daemon refused (the server's message) or could not be reached"),
+    (EXIT_USAGE, "a flag is wrong"))
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="kubelet-actors logs", description="Print a container's log from the daemon.")
+        prog="kubelet-actors logs",
+        description="Print a container's log from a running daemon (its /containerLogs), "
+                    "as kubectl logs does. Without -c: the pod's "
+                    f"{DEFAULT_CONTAINER_ANNOTATION} annotation, else its only container.",
+        epilog=EXIT_CODES,
+        formatter_class=HelpFormatter)
     add = parser.add_argument
-    add("pod", help="the pod's name")
-    add("-n", "--namespace", default="default", help="the pod's namespace (default default)")
-    add("-c", "--container", default="", help="the container (default: the only one)")
+    add("pod", metavar="POD", help="the pod's name")
+    add("-n", "--namespace", default="default", help="the pod's namespace")
+    add("-c", "--container", default="",
+        help="the container (empty: the default container, else the only one)")
     add("-f", "--follow", action="store_true", help="stream the log as it is written")
     add("-p", "--previous", action="store_true",
         help="the log of the previous, terminated instance")
-    add("--tail", type=int, default=-1, help="lines from the end to show (-1: all)")
+    add("--tail", type=int, default=-1, metavar="N",
+        help="lines from the end to show (-1: all)")
     add("--timestamps", action="store_true", help="put each line's time in front of it")
-    add("--since", default="", help="only lines newer than this duration (5s, 2m, 3h)")
-    add("--since-time", default="", help="only lines at or after this RFC3339 time")
-    add("--limit-bytes", type=int, default=0, help="stop after this many bytes")
+    add("--since", default="", metavar="DURATION",
+        help="only lines newer than this duration (5s, 2m, 3h; empty: all)")
+    add("--since-time", default="", metavar="TIME",
+        help="only lines at or after this RFC3339 time (empty: all)")
+    add("--limit-bytes", type=int, default=0, metavar="N",
+        help="stop after this many bytes (0: no limit)")
     add_server_flags(parser)
     return parser
 
@@ -101,54 +113,6 @@ def pick_container(pod: Mapping[str, Any], wanted: str) -> str:
     return wanted
 
 
-def _connect(server: ServerOptions, timeout: float | None) -> http.client.HTTPConnection:
-    host, port = server.host_port()
-    context = server.ssl_context()
-    if context is not None:
-        return http.client.HTTPSConnection(host, port, timeout=timeout, context=context)
-    return http.client.HTTPConnection(host, port, timeout=timeout)
-
-
-def _refusal(status: int, body: bytes) -> RemoteError:
-    """The daemon's answer as kubectl prints a server error."""
-    text = body.decode("utf-8", "replace").strip()
-    reason = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound",
-              422: "Invalid"}.get(status, str(status))
-    try:
-        value = json.loads(text)
-        if isinstance(value, dict) and value.get("message"):
-            text = str(value["message"])
-            reason = str(value.get("reason") or reason)
-    except ValueError:
-        pass
-    return RemoteError(f"Error from server ({reason}): {text}")
-
-
-def get(server: ServerOptions, path: str, out: BinaryIO | None = None,
-        timeout: float | None = 30.0) -> bytes:
-    """GET ``path``; the body (or, with ``out``, the body written there as it arrives).
-    RemoteError for any status but 200 and for connection failures."""
-    conn = _connect(server, timeout)
-    try:
-        conn.request("GET", path, headers=server.headers())
-        resp = conn.getresponse()
-        if resp.status != 200:
-            raise _refusal(resp.status, resp.read())
-        if out is None:
-            return resp.read()
-        while chunk := resp.read1(_READ):
-            out.write(chunk)
-            out.flush()
-        return b""
-    except OSError as err:  # refused, reset, TLS failure, timeout
-        raise RemoteError(f"cannot reach the kubelet at {server.url}: "
-                          f"{getattr(err, 'strerror', None) or err}") from err
-    except http.client.HTTPException as err:
-        raise RemoteError(f"bad answer from the kubelet at {server.url}: {err!r}") from err
-    finally:
-        conn.close()
-
-
 def find_pod(server: ServerOptions, namespace: str, name: str) -> Mapping[str, Any]:
     """The pod from the daemon's ``/pods``, or kubectl's NotFound."""
     pods = json.loads(get(server, "/pods"))
@@ -179,8 +143,7 @@ def main(argv: Sequence[str], out: BinaryIO | None = None) -> int:
             path += "?" + urllib.parse.urlencode(query)
         get(server, path, sink, timeout=None if ns.follow else 60.0)
     except RemoteError as err:
-        print(err if str(err).startswith("Error from server") else f"error: {err}",
-              file=sys.stderr)
+        print(print_error(err), file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
         return EXIT_OK
