@@ -1,5 +1,5 @@
 """Printing run-once results: a rich table for people, JSON or YAML for machines (``-o``,
-rendered as every command renders them: actors.app.tools.output_format)."""
+rendered as every command renders them: actors.app.output_format)."""
 
 from __future__ import annotations
 
@@ -63,6 +63,6 @@ def print_document(
     out: TextIO | None = None,
 ) -> None:
     """The result as ``output`` (json or yaml) prints it."""
-    from actors.app.tools.output_format import render
+    from actors.app.output_format import render
 
     (out or sys.stdout).write(render(document(outcomes, errors), output))

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from actors.app.command_line import EXIT_FAILED, EXIT_OK, EXIT_USAGE, HelpFormatter, epilog
-from actors.app.tools.output_format import (
+from actors.app.output_format import (
     JSON,
     MACHINE_FORMATS,
     TABLE,

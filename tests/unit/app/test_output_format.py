@@ -1,4 +1,4 @@
-"""``-o`` renders the same JSON and YAML for every command (actors.app.tools.output_format)."""
+"""``-o`` renders the same JSON and YAML for every command (actors.app.output_format)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 import pytest
 import yaml_rs
 
-from actors.app.tools import output_format
+from actors.app import output_format
 
 VALUE = {"kind": "List", "items": [{"name": "a", "ip": None, "ready": True, "n": 3,
                                     "text": "x: y"}]}

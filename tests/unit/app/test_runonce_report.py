@@ -1,5 +1,5 @@
 """--runonce's -o json and -o yaml print the same document, rendered as every command
-renders JSON and YAML (actors.app.tools.output_format)."""
+renders JSON and YAML (actors.app.output_format)."""
 
 from __future__ import annotations
 
