@@ -163,7 +163,7 @@ def test_kubectl_attach_through_the_api_server_emulated_apiserver(joined: Joined
 
 def test_an_unauthenticated_exec_on_the_kubelet_is_401_emulated_apiserver(
         joined: Joined) -> None:
-    path = "/exec/default/shell/main?command=true&stdout=1"
+    path = "/exec/default/shell/main?command=true&output=1"
     assert answer(*upgrade(joined.daemon.port, path)) == (401, b"Unauthorized")
     assert answer(*upgrade(joined.daemon.port, path, token="not-a-token")) == (
         401, b"Unauthorized")

@@ -26,6 +26,7 @@ from websockets.sync.client import ClientConnection
 from actors.app.tools.remote import channels
 from actors.app.tools.remote.server import ServerOptions, add_server_flags
 from actors.app.tools.remote.session import StreamRefused, open_stream, stream_url
+from runtime.pod import stream_params
 
 EXIT_FAILED = 1
 _READ = 32 * 1024
@@ -111,7 +112,7 @@ class PortForwarder:
         with self._lock:
             self._open.add(conn)
         try:
-            url = stream_url(self._server, self._path, [("port", str(remote))])
+            url = stream_url(self._server, self._path, [(stream_params.PORT, str(remote))])
             try:
                 ws = open_stream(self._server, url, channels.PORT_FORWARD_PROTOCOLS)
             except StreamRefused as err:

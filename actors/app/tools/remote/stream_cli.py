@@ -29,6 +29,7 @@ from actors.app.tools.remote.session import (
     raw_terminal,
     stream_url,
 )
+from runtime.pod import stream_params
 
 EXIT_FAILED = 1
 DEFAULT_CONTAINER = "kubectl.kubernetes.io/default-container"
@@ -57,6 +58,16 @@ def split_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
         return list(argv), []
     at = list(argv).index("--")
     return list(argv[:at]), list(argv[at + 1:])
+
+
+def stream_query(stdin: bool, tty: bool, command: Sequence[str]) -> list[tuple[str, str]]:
+    """The kubelet's query for a session (the words upstream's API server writes for it):
+    stdout always, stdin when asked, a TTY or else stderr, the command's words in order."""
+    query = [(stream_params.STDOUT, stream_params.ON)]
+    if stdin:
+        query.append((stream_params.STDIN, stream_params.ON))
+    query.append((stream_params.TTY if tty else stream_params.STDERR, stream_params.ON))
+    return query + [(stream_params.COMMAND, part) for part in command]
 
 
 def _get_json(server: ServerOptions, path: str) -> Any:
@@ -121,14 +132,7 @@ def main(argv: Sequence[str]) -> int:
             tty = False
         container = args.container or _container(server, args.namespace, args.pod,
                                                   args.quiet)
-        query = [("stdout", "1")]
-        if args.stdin:
-            query.append(("stdin", "1"))
-        if tty:
-            query.append(("tty", "1"))
-        else:
-            query.append(("stderr", "1"))
-        query += [("command", part) for part in remote]
+        query = stream_query(args.stdin, tty, remote)
         url = stream_url(server, f"/{command}" + _quote(args.namespace, args.pod, container),
                          query)
         ws = open_stream(server, url, channels.REMOTE_COMMAND_PROTOCOLS)
