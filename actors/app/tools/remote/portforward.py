@@ -116,7 +116,7 @@ class PortForwarder:
             try:
                 ws = open_stream(self._server, url, channels.PORT_FORWARD_PROTOCOLS)
             except StreamRefused as err:
-                print(f"error: {err}", file=sys.stderr)
+                print(f"error: {self._server.https_hint() or err}", file=sys.stderr)
                 return
             with ws:
                 threading.Thread(target=self._to_remote, args=(conn, ws), daemon=True).start()

@@ -137,7 +137,7 @@ def main(argv: Sequence[str]) -> int:
                          query)
         ws = open_stream(server, url, channels.REMOTE_COMMAND_PROTOCOLS)
     except (CommandError, StreamRefused) as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {server.https_hint() or err}", file=sys.stderr)
         return EXIT_FAILED
     session = RemoteCommand(sys.stdin.buffer if args.stdin else None, sys.stdout.buffer,
                             sys.stderr.buffer, sys.stdout.fileno() if tty else None)
