@@ -197,6 +197,25 @@ def test_the_cli_shows_the_refusal(daemon: Daemon) -> None:
     assert done.stderr == b"error: unable to upgrade connection: pod does not exist\n"
 
 
+def test_plain_http_to_the_https_port_is_told_to_use_https(daemon: Daemon) -> None:
+    """The main port answers plain HTTP as upstream's Go server does (a bare 400, not a
+    reset), and each command given ``http://`` for it names the https URL to use."""
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as sock:
+        sock.sendall(b"GET /pods HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    assert received == (b"HTTP/1.0 400 Bad Request\r\n\r\n"
+                        b"Client sent an HTTP request to an HTTPS server.\n")
+    url = f"http://127.0.0.1:{daemon.port}"
+    said = (f"error: {url} is an HTTPS port: the server answers a TLS handshake there. "
+            f"Use --server https://127.0.0.1:{daemon.port}\n").encode()
+    for args in (("logs", POD, "-c", "main"), ("exec", POD, "-c", "main", "--", "true"),
+                 ("attach", POD, "-c", "reader")):
+        done = run_cli(*args[:4], "--server", url, *args[4:])
+        assert (done.returncode, done.stderr) == (1, said), (args, done)
+
+
 def test_the_read_only_port_refuses_streams(daemon: Daemon) -> None:
     path = f"/exec/default/{POD}/main?command=true&output=1"
     assert refusal(*upgrade(daemon.read_only_port, path, tls=False)) == (

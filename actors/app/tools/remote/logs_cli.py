@@ -179,9 +179,9 @@ def main(argv: Sequence[str], out: BinaryIO | None = None) -> int:
             path += "?" + urllib.parse.urlencode(query)
         get(server, path, sink, timeout=None if ns.follow else 60.0)
     except RemoteError as err:
-        hint = server.https_hint()  # http:// for the HTTPS port: name the URL to use
-        print(f"error: {hint}" if hint else err if str(err).startswith("Error from server")
-              else f"error: {err}", file=sys.stderr)
+        err = RemoteError(hint) if (hint := server.https_hint()) else err  # http:// for HTTPS
+        print(err if str(err).startswith("Error from server") else f"error: {err}",
+              file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
         return EXIT_OK

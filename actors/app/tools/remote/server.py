@@ -35,15 +35,19 @@ _PROBE_TIMEOUT = 5.0
 def add_server_flags(parser: argparse.ArgumentParser) -> None:
     """Add the connection flags (kubectl's names) to a command's parser."""
     add = parser.add_argument
-    add("--server", "-s", default=DEFAULT_SERVER,
-        help=f"the daemon's URL (default {DEFAULT_SERVER}, the local daemon's main port)")
+    add("--server", "-s", default=DEFAULT_SERVER, metavar="URL",
+        help=f"the daemon's URL, https:// for its main port (default: {DEFAULT_SERVER}, the "
+             "local daemon's main port)")
     add("--insecure-skip-tls-verify", action="store_true",
         help="do not check the server's certificate (insecure)")
-    add("--certificate-authority", default="",
-        help="CA file to check the server's certificate with")
-    add("--client-certificate", default="", help="client certificate file for TLS")
-    add("--client-key", default="", help="client key file for TLS")
-    add("--token", default="", help="bearer token to authenticate with")
+    add("--certificate-authority", default="", metavar="FILE",
+        help="CA file to check the server's certificate with (default: the system's CAs; "
+             "for the default server, the local daemon's own certificate)")
+    add("--client-certificate", default="", metavar="FILE",
+        help="client certificate file for TLS (default: none)")
+    add("--client-key", default="", metavar="FILE",
+        help="client key file for TLS (default: none)")
+    add("--token", default="", help="bearer token to authenticate with (default: none)")
 
 
 @dataclass(frozen=True, slots=True)

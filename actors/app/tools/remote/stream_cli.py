@@ -39,15 +39,48 @@ class CommandError(Exception):
     """A usage or lookup error, shown as ``error: ...`` (exit 1, as kubectl)."""
 
 
+_DESCRIPTIONS = {
+    "exec": "Run a command in a running container of a pod on the daemon, as kubectl exec "
+            "does: its stdout and stderr come back (one stream with -t), stdin goes to it "
+            "with -i, and the command's exit code is this command's. COMMAND [ARG...], "
+            "after --, is run as given, not in a shell.",
+    "attach": "Attach to the main process of a running container of a pod on the daemon, "
+              "as kubectl attach does: its output comes back, stdin goes to it with -i "
+              "(the container must have stdin open), until it ends or you interrupt.",
+}
+_USAGE = {
+    "exec": "%(prog)s POD [-n NAMESPACE] [-c CONTAINER] [-i] [-t] [-q] [--server URL] "
+            "[TLS and token flags] -- COMMAND [ARG...]",
+    "attach": "%(prog)s POD [-n NAMESPACE] [-c CONTAINER] [-i] [-t] [-q] [--server URL] "
+              "[TLS and token flags]",
+}
+_EXIT_CODES = {
+    "exec": "exit codes: the remote command's own (kubectl's \"command terminated with exit "
+            "code N\"); 1 the session was refused or failed (the reason is printed); 2 a "
+            "flag is wrong",
+    "attach": "exit codes: the process's own once it ends; 1 the session was refused or "
+              "failed (the reason is printed); 2 a flag is wrong",
+}
+
+
 def build_parser(command: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=f"kubelet-actors {command}")
-    parser.add_argument("pod")
-    parser.add_argument("-n", "--namespace", default="default")
-    parser.add_argument("-c", "--container", default="")
-    parser.add_argument("-i", "--stdin", action="store_true", help="pass stdin")
-    parser.add_argument("-t", "--tty", action="store_true", help="stdin is a TTY")
-    parser.add_argument("-q", "--quiet", action="store_true",
-                        help="only print the remote session's output")
+    """The parser of ``exec`` or ``attach`` (exec's COMMAND, after ``--``, is split off
+    before parsing: ``split_command``)."""
+    parser = argparse.ArgumentParser(prog=f"kubelet-actors {command}", usage=_USAGE[command],
+                                     description=_DESCRIPTIONS[command],
+                                     epilog=_EXIT_CODES[command])
+    add = parser.add_argument
+    add("pod", metavar="POD", help="the pod's name")
+    add("-n", "--namespace", default="default",
+        help="the pod's namespace (default: default)")
+    add("-c", "--container", default="",
+        help=f"the container (default: the pod's {DEFAULT_CONTAINER} annotation, else its "
+             "first container)")
+    add("-i", "--stdin", action="store_true", help="pass stdin to the container")
+    add("-t", "--tty", action="store_true",
+        help="stdin is a TTY: the local terminal in raw mode, its size followed")
+    add("-q", "--quiet", action="store_true",
+        help="only print the remote session's output")
     add_server_flags(parser)
     return parser
 
