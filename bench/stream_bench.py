@@ -178,7 +178,7 @@ def main() -> None:
                               "/exec/token", rounds, megabytes)
             proxied = _measure(
                 lambda: client.wrap_socket(socket.create_connection(("127.0.0.1", port))),
-                "/exec/default/web/main?command=cat&stdin=1&stdout=1", rounds, megabytes)
+                "/exec/default/web/main?command=cat&input=1&output=1", rounds, megabytes)
         finally:
             server.stop()
             echo.close()

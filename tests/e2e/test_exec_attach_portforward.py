@@ -175,9 +175,9 @@ def test_port_forward_to_httpd_in_the_pod(daemon: Daemon) -> None:
 
 
 @pytest.mark.parametrize(("path", "code", "message"), [
-    ("/exec/default/nope/main?command=true&stdout=1", 404, "pod does not exist"),
-    (f"/exec/default/{POD}/nope?command=true&stdout=1", 404, 'container not found ("nope")'),
-    (f"/attach/default/{POD}/nope?stdout=1", 404, f"container nope not found in pod {POD}_default"),
+    ("/exec/default/nope/main?command=true&output=1", 404, "pod does not exist"),
+    (f"/exec/default/{POD}/nope?command=true&output=1", 404, 'container not found ("nope")'),
+    (f"/attach/default/{POD}/nope?output=1", 404, f"container nope not found in pod {POD}_default"),
     ("/portForward/default/nope?port=80", 404, "pod does not exist"),
     (f"/portForward/default/{POD}/not-its-uid?port=80", 404, "pod not found"),
     (f"/exec/default/{POD}/main?command=true", 400,
@@ -197,8 +197,27 @@ def test_the_cli_shows_the_refusal(daemon: Daemon) -> None:
     assert done.stderr == b"error: unable to upgrade connection: pod does not exist\n"
 
 
+def test_plain_http_to_the_https_port_is_told_to_use_https(daemon: Daemon) -> None:
+    """The main port answers plain HTTP as upstream's Go server does (a bare 400, not a
+    reset), and each command given ``http://`` for it names the https URL to use."""
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as sock:
+        sock.sendall(b"GET /pods HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    assert received == (b"HTTP/1.0 400 Bad Request\r\n\r\n"
+                        b"Client sent an HTTP request to an HTTPS server.\n")
+    url = f"http://127.0.0.1:{daemon.port}"
+    said = (f"error: {url} is an HTTPS port: the server answers a TLS handshake there. "
+            f"Use --server https://127.0.0.1:{daemon.port}\n").encode()
+    for args in (("logs", POD, "-c", "main"), ("exec", POD, "-c", "main", "--", "true"),
+                 ("attach", POD, "-c", "reader")):
+        done = run_cli(*args[:4], "--server", url, *args[4:])
+        assert (done.returncode, done.stderr) == (1, said), (args, done)
+
+
 def test_the_read_only_port_refuses_streams(daemon: Daemon) -> None:
-    path = f"/exec/default/{POD}/main?command=true&stdout=1"
+    path = f"/exec/default/{POD}/main?command=true&output=1"
     assert refusal(*upgrade(daemon.read_only_port, path, tls=False)) == (
         405, "Debug endpoints are disabled.")
 
@@ -217,7 +236,7 @@ def test_dropped_exec_sessions_leave_no_threads_descriptors_or_processes(
     # before, containerd 1.6 may never close the process's stdin (its CloseIO comes before
     # the process has started), and the cat would stay: the runtime's race, not a stream.
     path = (f"/exec/default/{POD}/main?command=sh&command=-c&command=echo+ready%3B+exec+cat"
-            "&stdin=1&stdout=1&stderr=1")
+            "&input=1&output=1&error=1")
 
     def session(reset: bool) -> None:
         sock, head = upgrade(daemon.port, path)

@@ -4,12 +4,17 @@ opens the stream to the kubelet with its kubelet-client certificate (authorized 
 nodes/proxy by a SubjectAccessReview) and proxies the upgraded connection.
 
 Both kubectl generations are driven: 1.27 speaks SPDY; 1.30 and later try websockets
-first and fall back to SPDY.
+first and fall back to SPDY. The API server rewrites kubectl's query (``stdin=true``,
+``stdout=true``, ``tty=true``...) into the kubelet's own words (``input=1``, ``output=1``,
+``tty=1``...) as upstream's pod strategy does, and the kubelet reads only those: passed
+through unrewritten, every session here would be refused with "you must specify at least
+1 of stdin, stdout, stderr".
 """
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import uuid
@@ -161,9 +166,45 @@ def test_kubectl_attach_through_the_api_server_emulated_apiserver(joined: Joined
             proc.wait()
 
 
+@pytest.mark.parametrize("binary", KUBECTLS)
+def test_kubectl_exec_with_a_terminal_through_the_api_server_emulated_apiserver(
+        joined: Joined, binary: str) -> None:
+    """``kubectl exec -it``: kubectl asks for a TTY only when its stdin is a terminal (a
+    pseudo-terminal here); the API server writes ``tty=1`` and the process gets one."""
+    kubectl = Kubectl(joined.admin, binary)
+    leader, follower = os.openpty()
+    proc = subprocess.Popen(kubectl.argv("exec", "-it", "shell", "-c", "main", "--", "sh", "-c",
+                                         "tty; echo done-$((6*7))"),
+                            stdin=follower, stdout=follower, stderr=follower,
+                            start_new_session=True)
+    os.close(follower)
+    try:
+        seen = read_until(leader, b"done-42", 60, "the session's answer")
+        assert b"/dev/pts/" in seen, seen
+        assert b"not a tty" not in seen, seen
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(leader)
+
+
+def test_kubectl_exec_names_the_containers_when_none_is_given_emulated_apiserver(
+        joined: Joined) -> None:
+    """kubectl picks a container itself; a client that does not gets the API server's
+    refusal, which lists the pod's containers."""
+    done = Kubectl(joined.admin).run(
+        "get", "--raw", "/api/v1/namespaces/default/pods/shell/exec?command=true&stdout=true",
+        check=False)
+    assert done.returncode == 1
+    assert ("a container name must be specified for pod shell, choose one of: [main reader]"
+            in done.stderr), done.stderr
+
+
 def test_an_unauthenticated_exec_on_the_kubelet_is_401_emulated_apiserver(
         joined: Joined) -> None:
-    path = "/exec/default/shell/main?command=true&stdout=1"
+    path = "/exec/default/shell/main?command=true&output=1"
     assert answer(*upgrade(joined.daemon.port, path)) == (401, b"Unauthorized")
     assert answer(*upgrade(joined.daemon.port, path, token="not-a-token")) == (
         401, b"Unauthorized")

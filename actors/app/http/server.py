@@ -9,7 +9,9 @@ keep-alive ones, a small pool of worker threads serves a request each, and the g
 (actors.app.http.upgrade) hands an upgraded connection (exec, attach, port-forward) to a
 stream thread of its own and tells a streaming response when its client has gone
 (actors.app.http.disconnect). Over TLS, the client certificate's subject reaches the app
-in the WSGI environ (``actors.app.http.auth.PEER_SUBJECT``). All sockets are bound in
+in the WSGI environ (``actors.app.http.auth.PEER_SUBJECT``); plain HTTP sent to the TLS
+port gets Go's 400 (actors.app.http.tls.PLAIN_HTTP_ANSWER) instead of a reset connection
+(``_answer_plain_http``). All sockets are bound in
 ``start()`` before anything is served, so a port in use fails the start with a
 ConfigError naming the flag instead of leaving a kubelet half up.
 
@@ -22,11 +24,14 @@ port; it exists for tests, which read the ports actually bound from ``bound_port
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import socket
 import ssl
+import struct
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -42,6 +47,7 @@ from actors.app.http.stats import StatsEndpoints
 from actors.app.http.stream_proxy import StreamSessions
 from actors.app.http.stream_routes import StreamHost, add_disabled_stream_routes, add_stream_routes
 from actors.app.http.timeline import LiveTrace, add_timeline_route
+from actors.app.http.tls import PLAIN_HTTP_ANSWER, RECORD_HEADER_LEN, looks_like_plain_http
 from actors.app.http.upgrade import install_gateway
 from actors.app.http.view import KubeletView
 from runtime.errors import ConfigError
@@ -105,6 +111,71 @@ def _bind(name: str, address: str, port: int) -> socket.socket:
     return sock
 
 
+_TLS_HANDSHAKE = 0x16
+"""The content type of a TLS record that starts a handshake: a ClientHello's first byte."""
+_PEEK_TIMEOUT = 10.0
+"""How long the first bytes of a connection that does not start as TLS are waited for (as
+cheroot waits for a handshake: its connection timeout)."""
+_DRAIN_TIMEOUT, _DRAIN_LIMIT = 1.0, 64 << 10
+"""How long, and how much of, a plain HTTP request is read after the answer, so that
+closing with it unread does not reset the connection before the client reads the 400."""
+
+
+class _PlainHTTPAnswered(ConnectionAbortedError):
+    """Raised out of the adapter's wrap once plain HTTP was answered: cheroot drops a
+    connection that fails so without a word (ECONNABORTED is among the errors it ignores),
+    as Go's server logs nothing for it."""
+
+    def __init__(self) -> None:
+        super().__init__(errno.ECONNABORTED, "plain HTTP answered on the TLS port")
+
+
+def _first_bytes(sock: socket.socket) -> bytes:
+    """The connection's first ``RECORD_HEADER_LEN`` bytes, left unread for the handshake
+    (fewer when the client stops or closes first): a TLS client's first byte is enough,
+    anything else is waited for in full, as Go reads a whole record header."""
+    saved = sock.gettimeout()
+    try:
+        first = sock.recv(1, socket.MSG_PEEK)
+        if not first or first[0] == _TLS_HANDSHAKE:
+            return first
+        sock.settimeout(None)  # blocking, bounded by SO_RCVTIMEO: MSG_WAITALL waits then
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO,
+                        _timeval(_PEEK_TIMEOUT))
+        try:
+            return sock.recv(RECORD_HEADER_LEN, socket.MSG_PEEK | socket.MSG_WAITALL)
+        finally:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _timeval(0))
+    except OSError:
+        return b""  # the handshake will meet the same end and report it
+    finally:
+        sock.settimeout(saved)
+
+
+def _timeval(seconds: float) -> bytes:
+    whole = int(seconds)
+    return struct.pack("ll", whole, int((seconds - whole) * 1_000_000))
+
+
+def _answer_plain_http(sock: socket.socket) -> None:
+    """Write Go's 400 on the raw connection, let the client read it, and close."""
+    try:
+        sock.sendall(PLAIN_HTTP_ANSWER)
+        sock.shutdown(socket.SHUT_WR)  # the answer's end: its body is read to here
+        sock.settimeout(_DRAIN_TIMEOUT)
+        deadline, drained = time.monotonic() + _DRAIN_TIMEOUT, 0
+        while drained < _DRAIN_LIMIT and time.monotonic() < deadline:
+            chunk = sock.recv(_DRAIN_LIMIT)
+            if not chunk:
+                break
+            drained += len(chunk)
+    except OSError:
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            sock.close()
+
+
 class _PeerSubjectAdapter(BuiltinSSLAdapter):
     """cheroot's stdlib-ssl adapter on our context, passing the client certificate's
     subject (checked by the handshake) to the app."""
@@ -119,12 +190,30 @@ class _PeerSubjectAdapter(BuiltinSSLAdapter):
         self.context = context
         self._server_env: dict[str, Any] = {}
 
+    def wrap(self, sock: socket.socket) -> tuple[ssl.SSLSocket, dict[str, Any]]:
+        """The handshake (cheroot's), unless the client speaks plain HTTP: then Go's 400."""
+        if looks_like_plain_http(_first_bytes(sock)):
+            logger.debug("plain HTTP from {} on the TLS port: answered 400",
+                         _peer(sock))
+            _answer_plain_http(sock)
+            raise _PlainHTTPAnswered
+        wrapped: tuple[ssl.SSLSocket, dict[str, Any]] = super().wrap(sock)  # type: ignore[no-untyped-call]
+        return wrapped
+
     def get_environ(self, sock: ssl.SSLSocket) -> dict[str, Any]:  # type: ignore[override]
         env: dict[str, Any] = super().get_environ(sock)  # type: ignore[no-untyped-call]
         peer = sock.getpeercert()
         if peer:
             env[PEER_SUBJECT] = peer.get("subject")
         return env
+
+
+def _peer(sock: socket.socket) -> str:
+    try:
+        host, port = sock.getpeername()[:2]
+    except OSError:
+        return "a client gone"
+    return f"{host}:{port}"
 
 
 class _BoundServer(cheroot_wsgi.Server):

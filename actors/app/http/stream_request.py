@@ -4,9 +4,12 @@ Pure functions over the query string and two headers, so they are tested with ta
 ported from upstream (cri-streaming's remotecommand.NewOptions and portforward.NewV4Options,
 apimachinery's httpstream.IsUpgradeRequest and wsstream.IsWebSocketRequest):
 
-- ``stdin``, ``stdout``, ``stderr``, ``tty`` are on only when exactly ``1`` (the first value
-  counts, as Go's FormValue); ``tty`` turns ``stderr`` off; at least one stream must be asked
-  for: "you must specify at least 1 of stdin, stdout, stderr".
+- ``input``, ``output``, ``error``, ``tty`` (upstream's ExecStdinParam and its siblings,
+  runtime.pod.stream_params) are on only when exactly ``1`` (the first value counts, as Go's
+  FormValue); ``tty`` turns ``error`` off; at least one stream must be asked for: "you must
+  specify at least 1 of stdin, stdout, stderr". As upstream's kubelet, these are the only
+  words read: ``stdin=1`` (PodExecOptions' word, which the API server rewrites) asks for
+  nothing here.
 - ``command`` repeats, one argument each.
 - ``port`` (websocket port-forward only: SPDY clients name ports per stream) repeats and may
   hold comma-separated ports, each 1..65535.
@@ -19,8 +22,7 @@ from collections.abc import Mapping, Sequence
 
 from msgspec import Struct
 
-COMMAND, PORT = "command", "port"
-STDIN, STDOUT, STDERR, TTY = "stdin", "stdout", "stderr", "tty"
+from runtime.pod.stream_params import COMMAND, ON, PORT, STDERR, STDIN, STDOUT, TTY
 
 
 class StreamKind(enum.Enum):
@@ -51,10 +53,10 @@ def _form_value(query: Mapping[str, Sequence[str]], name: str) -> str:
 
 def stream_options(query: Mapping[str, Sequence[str]]) -> StreamOptions:
     """The streams an exec or attach asks for, or BadStreamRequest."""
-    tty = _form_value(query, TTY) == "1"
-    stdin = _form_value(query, STDIN) == "1"
-    stdout = _form_value(query, STDOUT) == "1"
-    stderr = _form_value(query, STDERR) == "1" and not tty  # a TTY has no separate stderr
+    tty = _form_value(query, TTY) == ON
+    stdin = _form_value(query, STDIN) == ON
+    stdout = _form_value(query, STDOUT) == ON
+    stderr = _form_value(query, STDERR) == ON and not tty  # a TTY has no separate stderr
     if not (stdin or stdout or stderr):
         raise BadStreamRequest("you must specify at least 1 of stdin, stdout, stderr")
     return StreamOptions(stdin, stdout, stderr, tty)

@@ -15,6 +15,12 @@ either way such a client gets nothing. ``--tls-min-version`` (VersionTLS12 by de
 Go's servers) and ``--tls-cipher-suites`` (Go's names, TLS 1.2 suites; Python cannot
 narrow TLS 1.3's) set what the handshake accepts.
 
+Plain HTTP sent to the main port is answered as Go's net/http server answers it (its
+conn.serve, on a handshake whose first record header is one of tlsRecordHeaderLooksLikeHTTP's
+five request starts): ``PLAIN_HTTP_ANSWER``, then the connection is closed. Other non-TLS
+bytes fail the handshake, as there. ``looks_like_plain_http`` is that test; the listener
+(actors.app.http.server) peeks at the first bytes to apply it.
+
 ``cryptography`` is imported only to make a pair (about 25 ms and 8 MiB): a kubelet
 restarted with its pair on disk does not load it. A daemon's first start has the pair made
 in a child process beside it (``begin_serving_pair``, actors.app.http.self_signed), which
@@ -41,6 +47,23 @@ from runtime.errors import ConfigError
 
 if TYPE_CHECKING:
     from actors.app.config.flags import KubeletFlags
+
+PLAIN_HTTP_ANSWER = (b"HTTP/1.0 400 Bad Request\r\n\r\n"
+                     b"Client sent an HTTP request to an HTTPS server.\n")
+"""Go's answer to plain HTTP on an HTTPS port, byte for byte (no headers: it is written on
+the raw connection, the body ending at its close)."""
+
+RECORD_HEADER_LEN = 5
+"""A TLS record header's length: the bytes Go's check looks at."""
+
+_PLAIN_HTTP_STARTS = frozenset({b"GET /", b"HEAD ", b"POST ", b"PUT /", b"OPTIO"})
+
+
+def looks_like_plain_http(head: bytes) -> bool:
+    """Whether a connection's first ``RECORD_HEADER_LEN`` bytes are one of the plain HTTP
+    request starts Go's server answers (other methods, e.g. DELETE, just fail the
+    handshake there)."""
+    return head[:RECORD_HEADER_LEN] in _PLAIN_HTTP_STARTS
 
 
 def tls_settings(flags: KubeletFlags, node_ips: tuple[str, ...] = ()) -> TLSSettings:

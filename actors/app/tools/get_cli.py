@@ -107,7 +107,7 @@ def main(argv: Sequence[str]) -> int:
     try:
         listing = json.loads(get(server, "/pods"))
     except RemoteError as err:
-        print(print_error(err), file=sys.stderr)
+        print(print_error(err, server), file=sys.stderr)
         return EXIT_FAILED
     except ValueError as err:
         print(f"error: the kubelet at {server.url} answered /pods with no JSON: {err}",

@@ -176,8 +176,8 @@ def _status_and_message(sock: socket.socket, head: bytes) -> tuple[int, str]:
 
 def test_an_exec_is_handed_to_the_runtime_and_bytes_flow_both_ways(served: Served) -> None:
     with served.connect() as sock:
-        head = _request(sock, "POST", "/exec/default/web/nginx?command=sh&command=-c&stdin=1"
-                        "&stdout=1&stderr=1&tty=1",
+        head = _request(sock, "POST", "/exec/default/web/nginx?command=sh&command=-c&input=1"
+                        "&output=1&error=1&tty=1",
                         "X-Stream-Protocol-Version: v4.channel.k8s.io",
                         "X-Stream-Protocol-Version: channel.k8s.io",
                         "Authorization: Bearer secret")
@@ -199,7 +199,7 @@ def test_a_dropped_client_ends_the_runtime_side_and_the_thread(served: Served) -
     threads = threading.active_count()
     for _ in range(20):
         sock = served.connect()
-        assert _request(sock, "GET", "/attach/default/web/nginx?stdout=1").startswith(
+        assert _request(sock, "GET", "/attach/default/web/nginx?output=1").startswith(
             b"HTTP/1.1 101")
         sock.close()
     wait_for(lambda: served.echo.open == 0, 10, "the runtime's connections to end")
@@ -219,11 +219,11 @@ def test_stopping_the_server_ends_live_streams(served: Served) -> None:
 
 
 @pytest.mark.parametrize(("path", "code", "message"), [
-    ("/exec/default/nope/nginx?command=true&stdout=1", 404, "pod does not exist"),
-    ("/exec/default/web/sidecar?command=true&stdout=1", 404, 'container not found ("sidecar")'),
-    ("/exec/default/web/uid-web/nope?command=true&stdout=1", 404,
+    ("/exec/default/nope/nginx?command=true&output=1", 404, "pod does not exist"),
+    ("/exec/default/web/sidecar?command=true&output=1", 404, 'container not found ("sidecar")'),
+    ("/exec/default/web/uid-web/nope?command=true&output=1", 404,
      'container not found ("nope")'),
-    ("/attach/default/web/other-uid/nginx?stdout=1", 404, "pod web_default not found"),
+    ("/attach/default/web/other-uid/nginx?output=1", 404, "pod web_default not found"),
     ("/portForward/default/web/other-uid", 404, "pod not found"),
     ("/exec/default/web/nginx?command=true", 400,
      "you must specify at least 1 of stdin, stdout, stderr"),
@@ -239,7 +239,7 @@ def test_refusals_name_what_is_wrong(served: Served, path: str, code: int,
 def test_a_request_that_is_not_an_upgrade_is_refused_before_the_runtime(
         served: Served) -> None:
     with served.connect() as sock:
-        head = _request(sock, "GET", "/exec/default/web/nginx?command=true&stdout=1",
+        head = _request(sock, "GET", "/exec/default/web/nginx?command=true&output=1",
                         upgrade=False)
         assert _status_and_message(sock, head) == (500, "Upgrade request required")
     assert served.runtime.calls == []
@@ -248,5 +248,5 @@ def test_a_request_that_is_not_an_upgrade_is_refused_before_the_runtime(
 def test_the_read_only_port_has_no_streams(served: Served) -> None:
     port = served.server.bound_ports[READ_ONLY]
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        head = _request(sock, "POST", "/exec/default/web/nginx?command=true&stdout=1")
+        head = _request(sock, "POST", "/exec/default/web/nginx?command=true&output=1")
         assert _status_and_message(sock, head) == (405, "Debug endpoints are disabled.")

@@ -143,7 +143,7 @@ def main(argv: Sequence[str], out: BinaryIO | None = None) -> int:
             path += "?" + urllib.parse.urlencode(query)
         get(server, path, sink, timeout=None if ns.follow else 60.0)
     except RemoteError as err:
-        print(print_error(err), file=sys.stderr)
+        print(print_error(err, server), file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
         return EXIT_OK

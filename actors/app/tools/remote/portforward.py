@@ -26,6 +26,7 @@ from websockets.sync.client import ClientConnection
 from actors.app.tools.remote import channels
 from actors.app.tools.remote.server import ServerOptions, add_server_flags
 from actors.app.tools.remote.session import StreamRefused, open_stream, stream_url
+from runtime.pod import stream_params
 
 EXIT_FAILED = 1
 _READ = 32 * 1024
@@ -111,11 +112,11 @@ class PortForwarder:
         with self._lock:
             self._open.add(conn)
         try:
-            url = stream_url(self._server, self._path, [("port", str(remote))])
+            url = stream_url(self._server, self._path, [(stream_params.PORT, str(remote))])
             try:
                 ws = open_stream(self._server, url, channels.PORT_FORWARD_PROTOCOLS)
             except StreamRefused as err:
-                print(f"error: {err}", file=sys.stderr)
+                print(f"error: {self._server.https_hint() or err}", file=sys.stderr)
                 return
             with ws:
                 threading.Thread(target=self._to_remote, args=(conn, ws), daemon=True).start()
@@ -155,15 +156,31 @@ class PortForwarder:
             pass
 
 
-def main(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(prog="kubelet-actors port-forward")
-    parser.add_argument("pod")
-    parser.add_argument("ports", nargs="+", metavar="LOCAL:REMOTE")
-    parser.add_argument("-n", "--namespace", default="default")
-    parser.add_argument("--address", default="127.0.0.1",
-                        help="the local address to listen on (default 127.0.0.1)")
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kubelet-actors port-forward",
+        usage="%(prog)s POD [LOCAL:]REMOTE [[LOCAL:]REMOTE...] [-n NAMESPACE] "
+              "[--address ADDRESS] [--server URL] [TLS and token flags]",
+        description="Forward local ports to ports of a pod on the daemon, as kubectl "
+                    "port-forward does: each connection accepted on ADDRESS:LOCAL is "
+                    "carried to REMOTE in the pod's network namespace. Runs until "
+                    "interrupted.",
+        epilog="exit codes: 0 interrupted after forwarding; 1 a port spec is wrong or a "
+               "local port cannot be listened on; 2 a flag is wrong. A connection the "
+               "daemon refuses is reported and closed; the others go on.")
+    add = parser.add_argument
+    add("pod", metavar="POD", help="the pod's name")
+    add("ports", nargs="+", metavar="[LOCAL:]REMOTE",
+        help="REMOTE alone listens on the same local port; :REMOTE on any free one")
+    add("-n", "--namespace", default="default", help="the pod's namespace (default: default)")
+    add("--address", default="127.0.0.1",
+        help="the local address to listen on (default: 127.0.0.1)")
     add_server_flags(parser)
-    args = parser.parse_args(list(argv[1:]))
+    return parser
+
+
+def main(argv: Sequence[str]) -> int:
+    args = build_parser().parse_args(list(argv[1:]))
     try:
         pairs = parse_port_pairs(args.ports)
     except ValueError as err:

@@ -65,7 +65,10 @@ def get(server: ServerOptions, path: str, out: BinaryIO | None = None,
         conn.close()
 
 
-def print_error(err: RemoteError) -> str:
-    """The line to print for ``err``: a server's error as is, anything else as kubectl's
-    ``error: ...``."""
+def print_error(err: RemoteError, server: ServerOptions) -> str:
+    """The line to print for ``err`` from ``server``: a server's error as is, anything else
+    as kubectl's ``error: ...``; a failure on an ``http://`` URL whose port speaks TLS says
+    so and names the https URL instead (ServerOptions.https_hint)."""
+    if hint := server.https_hint():
+        return f"error: {hint}"
     return str(err) if str(err).startswith("Error from server") else f"error: {err}"

@@ -29,6 +29,7 @@ from actors.app.tools.remote.session import (
     raw_terminal,
     stream_url,
 )
+from runtime.pod import stream_params
 
 EXIT_FAILED = 1
 DEFAULT_CONTAINER = "kubectl.kubernetes.io/default-container"
@@ -38,15 +39,48 @@ class CommandError(Exception):
     """A usage or lookup error, shown as ``error: ...`` (exit 1, as kubectl)."""
 
 
+_DESCRIPTIONS = {
+    "exec": "Run a command in a running container of a pod on the daemon, as kubectl exec "
+            "does: its stdout and stderr come back (one stream with -t), stdin goes to it "
+            "with -i, and the command's exit code is this command's. COMMAND [ARG...], "
+            "after --, is run as given, not in a shell.",
+    "attach": "Attach to the main process of a running container of a pod on the daemon, "
+              "as kubectl attach does: its output comes back, stdin goes to it with -i "
+              "(the container must have stdin open), until it ends or you interrupt.",
+}
+_USAGE = {
+    "exec": "%(prog)s POD [-n NAMESPACE] [-c CONTAINER] [-i] [-t] [-q] [--server URL] "
+            "[TLS and token flags] -- COMMAND [ARG...]",
+    "attach": "%(prog)s POD [-n NAMESPACE] [-c CONTAINER] [-i] [-t] [-q] [--server URL] "
+              "[TLS and token flags]",
+}
+_EXIT_CODES = {
+    "exec": "exit codes: the remote command's own (kubectl's \"command terminated with exit "
+            "code N\"); 1 the session was refused or failed (the reason is printed); 2 a "
+            "flag is wrong",
+    "attach": "exit codes: the process's own once it ends; 1 the session was refused or "
+              "failed (the reason is printed); 2 a flag is wrong",
+}
+
+
 def build_parser(command: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=f"kubelet-actors {command}")
-    parser.add_argument("pod")
-    parser.add_argument("-n", "--namespace", default="default")
-    parser.add_argument("-c", "--container", default="")
-    parser.add_argument("-i", "--stdin", action="store_true", help="pass stdin")
-    parser.add_argument("-t", "--tty", action="store_true", help="stdin is a TTY")
-    parser.add_argument("-q", "--quiet", action="store_true",
-                        help="only print the remote session's output")
+    """The parser of ``exec`` or ``attach`` (exec's COMMAND, after ``--``, is split off
+    before parsing: ``split_command``)."""
+    parser = argparse.ArgumentParser(prog=f"kubelet-actors {command}", usage=_USAGE[command],
+                                     description=_DESCRIPTIONS[command],
+                                     epilog=_EXIT_CODES[command])
+    add = parser.add_argument
+    add("pod", metavar="POD", help="the pod's name")
+    add("-n", "--namespace", default="default",
+        help="the pod's namespace (default: default)")
+    add("-c", "--container", default="",
+        help=f"the container (default: the pod's {DEFAULT_CONTAINER} annotation, else its "
+             "first container)")
+    add("-i", "--stdin", action="store_true", help="pass stdin to the container")
+    add("-t", "--tty", action="store_true",
+        help="stdin is a TTY: the local terminal in raw mode, its size followed")
+    add("-q", "--quiet", action="store_true",
+        help="only print the remote session's output")
     add_server_flags(parser)
     return parser
 
@@ -57,6 +91,16 @@ def split_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
         return list(argv), []
     at = list(argv).index("--")
     return list(argv[:at]), list(argv[at + 1:])
+
+
+def stream_query(stdin: bool, tty: bool, command: Sequence[str]) -> list[tuple[str, str]]:
+    """The kubelet's query for a session (the words upstream's API server writes for it):
+    stdout always, stdin when asked, a TTY or else stderr, the command's words in order."""
+    query = [(stream_params.STDOUT, stream_params.ON)]
+    if stdin:
+        query.append((stream_params.STDIN, stream_params.ON))
+    query.append((stream_params.TTY if tty else stream_params.STDERR, stream_params.ON))
+    return query + [(stream_params.COMMAND, part) for part in command]
 
 
 def _get_json(server: ServerOptions, path: str) -> Any:
@@ -121,19 +165,12 @@ def main(argv: Sequence[str]) -> int:
             tty = False
         container = args.container or _container(server, args.namespace, args.pod,
                                                   args.quiet)
-        query = [("stdout", "1")]
-        if args.stdin:
-            query.append(("stdin", "1"))
-        if tty:
-            query.append(("tty", "1"))
-        else:
-            query.append(("stderr", "1"))
-        query += [("command", part) for part in remote]
+        query = stream_query(args.stdin, tty, remote)
         url = stream_url(server, f"/{command}" + _quote(args.namespace, args.pod, container),
                          query)
         ws = open_stream(server, url, channels.REMOTE_COMMAND_PROTOCOLS)
     except (CommandError, StreamRefused) as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {server.https_hint() or err}", file=sys.stderr)
         return EXIT_FAILED
     session = RemoteCommand(sys.stdin.buffer if args.stdin else None, sys.stdout.buffer,
                             sys.stderr.buffer, sys.stdout.fileno() if tty else None)
