@@ -23,6 +23,7 @@ from actors.app.config.origins import Origins, Problems, flag_names
 from actors.app.config.pflag import FlagParser, GoBool, Verbosity
 from actors.app.config.tls import TLSSettings, check_settings
 from actors.app.config.verbosity import LOG_LEVELS, log_level
+from actors.app.output_format import JSON, TABLE, YAML
 from actors.core.trace.writer import DEFAULT_MAX_FILES as TRACE_MAX_FILES
 from actors.core.trace.writer import DEFAULT_WRITE_EVERY as TRACE_FLUSH_FREQUENCY
 from actors.kubelet.gc_settings import GCSettings
@@ -41,6 +42,9 @@ from runtime.kuberuntime.log_rotation import (
 )
 from runtime.pod.admission import sysctl_allowlist_error
 from runtime.pod.validation import dns1123_label, dns1123_subdomain, validate_labels
+
+RUNONCE_FORMATS = (TABLE, JSON, YAML)
+"""The formats of --runonce's -o (actors.app.report prints them)."""
 
 if TYPE_CHECKING:
     from runtime.kubeapi.nodestatus import Taint
@@ -328,8 +332,8 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
         help="start the pods of the manifests, wait until they run, print them and exit")
     add("--runonce-timeout", type=parse_duration, default=120.0,
         help="with --runonce: how long to wait for the pods")
-    add("-o", "--output", choices=("table", "json"), default="table",
-        help="with --runonce: how the result is printed")
+    add("-o", "--output", choices=RUNONCE_FORMATS, default=TABLE,
+        help="with --runonce: the output format of the result")
     add("--runtime-request-timeout", type=parse_duration, default=120.0,
         help="the timeout of every CRI call but image pulls")
     add("--kubeconfig", default="",

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml_rs
 
+from actors.app.config.flags import parse_flags
 from actors.app.report import document, print_document
 from actors.app.runonce import PodOutcome
 from runtime.errors import ManifestError
@@ -41,3 +43,9 @@ def test_json_and_yaml_print_the_same_document(output: str) -> None:
     assert printed["errors"] == [{"file": "m.yaml", "field": "spec.containers",
                                   "error": "required"}]
     assert printed["ok"] is False
+
+
+@pytest.mark.parametrize("output", ["table", "json", "yaml"])
+def test_runonce_takes_every_format_the_report_prints(output: str, tmp_path: Path) -> None:
+    flags = parse_flags(["--pod-manifest-path", str(tmp_path), "--runonce", "-o", output])
+    assert flags.output == output
