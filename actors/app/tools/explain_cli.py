@@ -30,11 +30,11 @@ from rich.console import Console
 from rich.text import Text
 
 from actors.app.config.flags import DEFAULT_ROOT_DIR
+from actors.app.output_format import JSON, TABLE, YAML, add_output_flag
+from actors.app.output_format import render as render_data
 from actors.app.root_lock import LOCK_NAME
 from actors.app.tools.explain import SCHEMA, PodExplanation, explain, known_pods
 from actors.app.tools.explain.model import Evidence, clock_time
-from actors.app.output_format import JSON, TABLE, YAML, add_output_flag
-from actors.app.output_format import render as render_data
 from actors.core.trace.reader import TraceError, read_trace, trace_files
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
