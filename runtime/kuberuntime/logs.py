@@ -203,6 +203,13 @@ class LogRenderer:
         return b"".join(parts)
 
 
+def ends_line(record: bytes) -> bool:
+    """Whether a record (without its newline) ends a line when a tail counts lines: any
+    but a ``P`` one (a record that cannot be parsed counts, as a line of the file)."""
+    fields = record.split(b" ", 3)
+    return len(fields) >= 3 and fields[2].split(b":")[0] != b"P"
+
+
 def _line_ends_backwards(data: bytes) -> Iterable[int]:
     """Offsets just past each record of ``data`` (whole records) that ends a line, from
     the last one back: F records, and the last record whatever its tag."""
@@ -210,9 +217,7 @@ def _line_ends_backwards(data: bytes) -> Iterable[int]:
     first = True
     while end > 0:
         start = data.rfind(b"\n", 0, end - 1) + 1
-        record = data[start:end]
-        fields = record.split(b" ", 3)
-        if first or (len(fields) >= 3 and fields[2].split(b":")[0] != b"P"):
+        if first or ends_line(data[start:end - 1]):
             yield end
         first = False
         end = start

@@ -208,14 +208,14 @@ def test_a_60_mib_writer_is_rotated_compressed_and_capped(daemon: Daemon,
     assert len(rotations) > MAX_FILES, rotations
     assert all(f"{POD} [" in line and " writer: " in line for line in rotations), rotations[:2]
 
-    # The newest lines, through the HTTP API and the CLI (upstream reads the current
-    # file, which began at the last rotation, mid-stream).
+    # The newest lines, through the HTTP API and the CLI; the whole log is what the
+    # files kept hold, the rotated ones first (the first lines went with the oldest).
     query = urllib.parse.urlencode({"tailLines": "1"})
     assert daemon.get(f"/containerLogs/default/{POD}/writer?{query}") == (200, f"{END}\n")
     code, body = daemon.get(f"/containerLogs/default/{POD}/writer")
     assert code == 200
     *data, last, tail = body.split("\n")
-    assert (last, tail) == (END, ""), body[-300:]  # data: empty if the last step rotated
+    assert (last, tail) == (END, ""), body[-300:]
     assert all(re.fullmatch(r"[A-Za-z0-9+/=]{1,76}", line) for line in data)
     done = cli(POD, "-c", "writer", "--tail", "1", "--server",
                f"http://127.0.0.1:{daemon.read_only_port}")

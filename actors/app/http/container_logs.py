@@ -8,8 +8,10 @@ streams). A value that does not decode is 400, one that breaks PodLogOptions' ru
 (see log_request). An unknown pod or container is 404 with upstream's words; a container
 with no log to show (never started, no previous instance) is 400 with upstream's reason.
 The instance comes from the pod's v1 status, its log path from the runtime
-(ContainerStatus), as upstream; a follow ends when that instance stops running, when
-the client goes away (actors.app.http.disconnect) or when the server stops.
+(ContainerStatus), as upstream; the log is that file's rotated files, oldest first, then
+the file (beyond upstream, which reads the file alone: runtime.kuberuntime.log_reader),
+so a tail right after a rotation still has lines. A follow ends when that instance stops
+running, when the client goes away (actors.app.http.disconnect) or when the server stops.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import os
 import socket
@@ -456,6 +457,29 @@ def test_container_logs_previous(view: FakeView, main_port: int) -> None:
     view.previous = True
     (view.log_dir / "0.log").write_bytes(PREVIOUS_LOG)
     resp = request(main_port, base)
+    assert (resp.status, resp.text) == (200, "from the previous instance\n")
+
+
+def test_container_logs_read_back_across_rotated_files(view: FakeView,
+                                                      main_port: int) -> None:
+    """Just rotated (an empty current file, the older rotated one compressed): the tail,
+    since and limit come from the rotated files, for the previous instance too."""
+    current = view.log_dir / "1.log"
+    (view.log_dir / "1.log.20240501-095959.gz").write_bytes(gzip.compress(
+        b"2024-05-01T09:59:59Z stdout F oldest\n"))
+    os.rename(current, view.log_dir / "1.log.20240501-100002")
+    current.write_bytes(b"")
+    base = "/containerLogs/default/web/nginx"
+    assert request(main_port, f"{base}?tailLines=1").text == "last line\n"
+    assert request(main_port, f"{base}?sinceTime=2024-05-01T10:00:01.7Z").text == (
+        "split in two\nlast line\n")
+    assert request(main_port, f"{base}?limitBytes=10").text == "oldest\nfir"
+    assert request(main_port, f"{base}?tailLines=5&timestamps=true").text.startswith(
+        "2024-05-01T09:59:59.000000000Z oldest\n2024-05-01T10:00:00.123456789Z first line\n")
+    view.previous = True
+    (view.log_dir / "0.log.20240501-090000").write_bytes(PREVIOUS_LOG)
+    (view.log_dir / "0.log").write_bytes(b"")
+    resp = request(main_port, f"{base}?previous=true&tailLines=1")
     assert (resp.status, resp.text) == (200, "from the previous instance\n")
 
 
