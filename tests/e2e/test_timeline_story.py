@@ -10,6 +10,7 @@ label's box (getBoundingClientRect) and checks them pairwise.
 
 from __future__ import annotations
 
+import re
 import uuid
 from pathlib import Path
 from typing import Any
@@ -83,6 +84,42 @@ def test_story_labels_never_overlap_at_any_zoom(tmp_path: Path) -> None:
             page.click(button)
             page.evaluate(DRAWN)
             labels_apart(browsing)
+        assert browsing.errors == []
+
+
+# The canvas pixels drawn below the last lane (device pixels with any alpha): nothing lives
+# there, so anything drawn is a line to nowhere.
+INKED_BELOW_THE_LANES = """() => {
+  const canvas = document.getElementById('canvas');
+  const lanes = Array.from(document.querySelectorAll('#labels .lane'));
+  const bottom = Math.max(...lanes.map((e) => e.getBoundingClientRect().bottom));
+  const top = Math.ceil((bottom - canvas.getBoundingClientRect().top + 2) * devicePixelRatio);
+  if (top >= canvas.height) return 0;
+  const pixels = canvas.getContext('2d').getImageData(0, top, canvas.width,
+                                                      canvas.height - top).data;
+  let inked = 0;
+  for (let k = 3; k < pixels.length; k += 4) if (pixels[k] !== 0) inked++;
+  return inked;
+}"""
+
+
+def test_no_line_runs_past_the_lanes_and_the_axis_reads_alike(tmp_path: Path) -> None:
+    """Messages to a lane not shown are stubs, not lines down the whole page (the
+    unlabelled vertical lines the lanes used to fill with); the axis's labels share one
+    unit and one precision (0s, 5s, 10s, not 0.0µs, 5.000s, 10.0s)."""
+    out = tmp_path / "timeline.html"
+    out.write_text(trace_page(crash_loop_unready_and_deleted(), "story"), encoding="utf-8")
+    with chromium_page(1400, 900) as browsing:
+        page = browsing.page
+        page.goto(out.as_uri())
+        page.wait_for_selector(READY, state="attached", timeout=LOAD_DEADLINE_MS)
+        page.evaluate(DRAWN)
+        assert page.evaluate(INKED_BELOW_THE_LANES) == 0
+        labels: list[str] = page.evaluate("window.timeline.axisLabels()")
+        assert labels[:3] == ["0s", "5s", "10s"], labels
+        shapes = {(re.sub(r"[0-9]", "", label), len(label.split(".")[-1]) if "." in label
+                   else 0) for label in labels}
+        assert len(shapes) == 1, labels
         assert browsing.errors == []
 
 

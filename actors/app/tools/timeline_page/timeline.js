@@ -148,6 +148,13 @@
     if (a >= 1e3) return (us / 1e3).toFixed(a >= 1e4 ? 1 : 2) + "ms";
     return us.toFixed(1) + "µs";
   }
+  // An axis tick: every tick in the unit of the step and with its decimals (0s, 5s, 10s;
+  // 0.25s, 0.50s), so that the labels of one axis read alike.
+  function fmtTick(us, step) {
+    const [scale, unit] = step >= 1e6 ? [1e6, "s"] : step >= 1e3 ? [1e3, "ms"] : [1, "µs"];
+    const decimals = Math.max(0, -Math.floor(Math.log10(step / scale) + 1e-9));
+    return (us / scale).toFixed(decimals) + unit;
+  }
   function lowerBound(arr, lo, hi, value) {
     while (lo < hi) { const mid = (lo + hi) >>> 1; if (arr[mid] < value) lo = mid + 1; else hi = mid; }
     return lo;
@@ -458,7 +465,10 @@
       const col = (x0 / bucket) | 0;
       if (!special && last.get(key) === col) continue;
       last.set(key, col);
-      const y0 = laneShown(f) ? laneMid(f) : -LANE_H, y1 = laneShown(t) ? laneMid(t) : height + LANE_H;
+      // A message to (or from) a lane not shown is a stub of one lane's height, not a line
+      // across the page: lines to nowhere are what made the lanes unreadable.
+      const y0 = laneShown(f) ? laneMid(f) : laneMid(t) - LANE_H;
+      const y1 = laneShown(t) ? laneMid(t) : y0 + LANE_H;
       if ((y0 < AXIS_H && y1 < AXIS_H) || (y0 > height && y1 > height)) continue;
       if (special) { marked.push(i, x0, y0, x1, y1); continue; }
       const color = mDead[i] ? "#d93025" : colorOfType(mType[i]);
@@ -495,15 +505,23 @@
   function drawAxis() {
     ctx.fillStyle = "#fff"; ctx.fillRect(0, 0, width, AXIS_H);
     ctx.strokeStyle = "#d6dbe3"; ctx.beginPath(); ctx.moveTo(0, AXIS_H - 0.5); ctx.lineTo(width, AXIS_H - 0.5); ctx.stroke();
+    ctx.fillStyle = "#4a5468"; ctx.font = "11px system-ui, sans-serif"; ctx.textBaseline = "middle";
+    for (const tick of axisTicks()) {
+      const px = x(tick.t);
+      ctx.fillRect(px, AXIS_H - 6, 1, 6);
+      ctx.fillText(tick.label, px + 3, AXIS_H / 2 - 2);
+    }
+  }
+  // The axis's ticks for the window shown: 8 to 16 of them, a step of 1, 2 or 5 x 10^k µs.
+  function axisTicks() {
     const span = winEnd - winStart;
     let step = Math.pow(10, Math.floor(Math.log10(span / 8)));
     if (span / step > 16) step *= 5; else if (span / step > 8) step *= 2;
-    ctx.fillStyle = "#4a5468"; ctx.font = "11px system-ui, sans-serif"; ctx.textBaseline = "middle";
+    const ticks = [];
     for (let t = Math.ceil(winStart / step) * step; t <= winEnd; t += step) {
-      const px = x(t);
-      ctx.fillRect(px, AXIS_H - 6, 1, 6);
-      ctx.fillText(fmtTime(t), px + 3, AXIS_H / 2 - 2);
+      ticks.push({ t, label: fmtTick(t, step) });
     }
+    return ticks;
   }
 
   // --- hit testing ---------------------------------------------------------------------------
@@ -762,6 +780,7 @@
       return { x: rect.left + (x(mTs[i]) + x(te)) / 2, y: rect.top + (laneMid(mFrom[i]) + laneMid(mTo[i])) / 2 };
     },
     shownLanes() { return rows.map((l) => lanes.name[l]); },
+    axisLabels() { return axisTicks().map((tick) => tick.label); },
     // The story's labels now shown, and those left out for want of room.
     storyLabels() {
       const shown = Array.from(factsBox.children, (e) => e.textContent);
