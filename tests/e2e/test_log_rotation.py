@@ -86,7 +86,8 @@ def rotating_daemon(containerd: EmbeddedContainerd, group: str, name: str, write
 @pytest.fixture
 def daemon(containerd: EmbeddedContainerd, cri: CRIClient) -> Iterator[Daemon]:
     with stopped_after(rotating_daemon(containerd, "logrot", "logrot", WRITER, "10Mi",
-                                       MAX_FILES).start()) as d:
+                                       MAX_FILES)) as d:
+        d.start()
         d.wait_running(POD, 60.0)
         yield d
 

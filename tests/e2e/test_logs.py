@@ -92,7 +92,8 @@ def _restarted(daemon: Daemon) -> bool:
 
 @pytest.fixture
 def daemon(containerd: EmbeddedContainerd, cri: CRIClient) -> Iterator[Daemon]:
-    with stopped_after(_logs_daemon(containerd).start()) as d:
+    with stopped_after(_logs_daemon(containerd)) as d:
+        d.start()
         wait_for(lambda: _restarted(d), 60.0, "talk restarted once, finite running")
         yield d
 
@@ -238,7 +239,8 @@ def test_cli_over_https_with_a_certificate_and_a_token_emulated_apiserver(
         daemon.flags += joined.flags
         reader = client_pair(server, daemon.workdir, "log-reader")
         server.add_token("secret-token", "token-reader")
-        with stopped_after(daemon.start()):
+        with stopped_after(daemon):
+            daemon.start()
             wait_for(lambda: _restarted(daemon), 60.0, "talk restarted once")
             https = ("--server", f"https://127.0.0.1:{daemon.port}",
                      "--certificate-authority", str(joined.ca))

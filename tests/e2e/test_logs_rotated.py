@@ -52,7 +52,8 @@ done"""
 @pytest.fixture
 def daemon(containerd: EmbeddedContainerd, cri: CRIClient) -> Iterator[Daemon]:
     with stopped_after(rotating_daemon(containerd, "logs-rotated", "burst", WRITER, "1Mi", 5,
-                                       "OnFailure").start()) as d:
+                                       "OnFailure")) as d:
+        d.start()
         d.wait_running(POD, 60.0)
         yield d
         remove_every_pod(d)
