@@ -11,7 +11,6 @@ admission and mount errors verbatim, the init container a Pending pod waits for.
 from __future__ import annotations
 
 import http.server
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from runtime.pod.generated import (
     ResourceRequirements,
 )
 from runtime.pod.model import Container, HostPathVolumeSource, Probe, Volume, VolumeMount
+from tests.helpers import serve
 from tests.unit.app.test_explain_scenarios import (
     MISSING_IMAGE,
     Scenario,
@@ -134,15 +134,7 @@ class _Unwell(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def unwell() -> Iterator[int]:
     """A health endpoint on 127.0.0.1 answering 503; its port."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Unwell)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server.server_address[1]
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    yield from serve(http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Unwell))
 
 
 def test_readiness_http_probe_status(scenario: Scenario, unwell: int) -> None:
