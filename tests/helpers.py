@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import socketserver
 import subprocess
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -49,6 +51,19 @@ def wait_for(
                 detail += f", last error {type(last_error).__name__}: {last_error}"
             raise AssertionError(f"timed out after {timeout:g}s waiting for {what} ({detail})")
         time.sleep(interval)
+
+
+def serve(server: socketserver.TCPServer) -> Iterator[int]:
+    """Serve ``server`` on a thread for a fixture (``yield from serve(...)``): its port;
+    after, shut down and closed."""
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
 
 
 def host_path_case(tmp_path: Path, prepare: str | None) -> Path:

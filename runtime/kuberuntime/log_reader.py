@@ -290,10 +290,7 @@ def _read(
         while not renderer.done:
             data = f.read(CHUNK)
             if data:
-                buf = pending + data if pending else data
-                cut = buf.rfind(b"\n") + 1
-                pending = buf[cut:]
-                out = renderer.feed(buf[:cut])
+                out, pending = _feed_whole(renderer, pending, data)
                 if out:
                     yield out
                 continue
@@ -346,12 +343,17 @@ def _read_to_end(f: IO[bytes], renderer: LogRenderer) -> Iterator[bytes]:
             if out:
                 yield out
             return
-        buf = pending + data if pending else data
-        cut = buf.rfind(b"\n") + 1
-        pending = buf[cut:]
-        out = renderer.feed(buf[:cut])
+        out, pending = _feed_whole(renderer, pending, data)
         if out:
             yield out
+
+
+def _feed_whole(renderer: LogRenderer, pending: bytes, data: bytes) -> tuple[bytes, bytes]:
+    """Feed ``renderer`` the whole records of ``pending`` + ``data``: its output, and the
+    torn record after the last newline, kept for the next read."""
+    buf = pending + data if pending else data
+    cut = buf.rfind(b"\n") + 1
+    return renderer.feed(buf[:cut]), buf[cut:]
 
 
 def _rotated_away(f: IO[bytes], path: str) -> IO[bytes] | None:

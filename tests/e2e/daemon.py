@@ -14,13 +14,19 @@ import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runtime.containerd.embedded import EmbeddedContainerd
 from tests.helpers import wait_for
 
+if TYPE_CHECKING:
+    from tests.apiserver import EmulatedAPIServer
+
 REPO = Path(__file__).resolve().parents[2]
+NODE = "e2e-node"
+"""The node name every daemon here runs as."""
 
 
 def free_port() -> int:
@@ -53,7 +59,7 @@ class Daemon:
             "--pod-manifest-path", str(self.manifests),
             "--root-dir", str(self.workdir / "root"),
             "--pod-logs-dir", str(self.pod_logs),
-            "--node-name", "e2e-node",
+            "--node-name", NODE,
             "--port", str(self.port), "--read-only-port", str(self.read_only_port),
             "--healthz-port", str(self.healthz_port),
             "--file-check-frequency", "2s", "--v=4",  # klog's DEBUG; a test's own --v wins
@@ -129,13 +135,53 @@ class Daemon:
                 self.proc.wait(timeout=10)
 
 
-def daemon_on(containerd: EmbeddedContainerd, group: str, *flags: str) -> Daemon:
+def daemon_on(containerd: EmbeddedContainerd, group: str, *flags: str,
+              config: str = "") -> Daemon:
     """A daemon (not started) on ``containerd``, its dirs in a fresh
-    ``<containerd's dir>/<group>/<id>`` (removed with the containerd's)."""
+    ``<containerd's dir>/<group>/<id>`` (removed with the containerd's); ``config``, the
+    fields of a KubeletConfiguration (YAML), is given to it with ``--config``."""
     workdir = containerd.base_dir / group / uuid.uuid4().hex[:8]
     (workdir / "manifests").mkdir(parents=True)
+    if config:
+        (workdir / "kubelet.yaml").write_text(
+            "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n" + config)
+        flags = ("--config", str(workdir / "kubelet.yaml"), *flags)
     return Daemon(workdir, workdir / "manifests", "--container-runtime-endpoint",
                   containerd.endpoint, *flags)
+
+
+@dataclass(frozen=True, slots=True)
+class Joining:
+    """What a daemon joined to an emulated API server is given, written in its workdir:
+    its kubeconfig (as ``system:node:NODE``), the API server's CA (``ca``: the daemon
+    checks clients' certificates against it; a client checks the serving one with it)
+    and a serving pair that CA signed for 127.0.0.1."""
+
+    ca: Path
+    flags: tuple[str, ...]
+
+
+def joining(server: EmulatedAPIServer, workdir: Path) -> Joining:
+    kubeconfig = server.write_kubeconfig(workdir / "kubelet.kubeconfig",
+                                         f"system:node:{NODE}", groups=("system:nodes",))
+    ca = workdir / "ca.crt"
+    ca.write_bytes(server.ca.cert_pem)
+    serving = server.ca.issue(NODE, dns_names=(NODE,), ips=("127.0.0.1",), server=True)
+    (workdir / "serving.crt").write_bytes(serving.cert_pem)
+    (workdir / "serving.key").write_bytes(serving.key_pem)
+    return Joining(ca, ("--kubeconfig", str(kubeconfig), "--client-ca-file", str(ca),
+                        "--tls-cert-file", str(workdir / "serving.crt"),
+                        "--tls-private-key-file", str(workdir / "serving.key")))
+
+
+def client_pair(server: EmulatedAPIServer, workdir: Path, user: str) -> tuple[str, ...]:
+    """The ``--client-certificate`` and ``--client-key`` flags of a command acting as
+    ``user``: a pair the API server's CA signed, written in ``workdir``."""
+    pair = server.client_cert(user)
+    (workdir / f"{user}.crt").write_bytes(pair.cert_pem)
+    (workdir / f"{user}.key").write_bytes(pair.key_pem)
+    return ("--client-certificate", str(workdir / f"{user}.crt"),
+            "--client-key", str(workdir / f"{user}.key"))
 
 
 def remove_every_pod(daemon: Daemon, timeout: float = 90.0) -> None:

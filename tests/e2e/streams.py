@@ -1,13 +1,19 @@
 """Helpers for the exec, attach and port-forward end-to-end tests: the CLI as a process,
-a raw websocket upgrade to the daemon, and a process's thread and descriptor counts."""
+one on a terminal, a raw websocket upgrade to the daemon, and a process's thread and
+descriptor counts."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import socket
 import ssl
+import struct
 import subprocess
 import sys
+import termios
+from collections.abc import Iterator
 from pathlib import Path
 
 from tests.e2e.daemon import REPO
@@ -28,6 +34,29 @@ def run_cli(*args: str, stdin: bytes = b"",
             timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(cli(*args), input=stdin, capture_output=True, timeout=timeout,
                           cwd=REPO, env=env(), check=False)
+
+
+@contextlib.contextmanager
+def on_terminal(argv: list[str], size: tuple[int, int] | None = None, *,
+                cwd: Path | None = None,
+                env: dict[str, str] | None = None) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+    """``argv`` run in a session of its own with a pseudo-terminal (``size``: rows and
+    columns) as its stdin, stdout and stderr; yields the process and the terminal's other
+    end (what a person types into and reads). After: the process killed if it still runs,
+    the terminal closed."""
+    leader, follower = os.openpty()
+    if size is not None:
+        fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", *size, 0, 0))
+    proc = subprocess.Popen(argv, stdin=follower, stdout=follower, stderr=follower, cwd=cwd,
+                            env=env, start_new_session=True)
+    os.close(follower)
+    try:
+        yield proc, leader
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(leader)
 
 
 def upgrade(port: int, path: str, *, token: str = "", protocol: str = "v4.channel.k8s.io",

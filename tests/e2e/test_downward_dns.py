@@ -27,7 +27,7 @@ from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
 from runtime.errors import CRINotFound
 from runtime.machine import EVICTION_MEMORY_AVAILABLE, mem_total
-from tests.e2e.daemon import Daemon
+from tests.e2e.daemon import Daemon, daemon_on, remove_every_pod, stopped_after
 from tests.helpers import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -41,22 +41,16 @@ CLUSTER_DOMAIN = "cluster.local"
 def kubelet(containerd: EmbeddedContainerd) -> Iterator[Daemon]:
     """One daemon for the module, with cluster DNS flags; at the end its pods are
     removed through their manifests, then whatever it left in the runtime."""
-    workdir = containerd.base_dir / "daemon" / uuid.uuid4().hex[:8]
-    (workdir / "manifests").mkdir(parents=True)
-    daemon = Daemon(workdir, workdir / "manifests", "--container-runtime-endpoint",
-                    containerd.endpoint, "--cluster-dns", CLUSTER_DNS,
-                    "--cluster-domain", CLUSTER_DOMAIN)
+    daemon = daemon_on(containerd, "daemon", "--cluster-dns", CLUSTER_DNS,
+                       "--cluster-domain", CLUSTER_DOMAIN)
     client = CRIClient(containerd.endpoint, timeout=60.0)
     before = {p.id for p in client.list_pod_sandbox()}
     try:
-        daemon.start()
-        yield daemon
-        for path in daemon.manifests.iterdir():
-            path.unlink()
-        wait_for(lambda: not daemon.pods(), 60.0, "every pod removed")
+        with stopped_after(daemon):
+            daemon.start()
+            yield daemon
+            remove_every_pod(daemon, 60.0)
     finally:
-        daemon.stop()
-        print(daemon.log())  # shown when a test failed
         for sandbox in client.list_pod_sandbox():
             if sandbox.id not in before:
                 with contextlib.suppress(CRINotFound):

@@ -17,7 +17,6 @@ import struct
 import subprocess
 import termios
 import urllib.request
-import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -27,11 +26,12 @@ from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
 from runtime.cri.types import SandboxFilter
 from runtime.kuberuntime import labels as L
-from tests.e2e.daemon import REPO, Daemon
+from tests.e2e.daemon import REPO, Daemon, daemon_on, remove_every_pod, stopped_after
 from tests.e2e.streams import (
     cli,
     counts,
     env,
+    on_terminal,
     read_until,
     read_until_socket,
     refusal,
@@ -67,22 +67,19 @@ spec:
 
 @pytest.fixture(scope="module")
 def daemon(containerd: EmbeddedContainerd) -> Iterator[Daemon]:
-    workdir = containerd.base_dir / "streams" / uuid.uuid4().hex[:8]
-    (workdir / "manifests").mkdir(parents=True)
-    (workdir / "manifests" / "shell.yaml").write_text(MANIFEST)
-    d = Daemon(workdir, workdir / "manifests", "--container-runtime-endpoint",
-               containerd.endpoint)
+    d = daemon_on(containerd, "streams")
+    (d.manifests / "shell.yaml").write_text(MANIFEST)
     uid = ""
     try:
-        d.start()
-        uid = d.wait_running(POD, 60)["metadata"]["uid"]
-        yield d
+        with stopped_after(d):
+            try:
+                d.start()
+                uid = d.wait_running(POD, 60)["metadata"]["uid"]
+                yield d
+            finally:
+                with contextlib.suppress(AssertionError, OSError):
+                    remove_every_pod(d, 30.0)
     finally:
-        (workdir / "manifests" / "shell.yaml").unlink(missing_ok=True)
-        with contextlib.suppress(AssertionError, OSError):
-            wait_for(lambda: d.pods() == {}, 30.0, "the pod to leave /pods")
-        d.stop()
-        print(d.log())
         with CRIClient(containerd.endpoint, timeout=60) as cri:
             for sandbox in cri.list_pod_sandbox(SandboxFilter(label_selector={L.POD_UID: uid})):
                 cri.stop_pod_sandbox(sandbox.id)
@@ -114,14 +111,8 @@ def test_exec_defaults_the_container_and_passes_stdin(daemon: Daemon) -> None:
 def test_exec_with_a_tty_follows_the_terminal_size(daemon: Daemon) -> None:
     # Each line asks the size (the first answers may come before the first resize lands).
     script = 'while read x; do [ "$x" = q ] && exit 7; stty size; done'
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
-    proc = subprocess.Popen(cli("exec", POD, "-c", "main", "-i", "-t", *flags(daemon), "--",
-                                "sh", "-c", script),
-                            stdin=slave, stdout=slave, stderr=slave, cwd=REPO, env=env(),
-                            start_new_session=True)
-    os.close(slave)
-    try:
+    with on_terminal(cli("exec", POD, "-c", "main", "-i", "-t", *flags(daemon), "--",
+                         "sh", "-c", script), (30, 100), cwd=REPO, env=env()) as (proc, master):
 
         def size_is(size: bytes) -> bool:
             os.write(master, b"\n")
@@ -133,11 +124,6 @@ def test_exec_with_a_tty_follows_the_terminal_size(daemon: Daemon) -> None:
         wait_for(lambda: size_is(b"40 120"), 30, "the size after SIGWINCH")
         os.write(master, b"q\n")
         assert proc.wait(timeout=30) == 7
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        os.close(master)
 
 
 def test_attach_to_a_container_reading_stdin(daemon: Daemon) -> None:

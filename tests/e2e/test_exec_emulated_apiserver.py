@@ -14,7 +14,6 @@ through unrewritten, every session here would be refused with "you must specify 
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import uuid
@@ -31,7 +30,7 @@ from tests.apiserver import EmulatedAPIServer
 from tests.apiserver.auth import Rules
 from tests.apiserver.kubectl import SDK, Kubectl, kubectl_binary
 from tests.e2e.daemon import Daemon
-from tests.e2e.streams import answer, read_until, upgrade
+from tests.e2e.streams import answer, on_terminal, read_until, upgrade
 from tests.helpers import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -172,22 +171,12 @@ def test_kubectl_exec_with_a_terminal_through_the_api_server_emulated_apiserver(
     """``kubectl exec -it``: kubectl asks for a TTY only when its stdin is a terminal (a
     pseudo-terminal here); the API server writes ``tty=1`` and the process gets one."""
     kubectl = Kubectl(joined.admin, binary)
-    leader, follower = os.openpty()
-    proc = subprocess.Popen(kubectl.argv("exec", "-it", "shell", "-c", "main", "--", "sh", "-c",
-                                         "tty; echo done-$((6*7))"),
-                            stdin=follower, stdout=follower, stderr=follower,
-                            start_new_session=True)
-    os.close(follower)
-    try:
+    with on_terminal(kubectl.argv("exec", "-it", "shell", "-c", "main", "--", "sh", "-c",
+                                  "tty; echo done-$((6*7))")) as (proc, leader):
         seen = read_until(leader, b"done-42", 60, "the session's answer")
         assert b"/dev/pts/" in seen, seen
         assert b"not a tty" not in seen, seen
         assert proc.wait(timeout=30) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        os.close(leader)
 
 
 def test_kubectl_exec_names_the_containers_when_none_is_given_emulated_apiserver(

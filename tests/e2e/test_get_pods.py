@@ -57,7 +57,8 @@ def test_get_pods_prints_them_as_kubectl_does(containerd: EmbeddedContainerd,
     (daemon.manifests / "web.json").write_text(
         manifest("web", "trap 'exit 0' TERM; while true; do sleep 1; done"))
     (daemon.manifests / "crash.json").write_text(manifest("crash", "exit 3"))
-    with stopped_after(daemon.start()):
+    with stopped_after(daemon):
+        daemon.start()
         web = daemon.wait_running(WEB, 60)
         crash = wait_for(lambda: crash_looping(daemon), 120, "crash in CrashLoopBackOff")
         assert crash is not None

@@ -7,7 +7,6 @@ SubjectAccessReview on nodes/pods."""
 from __future__ import annotations
 
 import json
-import uuid
 
 import pytest
 
@@ -15,7 +14,7 @@ from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
 from tests.apiserver import EmulatedAPIServer
 from tests.apiserver.auth import Rules
-from tests.e2e.daemon import Daemon, stopped_after
+from tests.e2e.daemon import client_pair, daemon_on, joining, stopped_after
 from tests.e2e.test_get_pods import NODE, get, manifest
 from tests.helpers import wait_for
 
@@ -26,31 +25,18 @@ STATIC = f"web-{NODE}"
 
 def test_get_pods_with_a_token_or_a_certificate_emulated_apiserver(
         containerd: EmbeddedContainerd, cri: CRIClient) -> None:
-    workdir = containerd.base_dir / "get-pods-cluster" / uuid.uuid4().hex[:8]
-    (workdir / "manifests").mkdir(parents=True)
-    (workdir / "manifests" / "web.json").write_text(
-        manifest("web", "trap 'exit 0' TERM; while true; do sleep 1; done"))
     rules = (Rules().allow("pod-lister", verbs=("get",), subresources=("pods",), name=NODE)
              .allow("cert-lister", verbs=("get",), subresources=("pods",), name=NODE))
     with EmulatedAPIServer(sar_policy=rules) as server:
-        kubeconfig = server.write_kubeconfig(workdir / "kubelet.kubeconfig",
-                                             f"system:node:{NODE}", groups=("system:nodes",))
-        ca = workdir / "ca.crt"
-        ca.write_bytes(server.ca.cert_pem)
-        serving = server.ca.issue(NODE, dns_names=(NODE,), ips=("127.0.0.1",), server=True)
-        (workdir / "serving.crt").write_bytes(serving.cert_pem)
-        (workdir / "serving.key").write_bytes(serving.key_pem)
-        lister = server.client_cert("cert-lister")
-        (workdir / "lister.crt").write_bytes(lister.cert_pem)
-        (workdir / "lister.key").write_bytes(lister.key_pem)
+        daemon = daemon_on(containerd, "get-pods-cluster")
+        (daemon.manifests / "web.json").write_text(
+            manifest("web", "trap 'exit 0' TERM; while true; do sleep 1; done"))
+        joined = joining(server, daemon.workdir)
+        daemon.flags += (*joined.flags, "--read-only-port", "0")
+        lister = client_pair(server, daemon.workdir, "cert-lister")
         server.add_token("pods-token", "pod-lister")
-        daemon = Daemon(workdir, workdir / "manifests", "--container-runtime-endpoint",
-                        containerd.endpoint, "--kubeconfig", str(kubeconfig),
-                        "--client-ca-file", str(ca), "--read-only-port", "0",
-                        "--tls-cert-file", str(workdir / "serving.crt"),
-                        "--tls-private-key-file", str(workdir / "serving.key"))
         https = ("--server", f"https://127.0.0.1:{daemon.port}",
-                 "--certificate-authority", str(ca))
+                 "--certificate-authority", str(joined.ca))
 
         def running() -> bool:
             done = get("pods", "-o", "json", *https, "--token", "pods-token")
@@ -70,8 +56,7 @@ def test_get_pods_with_a_token_or_a_certificate_emulated_apiserver(
             lines = [line.split() for line in done.stdout.splitlines()]
             assert lines[0] == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
             assert [line[:4] for line in lines[1:]] == [[STATIC, "1/1", "Running", "0"]]
-            done = get("pods", "-o", "wide", *https, "--client-certificate",
-                       str(workdir / "lister.crt"), "--client-key", str(workdir / "lister.key"))
+            done = get("pods", "-o", "wide", *https, *lister)
             assert done.returncode == 0, done.stderr
             assert done.stdout.splitlines()[1].split()[6] == NODE
             forged = get("pods", *https, "--token", "forged")

@@ -28,21 +28,18 @@ from __future__ import annotations
 
 import gzip
 import http.client
-import json
 import re
 import threading
 import urllib.parse
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from actors.app.testbed import BUSYBOX_IMAGE
 from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
-from tests.e2e.daemon import Daemon
-from tests.e2e.test_logs import cli
+from tests.e2e.daemon import Daemon, daemon_on, stopped_after
+from tests.e2e.test_logs import cli, scripted_pod
 from tests.helpers import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -72,42 +69,27 @@ echo {END}; touch /ctl/finished
 trap 'exit 0' TERM; while true; do sleep 1; done"""
 
 
-def manifest(ctl: Path) -> str:
-    return f"""apiVersion: v1
-kind: Pod
-metadata:
-  name: logrot
-spec:
-  terminationGracePeriodSeconds: 2
-  volumes:
-  - name: ctl
-    hostPath: {{path: {ctl}, type: DirectoryOrCreate}}
-  containers:
-  - name: writer
-    image: {BUSYBOX_IMAGE}
-    command: ["sh", "-c", {json.dumps(WRITER)}]
-    volumeMounts: [{{name: ctl, mountPath: /ctl}}]
-"""
+def rotating_daemon(containerd: EmbeddedContainerd, group: str, name: str, writer: str,
+                    max_size: str, max_files: int, restart_policy: str = "") -> Daemon:
+    """A daemon (not started) whose rotation pass runs every 3 s (upstream's least
+    containerLogMonitorInterval) and rotates a container's log at ``max_size``, keeping
+    ``max_files``; its one pod, ``name``, runs ``writer`` in its container ``writer``,
+    with <workdir>/ctl at /ctl."""
+    daemon = daemon_on(containerd, group, "--container-log-max-size", max_size,
+                       "--container-log-max-files", str(max_files),
+                       config="containerLogMonitorInterval: 3s\n")
+    (daemon.manifests / f"{name}.yaml").write_text(scripted_pod(
+        name, daemon.workdir / "ctl", {"writer": writer}, restart_policy))
+    return daemon
 
 
 @pytest.fixture
 def daemon(containerd: EmbeddedContainerd, cri: CRIClient) -> Iterator[Daemon]:
-    workdir = containerd.base_dir / "logrot" / uuid.uuid4().hex[:8]
-    (workdir / "manifests").mkdir(parents=True)
-    (workdir / "manifests" / "logrot.yaml").write_text(manifest(workdir / "ctl"))
-    config = workdir / "kubelet.yaml"
-    config.write_text("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
-                      "containerLogMonitorInterval: 3s\n")
-    d = Daemon(workdir, workdir / "manifests", "--container-runtime-endpoint",
-               containerd.endpoint, "--config", str(config),
-               "--container-log-max-size", "10Mi", "--container-log-max-files", str(MAX_FILES))
-    try:
+    with stopped_after(rotating_daemon(containerd, "logrot", "logrot", WRITER, "10Mi",
+                                       MAX_FILES)) as d:
         d.start()
         d.wait_running(POD, 60.0)
         yield d
-    finally:
-        d.stop()
-        print(d.log())  # shown when the test failed
 
 
 class Follower:

@@ -16,7 +16,6 @@ import ssl
 import subprocess
 import sys
 import urllib.parse
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,13 +27,12 @@ from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
 from tests.apiserver import EmulatedAPIServer
 from tests.apiserver.auth import Rules
-from tests.e2e.daemon import REPO, Daemon
+from tests.e2e.daemon import NODE, REPO, Daemon, client_pair, daemon_on, joining, stopped_after
 from tests.e2e.streams import counts
 from tests.helpers import wait_for
 
 pytestmark = pytest.mark.e2e
 
-NODE = "e2e-node"  # tests.e2e.daemon names its node so
 POD = f"logs-{NODE}"
 LONG = 20000  # over containerd's max_container_log_line_size (16 KiB): P records
 
@@ -52,34 +50,34 @@ FINITE = """echo started; while [ ! -f /ctl/go ]; do sleep 0.1; done
 i=0; while [ $i -lt 2000 ]; do echo line-$i; i=$((i+1)); done; echo last"""
 
 
-def manifest(ctl: Path) -> str:
+def scripted_pod(name: str, ctl: Path, scripts: dict[str, str],
+                 restart_policy: str = "") -> str:
+    """A pod manifest of busybox containers, each (by name) running its ``sh`` script with
+    ``ctl`` (a host directory: the test's way to talk to it) at /ctl; a 2 s grace."""
+    policy = f"\n  restartPolicy: {restart_policy}" if restart_policy else ""
+    containers = "".join(f"""
+  - name: {container}
+    image: {BUSYBOX_IMAGE}
+    command: ["sh", "-c", {json.dumps(script)}]
+    volumeMounts: [{{name: ctl, mountPath: /ctl}}]""" for container, script in scripts.items())
     return f"""apiVersion: v1
 kind: Pod
 metadata:
-  name: logs
-spec:
-  restartPolicy: OnFailure
+  name: {name}
+spec:{policy}
   terminationGracePeriodSeconds: 2
   volumes:
   - name: ctl
     hostPath: {{path: {ctl}, type: DirectoryOrCreate}}
-  containers:
-  - name: talk
-    image: {BUSYBOX_IMAGE}
-    command: ["sh", "-c", {json.dumps(TALK)}]
-    volumeMounts: [{{name: ctl, mountPath: /ctl}}]
-  - name: finite
-    image: {BUSYBOX_IMAGE}
-    command: ["sh", "-c", {json.dumps(FINITE)}]
-    volumeMounts: [{{name: ctl, mountPath: /ctl}}]
+  containers:{containers}
 """
 
 
-def _workdir(containerd: EmbeddedContainerd) -> Path:
-    path = containerd.base_dir / "logs" / uuid.uuid4().hex[:8]
-    (path / "manifests").mkdir(parents=True)
-    (path / "manifests" / "logs.yaml").write_text(manifest(path / "ctl"))
-    return path
+def _logs_daemon(containerd: EmbeddedContainerd) -> Daemon:
+    daemon = daemon_on(containerd, "logs")
+    (daemon.manifests / "logs.yaml").write_text(scripted_pod(
+        "logs", daemon.workdir / "ctl", {"talk": TALK, "finite": FINITE}, "OnFailure"))
+    return daemon
 
 
 def _restarted(daemon: Daemon) -> bool:
@@ -94,16 +92,10 @@ def _restarted(daemon: Daemon) -> bool:
 
 @pytest.fixture
 def daemon(containerd: EmbeddedContainerd, cri: CRIClient) -> Iterator[Daemon]:
-    workdir = _workdir(containerd)
-    d = Daemon(workdir, workdir / "manifests", "--container-runtime-endpoint",
-               containerd.endpoint)
-    try:
+    with stopped_after(_logs_daemon(containerd)) as d:
         d.start()
         wait_for(lambda: _restarted(d), 60.0, "talk restarted once, finite running")
         yield d
-    finally:
-        d.stop()
-        print(d.log())  # shown when the test failed
 
 
 def logs(daemon: Daemon, container: str, **query: str) -> tuple[int, str]:
@@ -239,34 +231,20 @@ def test_cli_over_http(daemon: Daemon) -> None:
 
 def test_cli_over_https_with_a_certificate_and_a_token_emulated_apiserver(
         containerd: EmbeddedContainerd, cri: CRIClient) -> None:
-    workdir = _workdir(containerd)
     rules = (Rules().allow("log-reader", verbs=("get",), subresources=("proxy",), name=NODE)
              .allow("token-reader", verbs=("get",), subresources=("proxy",), name=NODE))
     with EmulatedAPIServer(sar_policy=rules) as server:
-        kubeconfig = server.write_kubeconfig(workdir / "kubelet.kubeconfig",
-                                             f"system:node:{NODE}", groups=("system:nodes",))
-        ca = workdir / "ca.crt"
-        ca.write_bytes(server.ca.cert_pem)
-        serving = server.ca.issue(NODE, dns_names=(NODE,), ips=("127.0.0.1",), server=True)
-        (workdir / "serving.crt").write_bytes(serving.cert_pem)
-        (workdir / "serving.key").write_bytes(serving.key_pem)
-        reader = server.client_cert("log-reader")
-        (workdir / "reader.crt").write_bytes(reader.cert_pem)
-        (workdir / "reader.key").write_bytes(reader.key_pem)
+        daemon = _logs_daemon(containerd)
+        joined = joining(server, daemon.workdir)
+        daemon.flags += joined.flags
+        reader = client_pair(server, daemon.workdir, "log-reader")
         server.add_token("secret-token", "token-reader")
-        daemon = Daemon(workdir, workdir / "manifests", "--container-runtime-endpoint",
-                        containerd.endpoint, "--kubeconfig", str(kubeconfig),
-                        "--client-ca-file", str(ca),
-                        "--tls-cert-file", str(workdir / "serving.crt"),
-                        "--tls-private-key-file", str(workdir / "serving.key"))
-        try:
+        with stopped_after(daemon):
             daemon.start()
             wait_for(lambda: _restarted(daemon), 60.0, "talk restarted once")
             https = ("--server", f"https://127.0.0.1:{daemon.port}",
-                     "--certificate-authority", str(ca))
-            done = cli(POD, "-c", "talk", "--previous", "--tail", "1", *https,
-                       "--client-certificate", str(workdir / "reader.crt"),
-                       "--client-key", str(workdir / "reader.key"))
+                     "--certificate-authority", str(joined.ca))
+            done = cli(POD, "-c", "talk", "--previous", "--tail", "1", *https, *reader)
             assert (done.returncode, done.stdout, done.stderr) == (0, "tail", "")
             done = cli(POD, "-c", "talk", "--previous", "--tail", "1", *https,
                        "--token", "secret-token")
@@ -276,6 +254,3 @@ def test_cli_over_https_with_a_certificate_and_a_token_emulated_apiserver(
                 1, "Error from server (Unauthorized): Unauthorized")
             done = cli(POD, "-c", "talk", *https)  # anonymous is off in cluster mode
             assert done.returncode == 1 and "Unauthorized" in done.stderr
-        finally:
-            daemon.stop()
-            print(daemon.log())

@@ -16,18 +16,16 @@ the current one's last line stayed in a current file under the size (at most a f
 
 from __future__ import annotations
 
-import json
 import urllib.parse
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from actors.app.testbed import BUSYBOX_IMAGE
 from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
-from tests.e2e.daemon import Daemon, remove_every_pod
+from tests.e2e.daemon import Daemon, remove_every_pod, stopped_after
+from tests.e2e.test_log_rotation import rotating_daemon
 from tests.e2e.test_logs import cli
 from tests.helpers import wait_for
 
@@ -51,44 +49,14 @@ while true; do
 done"""
 
 
-def manifest(ctl: Path) -> str:
-    return f"""apiVersion: v1
-kind: Pod
-metadata:
-  name: burst
-spec:
-  restartPolicy: OnFailure
-  terminationGracePeriodSeconds: 2
-  volumes:
-  - name: ctl
-    hostPath: {{path: {ctl}, type: DirectoryOrCreate}}
-  containers:
-  - name: writer
-    image: {BUSYBOX_IMAGE}
-    command: ["sh", "-c", {json.dumps(WRITER)}]
-    volumeMounts: [{{name: ctl, mountPath: /ctl}}]
-"""
-
-
 @pytest.fixture
 def daemon(containerd: EmbeddedContainerd, cri: CRIClient) -> Iterator[Daemon]:
-    workdir = containerd.base_dir / "logs-rotated" / uuid.uuid4().hex[:8]
-    (workdir / "manifests").mkdir(parents=True)
-    (workdir / "manifests" / "burst.yaml").write_text(manifest(workdir / "ctl"))
-    config = workdir / "kubelet.yaml"
-    config.write_text("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
-                      "containerLogMonitorInterval: 3s\n")
-    d = Daemon(workdir, workdir / "manifests", "--container-runtime-endpoint",
-               containerd.endpoint, "--config", str(config),
-               "--container-log-max-size", "1Mi", "--container-log-max-files", "5")
-    try:
+    with stopped_after(rotating_daemon(containerd, "logs-rotated", "burst", WRITER, "1Mi", 5,
+                                       "OnFailure")) as d:
         d.start()
         d.wait_running(POD, 60.0)
         yield d
         remove_every_pod(d)
-    finally:
-        d.stop()
-        print(d.log())  # shown when the test failed
 
 
 def _tail(daemon: Daemon, **query: str) -> tuple[int, str]:

@@ -4,7 +4,6 @@ ValidatePodCreate words), while a valid manifest beside them runs."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -14,7 +13,7 @@ from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
 from runtime.cri.types import SandboxFilter
 from runtime.kuberuntime import labels as L
-from tests.e2e.daemon import Daemon
+from tests.e2e.daemon import Daemon, daemon_on, stopped_after
 from tests.helpers import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -62,12 +61,8 @@ BAD = {
 
 @pytest.fixture
 def daemon(containerd: EmbeddedContainerd) -> Iterator[Daemon]:
-    workdir = containerd.base_dir / "daemon" / uuid.uuid4().hex[:8]
-    (workdir / "manifests").mkdir(parents=True)
-    d = Daemon(workdir, workdir / "manifests", "--container-runtime-endpoint",
-               containerd.endpoint)
-    yield d
-    d.stop()
+    with stopped_after(daemon_on(containerd, "daemon")) as d:
+        yield d
 
 
 def metric(daemon: Daemon) -> list[str]:

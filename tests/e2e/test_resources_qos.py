@@ -12,7 +12,6 @@ so the daemon runs with its defaults: --cgroups-per-qos, --cgroup-root /, cgroup
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from runtime.cm.oom import BESTEFFORT_OOM_SCORE_ADJ, GUARANTEED_OOM_SCORE_ADJ
 from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
 from runtime.machine import mem_total
-from tests.e2e.daemon import Daemon
+from tests.e2e.daemon import Daemon, daemon_on, remove_every_pod, stopped_after
 from tests.e2e.test_daemon import manifest
 from tests.helpers import wait_for
 
@@ -41,17 +40,9 @@ UNLIMITED_MEMORY = 9223372036854771712
 def kubelet(containerd: EmbeddedContainerd, cri: CRIClient) -> Iterator[Daemon]:
     """A daemon with the default cgroup flags. Its manifests are deleted before it stops,
     so it removes its pods and their cgroups itself; ``cri`` removes anything left."""
-    workdir = containerd.base_dir / "daemon" / uuid.uuid4().hex[:8]
-    (workdir / "manifests").mkdir(parents=True)
-    d = Daemon(workdir, workdir / "manifests", "--container-runtime-endpoint",
-               containerd.endpoint)
-    yield d
-    if d.proc is not None and d.proc.poll() is None:
-        for path in d.manifests.iterdir():
-            path.unlink()
-        wait_for(lambda: not d.pods(), 60.0, "the daemon to remove its pods")
-    d.stop()
-    print(d.log())  # shown when the test failed
+    with stopped_after(daemon_on(containerd, "daemon")) as d:
+        yield d
+        remove_every_pod(d, 60.0)
 
 
 def runtime_oom_floor(containerd: EmbeddedContainerd) -> int:

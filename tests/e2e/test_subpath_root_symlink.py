@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from actors.app.testbed import BUSYBOX_IMAGE
 from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
 from runtime.mounts import mount_points_under
-from tests.e2e.daemon import Daemon
+from tests.e2e.daemon import Daemon, daemon_on, stopped_after
 from tests.e2e.test_daemon import sandboxes_of
 from tests.helpers import wait_for
 from tests.unit.runtime.subpath_fixtures import unmount_all_under
@@ -30,18 +29,14 @@ pytestmark = pytest.mark.e2e
 def linked(containerd: EmbeddedContainerd, cri: CRIClient) -> Iterator[Daemon]:
     """A daemon whose ``--root-dir`` is a symlink to its real root; whatever stays mounted
     under its workdir is unmounted at the end, failed test or not."""
-    workdir = containerd.base_dir / "daemon" / uuid.uuid4().hex[:8]
-    (workdir / "manifests").mkdir(parents=True)
-    (workdir / "real-root").mkdir()
-    os.symlink(workdir / "real-root", workdir / "root")  # the Daemon's --root-dir
-    d = Daemon(workdir, workdir / "manifests", "--container-runtime-endpoint",
-               containerd.endpoint)
+    d = daemon_on(containerd, "daemon")
+    (d.workdir / "real-root").mkdir()
+    os.symlink(d.workdir / "real-root", d.workdir / "root")  # the Daemon's --root-dir
     try:
-        yield d
+        with stopped_after(d):
+            yield d
     finally:
-        d.stop()
-        print(d.log())  # shown when the test failed
-        unmount_all_under(str(workdir))
+        unmount_all_under(str(d.workdir))
 
 
 def _pod(host: Path) -> str:

@@ -66,26 +66,27 @@ def human_duration(seconds: float) -> str:
         return f"{whole}s"
     minutes = whole // 60
     if minutes < 10:
-        rest = whole % 60
-        return f"{minutes}m" if rest == 0 else f"{minutes}m{rest}s"
+        return _units(minutes, "m", whole % 60, "s")
     if minutes < 60 * 3:
         return f"{minutes}m"
     hours = whole // 3600
     if hours < 8:
-        rest = minutes % 60
-        return f"{hours}h" if rest == 0 else f"{hours}h{rest}m"
+        return _units(hours, "h", minutes % 60, "m")
     if hours < 48:
         return f"{hours}h"
+    days = hours // 24
     if hours < 24 * 8:
-        rest = hours % 24
-        return f"{hours // 24}d" if rest == 0 else f"{hours // 24}d{rest}h"
+        return _units(days, "d", hours % 24, "h")
     if hours < 24 * 365 * 2:
-        return f"{hours // 24}d"
+        return f"{days}d"
     if hours < 24 * 365 * 8:
-        rest = (hours // 24) % 365
-        years = hours // 24 // 365
-        return f"{years}y" if rest == 0 else f"{years}y{rest}d"
-    return f"{hours // 24 // 365}y"
+        return _units(days // 365, "y", days % 365, "d")
+    return f"{days // 365}y"
+
+
+def _units(whole: int, unit: str, rest: int, rest_unit: str) -> str:
+    """``5h3m``; ``5h`` when the rest is 0 (HumanDuration leaves a zero rest out)."""
+    return f"{whole}{unit}" if rest == 0 else f"{whole}{unit}{rest}{rest_unit}"
 
 
 def parse_time(value: Any) -> datetime | None:

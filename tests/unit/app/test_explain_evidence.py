@@ -11,7 +11,6 @@ admission and mount errors verbatim, the init container a Pending pod waits for.
 from __future__ import annotations
 
 import http.server
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,10 +29,15 @@ from runtime.pod.generated import (
     ResourceRequirements,
 )
 from runtime.pod.model import Container, HostPathVolumeSource, Probe, Volume, VolumeMount
+from tests.helpers import serve
 from tests.unit.app.test_explain_scenarios import (
+    MISSING_IMAGE,
     Scenario,
     container,
     exec_probe,
+    failed_post_start_hook,
+    failed_pulls,
+    failing_readiness,
     kinds,
     make_pod,
 )
@@ -43,11 +47,8 @@ pytestmark = pytest.mark.timeout(120)
 
 @pytest.fixture
 def scenario(tmp_path: Path) -> Iterator[Scenario]:
-    made = Scenario(tmp_path / "trace")
-    try:
+    with Scenario(tmp_path / "trace") as made:
         yield made
-    finally:
-        made.close()
 
 
 def fields(finding: Finding) -> dict[str, Any]:
@@ -108,17 +109,7 @@ def _seconds(iso: str) -> float:
 
 
 def test_readiness_exec_probe_message_output_and_exit_code(scenario: Scenario) -> None:
-    node = scenario.node
-    node.snapshot(make_pod(container(readiness_probe=exec_probe("ready", threshold=2))))
-    scenario.wait_running()
-    node.until("ready", lambda: node.fake.called("exec_sync") >= 1)
-    node.advance(2.0)
-    node.fake.set_exec_result(None, ("ready",), ExecResult(
-        stdout=b"warming up: 40%", stderr=b"", exit_code=3))
-    node.until("two failures", lambda: node.fake.called("exec_sync") >= 4)
-    node.advance(2.0)
-
-    found = scenario.explain()
+    found = failing_readiness(scenario, exit_code=3)
     not_ready = [f for f in kinds(found, "not-ready") if "probe failed" in f.text][-1]
     probe = fields(not_ready)
     assert probe["probeMessage"] == "Readiness probe failed: warming up: 40%"
@@ -143,15 +134,7 @@ class _Unwell(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def unwell() -> Iterator[int]:
     """A health endpoint on 127.0.0.1 answering 503; its port."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Unwell)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server.server_address[1]
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    yield from serve(http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Unwell))
 
 
 def test_readiness_http_probe_status(scenario: Scenario, unwell: int) -> None:
@@ -162,7 +145,7 @@ def test_readiness_http_probe_status(scenario: Scenario, unwell: int) -> None:
     scenario.wait_running()
     node.until("a failed attempt", lambda: any(
         "HTTP probe failed" in str(r.get("body", {}).get("message", ""))
-        for r in _messages(scenario) if r.get("type") == "RecordEvent"))
+        for r in scenario.messages() if r.get("type") == "RecordEvent"))
     node.advance(1.0)
 
     # Never ready: the state says why, with the attempts since the container started.
@@ -175,17 +158,6 @@ def test_readiness_http_probe_status(scenario: Scenario, unwell: int) -> None:
         "Readiness probe failed: HTTP probe failed with statuscode: 503"
     assert probe_fields["httpStatus"] == 503
     assert "probeExitCode" not in probe_fields
-
-
-def _messages(scenario: Scenario) -> list[dict[str, Any]]:
-    from actors.core.trace.reader import read_trace
-
-    scenario.node.writer.flush()
-    scenario.node.settle()
-    try:
-        return [r for r in read_trace(scenario.directory).records if r["k"] == "msg"]
-    except Exception:
-        return []
 
 
 def test_liveness_kill_quotes_the_unhealthy_and_killing_events(scenario: Scenario) -> None:
@@ -205,39 +177,23 @@ def test_liveness_kill_quotes_the_unhealthy_and_killing_events(scenario: Scenari
 
 
 def test_failed_post_start_hook_message_and_output(scenario: Scenario) -> None:
-    node = scenario.node
-    hook = Lifecycle(post_start=LifecycleHandler(exec=ExecAction(command=("warmup",))))
-    node.fake.set_exec_result(None, ("warmup",), ExecResult(
-        stdout=b"", stderr=b"cache not found", exit_code=2))
-    node.snapshot(make_pod(container(lifecycle=hook)))
-    node.until("a restart after the hook failed",
-               lambda: node.fake.called("create_container") >= 2)
-    node.until("the sync to settle", lambda: True)
-
-    restart = kinds(scenario.explain(), "restart")[0]
+    restart = kinds(failed_post_start_hook(scenario), "restart")[0]
     hooked = fields(restart)
     assert hooked["hookMessage"] == "PostStartHook failed"
     assert "cache not found" in hooked["hookOutput"]
 
 
 def test_pending_on_its_image_quotes_the_pull_error(scenario: Scenario) -> None:
-    node = scenario.node
-    missing = "127.0.0.1:5000/nowhere/missing:1"
-    node.snapshot(make_pod(container(image=missing)))
-    node.until("two pull attempts and a back-off",
-               lambda: node.fake.called("pull_image") >= 2)
-    node.until("the back-off after them", lambda: True)
-
-    found = scenario.explain()
+    found = failed_pulls(scenario)
     (image,) = kinds(found, "image")
     pulled = fields(image)
-    assert pulled["image"] == missing
+    assert pulled["image"] == MISSING_IMAGE
     assert pulled["pullError"] == "ErrImagePull"
-    assert pulled["pullMessage"].startswith(f'Failed to pull image "{missing}"')
+    assert pulled["pullMessage"].startswith(f'Failed to pull image "{MISSING_IMAGE}"')
     assert pulled["backOff"] == 10.0
     state = fields(kinds(found, "state")[-1])
     assert state["waitingReason"] in ("ImagePullBackOff", "ErrImagePull")
-    assert missing in state["waitingMessage"]
+    assert MISSING_IMAGE in state["waitingMessage"]
 
 
 def test_pending_on_a_volume_quotes_the_mount_error(scenario: Scenario, tmp_path: Path) -> None:
@@ -249,7 +205,7 @@ def test_pending_on_a_volume_quotes_the_mount_error(scenario: Scenario, tmp_path
     node.snapshot(pod)
     node.until("a mount failure", lambda: any(
         r.get("type") == "RecordEvent" and r["body"]["reason"] == "FailedMount"
-        for r in _messages(scenario)))
+        for r in scenario.messages()))
 
     state = kinds(scenario.explain(), "state")[-1]
     assert state.text.startswith("now Pending")
@@ -262,7 +218,7 @@ def test_admission_refusal_verbatim(scenario: Scenario) -> None:
     greedy = container(resources=ResourceRequirements(requests={"cpu": "1000"}))
     scenario.node.snapshot(make_pod(greedy))
     scenario.node.until("the rejection", lambda: any(
-        r.get("type") == "PodRejected" for r in _messages(scenario)))
+        r.get("type") == "PodRejected" for r in scenario.messages()))
 
     found = scenario.explain()
     (admission,) = kinds(found, "admission")

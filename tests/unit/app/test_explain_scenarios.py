@@ -71,6 +71,12 @@ class Scenario:
         self.node = RecordedNode(directory, self.scratch)
         self.closed = False
 
+    def __enter__(self) -> Scenario:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def close(self) -> None:
         if not self.closed:
             self.closed = True
@@ -81,6 +87,15 @@ class Scenario:
     def records(self) -> list[dict[str, Any]]:
         self.close()
         return read_trace(self.directory).records
+
+    def messages(self) -> list[dict[str, Any]]:
+        """The messages recorded so far (none while the trace cannot be read yet)."""
+        self.node.writer.flush()
+        self.node.settle()
+        try:
+            return [r for r in read_trace(self.directory).records if r["k"] == "msg"]
+        except Exception:
+            return []
 
     def explain(self, container: str | None = None) -> PodExplanation:
         records = self.records()
@@ -102,15 +117,57 @@ class Scenario:
 
 @pytest.fixture
 def scenario(tmp_path: Path) -> Iterator[Scenario]:
-    made = Scenario(tmp_path / "trace")
-    try:
+    with Scenario(tmp_path / "trace") as made:
         yield made
-    finally:
-        made.close()
 
 
 def kinds(found: PodExplanation, kind: str) -> list[Finding]:
     return [f for f in found.findings if f.kind == kind]
+
+
+# Scenarios this module and test_explain_evidence both record, each returning what
+# explain says of it (the one checks the sentences, the other the evidence).
+
+MISSING_IMAGE = "127.0.0.1:5000/nowhere/missing:1"
+
+
+def failed_post_start_hook(scenario: Scenario) -> PodExplanation:
+    """A postStart hook exits 2 with "cache not found": the container is killed and
+    created again."""
+    node = scenario.node
+    hook = Lifecycle(post_start=LifecycleHandler(exec=ExecAction(command=("warmup",))))
+    node.fake.set_exec_result(None, ("warmup",), ExecResult(
+        stdout=b"", stderr=b"cache not found", exit_code=2))
+    node.snapshot(make_pod(container(lifecycle=hook)))
+    node.until("a restart after the hook failed",
+               lambda: node.fake.called("create_container") >= 2)
+    node.until("the sync to settle", lambda: True)
+    return scenario.explain()
+
+
+def failed_pulls(scenario: Scenario) -> PodExplanation:
+    """MISSING_IMAGE fails to pull twice, with the back-off after them."""
+    node = scenario.node
+    node.snapshot(make_pod(container(image=MISSING_IMAGE)))
+    node.until("two pull attempts and a back-off",
+               lambda: node.fake.called("pull_image") >= 2)
+    node.until("the back-off after them", lambda: True)
+    return scenario.explain()
+
+
+def failing_readiness(scenario: Scenario, exit_code: int) -> PodExplanation:
+    """A readiness exec probe (threshold 2) passes, then fails twice with
+    "warming up: 40%" and ``exit_code``."""
+    node = scenario.node
+    node.snapshot(make_pod(container(readiness_probe=exec_probe("ready", threshold=2))))
+    scenario.wait_running()
+    node.until("ready", lambda: node.fake.called("exec_sync") >= 1)
+    node.advance(2.0)
+    node.fake.set_exec_result(None, ("ready",), ExecResult(
+        stdout=b"warming up: 40%", stderr=b"", exit_code=exit_code))
+    node.until("two failures", lambda: node.fake.called("exec_sync") >= 4)
+    node.advance(2.0)
+    return scenario.explain()
 
 
 def test_crash_loop_tells_exit_codes_back_offs_and_restart_numbers(scenario: Scenario) -> None:
@@ -176,16 +233,7 @@ def test_liveness_kill_with_a_probe_grace_and_a_pre_stop_hook(scenario: Scenario
 
 
 def test_failed_post_start_hook(scenario: Scenario) -> None:
-    node = scenario.node
-    hook = Lifecycle(post_start=LifecycleHandler(exec=ExecAction(command=("warmup",))))
-    node.fake.set_exec_result(None, ("warmup",), ExecResult(
-        stdout=b"", stderr=b"cache not found", exit_code=2))
-    node.snapshot(make_pod(container(lifecycle=hook)))
-    node.until("a restart after the hook failed",
-               lambda: node.fake.called("create_container") >= 2)
-    node.until("the sync to settle", lambda: True)
-
-    found = scenario.explain()
+    found = failed_post_start_hook(scenario)
     restarts = kinds(found, "restart")
     assert restarts, found.findings
     assert "its postStart hook failed" in restarts[0].text
@@ -194,16 +242,9 @@ def test_failed_post_start_hook(scenario: Scenario) -> None:
 
 
 def test_image_pull_back_off_and_why_it_is_still_pending(scenario: Scenario) -> None:
-    node = scenario.node
-    missing = "127.0.0.1:5000/nowhere/missing:1"
-    node.snapshot(make_pod(container(image=missing)))
-    node.until("two pull attempts and a back-off",
-               lambda: node.fake.called("pull_image") >= 2)
-    node.until("the back-off after them", lambda: True)
-
-    found = scenario.explain()
+    found = failed_pulls(scenario)
     (image,) = kinds(found, "image")
-    assert f'image "{missing}" of container app' in image.text
+    assert f'image "{MISSING_IMAGE}" of container app' in image.text
     assert "ErrImagePull: Failed to pull image" in image.text
     assert "ImagePullBackOff" in image.text
     assert "back-off 10 s" in image.text
@@ -231,7 +272,7 @@ def test_sandbox_failures_keep_it_pending(scenario: Scenario) -> None:
 def test_admission_failure(scenario: Scenario) -> None:
     scenario.node.snapshot(make_pod(container(), node_selector={"disk": "ssd"}))
     scenario.node.until("the rejection", lambda: any(
-        r.get("type") == "PodRejected" for r in _messages(scenario)))
+        r.get("type") == "PodRejected" for r in scenario.messages()))
 
     found = scenario.explain()
     (admission,) = kinds(found, "admission")
@@ -239,15 +280,6 @@ def test_admission_failure(scenario: Scenario) -> None:
     assert "NodeAffinity" in admission.text
     assert "node(s) didn't match Pod's node affinity/selector" in admission.text
     assert kinds(found, "state")[-1].text == "now Failed: rejected at admission (NodeAffinity)"
-
-
-def _messages(scenario: Scenario) -> list[dict[str, Any]]:
-    scenario.node.writer.flush()
-    scenario.node.settle()
-    try:
-        return [r for r in read_trace(scenario.directory).records if r["k"] == "msg"]
-    except Exception:
-        return []
 
 
 def test_active_deadline_exceeded(scenario: Scenario) -> None:
@@ -341,17 +373,7 @@ def test_evicted_status_is_told_generically(scenario: Scenario) -> None:
 
 
 def test_why_not_ready_readiness_probe(scenario: Scenario) -> None:
-    node = scenario.node
-    node.snapshot(make_pod(container(readiness_probe=exec_probe("ready", threshold=2))))
-    scenario.wait_running()
-    node.until("ready", lambda: node.fake.called("exec_sync") >= 1)
-    node.advance(2.0)
-    node.fake.set_exec_result(None, ("ready",), ExecResult(
-        stdout=b"warming up: 40%", stderr=b"", exit_code=1))
-    node.until("two failures", lambda: node.fake.called("exec_sync") >= 4)
-    node.advance(2.0)
-
-    found = scenario.explain()
+    found = failing_readiness(scenario, exit_code=1)
     assert kinds(found, "ready"), found.findings
     not_ready = [f for f in kinds(found, "not-ready") if "probe failed" in f.text]
     assert not_ready, found.findings

@@ -8,7 +8,6 @@ import json
 import socket
 import ssl
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -44,6 +43,7 @@ from runtime.pod.model import (
 from runtime.prober.handlers import USER_AGENT, run_probe
 from runtime.prober.results import ProbeResult
 from runtime.testing.fake_runtime import FakeRuntime
+from tests.helpers import serve
 
 S, F, U = ProbeResult.SUCCESS, ProbeResult.FAILURE, ProbeResult.UNKNOWN
 LOOPBACK = "127.0.0.1"
@@ -96,16 +96,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self._answer(200, b"query")
         else:
             self._answer(404, b"no")
-
-
-def serve(server: http.server.ThreadingHTTPServer) -> Iterator[int]:
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server.server_address[1]
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture(scope="module")
