@@ -28,11 +28,11 @@ Adding a flag touches this package, the wiring that uses it and a test:
 
 1. the flag in ``build_parser`` (or a subject's ``add_*_flags``): its value's pflag type
    as upstream declares it (``type=INT32``, ``DURATION``, ...; none for a string), a
-   boolean with ``action=GoBool``, its help saying what it does (the formatter adds its default; a help
-   says a default itself only when it depends on other flags, with ``default=None``); its
-   KubeletConfiguration field, if upstream has one, in ``kubelet_config.FIELDS`` (and
-   ``configz`` when /configz should show it); tests/unit/app/test_flag_habits.py checks
-   the habits of every flag;
+   boolean with ``action=GoBool``, its help saying what it does (the formatter adds its
+   default; a help says a default itself only when it depends on other flags, with
+   ``default=None``); its KubeletConfiguration field, if upstream has one, in
+   ``kubelet_config.FIELDS`` (and ``configz`` when /configz should show it);
+   tests/unit/app/test_flag_habits.py checks the habits of every flag;
 2. its typed field in ``KubeletFlags``, set (and checked, in upstream's words, through
    ``Problems``) in ``flags._checked``;
 3. the wiring reads ``flags.<field>``;

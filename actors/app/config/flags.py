@@ -30,6 +30,7 @@ from actors.app.config.pflag_values import (
     MAP_STRING_STRING,
     STRINGS,
     UPPER_STRING,
+    VMODULE,
 )
 from actors.app.config.tls import TLSSettings, check_settings
 from actors.app.config.verbosity import LOG_LEVELS, log_level
@@ -146,6 +147,7 @@ class KubeletFlags(Struct, frozen=True):
     # our own: standalone, runtime class name -> CRI runtime handler (--runtime-classes)
     runtime_classes: tuple[tuple[str, str], ...] = ()
     verbosity: int = 0  # klog's --v (logging.verbosity), which log_level follows
+    vmodule: tuple[tuple[str, int], ...] = ()  # klog's --vmodule: (file pattern, verbosity)
 
 
 # Upstream's kubelet sets these labels on its node itself (IsKubeletLabel): --node-labels
@@ -404,6 +406,10 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
     add("-v", "--v", dest="verbosity", type=LEVEL, default=0,
         help="number for the log level verbosity, as upstream's (klog's): 0 to 3 write "
              "INFO lines and above, 4 adds DEBUG, 5 and more TRACE")
+    add("--vmodule", type=VMODULE, default="",
+        help="comma-separated list of pattern=N settings for file-filtered logging, as "
+             "upstream's (klog's): a source file whose name (without .py; its path when "
+             "the pattern has a /) matches a pattern logs at verbosity N instead of --v's")
     add("--log-level", type=UPPER_STRING, choices=LOG_LEVELS, default=None,
         help="this project's own: the least severe log lines written, by name instead of "
              "--v's number, and winning over it (default: the level --v gives)")
@@ -573,6 +579,7 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
         output=ns.output,
         log_level=ns.log_level or log_level(ns.verbosity),
         verbosity=ns.verbosity,
+        vmodule=ns.vmodule,
         log_format=ns.log_format,
         runtime_request_timeout=ns.runtime_request_timeout,
         pod_cidr=ns.pod_cidr,

@@ -129,6 +129,25 @@ def _ip(text: str) -> str:
     return text
 
 
+def parse_vmodule(text: str) -> tuple[tuple[str, int], ...]:
+    """component-base's VModuleConfiguration (``--vmodule pattern=N,...``), as klog keeps
+    it: a pattern at verbosity 0 is dropped (klog: "harmless but no point")."""
+    patterns: list[tuple[str, int]] = []
+    for item in filter(None, text.split(",")):
+        pattern, *levels = item.split("=")
+        if len(levels) != 1 or not pattern or not levels[0]:
+            raise argparse.ArgumentTypeError(
+                f'"{item}" does not have the pattern=N format')
+        try:
+            verbosity = parse_uint(levels[0], VERBOSITY_BITS)
+        except NumError as err:
+            raise argparse.ArgumentTypeError(
+                f'parsing verbosity in "{item}": {err}') from None
+        if verbosity:
+            patterns.append((pattern, verbosity))
+    return tuple(patterns)
+
+
 STRING = FlagType("string", str)
 BOOL = FlagType("bool", parse_bool)
 INT = FlagType("int", lambda text: parse_int(text, 64))
@@ -140,5 +159,6 @@ STRINGS = FlagType("strings", _csv_fields)
 MAP_STRING_STRING = FlagType("mapStringString", _map_checked("="))
 LANGLE_MAP_STRING_STRING = FlagType("mapStringString", _map_checked("<"))
 MAP_STRING_BOOL = FlagType("mapStringBool", _map_string_bool)
+VMODULE = FlagType("pattern=N,...", parse_vmodule)
 UPPER_STRING = FlagType("string", str.upper)
 """A string read case-blind (this project's --log-level, whose choices are upper case)."""

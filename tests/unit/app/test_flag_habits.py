@@ -29,6 +29,7 @@ from actors.app.config.pflag_values import (
     STRING,
     STRINGS,
     UPPER_STRING,
+    VMODULE,
     FlagType,
 )
 from runtime.events.v1 import go_duration
@@ -200,6 +201,7 @@ REFUSALS: dict[FlagType, tuple[str, str]] = {
     STRINGS: ('a,b"c', 'parse error on line 1, column 4: bare " in non-quoted-field'),
     MAP_STRING_STRING: ("a=b,c", "malformed pair, expect string=string"),
     LANGLE_MAP_STRING_STRING: ("memory.available=1Gi", "malformed pair, expect string<string"),
+    VMODULE: ("pod_*=4,prober", '"prober" does not have the pattern=N format'),
     MAP_STRING_BOOL: ("Gate=maybe", 'invalid value of Gate: maybe, err: strconv.ParseBool: '
                                     'parsing "maybe": invalid syntax'),
 }
