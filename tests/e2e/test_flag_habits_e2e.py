@@ -116,3 +116,18 @@ def test_a_bad_value_stops_the_start_in_pflag_s_words(tmp_path: Path, flags: lis
     assert proc.stderr.splitlines()[0] == f"Error: failed to parse kubelet flag: {words}", (
         proc.stderr)
     assert not (tmp_path / "root").exists()  # nothing started
+
+
+@pytest.mark.parametrize("started", [("--v=0", "--vmodule=fil?=4,routes=0")], indirect=True,
+                         ids=["file-source-at-4"])
+def test_vmodule_gives_matching_files_their_own_verbosity(started: Daemon) -> None:
+    """klog's --vmodule: the file source (actors/kubelet/sources/file.py) writes its DEBUG
+    lines at 4 while every other file keeps --v=0's INFO (routes=0 is dropped, as klog
+    drops it: the HTTP routes the test calls write no DEBUG line)."""
+    _seccomp_mode(started)  # the pod ran, the test's requests were served
+    log = started.log_path.read_text(errors="replace")
+    debug = [line for line in log.splitlines() if " DEBUG " in line]
+    assert any(re.search(r"watching .* for manifests", line) for line in debug), log[-3000:]
+    others = [line for line in debug
+              if not re.search(r"watching .* for manifests|file source \(", line)]
+    assert not others, others
