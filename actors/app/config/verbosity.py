@@ -25,6 +25,11 @@ from functools import lru_cache
 LOG_LEVELS = ("TRACE", "DEBUG", "INFO", "WARNING", "ERROR")
 """The loguru level names ``--log-level`` takes (this project's own flag)."""
 
+_SEVERITY = {"TRACE": 5, "DEBUG": 10, "INFO": 20, "SUCCESS": 25, "WARNING": 30, "ERROR": 40,
+             "CRITICAL": 50}
+"""loguru's standard levels' numbers, to order them (the drills also name SUCCESS and
+CRITICAL)."""
+
 DEBUG_VERBOSITY = 4
 TRACE_VERBOSITY = 5
 """klog's conventions: V(4) is debug, V(5) and more trace."""
@@ -71,7 +76,8 @@ class VModule:
         self.level = level
         self._patterns = tuple((_go_glob(p), "/" in p, log_level(v)) for p, v in patterns)
         self.level_of = lru_cache(maxsize=4096)(self._level_of)
-        self.least = min((level, *(lv for _, _, lv in self._patterns)), key=LOG_LEVELS.index)
+        self.least = min((level, *(lv for _, _, lv in self._patterns)),
+                         key=lambda name: _SEVERITY.get(name, 0))
 
     def _level_of(self, path: str) -> str:
         full = path.rpartition(".")[0] if path.endswith(".py") else path
