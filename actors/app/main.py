@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as err:  # a flag (or --config) is wrong: a usage error, exit 2
         print(f"kubelet-actors: {err}", file=sys.stderr)
         return EXIT_USAGE
-    configure_logging(flags.log_level, flags.log_format == "json")
+    configure_logging(flags.log_level, flags.log_format == "json", flags.vmodule)
     try:
         if flags.runonce:
             end_of_start()

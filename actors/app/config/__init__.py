@@ -14,8 +14,10 @@ test bed) reads; nothing here imports the wiring (setup.cfg's import-linter cont
   its flag destination and converter.
 - ``origins``: where a merged value came from, put in front of a check's error.
 - ``pflag``: upstream's flag habits on argparse, for every flag: ``GoBool`` (``--flag``,
-  ``--flag=false``), ``Verbosity`` (klog's ``-v, --v``), pflag's error words, and the help
+  ``--flag=false``), pflag's error words (as upstream's kubelet prints them), and the help
   formatter that prints each default as pflag does and never wraps inside a word;
+  ``pflag_values`` has pflag's value types (``INT32``, ``DURATION``, ``IP``, ``STRINGS``,
+  ``MAP_STRING_STRING``, klog's ``LEVEL``, ...), the only ``type=`` a flag takes;
   ``verbosity`` maps klog's numbers onto the log levels.
 - ``eviction``, ``gc``, ``tls``, ``feature_gates``: the flags of one subject each, with
   their checks; ``durations`` and ``gostrconv`` read Go's durations, booleans and numbers.
@@ -24,12 +26,13 @@ test bed) reads; nothing here imports the wiring (setup.cfg's import-linter cont
 
 Adding a flag touches this package, the wiring that uses it and a test:
 
-1. the flag in ``build_parser`` (or a subject's ``add_*_flags``): a boolean with
-   ``action=GoBool``, its help saying what it does (the formatter adds its default; a help
-   says a default itself only when it depends on other flags, with ``default=None``); its
-   KubeletConfiguration field, if upstream has one, in ``kubelet_config.FIELDS`` (and
-   ``configz`` when /configz should show it); tests/unit/app/test_flag_habits.py checks
-   the habits of every flag;
+1. the flag in ``build_parser`` (or a subject's ``add_*_flags``): its value's pflag type
+   as upstream declares it (``type=INT32``, ``DURATION``, ...; none for a string), a
+   boolean with ``action=GoBool``, its help saying what it does (the formatter adds its
+   default; a help says a default itself only when it depends on other flags, with
+   ``default=None``); its KubeletConfiguration field, if upstream has one, in
+   ``kubelet_config.FIELDS`` (and ``configz`` when /configz should show it);
+   tests/unit/app/test_flag_habits.py checks the habits of every flag;
 2. its typed field in ``KubeletFlags``, set (and checked, in upstream's words, through
    ``Problems``) in ``flags._checked``;
 3. the wiring reads ``flags.<field>``;

@@ -21,6 +21,12 @@ import msgspec
 
 from actors.app.config.durations import parse_duration
 from actors.app.config.pflag import GoBool
+from actors.app.config.pflag_values import (
+    DURATION,
+    INT32,
+    LANGLE_MAP_STRING_STRING,
+    MAP_STRING_STRING,
+)
 from runtime.errors import ConfigError
 from runtime.eviction.api import (
     DEFAULT_EVICTION_HARD,
@@ -34,17 +40,17 @@ DEFAULT_HARD_TEXT = ",".join(f"{k}<{v}" for k, v in DEFAULT_EVICTION_HARD.items(
 
 def add_eviction_flags(add: Any) -> None:
     """The eviction flags, on build_parser's ``add``."""
-    add("--eviction-hard", default=DEFAULT_HARD_TEXT,
+    add("--eviction-hard", type=LANGLE_MAP_STRING_STRING, default=DEFAULT_HARD_TEXT,
         help='hard eviction thresholds, signal<value,... ("" for none)')
-    add("--eviction-soft", default="",
+    add("--eviction-soft", type=LANGLE_MAP_STRING_STRING, default="",
         help="soft eviction thresholds, signal<value,...; each needs a grace period")
-    add("--eviction-soft-grace-period", default="",
+    add("--eviction-soft-grace-period", type=MAP_STRING_STRING, default="",
         help="how long a soft threshold must hold before pods are evicted, signal=duration,...")
-    add("--eviction-minimum-reclaim", default="",
+    add("--eviction-minimum-reclaim", type=MAP_STRING_STRING, default="",
         help="how much more than a threshold eviction reclaims, signal=quantity,...")
-    add("--eviction-max-pod-grace-period", type=int, default=0,
+    add("--eviction-max-pod-grace-period", type=INT32, default=0,
         help="the grace period, in seconds, of pods evicted for a soft threshold")
-    add("--eviction-pressure-transition-period", type=parse_duration,
+    add("--eviction-pressure-transition-period", type=DURATION,
         default=DEFAULT_PRESSURE_TRANSITION_PERIOD,
         help="how long a pressure condition stays after its threshold stops being met")
     add("--local-storage-capacity-isolation", action=GoBool, default=True,

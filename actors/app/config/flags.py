@@ -13,14 +13,25 @@ from loguru import logger
 from msgspec import Struct, field
 
 from actors.app.config.cert_files import CERT_DIR_NAME
-from actors.app.config.durations import parse_duration
 from actors.app.config.eviction import add_eviction_flags, eviction_config
 from actors.app.config.feature_gates import DEFAULTS as GATE_DEFAULTS
 from actors.app.config.feature_gates import parse_feature_gates
 from actors.app.config.gc import add_gc_flags, gc_settings, max_container_restart_period
 from actors.app.config.kubelet_config import DEST_OF_FIELD, load_kubelet_config
 from actors.app.config.origins import Origins, Problems, flag_names
-from actors.app.config.pflag import FlagParser, GoBool, Verbosity
+from actors.app.config.pflag import FlagParser, GoBool
+from actors.app.config.pflag_values import (
+    DURATION,
+    INT,
+    INT32,
+    IP,
+    LEVEL,
+    MAP_STRING_BOOL,
+    MAP_STRING_STRING,
+    STRINGS,
+    UPPER_STRING,
+    VMODULE,
+)
 from actors.app.config.tls import TLSSettings, check_settings
 from actors.app.config.verbosity import LOG_LEVELS, log_level
 from actors.app.output_format import JSON, TABLE, YAML
@@ -136,6 +147,7 @@ class KubeletFlags(Struct, frozen=True):
     # our own: standalone, runtime class name -> CRI runtime handler (--runtime-classes)
     runtime_classes: tuple[tuple[str, str], ...] = ()
     verbosity: int = 0  # klog's --v (logging.verbosity), which log_level follows
+    vmodule: tuple[tuple[str, int], ...] = ()  # klog's --vmodule: (file pattern, verbosity)
 
 
 # Upstream's kubelet sets these labels on its node itself (IsKubeletLabel): --node-labels
@@ -265,16 +277,17 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
         help="embedded containerd: the Linux bridge its pods attach to")
     add("--manifest-url", default="",
         help="the URL of a pod manifest (one pod or a PodList)")
-    add("--address", default=DEFAULT_ADDRESS,
+    add("--address", type=IP, default=DEFAULT_ADDRESS,
         help="the address of the main (HTTPS) and read-only (HTTP) ports")
-    add("--port", type=int, default=DEFAULT_PORT,
+    add("--port", type=INT32, default=DEFAULT_PORT,
         help="the main port, served over HTTPS (0 turns it off)")
-    add("--read-only-port", type=int, default=None,
+    add("--read-only-port", type=INT32, default=None,
         help="the read-only HTTP port, without authentication (0 turns it off; default "
              "10255 standalone, 0 with --kubeconfig)")
-    add("--healthz-port", type=int, default=10248,
+    add("--healthz-port", type=INT32, default=10248,
         help="the /healthz HTTP port (0 turns it off)")
-    add("--healthz-bind-address", default="127.0.0.1", help="the address of the healthz port")
+    add("--healthz-bind-address", type=IP, default="127.0.0.1",
+        help="the address of the healthz port")
     add("--cgroups-per-qos", action=GoBool, default=True,
         help="put the pods' cgroups under <cgroup-root>/kubepods, by QoS class")
     add("--cgroup-root", default="",
@@ -282,16 +295,16 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
     add("--cgroup-driver", choices=DRIVERS, default="cgroupfs",
         help="how cgroups are named, cgroupfs or systemd: as the runtime names them (the "
              "embedded containerd uses cgroupfs)")
-    add("--max-pods", type=int, default=110, help="the most pods this node runs")
-    add("--feature-gates", default="",
+    add("--max-pods", type=INT32, default=110, help="the most pods this node runs")
+    add("--feature-gates", type=MAP_STRING_BOOL, default="",
         help="gates to turn on or off, Gate=true,Gate2=false; known: "
              + ", ".join(f"{g} (default {str(d).lower()})" for g, d in GATE_DEFAULTS.items()))
-    add("--node-labels", default="",
+    add("--node-labels", type=MAP_STRING_STRING, default="",
         help="labels of this node, key=value,key2=value2, for the nodeSelector and node "
              "affinity of its pods (kubernetes.io/hostname, os and arch are always set)")
-    add("--allowed-unsafe-sysctls", default="",
+    add("--allowed-unsafe-sysctls", type=STRINGS, default="",
         help="unsafe sysctls (or patterns ending in *) pods may set, comma-separated")
-    add("--runtime-classes", default="",
+    add("--runtime-classes", type=MAP_STRING_STRING, default="",
         help="standalone: the runtime classes pods may name in spec.runtimeClassName, "
              "name=handler,name2=handler2, each handler a runtime handler of the CRI "
              f"runtime (the embedded containerd has {' and '.join(RUNTIME_HANDLERS)}); a "
@@ -300,7 +313,7 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
     add("--node-ip", default="",
         help="the node's IP address, shown as the pods' status.hostIP (default: the node "
              "name's address, else the address of the default route's interface)")
-    add("--cluster-dns", default="",
+    add("--cluster-dns", type=STRINGS, default="",
         help="comma-separated DNS server IPs for pods with dnsPolicy ClusterFirst")
     add("--cluster-domain", default="",
         help="the cluster's DNS domain, searched by pods after their namespace's")
@@ -309,32 +322,32 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
     add("--seccomp-default", action=GoBool, default=False,
         help="run containers that name no seccomp profile under the runtime's default "
              "profile (RuntimeDefault) instead of Unconfined")
-    add("--sync-frequency", type=parse_duration, default=60.0,
+    add("--sync-frequency", type=DURATION, default=60.0,
         help="how often every pod is synced again")
-    add("--file-check-frequency", type=parse_duration, default=20.0,
+    add("--file-check-frequency", type=DURATION, default=20.0,
         help="how often the manifest directory is listed again")
-    add("--http-check-frequency", type=parse_duration, default=20.0,
+    add("--http-check-frequency", type=DURATION, default=20.0,
         help="how often --manifest-url is fetched again")
     add("--trace-dir", default="",
         help="record every delivery, runtime call and decision here, for "
              "`kubelet-actors trace replay|show|export`")
-    add("--trace-max-bytes", type=int, default=64 * 1024 * 1024,
+    add("--trace-max-bytes", type=INT, default=64 * 1024 * 1024,
         help="the size, in bytes, past which a new trace file is started (64 MiB)")
-    add("--trace-max-files", type=int, default=TRACE_MAX_FILES,
+    add("--trace-max-files", type=INT, default=TRACE_MAX_FILES,
         help="how many trace files are kept, the newest (older ones are deleted); a run "
              "whose first files are gone is replayed from the oldest kept file, for the "
              "actors that started there")
-    add("--trace-flush-frequency", type=parse_duration, default=TRACE_FLUSH_FREQUENCY,
+    add("--trace-flush-frequency", type=DURATION, default=TRACE_FLUSH_FREQUENCY,
         help="how often, at least, the trace's buffer is written out (as upstream's "
              "--log-flush-frequency for logs): the most of its trace a kubelet killed "
              "outright loses")
     add("--runonce", action=GoBool, default=False,
         help="start the pods of the manifests, wait until they run, print them and exit")
-    add("--runonce-timeout", type=parse_duration, default=120.0,
+    add("--runonce-timeout", type=DURATION, default=120.0,
         help="with --runonce: how long to wait for the pods")
     add("-o", "--output", choices=RUNONCE_FORMATS, default=TABLE,
         help="with --runonce: the output format of the result")
-    add("--runtime-request-timeout", type=parse_duration, default=120.0,
+    add("--runtime-request-timeout", type=DURATION, default=120.0,
         help="the timeout of every CRI call but image pulls")
     add("--kubeconfig", default="",
         help="a kubeconfig file to join a cluster with: the node registers, holds a lease "
@@ -344,22 +357,22 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
              "without)")
     add("--register-with-taints", default="",
         help="the node's taints when it registers, key=value:Effect,...")
-    add("--node-status-update-frequency", type=parse_duration, default=10.0,
+    add("--node-status-update-frequency", type=DURATION, default=10.0,
         help="how often the node's status is computed, and posted if it changed")
-    add("--volume-stats-agg-period", type=parse_duration, default=60.0,
+    add("--volume-stats-agg-period", type=DURATION, default=60.0,
         help="how often the disk usage of volumes and logs is computed for /stats/summary")
-    add("--stats-collection-period", type=parse_duration, default=10.0,
+    add("--stats-collection-period", type=DURATION, default=10.0,
         help="this project's own: how often resource stats are collected for "
              "/stats/summary and the metrics endpoints (as cAdvisor's housekeeping "
              "interval; 0 turns them off)")
     add("--container-log-max-size", default=DEFAULT_MAX_SIZE,
         help="the size (a quantity, e.g. 10Mi) a container's log file reaches before it "
              "is rotated (negative: no rotation)")
-    add("--container-log-max-files", type=int, default=DEFAULT_MAX_FILES,
+    add("--container-log-max-files", type=INT32, default=DEFAULT_MAX_FILES,
         help="the most log files kept per container, the current one included (at least 2)")
-    add("--node-status-report-frequency", type=parse_duration, default=300.0,
+    add("--node-status-report-frequency", type=DURATION, default=300.0,
         help="how often the node's status is posted even if it did not change")
-    add("--node-status-max-images", type=int, default=50,
+    add("--node-status-max-images", type=INT32, default=50,
         help="the most images listed in the node's status.images (-1: no limit)")
     add("--tls-cert-file", default="",
         help="the main port's serving certificate (default: a self-signed one in --cert-dir)")
@@ -369,7 +382,7 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
     add("--tls-min-version", default="",
         help="the main port's lowest TLS version: VersionTLS10, VersionTLS11, VersionTLS12 "
              "(the default) or VersionTLS13")
-    add("--tls-cipher-suites", default="",
+    add("--tls-cipher-suites", type=STRINGS, default="",
         help="the main port's TLS 1.2 cipher suites, Go's names, comma-separated")
     add("--client-ca-file", default="",
         help="accept client certificates signed by this CA (user = CN, groups = O)")
@@ -379,21 +392,25 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
     add("--authentication-token-webhook", action=GoBool, default=None,
         help="check bearer tokens with a TokenReview (default false standalone, true with "
              "--kubeconfig)")
-    add("--authentication-token-webhook-cache-ttl", type=parse_duration, default=120.0,
+    add("--authentication-token-webhook-cache-ttl", type=DURATION, default=120.0,
         help="how long TokenReview answers are kept")
     add("--authorization-mode", choices=("AlwaysAllow", "Webhook"), default=None,
         help="AlwaysAllow, or Webhook: a SubjectAccessReview per request (default "
              "AlwaysAllow standalone, Webhook with --kubeconfig)")
-    add("--authorization-webhook-cache-authorized-ttl", type=parse_duration, default=300.0,
+    add("--authorization-webhook-cache-authorized-ttl", type=DURATION, default=300.0,
         help="how long allowed SubjectAccessReview answers are kept")
-    add("--authorization-webhook-cache-unauthorized-ttl", type=parse_duration, default=30.0,
+    add("--authorization-webhook-cache-unauthorized-ttl", type=DURATION, default=30.0,
         help="how long denied SubjectAccessReview answers are kept")
     add_gc_flags(add)
     add_eviction_flags(add)
-    add("-v", "--v", dest="verbosity", action=Verbosity, default=0,
+    add("-v", "--v", dest="verbosity", type=LEVEL, default=0,
         help="number for the log level verbosity, as upstream's (klog's): 0 to 3 write "
              "INFO lines and above, 4 adds DEBUG, 5 and more TRACE")
-    add("--log-level", type=str.upper, choices=LOG_LEVELS, default=None,
+    add("--vmodule", type=VMODULE, default="",
+        help="comma-separated list of pattern=N settings for file-filtered logging, as "
+             "upstream's (klog's): a source file whose name (without .py; its path when "
+             "the pattern has a /) matches a pattern logs at verbosity N instead of --v's")
+    add("--log-level", type=UPPER_STRING, choices=LOG_LEVELS, default=None,
         help="this project's own: the least severe log lines written, by name instead of "
              "--v's number, and winning over it (default: the level --v gives)")
     add("--logging-format", "--log-format", dest="log_format", choices=("text", "json"),
@@ -562,6 +579,7 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
         output=ns.output,
         log_level=ns.log_level or log_level(ns.verbosity),
         verbosity=ns.verbosity,
+        vmodule=ns.vmodule,
         log_format=ns.log_format,
         runtime_request_timeout=ns.runtime_request_timeout,
         pod_cidr=ns.pod_cidr,

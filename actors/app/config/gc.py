@@ -17,8 +17,8 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from actors.app.config.durations import parse_duration
 from actors.app.config.feature_gates import CRASH_LOOP_BACKOFF_MAX, enabled
+from actors.app.config.pflag_values import DURATION, INT32
 from actors.kubelet.gc_settings import CONTAINER_GC_PERIOD, IMAGE_GC_PERIOD, GCSettings
 from runtime.errors import ConfigError
 from runtime.kuberuntime import container_gc as cgc
@@ -32,29 +32,29 @@ AddFlag = Callable[..., None]
 
 def add_gc_flags(add: AddFlag) -> None:
     """Add the flags to a parser (through build_parser's ``add``)."""
-    add("--minimum-container-ttl-duration", type=parse_duration, default=cgc.DEFAULT_MIN_AGE,
+    add("--minimum-container-ttl-duration", type=DURATION, default=cgc.DEFAULT_MIN_AGE,
         help="deprecated, as upstream: the minimum age of a finished container before it "
              "is garbage collected")
-    add("--maximum-dead-containers-per-container", type=int,
+    add("--maximum-dead-containers-per-container", type=INT32,
         default=cgc.DEFAULT_MAX_PER_POD_CONTAINER,
         help="deprecated, as upstream: the dead instances kept per container")
-    add("--maximum-dead-containers", type=int, default=cgc.DEFAULT_MAX_CONTAINERS,
+    add("--maximum-dead-containers", type=INT32, default=cgc.DEFAULT_MAX_CONTAINERS,
         help="deprecated, as upstream: the dead containers kept in all (-1: no limit)")
-    add("--image-gc-high-threshold", type=int, default=igc.DEFAULT_HIGH_THRESHOLD,
+    add("--image-gc-high-threshold", type=INT32, default=igc.DEFAULT_HIGH_THRESHOLD,
         help="the percent of the image filesystem in use at which image GC always runs "
              "(100 turns image GC off)")
-    add("--image-gc-low-threshold", type=int, default=igc.DEFAULT_LOW_THRESHOLD,
+    add("--image-gc-low-threshold", type=INT32, default=igc.DEFAULT_LOW_THRESHOLD,
         help="the percent of the image filesystem in use image GC frees down to")
-    add("--minimum-image-ttl-duration", type=parse_duration, default=igc.DEFAULT_MIN_AGE,
+    add("--minimum-image-ttl-duration", type=DURATION, default=igc.DEFAULT_MIN_AGE,
         help="the minimum age of an unused image before it is garbage collected")
-    add("--image-maximum-gc-age", type=parse_duration, default=igc.DEFAULT_MAX_AGE,
+    add("--image-maximum-gc-age", type=DURATION, default=igc.DEFAULT_MAX_AGE,
         help="unused images older than this are garbage collected whatever the disk "
              "usage (0: never)")
-    add("--kubelet-actors-container-gc-period", type=parse_duration,
+    add("--kubelet-actors-container-gc-period", type=DURATION,
         default=CONTAINER_GC_PERIOD,
         help="this project's own (upstream's period is fixed, at this default): how often "
              "dead containers are garbage collected")
-    add("--kubelet-actors-image-gc-period", type=parse_duration, default=IMAGE_GC_PERIOD,
+    add("--kubelet-actors-image-gc-period", type=DURATION, default=IMAGE_GC_PERIOD,
         help="this project's own (upstream's period is fixed, at this default): how often "
              "images are garbage collected")
 

@@ -1,5 +1,5 @@
-"""Go's strconv.ParseBool and ParseUint, as upstream's flags and feature gates read values,
-with Go's error words (``strconv.ParseBool: parsing "x": invalid syntax``)."""
+"""Go's strconv.ParseBool, ParseUint and ParseInt, as upstream's flags and feature gates read
+values, with Go's error words (``strconv.ParseBool: parsing "x": invalid syntax``)."""
 
 from __future__ import annotations
 
@@ -33,6 +33,59 @@ def parse_bool(text: str) -> bool:
     if text in _FALSE:
         return False
     raise NumError("ParseBool", text, "invalid syntax")
+
+
+_PREFIXES = {"b": 2, "o": 8, "x": 16}
+
+
+def _underscores_ok(text: str) -> bool:
+    """Go's underscoreOK: with base 0, ``_`` only between digits (or after a base prefix)."""
+    body = text[1:] if text[:1] in ("+", "-") else text
+    saw, hexadecimal, i = "^", False, 0
+    if len(body) >= 2 and body[0] == "0" and body[1].lower() in _PREFIXES:
+        saw, hexadecimal, i = "0", body[1].lower() == "x", 2
+    for char in body[i:]:
+        if char.isascii() and (char.isdigit() or (hexadecimal and char.lower() in "abcdef")):
+            saw = "0"
+        elif char == "_":
+            if saw != "0":
+                return False
+            saw = "_"
+        elif saw == "_":
+            return False
+        else:
+            saw = "!"
+    return saw != "_"
+
+
+def parse_int(text: str, bits: int) -> int:
+    """Go's strconv.ParseInt(text, 0, bits), as pflag's int and int32 flags read theirs: a
+    sign, then decimal, or 0x/0o/0b/0 prefixed, ``_`` between digits."""
+    if not text:
+        raise NumError("ParseInt", text, "invalid syntax")
+    negative, digits = text[0] == "-", text[1:] if text[0] in "+-" else text
+    if not digits:
+        raise NumError("ParseInt", text, "invalid syntax")
+    base = 10
+    if digits[:1] == "0":
+        if len(digits) >= 3 and digits[1].lower() in _PREFIXES:
+            base, digits = _PREFIXES[digits[1].lower()], digits[2:]
+        else:
+            base, digits = 8, digits[1:]
+    value = 0
+    for char in digits:
+        if char == "_":
+            continue
+        digit = int(char, 36) if char.isascii() and char.isalnum() else 99
+        if digit >= base:
+            raise NumError("ParseInt", text, "invalid syntax")
+        value = value * base + digit
+    if "_" in text and not _underscores_ok(text):
+        raise NumError("ParseInt", text, "invalid syntax")
+    cutoff = 1 << (bits - 1)
+    if value > cutoff or (value == cutoff and not negative):
+        raise NumError("ParseInt", text, "value out of range")
+    return -value if negative else value
 
 
 def parse_uint(text: str, bits: int) -> int:

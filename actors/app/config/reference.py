@@ -12,9 +12,9 @@ import argparse
 import sys
 from typing import Any
 
-from actors.app.config.durations import parse_duration
 from actors.app.config.flags import KubeletFlags, build_parser
 from actors.app.config.kubelet_config import API_VERSION, DURATION_FIELDS, FIELD_OF_DEST, KIND
+from actors.app.config.pflag_values import DURATION
 from runtime.events.v1 import go_duration
 
 COMMAND = "python -m actors.app.config.reference > docs/configuration.md"
@@ -34,8 +34,12 @@ it; an error names the flag, or the file and field, that set the value. Flags ar
 written as upstream's (spf13/pflag): `--flag value` or `--flag=value`; a boolean flag
 alone is true, and takes a value only after `=` (`--seccomp-default=false`), in Go's
 spellings (`true`, `false`, `1`, `0`, `t`, `f`, `TRUE`, `False`, ...). Durations are Go's
-(`90s`, `1m30s`, `500ms`). `--v` takes klog's numbers: 0 to 3 log INFO lines and above,
-4 adds DEBUG, 5 and more TRACE.
+(`90s`, `1m30s`, `500ms`: each number with its unit; `0` alone needs none). Each flag's value
+has upstream's pflag type (`--help` shows it: `int32`, `duration`, `ip`, `strings`,
+`mapStringString`, ...), and a value it refuses stops the start, before anything runs, with
+exit code 2 and upstream's words, e.g. `Error: failed to parse kubelet flag: invalid
+argument "abc" for "--max-pods" flag: strconv.ParseInt: parsing "abc": invalid syntax`.
+`--v` takes klog's numbers: 0 to 3 log INFO lines and above, 4 adds DEBUG, 5 and more TRACE.
 """
 
 
@@ -63,7 +67,7 @@ def _value(value: Any, duration: bool) -> str:
 def _flag_default(action: argparse.Action) -> str:
     if action.default is None:
         return "see description"  # it depends on another flag: the help says how
-    return _value(action.default, duration=action.type is parse_duration)
+    return _value(action.default, duration=action.type is DURATION)
 
 
 def _file_only_defaults() -> dict[str, Any]:

@@ -75,10 +75,10 @@ def test_local_storage_capacity_isolation_is_on_by_default(
 @pytest.mark.parametrize(("argv", "message"), [
     (["--eviction-hard", "memory.avail<1Gi"],
      "--eviction-hard: unsupported eviction signal memory.avail"),
-    (["--eviction-hard", "memory.available=1Gi"], "malformed pair"),
     (["--eviction-soft", "memory.available<1Gi"],
      "grace period must be specified for the soft eviction threshold memory.available"),
-    (["--eviction-soft-grace-period", "memory.available=soon"], "is not a duration"),
+    (["--eviction-soft-grace-period", "memory.available=soon"],
+     '--eviction-soft-grace-period: time: invalid duration "soon"'),
 ])
 def test_bad_eviction_flags_name_the_flag(tmp_path: Path, argv: list[str],
                                           message: str) -> None:
