@@ -125,11 +125,12 @@ MISSING_IMAGE = "127.0.0.1:5000/kubelet-actors/no-such-image:404"
 
 
 def evidence_of(daemon_trace: str, name: str, kind: str) -> dict[str, Any]:
-    """The evidence of the newest finding of ``kind`` about pod ``name`` (``-o json``)."""
+    """The evidence of the newest finding of ``kind`` about pod ``name`` (``-o json``), by
+    field (a pod of one container: one piece each)."""
     shown = explain(name, "--trace-dir", daemon_trace, "-o", "json")
     assert shown.returncode == 0, shown.stderr
     found = [f for f in findings(shown.stdout, name) if f["kind"] == kind]
-    return dict(found[-1]["evidence"]) if found else {}
+    return {piece["field"]: piece for piece in found[-1]["evidence"]} if found else {}
 
 
 # As above: the fixtures may wait for the machine-wide lock first.
@@ -202,7 +203,7 @@ def test_explain_quotes_exit_code_probe_output_and_pull_error(
     assert image["pullMessage"]["value"].startswith(f'Failed to pull image "{MISSING_IMAGE}"')
     assert image["pullMessage"]["seq"] in ids
     as_yaml = explain(ghost, "--trace-dir", trace, "-o", "yaml")
-    assert as_yaml.returncode == 0 and "pullError:" in as_yaml.stdout
+    assert as_yaml.returncode == 0 and "field: pullError" in as_yaml.stdout
 
     # Without a trace: how to turn tracing on.
     none = explain(ghost, "--trace-dir", str(workdir / "manifests"))

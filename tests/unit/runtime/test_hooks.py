@@ -20,8 +20,8 @@ from runtime.cri.types import (
     PodSandboxConfig,
     PodSandboxMetadata,
 )
-from runtime.ids import ContainerID
 from runtime.events.recorder import HookOutput
+from runtime.ids import ContainerID
 from runtime.kuberuntime.hooks import OUTPUT_LIMIT, USER_AGENT, HandlerRunner
 from runtime.pod.model import (
     Container,

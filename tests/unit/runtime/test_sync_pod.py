@@ -278,7 +278,9 @@ def test_a_failed_hook_s_event_keeps_its_output_beside_it(node: Node, hook: str)
     recorder = ListRecorder()
     node.manager.events = node.manager.images.events = node.manager.containers.events = recorder
     handler = LifecycleHandler(exec=ExecAction(command=("drain",)))
-    pod = make_pod(ctr("a", lifecycle=Lifecycle(**{hook: handler})))
+    lifecycle = (Lifecycle(pre_stop=handler) if hook == "pre_stop"
+                 else Lifecycle(post_start=handler))
+    pod = make_pod(ctr("a", lifecycle=lifecycle))
     if hook == "post_start":
         node.fake.set_exec_result(None, ("drain",), ExecResult(b"cache ", b"not found", 3))
     node.sync(pod)
