@@ -22,7 +22,10 @@ import pytest
 from actors.app.tools.explain import PodExplanation
 from actors.app.tools.explain.model import Finding, iso_time
 from actors.app.tools.explain_cli import evidence_line
+from actors.core.trace.reader import read_trace
+from actors.core.trace.replay import format_report, replay
 from actors.kubelet.events import RecordEvent
+from actors.kubelet.trace import KubeletWorld
 from runtime.cri.types import ExecResult
 from runtime.pod.generated import (
     ExecAction,
@@ -331,6 +334,8 @@ def test_failed_pre_stop_hook_on_a_liveness_kill(scenario: Scenario) -> None:
     assert killed["probeMessage"] == "Liveness probe failed: stuck"
     assert seq_of(restart, "hookMessage") in restart.seqs
     assert seq_of(restart, "hookOutput") == seq_of(restart, "hookMessage")
+    report = replay(read_trace(scenario.directory), KubeletWorld())
+    assert report.ok, format_report(report)
 
 
 def test_failed_pre_stop_hook_of_a_removed_pod(scenario: Scenario) -> None:
@@ -359,6 +364,9 @@ def test_failed_pre_stop_hook_of_a_removed_pod(scenario: Scenario) -> None:
     assert hooked["hookExitCode"] == 7
     assert {e.container for e in deletion.evidence} == {"app"}
     assert event["id"] in deletion.seqs
+    # The output comes with the event the pod worker sends: a replay sends it again.
+    report = replay(read_trace(scenario.directory), KubeletWorld())
+    assert report.ok, format_report(report)
 
 
 def test_a_hook_event_traced_before_its_output_was_kept_still_reads() -> None:
