@@ -17,7 +17,7 @@ from runtime.errors import CRIError
 from runtime.ids import PodUID
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.result import PodSyncResult
-from runtime.pod.admission import Node, admit
+from runtime.pod.admission import Node, admit, rejected_message
 from runtime.pod.model import Pod
 from runtime.status.generate import generate_pod_status
 from runtime.status.types import PodStatus
@@ -90,7 +90,7 @@ class RunOnce:
             logger.bind(pod=pod.metadata.name, uid=pod.uid, container="").warning(
                 "rejected: {}: {}", reason, message)
             status = PodStatus(phase="Failed", reason=reason,
-                               message=f"Pod was rejected: {message}")
+                               message=rejected_message(message))
             refused[pod.uid] = PodOutcome(pod, status, ok=False, error=f"{reason}: {message}")
         deadline = self._clock.monotonic() + self._timeout
         workers = min(self._parallelism, max(len(admitted), 1))

@@ -23,7 +23,7 @@ from collections import OrderedDict
 from typing import Any
 
 from loguru import logger
-from msgspec import Struct
+from msgspec import UNSET, Struct, UnsetType
 
 from actors.core.actor import Actor
 from actors.core.dispatch import Dispatch
@@ -32,7 +32,7 @@ from actors.kubelet import names
 from runtime.clock import Clock
 from runtime.events import reasons
 from runtime.events.correlator import EventCorrelator
-from runtime.events.recorder import ObjectRef, node_ref
+from runtime.events.recorder import HookOutput, ObjectRef, node_ref
 from runtime.events.v1 import CoreEvent, make_event
 
 COMPONENT = "kubelet"
@@ -43,12 +43,24 @@ RING = 1000
 
 @message("RecordEvent")
 class RecordEvent(Struct, frozen=True):
-    """Record one event about ``ref`` (its time is when the events actor gets it)."""
+    """Record one event about ``ref`` (its time is when the events actor gets it).
+
+    ``hook``: a failed lifecycle hook's output (runtime.events.recorder.HookOutput), kept
+    out of the event as upstream keeps it, in the node's trace only. UNSET on every other
+    event, so that those encode as before the field existed and recorded traces still
+    compare equal on replay (an old trace reads with it UNSET).
+    """
 
     ref: ObjectRef
     type: str
     reason: str
     message: str
+    hook: HookOutput | UnsetType = UNSET
+
+    @property
+    def hook_output(self) -> HookOutput | None:
+        """The failed hook's output; None on any other event (and in older traces)."""
+        return None if isinstance(self.hook, UnsetType) else self.hook
 
 
 @message("SinkEvent")
@@ -69,8 +81,10 @@ class DispatchRecorder:
     def __init__(self, dispatch: Dispatch) -> None:
         self._dispatch = dispatch
 
-    def event(self, ref: ObjectRef, type: str, reason: str, message: str) -> None:
-        self._dispatch.tell(names.EVENTS, RecordEvent(ref, type, reason, message))
+    def event(self, ref: ObjectRef, type: str, reason: str, message: str,
+              hook: HookOutput | None = None) -> None:
+        self._dispatch.tell(names.EVENTS, RecordEvent(
+            ref, type, reason, message, UNSET if hook is None else hook))
 
 
 def container_of(ref: ObjectRef) -> str:

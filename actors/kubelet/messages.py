@@ -16,6 +16,7 @@ from runtime.ids import ContainerID, PodUID
 from runtime.kuberuntime.container_gc import PodsForGC
 from runtime.kuberuntime.podstatus import PodListing, RuntimePodStatus
 from runtime.kuberuntime.result import PodSyncResult
+from runtime.pod.admission import rejected_message
 from runtime.pod.model import Pod
 from runtime.prober.results import ProbeResult
 
@@ -233,6 +234,11 @@ class PodRejected(Struct, frozen=True):
     pod: Pod
     reason: str
     message: str
+
+    @property
+    def status_message(self) -> str:
+        """The pod's status message (runtime.pod.admission.rejected_message)."""
+        return rejected_message(self.message)
 
 
 @message("DesiredPods")

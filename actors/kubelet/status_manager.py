@@ -207,7 +207,7 @@ class StatusManager(Actor):
         its message, the QoS class, and (as its status manager adds) a start time."""
         pod = message.pod
         status = PodStatus(phase="Failed", reason=message.reason,
-                           message=f"Pod was rejected: {message.message}",
+                           message=message.status_message,
                            start_time=rfc3339(self._clock.now()), qos_class=qos_class(pod))
         self._pods[PodUID(pod.uid)] = entry = _Entry(pod, status, rejected=True)
         self._publish(PodUID(pod.uid), entry)

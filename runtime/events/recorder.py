@@ -6,6 +6,11 @@ actors) records through it and the kubelet's actors give it a recorder that send
 message (actors.kubelet.events). ``ObjectRef`` is the v1 ObjectReference an event names:
 a pod, a container of it (``fieldPath`` ``spec.containers{name}``, as upstream's
 GenerateContainerRef) or the node.
+
+``HookOutput`` is what a failed lifecycle hook said. Upstream keeps it out of the
+FailedPostStartHook and FailedPreStopHook events (it may hold secrets) and only logs it;
+here it goes with the event to the kubelet's events actor, which never hands it to the
+API server, and so into the node's own trace (0700) beside the event it explains.
 """
 
 from __future__ import annotations
@@ -40,17 +45,31 @@ class ObjectRef(Struct, frozen=True):
         return out
 
 
-class EventRecorder(Protocol):
-    """Records one event; never blocks, never raises (an event is best effort)."""
+class HookOutput(Struct, frozen=True):
+    """What a failed lifecycle hook said: an exec hook's output (stdout, then stderr) and
+    exit code, or the error of an httpGet, tcpSocket or sleep hook (no exit code); cut to
+    runtime.kuberuntime.hooks.OUTPUT_LIMIT characters."""
 
-    def event(self, ref: ObjectRef, type: str, reason: str, message: str) -> None:
+    output: str
+    exit_code: int | None = None
+
+
+class EventRecorder(Protocol):
+    """Records one event; never blocks, never raises (an event is best effort).
+
+    ``hook``: a failed hook's output, for the node's own record only (see the module's
+    doc); never part of the event an API server sees."""
+
+    def event(self, ref: ObjectRef, type: str, reason: str, message: str,
+              hook: HookOutput | None = None) -> None:
         ...
 
 
 class NullRecorder:
     """Records nothing (a part built without a kubelet around it)."""
 
-    def event(self, ref: ObjectRef, type: str, reason: str, message: str) -> None:
+    def event(self, ref: ObjectRef, type: str, reason: str, message: str,
+              hook: HookOutput | None = None) -> None:
         return None
 
 
@@ -59,6 +78,7 @@ class Recorded(Struct, frozen=True):
     type: str
     reason: str
     message: str
+    hook: HookOutput | None = None
 
 
 class ListRecorder:
@@ -68,9 +88,10 @@ class ListRecorder:
         self._lock = threading.Lock()
         self.events: list[Recorded] = []
 
-    def event(self, ref: ObjectRef, type: str, reason: str, message: str) -> None:
+    def event(self, ref: ObjectRef, type: str, reason: str, message: str,
+              hook: HookOutput | None = None) -> None:
         with self._lock:
-            self.events.append(Recorded(ref, type, reason, message))
+            self.events.append(Recorded(ref, type, reason, message, hook))
 
     def reasons(self) -> list[str]:
         with self._lock:

@@ -251,17 +251,18 @@ class ContainerLifecycle:
         hook = container.lifecycle.post_start if container.lifecycle else None
         if hook is not None:
             timeout = float(pod.spec.termination_grace_period_seconds or 30)
-            error = self._hooks.run(hook, container, container_id, pod_ip, timeout)
-            if error is not None:
-                log.warning("postStart hook failed: {}", error)
-                # Without the hook's output: it may hold secrets (as upstream).
+            failure = self._hooks.run(hook, container, container_id, pod_ip, timeout)
+            if failure is not None:
+                log.warning("postStart hook failed: {}", failure.message)
+                # The event without the hook's output: it may hold secrets (as upstream);
+                # the output goes with it to the node's own record only.
                 self.events.event(ref, reasons.WARNING, reasons.FAILED_POST_START_HOOK,
-                                  "PostStartHook failed")
+                                  "PostStartHook failed", failure.said)
                 self.kill_container(
                     pod, container, container_id, container.name,
                     "FailedPostStartHook", KillReason.NONE, None,
                 )
-                raise SyncError("PostStartHookError", error)
+                raise SyncError("PostStartHookError", failure.message)
         return container_id
 
     def _remove_never_started(self, container_id: ContainerID, log: Any) -> None:
@@ -345,12 +346,14 @@ class ContainerLifecycle:
         if pre_stop is not None and grace > 0:
             started = self._clock.monotonic()
             spec = container or Container(name=name)
-            error = self._hooks.run(pre_stop, spec, container_id, pod_ip, float(grace))
-            if error is not None:
-                log.warning("preStop hook failed: {}", error)
+            failure = self._hooks.run(pre_stop, spec, container_id, pod_ip, float(grace))
+            if failure is not None:
+                log.warning("preStop hook failed: {}", failure.message)
                 if pod is not None:
+                    # As the postStart hook's: the output beside the event, not in it.
                     self.events.event(container_ref(pod, name), reasons.WARNING,
-                                      reasons.FAILED_PRE_STOP_HOOK, "PreStopHook failed")
+                                      reasons.FAILED_PRE_STOP_HOOK, "PreStopHook failed",
+                                      failure.said)
             grace -= int(self._clock.monotonic() - started)
         if ordering is not None and grace > 0:
             # Seconds only, so the time waited is truncated downward, as upstream's.

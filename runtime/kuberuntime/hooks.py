@@ -1,20 +1,43 @@
-"""Running postStart and preStop hooks (upstream lifecycle.handlerRunner)."""
+"""Running postStart and preStop hooks (upstream lifecycle.handlerRunner).
+
+A hook that fails gives a ``HookFailure``: the message the kubelet logs (and a failed
+postStart's waiting message holds), and what the hook said (runtime.events.recorder's
+HookOutput) for the node's own record beside the hook's event.
+"""
 
 from __future__ import annotations
 
 import http.client
 import socket
 import time
+from dataclasses import dataclass
 
 from runtime.clock import Clock
 from runtime.cri.service import RuntimeService
 from runtime.errors import CRIError
+from runtime.events.recorder import HookOutput
 from runtime.httpget import action_url, get
 from runtime.ids import ContainerID
 from runtime.pod.model import Container, HTTPGetAction, LifecycleHandler
 from runtime.pod.ports import resolve_port
 
 USER_AGENT = "kube-lifecycle/1.32"
+OUTPUT_LIMIT = 512
+"""The characters of a failed hook's output kept in its message and its record."""
+
+
+@dataclass(frozen=True, slots=True)
+class HookFailure:
+    """A lifecycle hook that failed: ``message`` for the log (and a postStart's waiting
+    message), ``said`` for the record beside its event."""
+
+    message: str
+    said: HookOutput
+
+
+def _error(text: str) -> HookFailure:
+    """A hook that failed with no output of its own: the error is what it said."""
+    return HookFailure(text, HookOutput(text[:OUTPUT_LIMIT]))
 
 
 def http_get(action: HTTPGetAction, host: str, port: int, timeout: float, agent: str) -> int:
@@ -27,7 +50,7 @@ def http_get(action: HTTPGetAction, host: str, port: int, timeout: float, agent:
 
 
 class HandlerRunner:
-    """Runs one lifecycle handler against a running container; returns an error or None."""
+    """Runs one lifecycle handler against a running container; returns its failure or None."""
 
     def __init__(self, runtime: RuntimeService, clock: Clock) -> None:
         self._runtime = runtime
@@ -40,16 +63,16 @@ class HandlerRunner:
         container_id: ContainerID,
         pod_ip: str,
         timeout: float,
-    ) -> str | None:
+    ) -> HookFailure | None:
         try:
             if handler.exec is not None:
                 result = self._runtime.exec_sync(container_id, handler.exec.command, timeout)
                 if result.exit_code != 0:
                     output = (result.stdout + result.stderr).decode(errors="replace").strip()
-                    return (
+                    output = output[:OUTPUT_LIMIT]
+                    return HookFailure(
                         f"command {list(handler.exec.command)!r} exited with "
-                        f"{result.exit_code}: {output[:512]}"
-                    )
+                        f"{result.exit_code}: {output}", HookOutput(output, result.exit_code))
                 return None
             if handler.http_get is not None:
                 port = resolve_port(handler.http_get.port, container)
@@ -66,7 +89,7 @@ class HandlerRunner:
                 self._clock.sleep(min(float(handler.sleep.seconds), timeout))
                 return None
         except CRIError as err:
-            return err.detail
+            return _error(err.detail)
         except (OSError, ValueError, http.client.HTTPException) as err:
-            return str(err) or type(err).__name__
-        return "the handler names no action"
+            return _error(str(err) or type(err).__name__)
+        return _error("the handler names no action")

@@ -51,6 +51,7 @@ __all__ = [
     "node_labels",
     "normalize_sysctl",
     "pod_requests",
+    "rejected_message",
     "sysctl_allowlist_error",
 ]
 
@@ -98,6 +99,13 @@ class Node(Struct, frozen=True):
     supplemental_groups_policy: bool = False
     # Whether the kernel enforces AppArmor (runtime.machine.apparmor_enabled).
     apparmor: bool = False
+
+
+def rejected_message(message: str) -> str:
+    """The status message of a pod refused with ``message`` (upstream's rejectPod sets it;
+    its event carries ``message`` alone): what ``kubectl describe pod`` shows on its
+    Message line."""
+    return f"Pod was rejected: {message}"
 
 
 def node_labels(

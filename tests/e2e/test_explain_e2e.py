@@ -1,7 +1,8 @@
 """``kubelet-actors explain`` on a real daemon's trace: a crash-looping pod and a pod its
 liveness probe kills, on containerd, explained as a user would ask (a subprocess), first
 from the running daemon's own trace (found through its --root-dir), then from the trace
-directory once the daemon stopped."""
+directory once the daemon stopped; the evidence each finding quotes (exit codes, probe
+outputs, pull errors, a failed preStop hook's output)."""
 
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ def restarts(daemon: Daemon, name: str) -> int:
 
 def findings(out: str, name: str) -> list[dict[str, Any]]:
     data = json.loads(out)
-    assert data["schema"] == 1
+    assert data["schema"] == 2
     (pod,) = data["pods"]
     assert pod["name"] == name
     found: list[dict[str, Any]] = pod["findings"]
@@ -125,11 +126,12 @@ MISSING_IMAGE = "127.0.0.1:5000/kubelet-actors/no-such-image:404"
 
 
 def evidence_of(daemon_trace: str, name: str, kind: str) -> dict[str, Any]:
-    """The evidence of the newest finding of ``kind`` about pod ``name`` (``-o json``)."""
+    """The evidence of the newest finding of ``kind`` about pod ``name`` (``-o json``), by
+    field (a pod of one container: one piece each)."""
     shown = explain(name, "--trace-dir", daemon_trace, "-o", "json")
     assert shown.returncode == 0, shown.stderr
     found = [f for f in findings(shown.stdout, name) if f["kind"] == kind]
-    return dict(found[-1]["evidence"]) if found else {}
+    return {piece["field"]: piece for piece in found[-1]["evidence"]} if found else {}
 
 
 # As above: the fixtures may wait for the machine-wide lock first.
@@ -202,9 +204,68 @@ def test_explain_quotes_exit_code_probe_output_and_pull_error(
     assert image["pullMessage"]["value"].startswith(f'Failed to pull image "{MISSING_IMAGE}"')
     assert image["pullMessage"]["seq"] in ids
     as_yaml = explain(ghost, "--trace-dir", trace, "-o", "yaml")
-    assert as_yaml.returncode == 0 and "pullError:" in as_yaml.stdout
+    assert as_yaml.returncode == 0 and "field: pullError" in as_yaml.stdout
 
     # Without a trace: how to turn tracing on.
     none = explain(ghost, "--trace-dir", str(workdir / "manifests"))
     assert none.returncode == 1
     assert "start the daemon with --trace-dir DIR" in none.stderr
+
+
+PRE_STOP_LINE = "prestop-e2e: draining 7 connections"
+PRE_STOP = f"""    lifecycle:
+      preStop:
+        exec:
+          command: ["sh", "-c", "echo '{PRE_STOP_LINE}'; echo 'queue busy' >&2; exit 3"]
+"""
+
+
+@pytest.mark.timeout(900)
+def test_explain_quotes_a_failed_pre_stop_hook_s_output(
+    containerd: EmbeddedContainerd, cri: CRIClient
+) -> None:
+    """A pod whose preStop hook prints a line and exits 3 is deleted (its manifest
+    removed): the event stays upstream's "PreStopHook failed", and explain quotes what
+    the hook said, and its exit code, under the deletion, naming the container."""
+    workdir = containerd.base_dir / "explain-prestop" / uuid.uuid4().hex[:8]
+    manifests = workdir / "manifests"
+    manifests.mkdir(parents=True)
+    trace_dir = workdir / "trace"
+    (manifests / "drain.yaml").write_text(manifest("drain", SERVE, extra=PRE_STOP))
+    daemon = Daemon(workdir, manifests, "--container-runtime-endpoint", containerd.endpoint,
+                    "--trace-dir", str(trace_dir), "--trace-flush-frequency", "0.5s")
+    drain = "drain-e2e-node"
+    try:
+        daemon.start()
+        daemon.wait_running(drain, 60.0)
+        (manifests / "drain.yaml").unlink()
+        wait_for(lambda: daemon.pod(drain) is None, 60.0, "the pod to be removed")
+    finally:
+        daemon.stop()
+
+    records = read_trace(trace_dir).records
+    hooks = [r for r in records if r["k"] == "msg" and r.get("type") == "RecordEvent"
+             and r["body"]["reason"] == "FailedPreStopHook"]
+    assert [r["body"]["message"] for r in hooks] == ["PreStopHook failed"]
+    assert PRE_STOP_LINE not in json.dumps(hooks[0]["body"]["message"])
+
+    text = explain(drain, "--trace-dir", str(trace_dir))
+    assert text.returncode == 0, text.stderr
+    print(text.stdout)
+    deletion = next(line for line in text.stdout.splitlines() if " deletion " in line)
+    assert "removed from its source" in deletion
+    assert f'main killed with 5 s grace, its preStop hook failed (exit code 3: "{PRE_STOP_LINE}' \
+        in deletion
+    assert re.search(r'^ {12}hookOutput: "' + re.escape(PRE_STOP_LINE) + r'\\nqueue busy"  '
+                     r"\[#\d+ ", text.stdout, re.M), text.stdout
+    assert re.search(r"^ {12}hookExitCode: 3  \[#\d+ ", text.stdout, re.M), text.stdout
+
+    as_json = explain(drain, "--trace-dir", str(trace_dir), "-o", "json")
+    assert as_json.returncode == 0, as_json.stderr
+    (found,) = [f for f in findings(as_json.stdout, drain) if f["kind"] == "deletion"]
+    pieces = {p["field"]: p for p in found["evidence"]}
+    assert pieces["hookMessage"]["value"] == "PreStopHook failed"
+    assert pieces["hookOutput"]["value"] == f"{PRE_STOP_LINE}\nqueue busy"
+    assert pieces["hookExitCode"]["value"] == 3
+    assert {p["container"] for p in found["evidence"]} == {"main"}
+    assert pieces["hookOutput"]["seq"] == hooks[0]["id"] and hooks[0]["id"] in found["seqs"]

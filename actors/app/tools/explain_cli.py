@@ -170,17 +170,22 @@ def render(explanations: Sequence[tuple[Run, PodExplanation]], console: Console)
             line.append(finding.text)
             line.append("  [" + " ".join(f"#{s}" for s in finding.seqs) + "]", style="dim")
             console.print(line)
+            several_containers = len(finding.containers) > 1
             for piece in finding.evidence:
-                console.print(evidence_line(piece))
+                console.print(evidence_line(piece, several_containers))
 
 
-def evidence_line(piece: Evidence) -> Text:
-    """``            exitCode: 42  [#12 12:00:01]``: one piece of evidence under its finding."""
+def evidence_line(piece: Evidence, name_container: bool = False) -> Text:
+    """``            exitCode: 42  [#12 12:00:01]``: one piece of evidence under its finding;
+    ``name_container`` (a finding about several): ``            web: exitCode: 42 ...``."""
     value = piece.value
     shown = json.dumps(value) if isinstance(value, str) else (
         str(value).lower() if isinstance(value, bool) else f"{value:g}"
         if isinstance(value, float) else str(value))
-    line = Text(f"{'':12}{piece.field}: ", style="cyan")
+    line = Text(f"{'':12}")
+    if name_container and piece.container:
+        line.append(f"{piece.container}: ", style="bold")
+    line.append(f"{piece.field}: ", style="cyan")
     line.append(shown)
     where = " ".join(part for part in (
         f"#{piece.seq}" if piece.seq is not None else "",

@@ -52,8 +52,11 @@ def test_explain_every_pod_of_every_kept_trace(trace: Path,
         assert findings[-1]["kind"] == "state"
         for finding in findings:
             assert finding["text"] and set(finding["seqs"]) <= ids, finding
-            for field, piece in finding["evidence"].items():
-                assert field in EVIDENCE_FIELDS and piece["seq"] in ids, (field, piece)
+            for piece in finding["evidence"]:
+                assert piece["field"] in EVIDENCE_FIELDS and piece["seq"] in ids, piece
+                # Each piece names its container: the finding's own, or "" for the pod.
+                assert piece["container"] == finding["container"] or (
+                    finding["container"] == "" and isinstance(piece["container"], str)), piece
         assert main([pod.uid, "--trace-dir", str(trace), "-o", "yaml"]) == EXIT_OK
         assert yaml_rs.loads(capsys.readouterr().out, parse_datetime=False) == data
         assert main([pod.uid, "--trace-dir", str(trace)]) == EXIT_OK

@@ -49,7 +49,7 @@ def make_pod(*containers: Container, policy: str = "Always", grace: int = 5,
 
 
 def container(**fields: Any) -> Container:
-    return Container(name="app", image=fields.pop("image", IMAGE),
+    return Container(name=fields.pop("name", "app"), image=fields.pop("image", IMAGE),
                      image_pull_policy=fields.pop("image_pull_policy", "IfNotPresent"),
                      **fields)
 
@@ -237,7 +237,7 @@ def test_failed_post_start_hook(scenario: Scenario) -> None:
     restarts = kinds(found, "restart")
     assert restarts, found.findings
     assert "its postStart hook failed" in restarts[0].text
-    assert "exited with 2: cache not found" in restarts[0].text
+    assert 'its postStart hook failed (exit code 2: "cache not found")' in restarts[0].text
     assert "killed with 5 s grace" in restarts[0].text
 
 

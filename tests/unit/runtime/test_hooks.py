@@ -20,8 +20,9 @@ from runtime.cri.types import (
     PodSandboxConfig,
     PodSandboxMetadata,
 )
+from runtime.events.recorder import HookOutput
 from runtime.ids import ContainerID
-from runtime.kuberuntime.hooks import USER_AGENT, HandlerRunner
+from runtime.kuberuntime.hooks import OUTPUT_LIMIT, USER_AGENT, HandlerRunner
 from runtime.pod.model import (
     Container,
     ContainerPort,
@@ -76,29 +77,34 @@ def env() -> Env:
 def test_exec(env: Env, result: ExecResult, error_parts: tuple[str, ...] | None) -> None:
     env.fake.set_exec_result(env.cid, ("hook",), result)
     handler = LifecycleHandler(exec=ExecAction(command=("hook", "arg")))
-    error = env.runner.run(handler, CONTAINER, env.cid, "10.88.0.2", 30.0)
+    failure = env.runner.run(handler, CONTAINER, env.cid, "10.88.0.2", 30.0)
     [call] = env.fake.calls_to("exec_sync")
     assert call.args[:2] == (env.cid, ("hook", "arg"))
     if error_parts is None:
-        assert error is None
+        assert failure is None
     else:
-        assert error is not None
+        assert failure is not None
         for part in error_parts:
-            assert part in error
+            assert part in failure.message
+        # What it said, for the record beside its event: output and exit code apart.
+        assert failure.said == HookOutput(
+            (result.stdout + result.stderr).decode().strip(), result.exit_code)
 
 
 def test_exec_long_output_is_cut(env: Env) -> None:
     env.fake.set_exec_result(None, ("noisy",), ExecResult(b"x" * 5000, b"", 2))
-    error = env.runner.run(LifecycleHandler(exec=ExecAction(command=("noisy",))), CONTAINER,
-                           env.cid, "", 30.0)
-    assert error is not None and len(error) < 1000
+    failure = env.runner.run(LifecycleHandler(exec=ExecAction(command=("noisy",))), CONTAINER,
+                             env.cid, "", 30.0)
+    assert failure is not None and len(failure.message) < 1000
+    assert failure.said == HookOutput("x" * OUTPUT_LIMIT, 2)
 
 
 def test_exec_on_stopped_container_is_an_error(env: Env) -> None:
     env.fake.stop_container(env.cid, 0)
-    error = env.runner.run(LifecycleHandler(exec=ExecAction(command=("true",))), CONTAINER,
-                           env.cid, "", 30.0)
-    assert error is not None and "not running" in error
+    failure = env.runner.run(LifecycleHandler(exec=ExecAction(command=("true",))), CONTAINER,
+                             env.cid, "", 30.0)
+    assert failure is not None and "not running" in failure.message
+    assert failure.said.output == failure.message and failure.said.exit_code is None
 
 
 # --- httpGet --------------------------------------------------------------------------------
@@ -178,14 +184,15 @@ def free_port() -> int:
 
 def test_http_get_connection_refused(env: Env) -> None:
     handler = LifecycleHandler(http_get=HTTPGetAction(port=free_port(), path="/"))
-    error = env.runner.run(handler, CONTAINER, env.cid, "127.0.0.1", 5.0)
-    assert error is not None and error != ""
+    failure = env.runner.run(handler, CONTAINER, env.cid, "127.0.0.1", 5.0)
+    assert failure is not None and failure.message != ""
+    assert failure.said.output == failure.message and failure.said.exit_code is None
 
 
 def test_http_get_unknown_named_port(env: Env) -> None:
     handler = LifecycleHandler(http_get=HTTPGetAction(port="nope"))
-    error = env.runner.run(handler, CONTAINER, env.cid, "127.0.0.1", 5.0)
-    assert error is not None and "nope" in error
+    failure = env.runner.run(handler, CONTAINER, env.cid, "127.0.0.1", 5.0)
+    assert failure is not None and "nope" in failure.message
 
 
 @pytest.mark.parametrize(
@@ -226,5 +233,5 @@ def test_sleep_advances_fake_clock(env: Env, seconds: int, timeout: float,
 
 
 def test_no_action_is_an_error(env: Env) -> None:
-    error = env.runner.run(LifecycleHandler(), CONTAINER, env.cid, "", 5.0)
-    assert error is not None and "no action" in error
+    failure = env.runner.run(LifecycleHandler(), CONTAINER, env.cid, "", 5.0)
+    assert failure is not None and "no action" in failure.message

@@ -10,6 +10,7 @@ import pytest
 from runtime.clock import FakeClock
 from runtime.cri.types import ContainerState, ExecResult, SandboxState
 from runtime.errors import CRIError, CRINotFound
+from runtime.events.recorder import HookOutput, ListRecorder
 from runtime.ids import ContainerID, PodUID
 from runtime.kuberuntime import labels as L
 from runtime.kuberuntime.manager import KubeRuntimeManager
@@ -268,6 +269,28 @@ def test_grace_period_resolution(
         pod = Pod(metadata=meta, spec=pod.spec)
     node.manager.kill_pod(pod, node.status(pod), override)
     assert node.fake.calls_to("stop_container")[0].args[1] == expected
+
+
+@pytest.mark.parametrize("hook", ["pre_stop", "post_start"])
+def test_a_failed_hook_s_event_keeps_its_output_beside_it(node: Node, hook: str) -> None:
+    """Upstream's event says only "PreStopHook failed" (or PostStartHook), lest secrets
+    leak through events; the output and exit code go beside it, for the node's record."""
+    recorder = ListRecorder()
+    node.manager.events = node.manager.images.events = node.manager.containers.events = recorder
+    handler = LifecycleHandler(exec=ExecAction(command=("drain",)))
+    lifecycle = (Lifecycle(pre_stop=handler) if hook == "pre_stop"
+                 else Lifecycle(post_start=handler))
+    pod = make_pod(ctr("a", lifecycle=lifecycle))
+    if hook == "post_start":
+        node.fake.set_exec_result(None, ("drain",), ExecResult(b"cache ", b"not found", 3))
+    node.sync(pod)
+    node.fake.set_exec_result(None, ("drain",), ExecResult(b"cache ", b"not found", 3))
+    node.manager.kill_pod(pod, node.status(pod), None)
+    reason = "FailedPreStopHook" if hook == "pre_stop" else "FailedPostStartHook"
+    (event,) = recorder.find(reason)
+    assert event.message == ("PreStopHook failed" if hook == "pre_stop"
+                             else "PostStartHook failed")
+    assert event.hook == HookOutput("cache not found", 3)
 
 
 def test_orphan_is_killed_with_grace_and_pre_stop_from_its_annotations(node: Node) -> None:

@@ -12,6 +12,7 @@ with the delivery it was read from.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,18 +32,21 @@ from actors.app.tools.explain.restarts import exit_findings, restart_findings
 from actors.app.tools.explain.state import state_findings
 from actors.app.tools.explain.termination import failure_findings, kill_findings, orphan_findings
 
-SCHEMA = 1
+SCHEMA = 2
 """The version of ``-o json``'s (and ``-o yaml``'s) layout; a change that breaks readers
-bumps it (a new key does not). Version 1::
+bumps it (a new key does not). Version 2::
 
-    {"schema": 1, "trace": DIR,
+    {"schema": 2, "trace": DIR,
      "pods": [{"uid", "name", "namespace", "pid": the daemon's,
                "findings": [{"time": RFC 3339 UTC, "kind", "container": "" for the pod,
                              "text", "seqs": [delivery ids],
-                             "evidence": {FIELD: {"value", "seq": its delivery id,
-                                                  "time": RFC 3339 UTC}}}]}]}
+                             "evidence": [{"field", "value",
+                                           "container": "" for the pod,
+                                           "seq": its delivery id,
+                                           "time": RFC 3339 UTC}]}]}]}
 
-FIELDs: model.EVIDENCE_FIELDS.
+FIELDs: model.EVIDENCE_FIELDS. (Version 1 keyed ``evidence`` by field, one piece each: a
+pod's state quotes a field for each container that waits or is not ready.)
 
 Kinds: start, restart, exit, image, admission, ready, not-ready, started, deadline,
 eviction, failed, deletion, orphan, and state (always last: where the pod stands)."""
@@ -69,14 +73,17 @@ class PodExplanation:
 
 def explain_history(history: PodHistory, container: str | None = None) -> PodExplanation:
     """The findings about one pod, oldest first, the state last (``container``: only its
-    own findings and the pod's)."""
+    own findings and the pod's, with the evidence about it or the pod)."""
     found: list[Finding] = []
     for finder in FINDERS:
         found.extend(finder(history))
     found.sort(key=lambda f: (f.time, f.seqs[:1]))
     found.extend(state_findings(history))
+    found = [f.with_containers() for f in found]
     if container is not None:
-        found = [f for f in found if f.container in ("", container)]
+        found = [dataclasses.replace(f, evidence=tuple(
+            e for e in f.evidence if e.container in ("", container)))
+            for f in found if f.container in ("", container)]
     return PodExplanation(history.uid, history.name, history.namespace, tuple(found))
 
 

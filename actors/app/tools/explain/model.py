@@ -10,6 +10,7 @@ records in, findings out.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -61,19 +62,22 @@ class Evidence:
     """One fact a finding rests on, quoted from the trace: what a person would otherwise
     dig for in the events, the logs and the container's status.
 
-    ``field`` names it (a key of ``-o json``'s ``evidence``; EVIDENCE_FIELDS says what
-    each means), ``value`` is verbatim (a message as upstream's kubelet words it, a code, a
-    delay), ``seq`` and ``time`` say where in the trace it was read: the delivery id ``trace
-    show`` prints as ``#N`` and that message's wall-clock time.
+    ``field`` names it (EVIDENCE_FIELDS says what each means), ``container`` the container
+    it is about ("" for the pod: an admission or mount error), ``value`` is verbatim (a
+    message as upstream's kubelet words it, a code, a delay), ``seq`` and ``time`` say
+    where in the trace it was read: the delivery id ``trace show`` prints as ``#N`` and
+    that message's wall-clock time.
     """
 
     field: str
     value: Value
     seq: int | None
     time: float | None
+    container: str = ""  # the container it is about; "" for the pod
 
     def to_json(self) -> dict[str, Any]:
-        return {"value": self.value, "seq": self.seq,
+        return {"field": self.field, "value": self.value, "container": self.container,
+                "seq": self.seq,
                 "time": iso_time(self.time) if self.time is not None else None}
 
 
@@ -97,14 +101,18 @@ EVIDENCE_FIELDS: dict[str, str] = {
     "probeFailures": "the failed attempts in a row that led to the verdict",
     "failureThreshold": "the probe's failureThreshold",
     "hookMessage": "the FailedPostStartHook or FailedPreStopHook event's message",
-    "hookOutput": "what the failed postStart hook said (its command's output or its "
-                  "HTTP error; upstream keeps it out of the event, in the waiting message)",
+    "hookOutput": "what the failed postStart or preStop hook said: its command's output "
+                  "(stdout, then stderr) or its HTTP or TCP error, cut to 512 characters "
+                  "(upstream keeps it out of the event; the kubelet logs it)",
+    "hookExitCode": "the exit code of the failed exec hook's command",
     "killMessage": "the Killing event's message",
     "image": "the image the container names",
     "pullError": "ErrImagePull, ImagePullBackOff, ErrImageNeverPull or InvalidImageName",
     "pullMessage": "the runtime's error for the pull, verbatim",
     "admissionReason": "the admission failure's reason (OutOfcpu, NodeAffinity, ...)",
-    "admissionMessage": "the admission failure's message, verbatim",
+    "admissionMessage": "the pod's status message, as kubectl describe shows it (its "
+                        "Message line): \"Pod was rejected: \" and the admission failure's "
+                        "message (the event of the refusal carries the message alone)",
     "mountError": "the error of mounting the pod's volumes (FailedMount), verbatim",
     "sandboxError": "the error of creating the pod's sandbox, verbatim",
     "waitingReason": "a container's waiting reason (PodInitializing, ContainerCreating, ...)",
@@ -121,7 +129,8 @@ class Finding:
     ``seqs`` are the delivery ids of the trace messages the sentence was read from (what
     ``trace show`` prints as ``#N``), oldest first; ``container`` is "" for the pod.
     ``evidence``: the facts the sentence rests on, each with its own place in the trace
-    (one per field).
+    and its container (one per field and container: a pod's state quotes each container
+    that waits or is not ready).
     """
 
     time: float  # wall-clock seconds (the trace's ``t``)
@@ -134,17 +143,32 @@ class Finding:
     def to_json(self) -> dict[str, Any]:
         return {"time": iso_time(self.time), "kind": self.kind, "container": self.container,
                 "text": self.text, "seqs": list(self.seqs),
-                "evidence": {e.field: e.to_json() for e in self.evidence}}
+                "evidence": [e.to_json() for e in self.evidence]}
+
+    def with_containers(self) -> Finding:
+        """This finding with its own container named on each piece of evidence that names
+        none (the finding modules quote a container's facts without repeating its name)."""
+        if not self.container or all(e.container for e in self.evidence):
+            return self
+        return dataclasses.replace(self, evidence=tuple(
+            e if e.container else dataclasses.replace(e, container=self.container)
+            for e in self.evidence))
+
+    @property
+    def containers(self) -> tuple[str, ...]:
+        """The containers its evidence is about, in order, each once."""
+        return tuple(dict.fromkeys(e.container for e in self.evidence if e.container))
 
 
-def evidence(field: str, value: Value | None, at: Seen | None) -> list[Evidence]:
-    """One piece of evidence read at ``at`` (none when there is no value: an empty
-    message, a code the trace does not hold)."""
+def evidence(field: str, value: Value | None, at: Seen | None, container: str = ""
+             ) -> list[Evidence]:
+    """One piece of evidence read at ``at``, about ``container`` ("": the finding's own)
+    (none when there is no value: an empty message, a code the trace does not hold)."""
     if value is None or value == "":
         return []
     assert field in EVIDENCE_FIELDS, field
     return [Evidence(field, value, at.id if at is not None else None,
-                     at.t if at is not None else None)]
+                     at.t if at is not None else None, container)]
 
 
 @dataclass(frozen=True, slots=True)

@@ -177,9 +177,11 @@ def probe_failures(history: PodHistory, container_id: str, kind: ProbeKind,
 
 
 def probe_evidence(history: PodHistory, failed: list[tuple[Seen, ProbeOutcome]],
-                   verdict: Seen | None, probe: Probe | None) -> list[Evidence]:
+                   verdict: Seen | None, probe: Probe | None, container: str = ""
+                   ) -> list[Evidence]:
     """The last failed attempt as upstream's Unhealthy event words it, its output and its
-    exit code or HTTP status; how many failed in a row, against which threshold."""
+    exit code or HTTP status; how many failed in a row, against which threshold (about
+    ``container``; "": the finding's own)."""
     if not failed:
         return []
     last, outcome = failed[-1]
@@ -187,15 +189,16 @@ def probe_evidence(history: PodHistory, failed: list[tuple[Seen, ProbeOutcome]],
                       if s.parent == last.id), None)
     found = []
     if unhealthy is not None and isinstance(unhealthy.message, RecordEvent):
-        found += evidence("probeMessage", unhealthy.message.message, unhealthy)
-    found += evidence("probeOutput", outcome.output.strip(), last)
+        found += evidence("probeMessage", unhealthy.message.message, unhealthy, container)
+    found += evidence("probeOutput", outcome.output.strip(), last, container)
     if probe is not None and probe.exec is not None:
-        found += evidence("probeExitCode", outcome.code, last)
+        found += evidence("probeExitCode", outcome.code, last, container)
     elif probe is not None and probe.http_get is not None:
-        found += evidence("httpStatus", outcome.code, last)
-    found += evidence("probeFailures", len(failed), verdict or last)
+        found += evidence("httpStatus", outcome.code, last, container)
+    found += evidence("probeFailures", len(failed), verdict or last, container)
     if probe is not None:
-        found += evidence("failureThreshold", probe.failure_threshold, verdict or last)
+        found += evidence("failureThreshold", probe.failure_threshold, verdict or last,
+                          container)
     return found
 
 
@@ -236,22 +239,26 @@ def ending(history: PodHistory, container: str, instance: Instance) -> Ending:
         grace = _grace_text(history, call, killing, container)
         message = event.message if event is not None else ""
         said = evidence("killMessage", message, killing)
-        pre_stop = next((s for s, _ in history.events(reasons.FAILED_PRE_STOP_HOOK, container)
-                         if s.parent == call.within), None)
-        if pre_stop is not None and isinstance(pre_stop.message, RecordEvent):
-            grace += ", its preStop hook failed"
-            said += evidence("hookMessage", pre_stop.message.message, pre_stop)
+        pre_stop = pre_stop_failure(history, call.within, container)
+        if pre_stop is not None:
+            grace += ", its preStop hook failed" + hook_quote(pre_stop[1])
+            said += hook_evidence(*pre_stop)
         hook = next(((s, e) for s, e in history.events(reasons.FAILED_POST_START_HOOK, container)
                      if s.parent == call.within), None)
-        seqs = ids((killing, call.within), (pre_stop,))
+        seqs = ids((killing, call.within), (pre_stop[0] if pre_stop else None,))
         at = killing.t if killing is not None else call.t
         if hook is not None:
-            step = _step_message(history, call.within, container, "PostStartHookError")
-            why = f"its postStart hook failed ({step[1]})" if step else \
-                "its postStart hook failed"
-            hooked = evidence("hookMessage", hook[1].message, hook[0])
-            if step:
-                hooked += evidence("hookOutput", step[1], step[0])
+            hooked = hook_evidence(*hook)
+            if hook[1].hook_output is None:
+                # Traced before the output went beside the event: the failed step's
+                # message (the container's waiting message) holds it.
+                step = _step_message(history, call.within, container, "PostStartHookError")
+                why = f"its postStart hook failed ({step[1]})" if step else \
+                    "its postStart hook failed"
+                if step:
+                    hooked += evidence("hookOutput", step[1], step[0])
+            else:
+                why = "its postStart hook failed" + hook_quote(hook[1])
             return Ending(f"{why}, container {grace}", ids(seqs, (hook[0],)), True, hook[0].t,
                           (*hooked, *(e for e in said if e.field == "killMessage"),
                            *exited))
@@ -281,6 +288,36 @@ def ending(history: PodHistory, container: str, instance: Instance) -> Ending:
         code += f': "{status.message.strip()[:160]}"'
     return Ending(code, ids((seen,)), False, seen.t if seen is not None else None,
                   tuple(exited))
+
+
+def pre_stop_failure(history: PodHistory, within: int, container: str
+                     ) -> tuple[Seen, RecordEvent] | None:
+    """The FailedPreStopHook event of ``container`` the handler of delivery ``within``
+    recorded (its kill ran the hook)."""
+    return next(((s, e) for s, e in history.events(reasons.FAILED_PRE_STOP_HOOK, container)
+                 if s.parent == within), None)
+
+
+def hook_quote(event: RecordEvent) -> str:
+    """`` (exit code 3: "cache not found")``: what a failed hook said, for a sentence;
+    "" when the trace holds nothing of it."""
+    said = event.hook_output
+    if said is None:
+        return ""
+    parts = [f"exit code {said.exit_code}"] if said.exit_code is not None else []
+    if said.output:
+        parts.append(f'"{said.output[:120]}"')
+    return f" ({': '.join(parts)})" if parts else ""
+
+
+def hook_evidence(seen: Seen, event: RecordEvent, container: str = "") -> list[Evidence]:
+    """A failed hook's event message (upstream's: "PreStopHook failed"), and beside it
+    what the hook said: its output and exit code."""
+    said = event.hook_output
+    return (evidence("hookMessage", event.message, seen, container)
+            + (evidence("hookOutput", said.output, seen, container)
+               + evidence("hookExitCode", said.exit_code, seen, container)
+               if said is not None else []))
 
 
 def _step_message(history: PodHistory, within: int, container: str, error: str

@@ -3,11 +3,13 @@ volumes, images), running but not ready (readiness probes, containers waiting), 
 
 The status is computed from the newest runtime status and sync result the pod worker
 reported, with the probe verdicts, by upstream's rules (runtime.status.generate), as the
-status manager computes it; the reasons come from the messages behind it.
+status manager computes it; the reasons come from the messages behind it, with the
+evidence of every container that waits or is not ready, each piece naming its container.
 """
 
 from __future__ import annotations
 
+from actors.app.tools.explain.admission import refusal_evidence
 from actors.app.tools.explain.model import (
     Evidence,
     Finding,
@@ -104,15 +106,8 @@ def _init_wait(status: PodStatus, seen: Seen) -> tuple[str, list[Evidence]]:
         if init.restart_count:
             where += f", restarted {init.restart_count} time{'s' if init.restart_count > 1 else ''}"
         return (f"waiting for init container {init.name} ({number} of {total}): {where}",
-                evidence("initContainer", init.name, seen))
+                evidence("initContainer", init.name, seen, init.name))
     return "", []
-
-
-def _add_new(found: list[Evidence], more: list[Evidence]) -> None:
-    """Add ``more`` unless ``found`` holds its fields already: a state finding quotes the
-    first container that waits, or fails its readiness probe (the text names them all)."""
-    if not {e.field for e in more} & {e.field for e in found}:
-        found.extend(more)
 
 
 def pulls_in_flight(history: PodHistory) -> list[tuple[Seen, str]]:
@@ -136,9 +131,7 @@ def state_findings(history: PodHistory) -> list[Finding]:
     if rejected is not None:
         seen, refusal = rejected
         return [Finding(end, "state", f"now Failed: rejected at admission ({refusal.reason})",
-                        ids((seen,)), "",
-                        (*evidence("admissionReason", refusal.reason, seen),
-                         *evidence("admissionMessage", refusal.message, seen)))]
+                        ids((seen,)), "", tuple(refusal_evidence(seen, refusal)))]
     done = next(((s, d) for s, d in history.of(PodWorkerDone)
                  if d.state == WorkerState.TERMINATED), None)
     kill = next(((s, u) for s, u in history.of(UpdatePod) if u.kind == UpdateKind.KILL), None)
@@ -196,8 +189,8 @@ def state_findings(history: PodHistory) -> list[Finding]:
             if waiting.message:
                 reason += f": {waiting.message[:200]}"
             causes.append(reason)
-            _add_new(found, evidence("waitingReason", waiting.reason, last_seen)
-                     + evidence("waitingMessage", waiting.message, last_seen))
+            found += (evidence("waitingReason", waiting.reason, last_seen, container.name)
+                      + evidence("waitingMessage", waiting.message, last_seen, container.name))
         elif container.state.running is not None and not container.ready and phase == "Running":
             why = f"{container.name} running, not ready"
             cid = ContainerID(container.container_id.split("://", 1)[-1])
@@ -209,8 +202,9 @@ def state_findings(history: PodHistory) -> list[Finding]:
                 if outputs:
                     why += f' ("{outputs[-1][:120]}")'
                 spec = history.container_spec(container.name)
-                _add_new(found, probe_evidence(
-                    history, attempts, None, spec.readiness_probe if spec is not None else None))
+                found += probe_evidence(
+                    history, attempts, None, spec.readiness_probe if spec is not None else None,
+                    container.name)
                 seqs.append(verdict_seen[cid])
                 seqs.extend(s for s, _ in attempts[-1:])
             elif (startup.get(cid) != ProbeResult.SUCCESS

@@ -5,13 +5,19 @@ Read from the sync loop's kill orders (UpdatePod KILL with its reason and grace)
 pod worker's pod-level verdicts (PodObserved.failed_reason: DeadlineExceeded, Evicted,
 ...), a cluster-mode status with a reason (PodStatusChanged), events with a pod-level
 Evicted reason, the pod killer's orders, and the StopContainer calls that carried the
-kill out (their grace) up to the worker's ``terminated``.
+kill out (their grace, and the preStop hooks that failed on the way with what they
+said) up to the worker's ``terminated``.
 """
 
 from __future__ import annotations
 
-from actors.app.tools.explain.model import Finding, PodHistory, Seen, clock_time, ids
-from actors.app.tools.explain.restarts import STOP_CALLS
+from actors.app.tools.explain.model import Evidence, Finding, PodHistory, Seen, clock_time, ids
+from actors.app.tools.explain.restarts import (
+    STOP_CALLS,
+    hook_evidence,
+    hook_quote,
+    pre_stop_failure,
+)
 from actors.kubelet.cluster.messages import PodStatusChanged
 from actors.kubelet.messages import (
     KillRuntimePod,
@@ -29,8 +35,10 @@ SOURCE_REMOVED = "removed from its source"
 DELETED = "deleted"
 
 
-def _kill_carried_out(history: PodHistory, since: Seen) -> tuple[str, tuple[int, ...]]:
-    """What the worker did after ``since``: the containers it stopped, when it was done."""
+def _kill_carried_out(history: PodHistory, since: Seen
+                      ) -> tuple[str, tuple[int, ...], list[Evidence]]:
+    """What the worker did after ``since``: the containers it stopped (and the preStop
+    hooks that failed on the way, with what they said), when it was done."""
     names: dict[str, str] = {}
     for _, observed in history.of(PodObserved):
         for status in observed.runtime.container_statuses:
@@ -38,12 +46,24 @@ def _kill_carried_out(history: PodHistory, since: Seen) -> tuple[str, tuple[int,
     stops = [c for c in history.calls if c.method in STOP_CALLS and c.m >= since.m]
     done = next((s for s, d in history.of(PodWorkerDone)
                  if s.id > since.id and d.state == WorkerState.TERMINATED), None)
-    parts = [f"{names.get(str(c.args[0]), str(c.args[0])[:12])} killed with "
-             f"{c.args[1]} s grace" for c in stops if len(c.args) > 1]
+    parts: list[str] = []
+    found: list[Evidence] = []
+    hooks: list[Seen] = []
+    for call in stops:
+        if len(call.args) < 2:
+            continue
+        name = names.get(str(call.args[0]), str(call.args[0])[:12])
+        part = f"{name} killed with {call.args[1]} s grace"
+        pre_stop = pre_stop_failure(history, call.within, name)
+        if pre_stop is not None:
+            part += ", its preStop hook failed" + hook_quote(pre_stop[1])
+            found += hook_evidence(*pre_stop, name)
+            hooks.append(pre_stop[0])
+        parts.append(part)
     text = "; ".join(parts) if parts else "no container was running"
     if done is not None:
         text += f"; terminated at {clock_time(done.t)}"
-    return text, ids((c.within for c in stops[:4]), (done,))
+    return text, ids((c.within for c in stops[:4]), hooks, (done,)), found
 
 
 def _source(history: PodHistory) -> str:
@@ -59,7 +79,7 @@ def kill_findings(history: PodHistory) -> list[Finding]:
     if first is None:
         return []
     seen, kill = first
-    carried, seqs = _kill_carried_out(history, seen)
+    carried, seqs, found = _kill_carried_out(history, seen)
     at = clock_time(seen.t)
     if kill.reason == SOURCE_REMOVED:
         what = f"the pod was removed from {_source(history)} at {at}"
@@ -73,7 +93,8 @@ def kill_findings(history: PodHistory) -> list[Finding]:
         what = f"the pod was stopped at {at}: {kill.reason or 'killed'}"
     if kill.remove:
         what += " (to be removed from the node)"
-    return [Finding(seen.t, "deletion", f"{what}: {carried}", ids((seen,), seqs))]
+    return [Finding(seen.t, "deletion", f"{what}: {carried}", ids((seen,), seqs), "",
+                    tuple(found))]
 
 
 def failure_findings(history: PodHistory) -> list[Finding]:
@@ -85,7 +106,7 @@ def failure_findings(history: PodHistory) -> list[Finding]:
         if not reason or reason in told:
             continue
         told.add(reason)
-        carried, seqs = _kill_carried_out(history, seen)
+        carried, seqs, found = _kill_carried_out(history, seen)
         at = clock_time(seen.t)
         if reason == active_deadline.REASON:
             deadline = observed.pod.spec.active_deadline_seconds
@@ -100,7 +121,7 @@ def failure_findings(history: PodHistory) -> list[Finding]:
             text = (f"the pod was failed at {at}: {reason}: {observed.failed_message}: "
                     f"{carried}")
             kind = "failed"
-        out.append(Finding(seen.t, kind, text, ids((seen,), seqs)))
+        out.append(Finding(seen.t, kind, text, ids((seen,), seqs), "", tuple(found)))
     for seen, changed in history.of(PodStatusChanged):
         reason = changed.status.reason
         if not reason or reason in told or changed.status.phase != "Failed":
