@@ -89,7 +89,7 @@ def test_drill_list_from_the_wheel(venv: Path, tmp_path: Path) -> None:
 def test_trace_html_from_the_wheel_inlines_the_page(venv: Path, tmp_path: Path) -> None:
     trace = CHECKOUT / "tests" / "traces" / "restart-and-remove"
     out = tmp_path / "timeline.html"
-    run([venv / "bin" / "kubelet-actors", "trace", "html", trace, "-o", out], cwd=tmp_path,
+    run([venv / "bin" / "kubelet-actors", "trace", "html", trace, out], cwd=tmp_path,
         env=outside_env())
     page = out.read_text()
     assert "window.timeline" in page and "#canvas" in page, page[:300]  # script and style
