@@ -106,6 +106,12 @@ class LogRotationError(KubeletError):
     failed); the message names the log and the step."""
 
 
+class HookTransportError(KubeletError):
+    """A lifecycle hook's httpGet or tcpSocket could not reach the container (a refused
+    or timed-out connection, a broken answer, a URL that cannot be sent); the message is
+    the cause's own, the hook's failure message."""
+
+
 class ProbeStateError(KubeletError):
     """The saved probe results (runtime.prober.state) cannot be used: the message names
     the file and the cause."""

@@ -28,6 +28,11 @@ from runtime.kuberuntime.container_logs import (
     ContainerLogFiles,
     NodeContainerLogFiles,
 )
+from runtime.kuberuntime.hook_transport import (
+    HOOK_TRANSPORT_TARGET,
+    HookTransport,
+    NodeHookTransport,
+)
 from runtime.kuberuntime.host_paths import HOST_PATHS_TARGET, HostPaths, NodeHostPaths
 from runtime.kuberuntime.object_source import OBJECTS_TARGET, ObjectSource
 from runtime.kuberuntime.volume_mounts import (
@@ -79,6 +84,9 @@ SERVICES: tuple[RecordedService, ...] = (
     # The tmpfs and hugetlbfs mounts of memory-backed volumes.
     RecordedService(VOLUME_MOUNTS_TARGET, "volume_mounts", VolumeMounts, _always,
                     NodeVolumeMounts),
+    # The network lifecycle hooks' httpGet and tcpSocket reach their container through.
+    RecordedService(HOOK_TRANSPORT_TARGET, "hook_transport", HookTransport, _always,
+                    NodeHookTransport),
 )
 
 
@@ -90,6 +98,7 @@ class ManagerServices(TypedDict):
     host_paths: HostPaths
     container_logs: ContainerLogFiles
     volume_mounts: VolumeMounts
+    hook_transport: HookTransport
 
 
 @dataclass(frozen=True)
@@ -100,6 +109,7 @@ class Services:
     host_paths: HostPaths
     container_logs: ContainerLogFiles
     volume_mounts: VolumeMounts
+    hook_transport: HookTransport
     containerd: ManagedContainerd | None = None
     objects: ObjectSource | None = None
     cgroups: PodCgroupService | None = None
@@ -109,7 +119,8 @@ class Services:
         return ManagerServices(objects=self.objects, cgroups=self.cgroups,
                                host_paths=self.host_paths,
                                container_logs=self.container_logs,
-                               volume_mounts=self.volume_mounts)
+                               volume_mounts=self.volume_mounts,
+                               hook_transport=self.hook_transport)
 
 
 def present(config: ReplayConfig) -> tuple[RecordedService, ...]:

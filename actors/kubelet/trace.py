@@ -93,7 +93,8 @@ class KubeletWorld:
             return cls(record.get("method", ""), record.get("detail", ""),
                        record.get("code", "UNKNOWN"))
         if isinstance(cls, type) and issubclass(cls, (errors.CgroupError,
-                                                      errors.LogRotationError)):
+                                                      errors.LogRotationError,
+                                                      errors.HookTransportError)):
             return cls(record.get("detail", ""))
         return recorded_error(record)
 

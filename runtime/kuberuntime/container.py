@@ -29,6 +29,7 @@ from runtime.kuberuntime.container_config import (
     termination_message_file,
     wants_recursive_read_only,
 )
+from runtime.kuberuntime.hook_transport import NODE_HOOK_TRANSPORT, HookTransport
 from runtime.kuberuntime.hooks import HandlerRunner
 from runtime.kuberuntime.host_paths import HostPaths
 from runtime.kuberuntime.images import ImageManager
@@ -88,13 +89,16 @@ class ContainerLifecycle:
         clock: Clock,
         node_ip: str = "",
         observe: Observe = unobserved,
+        hook_transport: HookTransport = NODE_HOOK_TRANSPORT,
     ) -> None:
+        """``hook_transport``: what hooks' httpGet and tcpSocket reach the container
+        through (the node's network by default; a trace records its answers)."""
         self._runtime = runtime
         self._images = images
         self._settings = settings
         self._clock = clock
         self._node_ip = node_ip
-        self._hooks = HandlerRunner(runtime, clock)
+        self._hooks = HandlerRunner(runtime, clock, hook_transport)
         # The API server's objects (cluster mode; set by KubeRuntimeManager), else None.
         self.objects: ObjectSource | None = None
         self.host_paths: HostPaths = NODE_HOST_PATHS  # the manager's (a trace records it)

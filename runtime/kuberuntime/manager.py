@@ -44,6 +44,7 @@ from runtime.kuberuntime.container_logs import ContainerLogFiles, NodeContainerL
 from runtime.kuberuntime.dns import ResolvConfError
 from runtime.kuberuntime.dra import prepare_error
 from runtime.kuberuntime.ephemeral import as_container, ephemeral_containers, target_id
+from runtime.kuberuntime.hook_transport import NODE_HOOK_TRANSPORT, HookTransport
 from runtime.kuberuntime.host_paths import HostPaths
 from runtime.kuberuntime.hostname import HostnameError
 from runtime.kuberuntime.image_checks import (
@@ -96,6 +97,7 @@ class KubeRuntimeManager:
         host_paths: HostPaths = NODE_HOST_PATHS,
         container_logs: ContainerLogFiles | None = None,
         volume_mounts: VolumeMounts = NODE_VOLUME_MOUNTS,
+        hook_transport: HookTransport = NODE_HOOK_TRANSPORT,
     ) -> None:
         """``observe``: what reads of the back-off tables go through (see
         runtime.kuberuntime.backoff; a kubelet passes its Dispatch's ``observe``).
@@ -108,7 +110,9 @@ class KubeRuntimeManager:
         ``host_paths``: what prepares hostPath volumes (a trace records its answers).
         ``container_logs``: what removes a removed container's log files (the node's by
         default; a trace records its answers). ``volume_mounts``: what mounts and
-        unmounts memory-backed volumes (a trace records its answers)."""
+        unmounts memory-backed volumes (a trace records its answers). ``hook_transport``:
+        what lifecycle hooks' httpGet and tcpSocket reach the container through (the
+        node's network by default; a trace records its answers)."""
         self.runtime = runtime
         self.cgroups = cgroups
         self.settings = settings
@@ -116,7 +120,7 @@ class KubeRuntimeManager:
         self.node_ip = node_ip
         self.images = ImageManager(runtime, clock, observe)
         self.containers = ContainerLifecycle(runtime, self.images, settings, clock, node_ip,
-                                             observe)
+                                             observe, hook_transport)
         self._kill_parallelism = kill_parallelism
         self._observe_input: Callable[[str, Any], Any] = observe
         self.objects = objects

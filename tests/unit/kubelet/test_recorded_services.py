@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import re
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,14 @@ from runtime.cri.types import ContainerState
 from runtime.ids import ContainerID
 from runtime.kuberuntime import labels as L
 from runtime.kuberuntime.settings import NodeSettings
-from runtime.pod.model import EmptyDirVolumeSource, Volume, VolumeMount
+from runtime.pod.model import (
+    EmptyDirVolumeSource,
+    Lifecycle,
+    LifecycleHandler,
+    TCPSocketAction,
+    Volume,
+    VolumeMount,
+)
 from tests.helpers import FakeVolumeMounts
 from tests.traces.scenarios import RecordedNode, pod, with_host_paths
 
@@ -108,7 +116,7 @@ def test_no_module_wires_a_recorded_service_by_hand() -> None:
     wiring = [REPO / "actors", REPO / "bin", REPO / "tests" / "traces"]
     owners = {REPO / "actors" / "kubelet" / "recorded.py"}
     constants = re.compile(r"\b(MANAGED_CONTAINERD|OBJECTS|HOST_PATHS|POD_CGROUPS|"
-                           r"CONTAINER_LOGS|VOLUME_MOUNTS)_TARGET\b")
+                           r"CONTAINER_LOGS|VOLUME_MOUNTS|HOOK_TRANSPORT)_TARGET\b")
     literals = re.compile(r"target=\"(" + "|".join(row.name for row in SERVICES) + r")\"")
     offending = [str(path.relative_to(REPO)) for root in wiring for path in root.rglob("*.py")
                  if path not in owners
@@ -123,16 +131,21 @@ def _init_instances(node: RecordedNode) -> list[tuple[ContainerID, ContainerStat
 
 def test_a_recorded_scenario_replays_every_node_service_it_called(tmp_path: Path) -> None:
     """A pod in its own cgroup with a hostPath and a memory-backed volume, whose init
-    container fails until its first instance is pruned, then removed: every node service
-    the table has is recorded, and answers its replay."""
+    container fails until its first instance is pruned, then succeeds, then removed (its
+    container's preStop hook opening a connection): every node service the table has is
+    recorded, and answers its replay."""
     cgroups = PodCgroups(FakeCgroupManager(), (), "cgroupfs", 2000, 2**30)
     cgroups.start()
     directory = tmp_path / "trace"
     node = RecordedNode(directory, tmp_path / "scratch", pod_cgroups=cgroups,
                         volume_mounts=FakeVolumeMounts())
     p = with_host_paths(pod("u1", "web"), ("h", str(tmp_path / "made"), "DirectoryOrCreate"))
+    listening = socket.create_server(("127.0.0.1", 0))
+    hook = LifecycleHandler(tcp_socket=TCPSocketAction(
+        port=listening.getsockname()[1], host="127.0.0.1"))
     container = msgspec.structs.replace(p.spec.containers[0], volume_mounts=(
-        *p.spec.containers[0].volume_mounts, VolumeMount(name="m", mount_path="/m")))
+        *p.spec.containers[0].volume_mounts, VolumeMount(name="m", mount_path="/m")),
+        lifecycle=Lifecycle(pre_stop=hook))
     init = msgspec.structs.replace(p.spec.containers[0], name="init", volume_mounts=())
     p = msgspec.structs.replace(p, spec=msgspec.structs.replace(
         p.spec, init_containers=(init,), containers=(container,), volumes=(
@@ -148,10 +161,14 @@ def test_a_recorded_scenario_replays_every_node_service_it_called(tmp_path: Path
             node.fake.exit_container(running, 1)
             node.until(f"init restart {n + 1}", lambda r=running: any(
                 s == ContainerState.RUNNING and c != r for c, s in _init_instances(node)))
+        ((running, _),) = [i for i in _init_instances(node) if i[1] == ContainerState.RUNNING]
+        node.fake.exit_container(running, 0)
+        node.until("the container to run", lambda: len(node.running("u1")) == 1)
         node.snapshot()
         node.until("the pod to be removed", lambda: node.fake.list_pod_sandbox() == ())
     finally:
         node.close()
+        listening.close()
     trace = read_trace(directory)
     config = ReplayConfig.from_header(trace.header["config"])
     targets = {r["target"] for r in trace.records if r["k"] == "call"}

@@ -20,8 +20,10 @@ from runtime.cri.types import (
     PodSandboxConfig,
     PodSandboxMetadata,
 )
+from runtime.errors import HookTransportError
 from runtime.events.recorder import HookOutput
 from runtime.ids import ContainerID
+from runtime.kuberuntime.hook_transport import NodeHookTransport
 from runtime.kuberuntime.hooks import OUTPUT_LIMIT, USER_AGENT, HandlerRunner
 from runtime.pod.model import (
     Container,
@@ -206,6 +208,73 @@ def test_resolve_port(port: IntOrString, expected: int) -> None:
 def test_resolve_port_unknown() -> None:
     with pytest.raises(ValueError, match="grpc"):
         resolve_port("grpc", CONTAINER)
+
+
+class Answering:
+    """A HookTransport that notes each call and answers with ``error`` (None: reached)."""
+
+    def __init__(self, error: str | None = None) -> None:
+        self.calls: list[tuple[object, ...]] = []
+        self._error = error
+
+    def http_get(self, url: str, headers: tuple[tuple[str, str], ...], timeout: float) -> int:
+        self.calls.append(("http_get", url, headers, timeout))
+        if self._error is not None:
+            raise HookTransportError(self._error)
+        return 500
+
+    def tcp_connect(self, host: str, port: int, timeout: float) -> None:
+        self.calls.append(("tcp_connect", host, port, timeout))
+        if self._error is not None:
+            raise HookTransportError(self._error)
+
+
+def test_http_get_and_tcp_socket_go_through_the_transport(env: Env) -> None:
+    """What reaches the network is the transport's (a trace records it): the runner
+    builds the request, and a transport's error is the hook's failure, word for word."""
+    transport = Answering()
+    runner = HandlerRunner(env.fake, env.clock, transport)
+    get = LifecycleHandler(http_get=HTTPGetAction(
+        port="http", path="drain", scheme="HTTPS",
+        http_headers=(HTTPHeader(name="Accept", value="text/plain"),)))
+    assert runner.run(get, CONTAINER, env.cid, "10.88.0.2", 7.0) is None
+    tcp = LifecycleHandler(tcp_socket=TCPSocketAction(port=81, host="10.0.0.9"))
+    assert runner.run(tcp, CONTAINER, env.cid, "10.88.0.2", 3.0) is None
+    assert transport.calls == [
+        ("http_get", "https://10.88.0.2:8080/drain",
+         (("User-Agent", USER_AGENT), ("Accept", "text/plain")), 7.0),
+        ("tcp_connect", "10.0.0.9", 81, 3.0)]
+    failing = HandlerRunner(env.fake, env.clock, Answering("[Errno 113] No route to host"))
+    for handler in (get, tcp):
+        failure = failing.run(handler, CONTAINER, env.cid, "10.88.0.2", 1.0)
+        assert failure is not None and failure.message == "[Errno 113] No route to host"
+        assert failure.said == HookOutput("[Errno 113] No route to host")
+
+
+@pytest.mark.parametrize(("url", "words"), [
+    ("http://127.0.0.1:70000/", "Port out of range"),  # ValueError
+    ("http://127.0.0.1:1/a b", "can't contain control characters"),  # InvalidURL
+])
+def test_a_request_that_cannot_be_sent_is_a_transport_error(url: str, words: str) -> None:
+    with pytest.raises(HookTransportError, match=words):
+        NodeHookTransport().http_get(url, (), 1.0)
+
+
+def test_a_broken_answer_is_a_transport_error() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as listening:
+        port = listening.getsockname()[1]
+
+        def answer_nonsense() -> None:
+            conn, _ = listening.accept()
+            with conn:
+                conn.recv(1024)
+                conn.sendall(b"not http at all\r\n\r\n")
+
+        thread = threading.Thread(target=answer_nonsense, daemon=True)
+        thread.start()
+        with pytest.raises(HookTransportError, match="not http at all"):
+            NodeHookTransport().http_get(f"http://127.0.0.1:{port}/", (), 5.0)
+        thread.join(timeout=5)
 
 
 # --- tcpSocket ------------------------------------------------------------------------------
