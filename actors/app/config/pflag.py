@@ -62,6 +62,26 @@ class GoBool(argparse._StoreAction):
         super().__init__(*args, **kwargs)
 
 
+class Accumulates(argparse.Action):
+    """A list or map flag given again adds to what it was given (pflag's StringSlice and
+    component-base's maps): ``--node-labels a=1 --node-labels b=2`` is ``a=1,b=2``; the
+    first time it is given it replaces the default."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        given = getattr(parser, "given", None)
+        if given is None or self.dest not in given:
+            if given is not None:
+                given.add(self.dest)
+            setattr(namespace, self.dest, values)
+            return
+        before = getattr(namespace, self.dest)
+        if isinstance(values, list):
+            setattr(namespace, self.dest, [*before, *values])
+        else:
+            setattr(namespace, self.dest, ",".join(v for v in (before, values) if v))
+
+
 class FlagParser(argparse.ArgumentParser):
     """argparse with pflag's habits (see the module's docstring)."""
 
@@ -73,6 +93,9 @@ class FlagParser(argparse.ArgumentParser):
     def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
         """A flag whose value pflag's types read: any other ``type`` is a programmer's
         slip, which would give argparse's words instead of pflag's."""
+        kind = kwargs.get("type")
+        if isinstance(kind, FlagType) and kind.accumulates:
+            kwargs.setdefault("action", Accumulates)
         action = super().add_argument(*args, **kwargs)
         if action.type is not None and not isinstance(action.type, FlagType):
             raise TypeError(f"{pflag_name(action)}: type must be a pflag_values.FlagType, "
@@ -96,6 +119,7 @@ class FlagParser(argparse.ArgumentParser):
                          namespace: argparse.Namespace | None = None,
                          ) -> tuple[argparse.Namespace, list[str]]:
         spelled = self.spelled_out(sys.argv[1:] if args is None else args)
+        self.given: set[str] = set()  # the Accumulates flags given so far in this parse
         try:
             return super().parse_known_args(spelled, namespace)
         except argparse.ArgumentError as err:

@@ -32,6 +32,10 @@ class FlagType:
 
     name: str
     parse: Callable[[str], Any]
+    # Set called again adds to the value instead of replacing it (pflag's StringSlice,
+    # component-base's MapStringString and MapStringBool): the first Set replaces the
+    # default, every later one adds its entries.
+    accumulates: bool = False
 
     def __call__(self, text: str) -> Any:
         return self.parse(text)
@@ -155,10 +159,10 @@ INT32 = FlagType("int32", lambda text: parse_int(text, 32))
 LEVEL = FlagType("Level", lambda text: parse_uint(text, VERBOSITY_BITS))
 DURATION = FlagType("duration", parse_duration)
 IP = FlagType("ip", _ip)
-STRINGS = FlagType("strings", _csv_fields)
-MAP_STRING_STRING = FlagType("mapStringString", _map_checked("="))
-LANGLE_MAP_STRING_STRING = FlagType("mapStringString", _map_checked("<"))
-MAP_STRING_BOOL = FlagType("mapStringBool", _map_string_bool)
+STRINGS = FlagType("strings", _csv_fields, accumulates=True)
+MAP_STRING_STRING = FlagType("mapStringString", _map_checked("="), accumulates=True)
+LANGLE_MAP_STRING_STRING = FlagType("mapStringString", _map_checked("<"), accumulates=True)
+MAP_STRING_BOOL = FlagType("mapStringBool", _map_string_bool, accumulates=True)
 VMODULE = FlagType("pattern=N,...", parse_vmodule)
 UPPER_STRING = FlagType("string", str.upper)
 """A string read case-blind (this project's --log-level, whose choices are upper case)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -314,3 +315,34 @@ def test_typed_values_go_refuses(flag: str, text: str, why: str,
         PARSER.parse_args([f"{flag}={text}"])
     assert (f'invalid argument {json.dumps(text)} for "{flag}" flag: {why}\n'
             in capsys.readouterr().err)
+
+
+ACCUMULATING = [a for a in FLAGS if isinstance(a.type, FlagType) and a.type.accumulates]
+
+
+@pytest.mark.parametrize("action", ACCUMULATING, ids=[_long(a) for a in ACCUMULATING])
+def test_a_list_or_map_flag_given_twice_keeps_both_as_pflag_does(
+        action: argparse.Action) -> None:
+    """pflag's StringSlice and component-base's maps add a second Set to the first; the
+    first replaces the default."""
+    both: object
+    if action.type is STRINGS:
+        first, second, both = "a", "b,c", ["a", "b", "c"]
+    elif action.type is MAP_STRING_BOOL:
+        first, second, both = "A=true", "B=false", "A=true,B=false"
+    elif action.type is LANGLE_MAP_STRING_STRING:
+        first, second, both = "memory.available<1Mi", "nodefs.available<1%", \
+            "memory.available<1Mi,nodefs.available<1%"
+    else:
+        first, second, both = "a=1", "b=2", "a=1,b=2"
+    ns = PARSER.parse_args([f"{_long(action)}={first}", f"{_long(action)}={second}"])
+    assert getattr(ns, action.dest) == both
+    # A new parse starts over: the second value alone, nothing of the parse before.
+    alone = PARSER.parse_args([f"{_long(action)}={second}"])
+    assert getattr(alone, action.dest) == (["b", "c"] if action.type is STRINGS else second)
+
+
+def test_node_labels_given_twice_label_the_node_with_both(tmp_path: Path) -> None:
+    flags = parse_flags(["--pod-manifest-path", str(tmp_path),
+                         "--node-labels", "a=1", "--node-labels", "b=2"])
+    assert dict(flags.node_labels) == {"a": "1", "b": "2"}
