@@ -214,6 +214,26 @@ def _cats(daemon: Daemon) -> int:
     return ps.stdout.split().count(b"cat")
 
 
+def _whole_log(daemon: Daemon) -> str:
+    return daemon.log_path.read_text(errors="replace")
+
+
+def _no_cat_left(daemon: Daemon, what: str, log_from: int) -> None:
+    """Wait until no exec'd ``cat`` runs in ``main``; if one stays, fail with what the
+    container runs and what the daemon logged from ``log_from`` (an offset in its log) on,
+    (a stdin close the runtime lost shows there as a stream that ended while its process
+    stayed)."""
+    try:
+        wait_for(lambda: _cats(daemon) == 0, 30, what)
+    except AssertionError as err:
+        ps = run_cli("exec", POD, "-c", "main", *flags(daemon), "--", "ps")
+        lines = [line for line in _whole_log(daemon)[log_from:].splitlines()
+                 if "GET /pods" not in line][:16]
+        raise AssertionError(f"{err}\nprocesses in main:\n{ps.stdout.decode()}"
+                             f"{ps.stderr.decode()}the daemon's first log lines since "
+                             "(the polling ps after them):\n" + "\n".join(lines)) from err
+
+
 def test_dropped_exec_sessions_leave_no_threads_descriptors_or_processes(
         daemon: Daemon) -> None:
     assert daemon.proc is not None
@@ -232,12 +252,14 @@ def test_dropped_exec_sessions_leave_no_threads_descriptors_or_processes(
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         sock.close()
 
+    log_from = len(_whole_log(daemon))
     session(False)  # the first one may start lazy parts
-    wait_for(lambda: _cats(daemon) == 0, 30, "the warm-up cat to end")
+    _no_cat_left(daemon, "the warm-up cat to end", log_from)
     threads, fds = counts(pid)
+    log_from = len(_whole_log(daemon))
     for n in range(100):
         session(bool(n % 2))
     now = wait_for(lambda: (c := counts(pid))[0] <= threads and c[1] <= fds and c, 60,
                    f"the daemon back to {threads} threads and {fds} descriptors")
     assert now
-    wait_for(lambda: _cats(daemon) == 0, 30, "every exec'd cat to end in the container")
+    _no_cat_left(daemon, "every exec'd cat to end in the container", log_from)
