@@ -143,6 +143,23 @@ def refusal(sock: socket.socket, head: bytes) -> tuple[int, str]:
     return code, json.loads(body)["message"]
 
 
+def client_frame(payload: bytes) -> bytes:
+    """``payload`` as one binary websocket frame from a client (masked, as RFC 6455 wants
+    of clients); under v4.channel.k8s.io its first byte is the channel (0: stdin)."""
+    import os
+
+    mask = os.urandom(4)
+    size = len(payload)
+    if size < 126:
+        length = bytes([0x80 | size])
+    elif size < 1 << 16:
+        length = bytes([0x80 | 126]) + size.to_bytes(2, "big")
+    else:
+        length = bytes([0x80 | 127]) + size.to_bytes(8, "big")
+    masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+    return bytes([0x82]) + length + mask + masked
+
+
 def read_until_socket(sock: socket.socket, seen: bytes, needle: bytes, timeout: float,
                       what: str) -> bytes:
     """Read ``sock`` (after ``seen``) until ``needle`` has come, within ``timeout``."""

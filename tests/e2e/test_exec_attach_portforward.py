@@ -29,6 +29,7 @@ from runtime.kuberuntime import labels as L
 from tests.e2e.daemon import REPO, Daemon, daemon_on, remove_every_pod, stopped_after
 from tests.e2e.streams import (
     cli,
+    client_frame,
     counts,
     env,
     on_terminal,
@@ -238,16 +239,20 @@ def test_dropped_exec_sessions_leave_no_threads_descriptors_or_processes(
         daemon: Daemon) -> None:
     assert daemon.proc is not None
     pid = daemon.proc.pid
-    # Each session is dropped mid-stream: once its process runs (it said so). Dropped
-    # before, containerd 1.6 may never close the process's stdin (its CloseIO comes before
-    # the process has started), and the cat would stay: the runtime's race, not a stream.
+    # Each session is dropped mid-stream: once its process runs and its stdin is attached
+    # end to end (cat echoed a line sent through it). Dropped before, containerd 1.6 may
+    # never close the process's stdin (its CloseIO comes before the process has started,
+    # or while its stdin is being attached: seen once in 40 module runs with only "ready"
+    # awaited), and the cat would stay: the runtime's race, not a stream.
     path = (f"/exec/default/{POD}/main?command=sh&command=-c&command=echo+ready%3B+exec+cat"
             "&input=1&output=1&error=1")
 
     def session(reset: bool) -> None:
         sock, head = upgrade(daemon.port, path)
         assert status_of(head) == 101, head
-        read_until_socket(sock, head, b"ready", 30, "the exec'd process to start")
+        seen = read_until_socket(sock, head, b"ready", 30, "the exec'd process to start")
+        sock.sendall(client_frame(b"\x00through-stdin\n"))
+        read_until_socket(sock, seen, b"through-stdin", 30, "cat to echo its stdin")
         if reset:  # half drop with a reset, half with a FIN
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         sock.close()
