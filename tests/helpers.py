@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import socketserver
 import subprocess
 import threading
@@ -120,3 +121,13 @@ class FakeVolumeMounts:
         self.table = [p for p in self.table if p.path != path]
         shutil.rmtree(path, ignore_errors=True)
         return ""
+
+
+def listening(host: str, port: int) -> bool:
+    """Whether something accepts TCP connections on ``host``:``port`` now (a server in a
+    pod, say), for ``wait_for``."""
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False

@@ -6,7 +6,6 @@ its network gone) gives them back without a divergence: it sends nothing."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 from typing import Any
@@ -21,7 +20,7 @@ from runtime.kuberuntime.hook_transport import HOOK_TRANSPORT_TARGET
 from runtime.kuberuntime.hooks import USER_AGENT
 from tests.e2e.daemon import REPO, daemon_on, stopped_after
 from tests.e2e.test_daemon import SERVE, manifest
-from tests.helpers import wait_for
+from tests.helpers import listening, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -40,13 +39,6 @@ HOOKS = f"""    ports: [{{name: http, containerPort: 8080}}]
 ends it on SIGTERM); its side car's preStop connects to port 9, where nothing listens."""
 
 
-def _listening(ip: str, port: int) -> bool:
-    try:
-        with socket.create_connection((ip, port), timeout=0.5):
-            return True
-    except OSError:
-        return False
-
 
 @pytest.mark.timeout(900)
 def test_http_and_tcp_pre_stop_hooks_are_recorded_and_replay_without_the_pod(
@@ -62,7 +54,7 @@ def test_http_and_tcp_pre_stop_hooks_are_recorded_and_replay_without_the_pod(
         daemon.start()
         pod = daemon.wait_running(name, 60.0)
         ip = str(pod["status"]["podIP"])
-        wait_for(lambda: _listening(ip, 8080), 30.0, "httpd to listen")
+        wait_for(lambda: listening(ip, 8080), 30.0, "httpd to listen")
         (daemon.manifests / "hooks.yaml").unlink()
         wait_for(lambda: daemon.pod(name) is None, 60.0, "the pod to be removed")
 
@@ -85,7 +77,7 @@ def test_http_and_tcp_pre_stop_hooks_are_recorded_and_replay_without_the_pod(
 
     # The pod's IP is gone with its network: a GET now would fail, and a replay that
     # sent one would send a FailedPreStopHook for "main" the recording did not.
-    assert not _listening(ip, 8080)
+    assert not listening(ip, 8080)
     replayed = subprocess.run([sys.executable, "-m", "bin.main", "trace", "replay",
                                str(trace_dir)], cwd=REPO, capture_output=True, text=True,
                               timeout=300)

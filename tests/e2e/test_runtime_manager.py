@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +21,7 @@ from runtime.kuberuntime.settings import NodeSettings
 from runtime.pod.manifest import parse_manifest
 from runtime.pod.model import Pod
 from runtime.status.generate import generate_pod_status
-from tests.helpers import wait_for
+from tests.helpers import listening, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -144,17 +143,10 @@ spec:
 """)
     status = kubelet.sync_until_running(pod)
     # Wait until httpd listens before asking it anything.
-    wait_for(lambda: _listening(status.ips[0], 8080), 10.0, "httpd to listen")
+    wait_for(lambda: listening(status.ips[0], 8080), 10.0, "httpd to listen")
     assert kubelet.manager.kill_pod(pod, status, None).ok
     assert "/bye" in kubelet.log(pod, "web")
 
-
-def _listening(ip: str, port: int) -> bool:
-    try:
-        with socket.create_connection((ip, port), timeout=0.5):
-            return True
-    except OSError:
-        return False
 
 
 def test_failing_post_start_kills_the_container(kubelet: Kubelet) -> None:

@@ -10,8 +10,10 @@ label's box (getBoundingClientRect) and checks them pairwise.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,15 +67,23 @@ def labels_apart(browsing: Browsing) -> list[dict[str, Any]]:
     return boxes
 
 
-def test_story_labels_never_overlap_at_any_zoom(tmp_path: Path) -> None:
-    """The fake runtime's crash loop, probe and deletion (tests/unit/app/test_timeline_story),
-    at the whole trace and zoomed out and in: labels that have no room are left out."""
+@contextlib.contextmanager
+def story_page(tmp_path: Path) -> Iterator[Browsing]:
+    """The fake runtime's crash loop, probe and deletion (tests/unit/app/test_timeline_story)
+    as a page, loaded in chromium at 1400x900."""
     out = tmp_path / "timeline.html"
     out.write_text(trace_page(crash_loop_unready_and_deleted(), "story"), encoding="utf-8")
     with chromium_page(1400, 900) as browsing:
+        browsing.page.goto(out.as_uri())
+        browsing.page.wait_for_selector(READY, state="attached", timeout=LOAD_DEADLINE_MS)
+        yield browsing
+
+
+def test_story_labels_never_overlap_at_any_zoom(tmp_path: Path) -> None:
+    """The fake runtime's crash loop, probe and deletion (tests/unit/app/test_timeline_story),
+    at the whole trace and zoomed out and in: labels that have no room are left out."""
+    with story_page(tmp_path) as browsing:
         page = browsing.page
-        page.goto(out.as_uri())
-        page.wait_for_selector(READY, state="attached", timeout=LOAD_DEADLINE_MS)
         page.wait_for_selector(".fact-label", timeout=LOAD_DEADLINE_MS)
         text = page.evaluate("document.body.innerText")
         for said in ("c: exited 42 (Error)", "back-off 20s", "readiness failed: db is down",
@@ -107,12 +117,8 @@ def test_no_line_runs_past_the_lanes_and_the_axis_reads_alike(tmp_path: Path) ->
     """Messages to a lane not shown are stubs, not lines down the whole page (the
     unlabelled vertical lines the lanes used to fill with); the axis's labels share one
     unit and one precision (0s, 5s, 10s, not 0.0µs, 5.000s, 10.0s)."""
-    out = tmp_path / "timeline.html"
-    out.write_text(trace_page(crash_loop_unready_and_deleted(), "story"), encoding="utf-8")
-    with chromium_page(1400, 900) as browsing:
+    with story_page(tmp_path) as browsing:
         page = browsing.page
-        page.goto(out.as_uri())
-        page.wait_for_selector(READY, state="attached", timeout=LOAD_DEADLINE_MS)
         page.evaluate(DRAWN)
         assert page.evaluate(INKED_BELOW_THE_LANES) == 0
         labels: list[str] = page.evaluate("window.timeline.axisLabels()")
