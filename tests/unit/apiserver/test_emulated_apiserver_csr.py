@@ -304,9 +304,9 @@ def test_signer_fails_what_its_checks_refuse_on_emulated_apiserver(
     assert client.post(CSRS, body("bad", request, signer, usages)).status == 201
     manual.approve_csr("bad")
 
-    def failed() -> dict[str, Any] | None:
+    def failed() -> dict[str, Any]:
         conditions = client.get(f"{CSRS}/bad").body["status"].get("conditions") or []
-        return next((c for c in conditions if c["type"] == "Failed"), None)
+        return next((c for c in conditions if c["type"] == "Failed"), {})
 
     condition = wait_for(failed, 10, "a Failed condition")
     assert (condition["reason"], condition["message"]) == ("SignerValidationFailure", message)
