@@ -296,6 +296,25 @@ def _update_causes(new: dict[str, Any], old: dict[str, Any], subresource: str) -
     return causes
 
 
+def admit(obj: dict[str, Any]) -> None:
+    """The CertificateSubjectRestriction admission plug-in: no system:masters certificates
+    from the kube-apiserver-client signer (403)."""
+    spec = obj.get("spec") or {}
+    if spec.get("signerName") != KUBE_APISERVER_CLIENT:
+        return
+    try:
+        req = parse_csr(request_bytes(obj))
+    except CSRError:
+        return  # validation says what is wrong with it
+    if "system:masters" in _subject(req)[1]:
+        name = obj.get("metadata", {}).get("name", "")
+        raise errors.APIError(
+            403, "Forbidden",
+            f'certificatesigningrequests.{GROUP} "{name}" is forbidden: use of '
+            f"{KUBE_APISERVER_CLIENT} signer with system:masters group is not allowed",
+            {"name": name, "group": GROUP, "kind": "certificatesigningrequests"})
+
+
 def prepare_create(obj: dict[str, Any], user: dict[str, Any] | None) -> None:
     """csrStrategy.PrepareForCreate: the requester from the request's user, no status."""
     spec = obj.setdefault("spec", {})

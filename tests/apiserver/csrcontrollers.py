@@ -32,7 +32,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from tests.apiserver import csr
+from tests.apiserver import csr, errors
 from tests.apiserver.auth import Attributes, Policy, User
 from tests.apiserver.certs import CertificateAuthority
 from tests.apiserver.errors import APIError
@@ -137,7 +137,7 @@ class CSRControllers:
         self.rt = by_kind(csr.KIND)
         self._queue: queue.Queue[str | None] = queue.Queue()
         self._thread: threading.Thread | None = None
-        self.errors: list[str] = []  # what a handler could not do (upstream logs and retries)
+        self.failures: list[str] = []  # what a handler could not do (upstream logs and retries)
         with registry.store.cond:
             registry.store.observers.append(self._observe)
 
@@ -172,9 +172,9 @@ class CSRControllers:
                 if err.code == 409:
                     self._queue.put(name)  # a write raced ours: look again
                 elif err.code != 404:
-                    self.errors.append(f"{name}: {err.message}")
+                    self.failures.append(f"{name}: {err.message}")
             except Exception as err:  # the loop must survive one bad request, as upstream's
-                self.errors.append(f"{name}: {type(err).__name__}: {err}")
+                self.failures.append(f"{name}: {type(err).__name__}: {err}")
 
     def handle(self, name: str) -> None:
         obj = self.registry.get(self.rt, "", name)
@@ -216,15 +216,25 @@ class CSRControllers:
     def set_condition(self, name: str, kind: str, reason: str, message: str,
                       obj: dict[str, Any] | None = None) -> dict[str, Any]:
         """Add an Approved or Denied condition through /approval (what the approver, kubectl
-        certificate approve|deny and the test controls do)."""
-        current = obj if obj is not None else self.registry.get(self.rt, "", name)
-        new = dict(current)
-        status = dict(new.get("status") or {})
-        status["conditions"] = [*(status.get("conditions") or []),
-                                {"type": kind, "status": "True", "reason": reason,
-                                 "message": message}]
-        new["status"] = status
-        return self.registry.update(self.rt, "", name, new, "approval")
+        certificate approve|deny and the test controls do). As kubectl: a request that has the
+        condition already is left as it is, and a conflicting write is retried (10 times)."""
+        for attempt in range(10):
+            current = obj if obj is not None and attempt == 0 else \
+                self.registry.get(self.rt, "", name)
+            if csr.has_condition(current, kind):
+                return current
+            new = dict(current)
+            status = dict(new.get("status") or {})
+            status["conditions"] = [*(status.get("conditions") or []),
+                                    {"type": kind, "status": "True", "reason": reason,
+                                     "message": message}]
+            new["status"] = status
+            try:
+                return self.registry.update(self.rt, "", name, new, "approval")
+            except APIError as err:
+                if err.code != 409 or obj is not None:
+                    raise
+        raise errors.conflict(self.rt.plural, name, errors.STALE, csr.GROUP)
 
     # --- csrsigning ---------------------------------------------------------------------
 

@@ -265,6 +265,7 @@ class Registry:
         if rt.kind == csr.KIND:
             csr.prepare_create(obj, requester)
             csr.validate(obj)
+            csr.admit(obj)
         self._validate(rt, obj)
         return obj
 

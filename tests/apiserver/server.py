@@ -6,6 +6,9 @@ TLS handshake that asks for an optional client certificate. Requests are authent
 (bearer token or client certificate; anonymous is 401), authorized by the test's policy,
 passed through the fault rules, then routed to discovery, the registry (resources.py,
 registry.py), TokenReview/SubjectAccessReview, or the pods/log proxy to the node's kubelet.
+CertificateSigningRequests are approved and signed by kube-controller-manager's controllers,
+emulated on a thread of their own (csrcontrollers.py); bootstrap tokens authenticate from
+kube-system Secrets (bootstrap.py).
 
 pods/exec, attach and portforward are proxied to the kubelet as upgrades (tests/apiserver/
 streams.py). Not emulated: server-side apply,

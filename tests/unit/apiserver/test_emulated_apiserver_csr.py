@@ -52,7 +52,7 @@ def issued(client: RawClient, name: str) -> x509.Certificate:
         status = client.get(f"{CSRS}/{name}").body.get("status") or {}
         return base64.b64decode(status["certificate"]) if status.get("certificate") else b""
     return x509.load_pem_x509_certificate(wait_for(
-        cert, 10, f"{name} issued (signer errors: {client.server.csr_controllers.errors})"))
+        cert, 10, f"{name} issued (signer errors: {client.server.csr_controllers.failures})"))
 
 
 def causes(response: Any) -> list[tuple[str, str]]:
@@ -339,3 +339,24 @@ def test_watch_of_one_csr_sees_it_approved_then_issued_on_emulated_apiserver(
     cert = x509.load_pem_x509_certificate(pem)
     assert isinstance(cert.public_key(), ec.EllipticCurvePublicKey)
     assert cert.not_valid_after_utc > datetime.datetime.now(datetime.UTC)
+
+
+def test_csr_admission_and_repeated_approval_on_emulated_apiserver(
+        manual: EmulatedAPIServer, client: RawClient) -> None:
+    masters = csr_pem("eve", ("system:masters",)).cert_pem
+    answer = client.post(CSRS, body("root", masters, "kubernetes.io/kube-apiserver-client"))
+    assert (answer.status, answer.body["message"]) == (403, (
+        'certificatesigningrequests.certificates.k8s.io "root" is forbidden: use of '
+        "kubernetes.io/kube-apiserver-client signer with system:masters group is not allowed"))
+    jane = csr_pem("jane", ("devs",)).cert_pem
+    assert client.post(CSRS, body("jane", jane, "kubernetes.io/kube-apiserver-client")).status \
+        == 201
+    manual.approve_csr("jane")
+    # Approving again changes nothing (as kubectl certificate approve on an approved request;
+    # a second Approved condition would be refused as a duplicate).
+    again = manual.approve_csr("jane")
+    assert [c["type"] for c in again["status"]["conditions"]] == ["Approved"]
+    cert = issued(client, "jane")
+    assert cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == "jane"
+    assert list(cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value) == \
+        [ExtendedKeyUsageOID.CLIENT_AUTH]
