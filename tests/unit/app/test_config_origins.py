@@ -158,6 +158,11 @@ BAD: dict[str, Bad] = {
                               ("--authorization-mode", "Webhook")),
     "authorization.webhook.cacheAuthorizedTTL": Bad("60", NOT_DURATION),
     "authorization.webhook.cacheUnauthorizedTTL": Bad("60", NOT_DURATION),
+    "runOnce": Bad('"yes"', NOT_BOOL),
+    "logging.format": Bad("xml", 'Unsupported value: "xml": supported values: "json", "text"'),
+    "logging.verbosity": Bad("-1", "-1: must be a verbosity from 0 to 4294967295"),
+    "logging.vmodule": Bad("[{filePattern: x, verbosity: -1}]",
+                           'parsing verbosity in "x=-1"'),
 }
 
 BASE = ["--pod-manifest-path", "/etc/kubernetes/manifests"]
