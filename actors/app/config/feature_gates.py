@@ -66,10 +66,8 @@ def _refusal(name: str, on: bool) -> str | None:
     if name in OWN_DEFAULTS:
         return None
     spec = UPSTREAM_GATES[name]
-    if name in (ALL_ALPHA, ALL_BETA):
-        kubelet = spec.kubelet or on  # on, it turns on the kubelet's alpha (beta) gates too
-    else:
-        kubelet = spec.kubelet
+    # AllAlpha (AllBeta) on turns on the kubelet's alpha (beta) gates too.
+    kubelet = spec.kubelet or (on and name in (ALL_ALPHA, ALL_BETA))
     if kubelet and on != spec.default:
         return (f"feature gate {name}={str(on).lower()}: not implemented by kubelet-actors "
                 f"(only upstream's default, {name}={str(spec.default).lower()}, is)")
@@ -104,8 +102,9 @@ def parse_feature_gates(text: str) -> tuple[tuple[str, bool], ...]:
             rule = f"invalid value of {name}={value.strip()}, err: {err}"
             raise ConfigError(f"--feature-gates: {rule}", field="featureGates",
                               rule=rule) from None
-        if rule := _refusal(name, gates[name]):
-            raise ConfigError(f"--feature-gates: {rule}", field="featureGates", rule=rule)
+        if refused := _refusal(name, gates[name]):
+            raise ConfigError(f"--feature-gates: {refused}", field="featureGates",
+                              rule=refused)
         _warn(name, gates[name])
     return tuple(sorted(gates.items()))
 

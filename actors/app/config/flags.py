@@ -13,11 +13,11 @@ from loguru import logger
 from msgspec import Struct, field
 
 from actors.app.config.cert_files import CERT_DIR_NAME
+from actors.app.config.config_dir import load_config
 from actors.app.config.eviction import add_eviction_flags, eviction_config
 from actors.app.config.feature_gates import OWN_DEFAULTS as GATE_DEFAULTS
 from actors.app.config.feature_gates import parse_feature_gates
 from actors.app.config.gc import add_gc_flags, gc_settings, max_container_restart_period
-from actors.app.config.config_dir import load_config
 from actors.app.config.kubelet_config import DEST_OF_FIELD
 from actors.app.config.origins import Origins, Problems, flag_names
 from actors.app.config.pflag import FlagParser, GoBool

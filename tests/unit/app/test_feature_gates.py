@@ -16,8 +16,8 @@ from actors.app.config.feature_gates import (
     enabled,
     parse_feature_gates,
 )
-from actors.app.config.upstream_gates import UPSTREAM_GATES, GateSpec
 from actors.app.config.flags import parse_flags
+from actors.app.config.upstream_gates import UPSTREAM_GATES, GateSpec
 from runtime.errors import ConfigError
 
 

@@ -5,6 +5,7 @@ in lexical order, flags winning over both."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -53,8 +54,8 @@ def test_an_unknown_field_is_a_strict_decoding_error(tmp_path: Path, body: str,
 
 def test_every_unknown_field_is_named_at_once(tmp_path: Path) -> None:
     config = write(tmp_path / "kubelet.yaml", "foo: 1\nlogging:\n  colour: true\n")
-    with pytest.raises(ConfigError, match='strict decoding error: unknown field "foo", '
-                                          'unknown field "logging.colour"'):
+    with pytest.raises(ConfigError, match=re.escape(
+            'strict decoding error: unknown field "foo", unknown field "logging.colour"')):
         parse_flags([*BASE, "--config", str(config)])
 
 
