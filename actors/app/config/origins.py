@@ -51,16 +51,6 @@ class Origins(Struct, frozen=True):
     flag_of: Mapping[str, str]  # flag destination -> "--flag"
     file_of: Mapping[str, str] = {}  # flag destination -> the file (or drop-in) that set it
 
-    def source(self, dest: str) -> str:
-        """Where ``dest``'s value came from: ``--config FILE``, ``--config-dir DROP-IN``,
-        the flag, or "default"."""
-        if dest in self.from_file:
-            path = self.file_of.get(dest, self.config)
-            return f"{CONFIG if path == self.config else CONFIG_DIR} {path}"
-        if dest in self.from_flags:
-            return self.flag_of.get(dest, dest)
-        return "default"
-
     def where(self, dest: str) -> str:
         """The flag that sets ``dest`` (its field when it has none), as an error starts."""
         return self.flag_of.get(dest, FIELD_OF_DEST.get(dest, dest))
