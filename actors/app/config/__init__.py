@@ -1,5 +1,6 @@
-"""The kubelet's configuration: its flags, the ``--config`` KubeletConfiguration file, where
-each value came from, and every check of them, in one package.
+"""The kubelet's configuration: its flags, the ``--config`` KubeletConfiguration file and
+its ``--config-dir`` drop-ins, where each value came from, and every check of them, in one
+package.
 
 ``parse_flags`` (``flags``) parses the command line, merges the file's values under it
 (flags win, as upstream), checks the result as upstream's ValidateKubeletFlags and
@@ -10,8 +11,11 @@ test bed) reads; nothing here imports the wiring (setup.cfg's import-linter cont
 "actors.app.config ... imports nothing of the app's wiring" holds it).
 
 - ``flags``: ``KubeletFlags``, the parser (``build_parser``), ``parse_flags`` and the checks.
-- ``kubelet_config``: reading the KubeletConfiguration file; ``FIELDS`` maps each field to
-  its flag destination and converter.
+- ``kubelet_config``: decoding a KubeletConfiguration document strictly, as upstream;
+  ``FIELDS`` maps each implemented field to its flag destination and converter
+  (``field_types`` has the converters); ``not_implemented`` lists the rest of upstream's
+  fields with the values accepted (upstream's defaults); ``config_dir`` reads the
+  ``--config-dir`` drop-ins and merges them over the file as upstream does.
 - ``origins``: where a merged value came from, put in front of a check's error.
 - ``pflag``: upstream's flag habits on argparse, for every flag: ``GoBool`` (``--flag``,
   ``--flag=false``), pflag's error words (as upstream's kubelet prints them), and the help
@@ -20,7 +24,8 @@ test bed) reads; nothing here imports the wiring (setup.cfg's import-linter cont
   ``MAP_STRING_STRING``, klog's ``LEVEL``, ...), the only ``type=`` a flag takes;
   ``verbosity`` maps klog's numbers onto the log levels.
 - ``eviction``, ``gc``, ``tls``, ``feature_gates``: the flags of one subject each, with
-  their checks; ``durations`` and ``gostrconv`` read Go's durations, booleans and numbers.
+  their checks (``upstream_gates``: every upstream feature gate, as data); ``durations``
+  and ``gostrconv`` read Go's durations, booleans and numbers.
 - ``configz``: the merged settings rendered back as a KubeletConfiguration (``/configz``).
 - ``reference``: docs/configuration.md, generated from the parser.
 

@@ -124,6 +124,13 @@ def kubelet_configuration(flags: KubeletFlags, *, runtime_endpoint: str = "",
     out["containerLogMaxWorkers"] = flags.container_log_max_workers
     out["containerLogMonitorInterval"] = go_duration(flags.container_log_monitor_interval)
     _some(out, "allowedUnsafeSysctls", list(flags.allowed_unsafe_sysctls))
+    # component-base's LoggingConfiguration; flushFrequency and the buffers are upstream's
+    # defaults, which are all this node accepts.
+    logging: dict[str, Any] = {"format": flags.log_format, "flushFrequency": "5s"}
+    _some(logging, "vmodule", [{"filePattern": p, "verbosity": v} for p, v in flags.vmodule])
+    logging["verbosity"] = flags.verbosity
+    logging["options"] = {"text": {"infoBufferSize": "0"}, "json": {"infoBufferSize": "0"}}
+    out["logging"] = logging
     # A struct: never omitted; its one field is set only behind its gate.
     out["crashLoopBackOff"] = (
         {"maxContainerRestartPeriod": go_duration(flags.max_container_restart_period)}

@@ -13,11 +13,12 @@ from loguru import logger
 from msgspec import Struct, field
 
 from actors.app.config.cert_files import CERT_DIR_NAME
+from actors.app.config.config_dir import load_config
 from actors.app.config.eviction import add_eviction_flags, eviction_config
-from actors.app.config.feature_gates import DEFAULTS as GATE_DEFAULTS
+from actors.app.config.feature_gates import OWN_DEFAULTS as GATE_DEFAULTS
 from actors.app.config.feature_gates import parse_feature_gates
 from actors.app.config.gc import add_gc_flags, gc_settings, max_container_restart_period
-from actors.app.config.kubelet_config import DEST_OF_FIELD, load_kubelet_config
+from actors.app.config.kubelet_config import DEST_OF_FIELD
 from actors.app.config.origins import Origins, Problems, flag_names
 from actors.app.config.pflag import FlagParser, GoBool
 from actors.app.config.pflag_values import (
@@ -148,6 +149,7 @@ class KubeletFlags(Struct, frozen=True):
     runtime_classes: tuple[tuple[str, str], ...] = ()
     verbosity: int = 0  # klog's --v (logging.verbosity), which log_level follows
     vmodule: tuple[tuple[str, int], ...] = ()  # klog's --vmodule: (file pattern, verbosity)
+    config_dir: str = ""  # --config-dir: the KubeletConfiguration drop-ins' directory
 
 
 # Upstream's kubelet sets these labels on its node itself (IsKubeletLabel): --node-labels
@@ -260,6 +262,9 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
 
     add("--config", default="",
         help="a KubeletConfiguration file (kubelet.config.k8s.io/v1beta1); flags win over it")
+    add("--config-dir", default="",
+        help="a directory of KubeletConfiguration drop-ins: its *.conf files, in lexical "
+             "order, merged over --config as upstream merges them; flags win over both")
     add("--pod-manifest-path", default="",
         help="the directory (or file) of static pod manifests")
     add("--container-runtime-endpoint", default="",
@@ -297,7 +302,9 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
              "embedded containerd uses cgroupfs)")
     add("--max-pods", type=INT32, default=110, help="the most pods this node runs")
     add("--feature-gates", type=MAP_STRING_BOOL, default="",
-        help="gates to turn on or off, Gate=true,Gate2=false; known: "
+        help="gates to turn on or off, Gate=true,Gate2=false: every gate of upstream's "
+             "kubelet, each accepted at upstream's default and refused at a value that "
+             "asks for what this node does not implement; this node's own, either value: "
              + ", ".join(f"{g} (default {str(d).lower()})" for g, d in GATE_DEFAULTS.items()))
     add("--node-labels", type=MAP_STRING_STRING, default="",
         help="labels of this node, key=value,key2=value2, for the nodeSelector and node "
@@ -442,16 +449,16 @@ def _merged(argv: list[str]) -> tuple[argparse.Namespace, Origins]:
     ns = parser.parse_args(argv)
     given = frozenset(vars(build_parser(only_given=True).parse_args(argv)))
     set_by_file: set[str] = set()
-    if ns.config:
-        from_file, ignored = load_kubelet_config(ns.config)
-        for dest, value in from_file.items():
+    file_of: dict[str, str] = {}
+    if ns.config or ns.config_dir:
+        loaded = load_config(ns.config, ns.config_dir)
+        for dest, value in loaded.values.items():
             if dest not in given:
                 setattr(ns, dest, value)
                 set_by_file.add(dest)
-        if ignored:
-            logger.warning("--config {}: not supported by kubelet-actors, ignored: {}",
-                           ns.config, ", ".join(ignored))
-    return ns, Origins(ns.config, frozenset(set_by_file), given, flag_names(parser))
+        file_of = loaded.file_of
+    return ns, Origins(ns.config, frozenset(set_by_file), given, flag_names(parser),
+                       file_of=file_of)
 
 
 def _invalid(field: str, rule: str) -> ConfigError:
@@ -580,6 +587,7 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
         log_level=ns.log_level or log_level(ns.verbosity),
         verbosity=ns.verbosity,
         vmodule=ns.vmodule,
+        config_dir=_abspath(ns.config_dir),
         log_format=ns.log_format,
         runtime_request_timeout=ns.runtime_request_timeout,
         pod_cidr=ns.pod_cidr,

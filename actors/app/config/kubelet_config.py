@@ -1,19 +1,30 @@
-"""``--config``: a KubeletConfiguration file (kubelet.config.k8s.io/v1beta1), as upstream.
+"""``--config``: a KubeletConfiguration file (kubelet.config.k8s.io/v1beta1), decoded
+strictly as upstream decodes it.
 
-Only the fields kubelet-actors acts on are read; the others are reported once as ignored,
-never silently dropped. Flags given on the command line win over the file, as upstream.
+Every field of upstream's KubeletConfiguration is known: ``FIELDS`` (and the nested
+tables) map the fields kubelet-actors implements to their flag destinations and
+converters; actors.app.config.not_implemented lists the others, accepted only at
+upstream's default. A field upstream does not have is an error in upstream's words
+(``strict decoding error: unknown field "x"``), as is a field this node does not implement
+set to another value. actors.app.config.config_dir merges ``--config-dir`` drop-ins over
+the file; flags given on the command line win over both, as upstream.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from actors.app.config.durations import parse_duration
 from actors.app.config.eviction import CONFIG_FIELDS as EVICTION_FIELDS
+from actors.app.config.field_types import boolean, duration, integer, string, strings
+from actors.app.config.not_implemented import (
+    IMPLEMENTED_ON_OTHER_BRANCHES,
+    NOT_IMPLEMENTED,
+    refusal,
+)
+from actors.app.config.pflag_values import parse_vmodule
 from runtime.errors import ConfigError, ConfigErrors
 from runtime.pod.admission import sysctl_allowlist_error
 
@@ -24,43 +35,17 @@ API_VERSION = "kubelet.config.k8s.io/v1beta1"
 KIND = "KubeletConfiguration"
 
 
-def _string(value: Any) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"expected a string, got {type(value).__name__}")
-    return value
-
-
-def _integer(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"expected an integer, got {type(value).__name__}")
-    return value
-
-
-def _duration(value: Any) -> float:
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        raise TypeError("expected a duration string such as 20s or 1m0s, got a number")
-    try:
-        return parse_duration(_string(value))
-    except argparse.ArgumentTypeError as err:
-        raise ValueError(str(err)) from err
-
-
-def _bool(value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"expected true or false, got {type(value).__name__}")
-    return value
+_string = string
+_integer = integer
+_duration = duration
+_bool = boolean
+_strings = strings
 
 
 def _cgroup_driver(value: Any) -> str:
     if _string(value) not in ("cgroupfs", "systemd"):
         raise ValueError(f'"{value}": must be cgroupfs or systemd')
     return str(value)
-
-
-def _strings(value: Any) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise TypeError("expected a list of strings")
-    return value
 
 
 def _feature_gates(value: Any) -> str:
@@ -85,6 +70,9 @@ def _taints(value: Any) -> list[Taint]:
 
     if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
         raise TypeError("expected a list of taints (key, value, effect)")
+    for i, taint in enumerate(value):
+        if unknown := sorted(set(taint) - {"key", "value", "effect", "timeAdded"}):
+            raise ValueError(f'[{i}]: strict decoding error: unknown field "{unknown[0]}"')
     text = ",".join(f"{t.get('key', '')}"
                     + (f"={t['value']}" if t.get("value") else "")
                     + f":{t.get('effect', '')}" for t in value)
@@ -100,28 +88,6 @@ def _sysctl_patterns(value: Any) -> list[str]:
     if error := sysctl_allowlist_error(value):
         raise ValueError(error)
     return value
-
-
-def _block(value: Any, fields: dict[str, tuple[str, Callable[[Any], Any]]],
-           where: str) -> dict[str, Any]:
-    """A nested block (``authentication``, ``authorization``): its known leaves by flag
-    destination; an unknown field is an error naming it."""
-    if not isinstance(value, dict):
-        raise TypeError("expected an object")
-    out: dict[str, Any] = {}
-    for key, sub in value.items():
-        path = f"{where}.{key}"
-        if isinstance(sub, dict):
-            out.update(_block(sub, fields, path))
-            continue
-        if path not in fields:
-            raise ValueError(f"{path}: not supported by kubelet-actors")
-        dest, convert = fields[path]
-        try:
-            out[dest] = convert(sub)
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"{path}: {err}") from err
-    return out
 
 
 def _mode(value: Any) -> str:
@@ -146,8 +112,48 @@ _CRASH_LOOP_FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "crashLoopBackOff.maxContainerRestartPeriod": ("max_container_restart_period", _duration),
 }
 
-SPREAD = "*"
-"""The destination of a block whose converter returns several flag destinations."""
+
+def _log_format(value: Any) -> str:
+    if _string(value) not in ("text", "json"):
+        raise ValueError(f'Unsupported value: "{value}": supported values: "json", "text"')
+    return str(value)
+
+
+def _verbosity(value: Any) -> int:
+    if _integer(value) < 0 or value >= 2**32:
+        raise ValueError(f"{value}: must be a verbosity from 0 to 4294967295")
+    return int(value)
+
+
+def _vmodule(value: Any) -> tuple[tuple[str, int], ...]:
+    """logging.vmodule: a list of {filePattern, verbosity}, as --vmodule's pattern=N."""
+    import argparse
+
+    if not isinstance(value, list) or not all(
+            isinstance(v, dict) and set(v) <= {"filePattern", "verbosity"} for v in value):
+        raise TypeError("expected a list of {filePattern, verbosity}")
+    try:
+        return parse_vmodule(",".join(f"{_string(v.get('filePattern'))}="
+                                      f"{_integer(v.get('verbosity', 0))}" for v in value))
+    except argparse.ArgumentTypeError as err:
+        raise ValueError(str(err)) from err
+
+
+_LOGGING_FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "logging.format": ("log_format", _log_format),
+    "logging.verbosity": ("verbosity", _verbosity),
+    "logging.vmodule": ("vmodule", _vmodule),
+}
+"""component-base's LoggingConfiguration, as --logging-format, --v and --vmodule; its
+flushFrequency and options are in not_implemented."""
+
+OBJECTS = frozenset({
+    "authentication", "authentication.x509", "authentication.webhook",
+    "authentication.anonymous", "authorization", "authorization.webhook", "crashLoopBackOff",
+    "logging", "logging.options", "logging.options.json", "logging.options.text",
+    "memorySwap", "tracing", "userNamespaces",
+})
+"""The nested objects of KubeletConfiguration: their fields are decoded one by one."""
 
 # KubeletConfiguration field -> (flag destination, converter)
 FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
@@ -195,92 +201,155 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "imageGCLowThresholdPercent": ("image_gc_low_threshold", _integer),
     "imageMinimumGCAge": ("minimum_image_ttl_duration", _duration),
     "imageMaximumGCAge": ("image_maximum_gc_age", _duration),
-    "crashLoopBackOff": (SPREAD, lambda v: _block(v, _CRASH_LOOP_FIELDS, "crashLoopBackOff")),
     "evictionMaxPodGracePeriod": ("eviction_max_pod_grace_period", _integer),
     "evictionPressureTransitionPeriod": ("eviction_pressure_transition_period", _duration),
     "localStorageCapacityIsolation": ("local_storage_capacity_isolation", _bool),
     **EVICTION_FIELDS,
-    "authentication": (SPREAD, lambda v: _block(v, _SECURITY_FIELDS, "authentication")),
-    "authorization": (SPREAD, lambda v: _block(v, _SECURITY_FIELDS, "authorization")),
+    "runOnce": ("runonce", _bool),
 }
 
 
-FIELD_OF_DEST: dict[str, str] = {
-    dest: field
-    for table in (FIELDS, _SECURITY_FIELDS, _CRASH_LOOP_FIELDS)
-    for field, (dest, _) in table.items() if dest != SPREAD
-}
+LEAVES: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    **FIELDS, **_SECURITY_FIELDS, **_CRASH_LOOP_FIELDS, **_LOGGING_FIELDS}
+"""Every implemented field (nested ones dotted): (flag destination, converter)."""
+
+FIELD_OF_DEST: dict[str, str] = {dest: field for field, (dest, _) in LEAVES.items()}
 """Each setting's KubeletConfiguration field, by flag destination (nested ones dotted)."""
 DEST_OF_FIELD = {field: dest for dest, field in FIELD_OF_DEST.items()}
 
 DURATION_FIELDS = frozenset(
-    field for table in (FIELDS, _SECURITY_FIELDS, _CRASH_LOOP_FIELDS)
-    for field, (_, convert) in table.items() if convert is _duration)
+    field for field, (_, convert) in LEAVES.items() if convert is _duration)
 """The fields written as Go durations (``1m0s``); their settings are seconds."""
 
 PATH_FIELDS = frozenset({"staticPodPath", "podLogsDir", "resolvConf", "tlsCertFile",
-                         "tlsPrivateKeyFile"})
+                         "tlsPrivateKeyFile", "authentication.x509.clientCAFile"})
+"""Paths upstream resolves against the directory of the file that names them."""
+
+ZERO_IS_UNSET = frozenset({
+    "syncFrequency", "fileCheckFrequency", "httpCheckFrequency", "address", "podLogsDir",
+    "authentication.webhook.cacheTTL", "authorization.webhook.cacheAuthorizedTTL",
+    "authorization.webhook.cacheUnauthorizedTTL", "nodeStatusUpdateFrequency",
+    "nodeStatusReportFrequency", "nodeLeaseDurationSeconds", "imageMinimumGCAge",
+    "volumeStatsAggPeriod", "runtimeRequestTimeout", "evictionPressureTransitionPeriod",
+    "maxPods", "containerLogMaxSize", "cgroupDriver", "healthzBindAddress", "logging.format",
+})
+"""Fields whose zero value (``0s``, ``0``, ``""``) upstream's defaulting
+(pkg/kubelet/apis/config/v1beta1/defaults.go) replaces with the default, as kubeadm's
+generated file relies on: such a value leaves the setting at its default here too."""
+
+CONFIG = "--config"
+CONFIG_DIR = "--config-dir"
 
 
-def config_error(path: str, field: str, rule: str) -> ConfigError:
-    """The --config file's value of ``field`` (dotted when nested; "" for the file as a
-    whole) breaks ``rule``: the one wording of an error about the file's values."""
-    where = f"--config {path}: {field}" if field else f"--config {path}"
+def config_error(path: str, field: str, rule: str, flag: str = CONFIG) -> ConfigError:
+    """The value of ``field`` (dotted when nested; "" for the file as a whole) in the
+    --config file (or, ``flag`` --config-dir, a drop-in) breaks ``rule``: the one wording
+    of an error about a file's values."""
+    where = f"{flag} {path}: {field}" if field else f"{flag} {path}"
     return ConfigError(f"{where}: {rule}", file=path, field=field, rule=rule)
 
 
-def load_kubelet_config(path: str) -> tuple[dict[str, Any], tuple[str, ...]]:
-    """The flag values the file sets, by flag destination, and the fields it ignores."""
+def read_document(path: str, flag: str = CONFIG) -> dict[str, Any]:
+    """The KubeletConfiguration document of ``path`` (the --config file or a drop-in),
+    its kind and apiVersion checked."""
     import yaml  # only with --config: a start without one need not import PyYAML
 
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
-        raise config_error(path, "", f"cannot read: {err}") from err
+        raise config_error(path, "", f"cannot read: {err}", flag) from err
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as err:
-        raise config_error(path, "", f"invalid YAML: {err}") from err
+        raise config_error(path, "", f"invalid YAML: {err}", flag) from err
     if not isinstance(document, dict):
-        raise config_error(path, "", "expected a KubeletConfiguration object")
+        raise config_error(path, "", "expected a KubeletConfiguration object", flag)
     kind, version = document.get("kind"), document.get("apiVersion")
     if kind != KIND:
-        raise config_error(path, "kind", f'expected "{KIND}", got {kind!r}')
+        raise config_error(path, "kind", f'expected "{KIND}", got {kind!r}', flag)
     if version != API_VERSION:
-        raise config_error(path, "apiVersion", f'expected "{API_VERSION}", got {version!r}')
+        raise config_error(path, "apiVersion", f'expected "{API_VERSION}", got {version!r}',
+                           flag)
+    return document
+
+
+def _unknown_fields(document: dict[str, Any], prefix: str = "") -> list[str]:
+    """The fields of ``document`` upstream's KubeletConfiguration does not have, dotted,
+    as upstream's strict decoder names them."""
+    unknown: list[str] = []
+    for key, value in document.items():
+        field = f"{prefix}{key}"
+        if not prefix and key in ("kind", "apiVersion"):
+            continue
+        if field in OBJECTS:
+            if isinstance(value, dict):
+                unknown += _unknown_fields(value, f"{field}.")
+        elif not (field in LEAVES or field in NOT_IMPLEMENTED
+                  or field in IMPLEMENTED_ON_OTHER_BRANCHES):
+            unknown.append(field)
+    return unknown
+
+
+def strict_decoding_error(path: str, unknown: list[str], flag: str = CONFIG) -> ConfigError:
+    """Upstream's error for fields its KubeletConfiguration does not have, in the words the
+    kubelet prints (cmd/kubelet/app/server.go: the --config file's, or a drop-in's)."""
+    rule = "strict decoding error: " + ", ".join(f'unknown field "{f}"' for f in unknown)
+    if flag == CONFIG_DIR:
+        message = (f"failed to load kubelet dropin file, path: {path}, error: failed to "
+                   f"decode: {rule}")
+    else:
+        message = f"failed to load Kubelet config file {path}, error failed to decode: {rule}"
+    return ConfigError(message, file=path, field=unknown[0], rule=rule)
+
+
+def decode(document: dict[str, Any], path: str, flag: str = CONFIG) -> dict[str, Any]:
+    """The flag values a KubeletConfiguration document sets, by flag destination, decoded
+    strictly: an unknown field, a value of the wrong type and a not-implemented field at
+    a value other than upstream's default are errors naming ``path`` and the field (every
+    field's error reported together). A null field is unset."""
+    if unknown := _unknown_fields(document):
+        raise strict_decoding_error(path, unknown, flag)
     values: dict[str, Any] = {}
-    ignored: list[str] = []
-    broken: list[ConfigError] = []  # every field's error, reported together
-    for field, value in document.items():
-        if field in ("kind", "apiVersion"):
-            continue
-        if field not in FIELDS:
-            ignored.append(field)
-            continue
-        dest, convert = FIELDS[field]
-        try:
-            converted = convert(value)
-        except (TypeError, ValueError) as err:
-            where, rule = field, str(err)
-            if dest == SPREAD and rule.startswith(f"{field}."):  # a nested field's own error
-                where, _, rule = rule.partition(": ")
-            error = config_error(path, where, rule)
-            error.__cause__ = err
-            broken.append(error)
-            continue
-        if dest == SPREAD:
-            values.update(converted)
-            ca = values.get("client_ca_file")
-            if ca and not os.path.isabs(ca):
-                values["client_ca_file"] = os.path.join(
-                    os.path.dirname(os.path.abspath(path)), ca)
-            continue
-        values[dest] = converted
-        if field in PATH_FIELDS and values[dest] and not os.path.isabs(values[dest]):
-            # Upstream resolves a config file's relative paths against the file's directory.
-            values[dest] = os.path.join(os.path.dirname(os.path.abspath(path)), values[dest])
+    broken: list[ConfigError] = []
+    base = os.path.dirname(os.path.abspath(path))
+
+    def walk(obj: dict[str, Any], prefix: str) -> None:
+        for key, value in obj.items():
+            field = f"{prefix}{key}"
+            if (not prefix and key in ("kind", "apiVersion")) or value is None \
+                    or field in IMPLEMENTED_ON_OTHER_BRANCHES:
+                continue
+            try:
+                if field in OBJECTS:
+                    if not isinstance(value, dict):
+                        raise TypeError(f"expected an object, got {type(value).__name__}")
+                    walk(value, f"{field}.")
+                elif field in NOT_IMPLEMENTED:
+                    if rule := refusal(field, value):
+                        broken.append(config_error(path, field, rule, flag))
+                else:
+                    dest, convert = LEAVES[field]
+                    converted = convert(value)
+                    if field in ZERO_IS_UNSET and not isinstance(converted, bool) \
+                            and converted in (0, ""):
+                        continue
+                    if field in PATH_FIELDS and converted and not os.path.isabs(converted):
+                        # Upstream resolves a file's relative paths against its directory.
+                        converted = os.path.join(base, converted)
+                    values[dest] = converted
+            except (TypeError, ValueError) as err:
+                error = config_error(path, field, str(err), flag)
+                error.__cause__ = err
+                broken.append(error)
+
+    walk(document, "")
     if len(broken) == 1:
         raise broken[0]
     if broken:
         raise ConfigErrors(tuple(broken))
-    return values, tuple(ignored)
+    return values
+
+
+def load_kubelet_config(path: str) -> dict[str, Any]:
+    """The flag values the --config file sets, by flag destination."""
+    return decode(read_document(path), path)

@@ -1,11 +1,13 @@
 """Where each merged setting came from, so that a check's error says it.
 
-Settings are merged from flags and the ``--config`` KubeletConfiguration file (flags win)
-before they are checked. A check raises a ConfigError carrying the setting's
+Settings are merged from flags, the ``--config`` KubeletConfiguration file and the
+``--config-dir`` drop-ins (flags win over both, a drop-in over the file) before they are
+checked. A check raises a ConfigError carrying the setting's
 KubeletConfiguration ``field`` and the broken ``rule`` in upstream's words; ``Origins``
 puts in front of the rule where the value came from: the file and field
-(``--config /etc/kubelet.yaml: evictionHard: ...``) when the file set it, else the flag
-(``--eviction-hard: ...``). This is the one place that knows; the checks do not.
+(``--config /etc/kubelet.yaml: evictionHard: ...``) when the file set it, the drop-in and
+field (``--config-dir /etc/kubelet.conf.d/10-x.conf: evictionHard: ...``) when a drop-in
+did, else the flag (``--eviction-hard: ...``). This is the one place that knows; the checks do not.
 """
 
 from __future__ import annotations
@@ -17,7 +19,13 @@ from typing import TypeVar
 
 from msgspec import Struct
 
-from actors.app.config.kubelet_config import DEST_OF_FIELD, FIELD_OF_DEST, config_error
+from actors.app.config.kubelet_config import (
+    CONFIG,
+    CONFIG_DIR,
+    DEST_OF_FIELD,
+    FIELD_OF_DEST,
+    config_error,
+)
 from runtime.errors import ConfigError, ConfigErrors
 
 T = TypeVar("T")
@@ -34,13 +42,14 @@ def flag_names(parser: argparse.ArgumentParser) -> dict[str, str]:
 
 
 class Origins(Struct, frozen=True):
-    """Which settings the ``config`` file set (and no flag overrode), which the command
-    line set, and each setting's flag; the others have their defaults."""
+    """Which settings the ``config`` file or a drop-in set (and no flag overrode), which
+    the command line set, and each setting's flag; the others have their defaults."""
 
     config: str
     from_file: frozenset[str]  # flag destinations
     from_flags: frozenset[str]
     flag_of: Mapping[str, str]  # flag destination -> "--flag"
+    file_of: Mapping[str, str] = {}  # flag destination -> the file (or drop-in) that set it
 
     def where(self, dest: str) -> str:
         """The flag that sets ``dest`` (its field when it has none), as an error starts."""
@@ -55,7 +64,9 @@ class Origins(Struct, frozen=True):
                       if DEST_OF_FIELD.get(f) in self.from_file | self.from_flags), err.field)
         dest = DEST_OF_FIELD[field]
         if dest in self.from_file:
-            return config_error(self.config, field, err.rule)
+            path = self.file_of.get(dest, self.config)
+            return config_error(path, field, err.rule,
+                                CONFIG if path == self.config else CONFIG_DIR)
         flag = self.flag_of.get(dest, "")
         if flag and f"({flag})" in err.rule:
             # Upstream's "invalid configuration: maxPods (--max-pods) ..." names its flag.

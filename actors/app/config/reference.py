@@ -12,9 +12,12 @@ import argparse
 import sys
 from typing import Any
 
+from actors.app.config.feature_gates import ALL_ALPHA, ALL_BETA, LOCKED, OWN_DEFAULTS
 from actors.app.config.flags import KubeletFlags, build_parser
 from actors.app.config.kubelet_config import API_VERSION, DURATION_FIELDS, FIELD_OF_DEST, KIND
+from actors.app.config.not_implemented import ANY, NOT_IMPLEMENTED, shown
 from actors.app.config.pflag_values import DURATION
+from actors.app.config.upstream_gates import UPSTREAM_GATES
 from runtime.events.v1 import go_duration
 
 COMMAND = "python -m actors.app.config.reference > docs/configuration.md"
@@ -27,10 +30,24 @@ _HEAD = f"""# Flags and KubeletConfiguration reference
 
 `kubelet-actors` takes upstream's kubelet flags (those it acts on) and a
 KubeletConfiguration file: `--config`, with `apiVersion: {API_VERSION}`
-and `kind: {KIND}`. A flag given on the command line wins over the
-file's field; a field of the file that kubelet-actors does not act on is named in a warning
-at start and ignored. Every value is checked before anything starts, as upstream checks
-it; an error names the flag, or the file and field, that set the value. Flags are
+and `kind: {KIND}`, decoded strictly as upstream decodes it. Every field of
+upstream's KubeletConfiguration is known; a field upstream does not have stops the start in
+upstream's words (`failed to load Kubelet config file /etc/kubelet.yaml, error failed to
+decode: strict decoding error: unknown field "foo"`, nested ones dotted:
+`unknown field "authentication.anonymous.enabeld"`). A field that kubelet-actors does not
+implement is accepted only at upstream's default (or null, or the zero value upstream's
+defaulting turns into that default, as kubeadm writes `0s`), and any other value is an
+error naming the field (`kubelet-actors does not implement cpuManagerPolicy: ...`), never a
+silent default: the section "Fields kubelet-actors does not implement" lists them.
+
+`--config-dir` names a directory of drop-ins, as upstream's: every `*.conf` file under it
+(subdirectories too), in lexical order, is a whole KubeletConfiguration document (kind and
+apiVersion), decoded as strictly, and merged over `--config` and the drop-ins before it as a
+JSON merge patch: a field it sets replaces the earlier value, a list whole
+(`clusterDNS`), a map key by key (`featureGates`, `evictionHard`), and a null puts the
+default back. A flag given on the command line wins over the file and every drop-in.
+Every value is checked before anything starts, as upstream checks it; an error names the
+flag, or the file (or drop-in) and field, that set the value. Flags are
 written as upstream's (spf13/pflag): `--flag value` or `--flag=value`; a boolean flag
 alone is true, and takes a value only after `=` (`--seccomp-default=false`), in Go's
 spellings (`true`, `false`, `1`, `0`, `t`, `f`, `TRUE`, `False`, ...). Durations are Go's
@@ -104,6 +121,39 @@ def reference(parser: argparse.ArgumentParser | None = None) -> str:
         if dest not in dests:
             lines.append(f"| {_code(field)} | "
                          f"{_value(defaults[dest], field in DURATION_FIELDS)} |")
+    lines += ["", "## Fields kubelet-actors does not implement", "",
+              "Known, and accepted only at these values (null, unset, always is); another "
+              "value stops the start naming the field.", "",
+              "| KubeletConfiguration field | Accepted |", "|---|---|"]
+    for field, (convert, values) in sorted(NOT_IMPLEMENTED.items()):
+        allowed = ("any (upstream ignores it)" if values is ANY else
+                   ", ".join(_code(shown(convert, v)) for v in values) or "null only")
+        lines.append(f"| {_code(field)} | {allowed} |")
+    lines += ["", "## Feature gates", "",
+              "`--feature-gates` and `featureGates` know every gate of upstream's kubelet "
+              "(the names of Kubernetes' pkg/features/kube_features.go and the gates it "
+              "registers from k8s.io/apiserver, client-go and component-base), with "
+              "upstream's defaults. A locked gate set to its other value is refused in "
+              "upstream's words (`cannot set feature gate X to false, feature is locked to "
+              "true`); a gate that changes what a kubelet does is accepted at its default and "
+              "refused at the other value (`feature gate X=true: not implemented by "
+              "kubelet-actors`); a gate of the control plane, kube-proxy or Windows nodes "
+              "does nothing here, as on upstream's kubelet, and takes either value. This "
+              "node's own gates take either value: "
+              + ", ".join(f"`{g}` (default `{str(d).lower()}`)"
+                          for g, d in OWN_DEFAULTS.items()) + ".", "",
+              "| Gate | Default | Stage | Accepted |", "|---|---|---|---|"]
+    for name, spec in sorted(UPSTREAM_GATES.items()):
+        default = str(OWN_DEFAULTS.get(name, spec.default)).lower()
+        if name in LOCKED:
+            accepted = f"`{default}` (locked)"
+        elif name in (ALL_ALPHA, ALL_BETA):  # true turns on the kubelet's gates too
+            accepted = "`false`"
+        elif name in OWN_DEFAULTS or not spec.kubelet:
+            accepted = "`true`, `false`"
+        else:
+            accepted = f"`{default}`"
+        lines.append(f"| `{name}` | `{default}` | {spec.stage.lower()} | {accepted} |")
     return "\n".join(lines) + "\n"
 
 

@@ -59,16 +59,21 @@ BAD: dict[str, Bad] = {
     "healthzPort": Bad("-1", "invalid configuration: healthzPort (--healthz-port) -1 must be "
                        "between 1 and 65535, inclusive", ("--healthz-port", "-1")),
     "healthzBindAddress": Bad("here", "'here' does not appear to be an IPv4 or IPv6 address"),
-    "maxPods": Bad("0", "invalid configuration: maxPods (--max-pods) 0 must be greater than 0",
-                   ("--max-pods", "0")),
-    "syncFrequency": Bad("0s", f"invalid configuration: syncFrequency 0s {GT_ZERO}",
-                         ("--sync-frequency", "0s")),
-    "fileCheckFrequency": Bad("0s", f"invalid configuration: fileCheckFrequency 0s {GT_ZERO}",
-                              ("--file-check-frequency", "0s")),
-    "httpCheckFrequency": Bad("0s", f"invalid configuration: httpCheckFrequency 0s {GT_ZERO}",
-                              ("--http-check-frequency", "0s")),
-    "runtimeRequestTimeout": Bad("0s", f"invalid configuration: runtimeRequestTimeout 0s "
-                                 f"{GT_ZERO}", ("--runtime-request-timeout", "0s")),
+    # A zero in the file is upstream's default (its defaulting), as kubeadm writes it.
+    "maxPods": Bad("-1", "invalid configuration: maxPods (--max-pods) -1 must be greater than "
+                   "0", ("--max-pods=-1",)),
+    "syncFrequency": Bad(
+        "-1s", f"invalid configuration: syncFrequency -1s {GT_ZERO}",
+        ("--sync-frequency=-1s",)),
+    "fileCheckFrequency": Bad(
+        "-1s", f"invalid configuration: fileCheckFrequency -1s {GT_ZERO}",
+        ("--file-check-frequency=-1s",)),
+    "httpCheckFrequency": Bad(
+        "-1s", f"invalid configuration: httpCheckFrequency -1s {GT_ZERO}",
+        ("--http-check-frequency=-1s",)),
+    "runtimeRequestTimeout": Bad(
+        "-1s", f"invalid configuration: runtimeRequestTimeout -1s {GT_ZERO}",
+        ("--runtime-request-timeout=-1s",)),
     "podCIDR": Bad("10.0.0.1/8", '"10.0.0.1/8": 10.0.0.1/8 has host bits set',
                    ("--pod-cidr", "10.0.0.1/8")),
     "allowedUnsafeSysctls": Bad("[vm.swappiness]",
@@ -91,14 +96,14 @@ BAD: dict[str, Bad] = {
     "registerWithTaints": Bad("[{key: a, effect: Sometimes}]",
                               "invalid taint effect: Sometimes, unsupported taint effect"),
     "nodeStatusUpdateFrequency": Bad(
-        "0s", f"invalid configuration: nodeStatusUpdateFrequency 0s {GT_ZERO}",
-        ("--node-status-update-frequency", "0s")),
+        "-1s", f"invalid configuration: nodeStatusUpdateFrequency -1s {GT_ZERO}",
+        ("--node-status-update-frequency=-1s",)),
     "nodeStatusReportFrequency": Bad(
-        "0s", f"invalid configuration: nodeStatusReportFrequency 0s {GT_ZERO}",
-        ("--node-status-report-frequency", "0s")),
+        "-1s", f"invalid configuration: nodeStatusReportFrequency -1s {GT_ZERO}",
+        ("--node-status-report-frequency=-1s",)),
     "volumeStatsAggPeriod": Bad("60", NOT_DURATION),
     "nodeLeaseDurationSeconds": Bad(
-        "0", "invalid configuration: nodeLeaseDurationSeconds must be greater than 0"),
+        "-1", "invalid configuration: nodeLeaseDurationSeconds must be greater than 0"),
     "nodeStatusMaxImages": Bad("-2", "invalid configuration: nodeStatusMaxImages "
                                "(--node-status-max-images) -2 must be -1 or greater",
                                ("--node-status-max-images", "-2")),
@@ -158,6 +163,11 @@ BAD: dict[str, Bad] = {
                               ("--authorization-mode", "Webhook")),
     "authorization.webhook.cacheAuthorizedTTL": Bad("60", NOT_DURATION),
     "authorization.webhook.cacheUnauthorizedTTL": Bad("60", NOT_DURATION),
+    "runOnce": Bad('"yes"', NOT_BOOL),
+    "logging.format": Bad("xml", 'Unsupported value: "xml": supported values: "json", "text"'),
+    "logging.verbosity": Bad("-1", "-1: must be a verbosity from 0 to 4294967295"),
+    "logging.vmodule": Bad("[{filePattern: x, verbosity: -1}]",
+                           'parsing verbosity in "x=-1"'),
 }
 
 BASE = ["--pod-manifest-path", "/etc/kubernetes/manifests"]
@@ -246,7 +256,7 @@ def test_the_daemon_refuses_a_bad_file_before_it_starts_anything(tmp_path: Path)
 def test_every_broken_rule_is_reported_together(tmp_path: Path) -> None:
     """As upstream's aggregate error: the file's and the flags' broken rules all at once,
     each located, in the order the checks run, so a user fixes them in one pass."""
-    config = write_config(tmp_path, "maxPods: 0\nsyncFrequency: 0s\n")
+    config = write_config(tmp_path, "maxPods: -1\nsyncFrequency: -1s\n")
     with pytest.raises(ConfigErrors) as caught:
         parse_flags([*BASE, "--config", str(config), "--port", "70000"])
     messages = [BAD["port"].rule,
@@ -272,7 +282,7 @@ def test_every_bad_field_of_the_file_is_reported_together(tmp_path: Path) -> Non
 
 
 def test_one_broken_rule_is_reported_as_itself(tmp_path: Path) -> None:
-    config = write_config(tmp_path, "maxPods: 0\n")
+    config = write_config(tmp_path, "maxPods: -1\n")
     with pytest.raises(ConfigError) as caught:
         parse_flags([*BASE, "--config", str(config)])
     assert not isinstance(caught.value, ConfigErrors)
@@ -280,7 +290,7 @@ def test_one_broken_rule_is_reported_as_itself(tmp_path: Path) -> None:
 
 
 def test_the_daemon_prints_every_broken_rule(tmp_path: Path) -> None:
-    config = write_config(tmp_path, "staticPodPath: /etc/kubernetes/manifests\nmaxPods: 0\n")
+    config = write_config(tmp_path, "staticPodPath: /etc/kubernetes/manifests\nmaxPods: -1\n")
     done = subprocess.run(
         [sys.executable, "-m", "bin.main", "--config", str(config), "--port", "70000",
          "--root-dir", str(tmp_path / "root")],

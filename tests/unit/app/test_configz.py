@@ -41,7 +41,10 @@ def test_the_defaults_in_upstreams_names_order_and_encodings(tmp_path: Path) -> 
                          "nodefs.available": "10%", "nodefs.inodesFree": "5%"},
         "evictionPressureTransitionPeriod": "5m0s", "containerLogMaxSize": "10Mi",
         "containerLogMaxFiles": 5, "containerLogMaxWorkers": 1,
-        "containerLogMonitorInterval": "10s", "crashLoopBackOff": {},
+        "containerLogMonitorInterval": "10s",
+        "logging": {"format": "text", "flushFrequency": "5s", "verbosity": 0, "options": {
+            "text": {"infoBufferSize": "0"}, "json": {"infoBufferSize": "0"}}},
+        "crashLoopBackOff": {},
         "seccompDefault": False, "registerNode": False,
         "containerRuntimeEndpoint": "unix:///run/c.sock",
     }

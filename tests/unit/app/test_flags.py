@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 
 import pytest
-from loguru import logger
 
 from actors.app.config.durations import parse_duration
 from actors.app.config.flags import build_parser, parse_flags
@@ -97,16 +96,15 @@ podLogsDir: /var/log/other
     assert flags.pod_logs_dir == "/var/log/other"
 
 
-def test_config_fields_not_supported_are_reported_not_dropped(tmp_path: Path) -> None:
+def test_config_fields_not_implemented_are_refused_unless_at_their_default(
+        tmp_path: Path) -> None:
     config = write_config(tmp_path, "staticPodPath: /etc/pods\ntopologyManagerPolicy: none\n")
-    lines: list[str] = []
-    sink = logger.add(lines.append, level="WARNING", format="{message}")
-    try:
-        parse_flags(["--config", str(config)])
-    finally:
-        logger.remove(sink)
-    assert any("not supported by kubelet-actors, ignored: topologyManagerPolicy" in line
-               for line in lines)
+    assert parse_flags(["--config", str(config)]).pod_manifest_path == "/etc/pods"
+    other = write_config(tmp_path, "staticPodPath: /etc/pods\n"
+                                   "topologyManagerPolicy: best-effort\n")
+    with pytest.raises(ConfigError, match="kubelet-actors does not implement "
+                                          "topologyManagerPolicy"):
+        parse_flags(["--config", str(other)])
 
 
 def test_dns_and_node_ip_flags_and_config_fields(tmp_path: Path) -> None:
