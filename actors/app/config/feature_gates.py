@@ -22,8 +22,15 @@ KUBELET_FINE_GRAINED_AUTHZ = "KubeletFineGrainedAuthz"
 """The main port asks nodes/pods, healthz, configz before nodes/proxy (GA in 1.36, locked
 on: actors.app.http.auth always does)."""
 
+GRACEFUL_NODE_SHUTDOWN = "GracefulNodeShutdown"
+"""shutdownGracePeriod and shutdownGracePeriodCriticalPods are used (beta upstream: on)."""
+GRACEFUL_NODE_SHUTDOWN_BASED_ON_POD_PRIORITY = "GracefulNodeShutdownBasedOnPodPriority"
+"""shutdownGracePeriodByPodPriority is used (beta upstream: on)."""
+
 DEFAULTS: Mapping[str, bool] = {EVENTED_PLEG: True, CRASH_LOOP_BACKOFF_MAX: False,
-                                KUBELET_FINE_GRAINED_AUTHZ: True}
+                                KUBELET_FINE_GRAINED_AUTHZ: True,
+                                GRACEFUL_NODE_SHUTDOWN: True,
+                                GRACEFUL_NODE_SHUTDOWN_BASED_ON_POD_PRIORITY: True}
 """Every gate this kubelet knows, with its default."""
 
 LOCKED: frozenset[str] = frozenset({KUBELET_FINE_GRAINED_AUTHZ})

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from actors.app.config.durations import parse_duration
 from actors.app.config.eviction import CONFIG_FIELDS as EVICTION_FIELDS
+from actors.app.config.shutdown import by_pod_priority
 from runtime.errors import ConfigError, ConfigErrors
 from runtime.pod.admission import sysctl_allowlist_error
 
@@ -199,6 +200,9 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "evictionMaxPodGracePeriod": ("eviction_max_pod_grace_period", _integer),
     "evictionPressureTransitionPeriod": ("eviction_pressure_transition_period", _duration),
     "localStorageCapacityIsolation": ("local_storage_capacity_isolation", _bool),
+    "shutdownGracePeriod": ("shutdown_grace_period", _duration),
+    "shutdownGracePeriodCriticalPods": ("shutdown_grace_period_critical_pods", _duration),
+    "shutdownGracePeriodByPodPriority": ("shutdown_grace_period_by_pod_priority", by_pod_priority),
     **EVICTION_FIELDS,
     "authentication": (SPREAD, lambda v: _block(v, _SECURITY_FIELDS, "authentication")),
     "authorization": (SPREAD, lambda v: _block(v, _SECURITY_FIELDS, "authorization")),
