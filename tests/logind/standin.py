@@ -107,6 +107,7 @@ class LogindStandIn:
 
     def __init__(self, address: str, inhibit_delay_max: float = 5.0,
                  config_directory: str = "") -> None:
+        self.address = address
         self.inhibit_delay_max_usec = int(inhibit_delay_max * 1e6)
         self.config_directory = config_directory
         self.inhibitors: list[Inhibitor] = []
