@@ -69,11 +69,16 @@ def shutdown_daemon(containerd: EmbeddedContainerd, logind: LogindStandIn,
                      logind.config_directory, config=CONFIG)
 
 
-def failed_by_shutdown(daemon: Daemon, name: str) -> dict[str, Any] | None:
-    found = daemon.pod(name)
-    if found is None or found["status"].get("phase") != "Failed":
-        return None
-    return found
+def failed(daemon: Daemon, name: str) -> dict[str, Any]:
+    """Pod ``name`` (of the node) once /pods shows it Failed."""
+
+    def found() -> dict[str, Any] | None:
+        pod = daemon.pod(f"{name}-{NODE}")
+        return pod if pod is not None and pod["status"].get("phase") == "Failed" else None
+
+    pod = wait_for(found, 30.0, f"{name} Failed in /pods")
+    assert pod is not None
+    return pod
 
 
 def test_shutdown_stops_pods_by_priority_and_releases_the_lock(
@@ -97,19 +102,18 @@ def test_shutdown_stops_pods_by_priority_and_releases_the_lock(
         logind.prepare_for_shutdown(True)
         wait_for(lock.released.is_set, 60.0, "the inhibitor lock released")
         for name in ("normal", "critical"):
-            failed = wait_for(lambda n=name: failed_by_shutdown(daemon, f"{n}-{NODE}"), 30.0,
-                              f"{name} Failed")
-            status = failed["status"]
+            status = failed(daemon, name)["status"]
             assert (status["reason"], status["message"]) == ("Terminated", MESSAGE), status
             disruption = [c for c in status["conditions"] if c["type"] == "DisruptionTarget"]
             assert [(c["status"], c["reason"], c["message"]) for c in disruption] == [
                 ("True", "TerminationByKubelet", MESSAGE)], status["conditions"]
         # Lower priority first: the normal pod's preStop hook ran before the critical's.
         assert (shared / "order").read_text().split() == ["normal", "critical"]
-        assert "Shutdown manager completed processing shutdown event" in daemon.log_path.read_text()
+        assert ("Shutdown manager completed processing shutdown event"
+                in daemon.log_path.read_text())
 
         (daemon.manifests / "late.json").write_text(pod("late", shared))
-        late = wait_for(lambda: failed_by_shutdown(daemon, f"late-{NODE}"), 30.0, "late refused")
+        late = failed(daemon, "late")
         # Upstream's rejectPod puts "Pod was rejected: " before the admit handler's message.
         assert (late["status"]["reason"], late["status"]["message"]) == (
             "NodeShutdown", "Pod was rejected: Pod was rejected as the node is shutting down."

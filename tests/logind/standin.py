@@ -24,8 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jeepney import DBusAddress, HeaderFields, MessageType, new_error, new_method_return
-from jeepney import new_signal
+from jeepney import DBusAddress, HeaderFields, MessageType, new_error, new_method_return, new_signal
 from jeepney.bus_messages import message_bus
 from jeepney.io.threading import DBusConnection, ReceiveStopped, open_dbus_connection
 

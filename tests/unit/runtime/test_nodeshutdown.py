@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from msgspec.structs import replace
 
-from runtime.nodeshutdown import SYSTEM_CRITICAL_PRIORITY
-from runtime.nodeshutdown import ShutdownGracePeriodByPodPriority as Period
 from runtime.nodeshutdown import (
+    SYSTEM_CRITICAL_PRIORITY,
     group_by_priority,
     migrate_config,
     period_requested,
     pod_grace_period,
     shutdown_periods,
 )
+from runtime.nodeshutdown import ShutdownGracePeriodByPodPriority as Period
 from runtime.pod.model import Pod
 from tests.unit.kubelet.test_sync_loop import pod
 
