@@ -10,12 +10,14 @@ stopped before the critical one (priority 2000000000): their preStop hooks write
 into one hostPath file in that order; both end Failed with upstream's reason, message and
 DisruptionTarget condition; a pod added then is refused (NodeShutdown); the lock is
 released (the stand-in reads end of file on it). PrepareForShutdown(false) (the shutdown
-cancelled) makes the daemon take a new lock.
+cancelled) makes the daemon take a new lock. The run, recorded, replays without divergence.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +27,7 @@ import pytest
 from actors.app.testbed import BUSYBOX_IMAGE
 from runtime.containerd.embedded import EmbeddedContainerd
 from runtime.cri.client import CRIClient
-from tests.e2e.daemon import NODE, Daemon, daemon_on, stopped_after
+from tests.e2e.daemon import NODE, REPO, Daemon, daemon_on, stopped_after
 from tests.helpers import wait_for
 from tests.logind import LogindStandIn, PrivateBus
 
@@ -65,8 +67,10 @@ def logind(tmp_path: Path) -> Iterator[LogindStandIn]:
 def shutdown_daemon(containerd: EmbeddedContainerd, logind: LogindStandIn,
                     monkeypatch: pytest.MonkeyPatch) -> Daemon:
     monkeypatch.setenv("DBUS_SYSTEM_BUS_ADDRESS", logind.address)
-    return daemon_on(containerd, "shutdown", "--kubelet-actors-logind-conf-dir",
-                     logind.config_directory, config=CONFIG)
+    daemon = daemon_on(containerd, "shutdown", "--kubelet-actors-logind-conf-dir",
+                       logind.config_directory, config=CONFIG)
+    daemon.flags = (*daemon.flags, "--trace-dir", str(daemon.workdir / "trace"))
+    return daemon
 
 
 def failed(daemon: Daemon, name: str) -> dict[str, Any]:
@@ -122,6 +126,14 @@ def test_shutdown_stops_pods_by_priority_and_releases_the_lock(
         logind.prepare_for_shutdown(False)  # cancelled: a new lock is taken
         wait_for(lambda: len(logind.held()) == 1 and logind.held()[0] is not lock, 30.0,
                  "a new inhibitor lock after the cancellation")
+
+    # The run replays: the shutdown manager's inputs (the watch's NodeShutdownEvent
+    # included) are recorded messages.
+    replayed = subprocess.run([sys.executable, "-m", "bin.main", "trace", "replay",
+                               str(daemon.workdir / "trace")], cwd=REPO, capture_output=True,
+                              text=True, timeout=300, check=False)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert "no divergence: replayed" in replayed.stdout
 
 
 def test_shutdown_grace_period_refused_when_critical_exceeds_total(

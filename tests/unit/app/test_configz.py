@@ -42,6 +42,7 @@ def test_the_defaults_in_upstreams_names_order_and_encodings(tmp_path: Path) -> 
         "evictionPressureTransitionPeriod": "5m0s", "containerLogMaxSize": "10Mi",
         "containerLogMaxFiles": 5, "containerLogMaxWorkers": 1,
         "containerLogMonitorInterval": "10s", "crashLoopBackOff": {},
+        "shutdownGracePeriod": "0s", "shutdownGracePeriodCriticalPods": "0s",
         "seccompDefault": False, "registerNode": False,
         "containerRuntimeEndpoint": "unix:///run/c.sock",
     }

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from actors.app.config.configz import kubelet_configuration
 from actors.app.config.flags import parse_flags
 from actors.app.shutdown_setup import shutdown_settings
 from runtime.errors import ConfigError
@@ -43,6 +44,13 @@ def test_by_pod_priority_list(tmp_path: Path) -> None:
     settings = shutdown_settings(flags, cluster=False)
     assert settings is not None
     assert settings.periods == (Period(0, 10), Period(100000, 20))
+    # /configz shows the list as given, and the two periods as 0s.
+    configz = kubelet_configuration(flags)
+    assert configz["shutdownGracePeriodByPodPriority"] == [
+        {"priority": 100000, "shutdownGracePeriodSeconds": 20},
+        {"priority": 0, "shutdownGracePeriodSeconds": 10}]
+    assert (configz["shutdownGracePeriod"], configz["shutdownGracePeriodCriticalPods"]) == (
+        "0s", "0s")
 
 
 @pytest.mark.parametrize(("text", "error"), [
