@@ -32,7 +32,7 @@ from actors.app.config.pflag_values import (
     UPPER_STRING,
     VMODULE,
 )
-from actors.app.config.shutdown import shutdown_settings
+from actors.app.config.shutdown import shutdown_problems, shutdown_settings
 from actors.app.config.tls import TLSSettings, check_settings
 from actors.app.config.verbosity import LOG_LEVELS, log_level
 from actors.app.output_format import JSON, TABLE, YAML
@@ -569,8 +569,10 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
     restart_period = (0.0 if gates is None else
                       problems.value(lambda: max_container_restart_period(ns, gates)) or 0.0)
     eviction = problems.value(lambda: eviction_config(ns))
-    shutdown = (0.0, 0.0, ()) if gates is None else (
-        problems.value(lambda: shutdown_settings(ns, gates)) or (0.0, 0.0, ()))
+    shutdown = shutdown_settings(ns)
+    for problem in shutdown_problems(*shutdown, gates) if gates is not None else ():
+        with check():
+            raise problem
     node_labels = problems.value(lambda: parse_node_labels(ns.node_labels)) or ()
     unsafe_sysctls = problems.value(
         lambda: parse_allowed_unsafe_sysctls(ns.allowed_unsafe_sysctls)) or ()

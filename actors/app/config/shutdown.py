@@ -51,41 +51,51 @@ def by_pod_priority(value: Any) -> tuple[ShutdownGracePeriodByPodPriority, ...]:
 
 
 
-def shutdown_settings(ns: argparse.Namespace, gates: tuple[tuple[str, bool], ...]
+def shutdown_settings(ns: argparse.Namespace
                       ) -> tuple[float, float, tuple[ShutdownGracePeriodByPodPriority, ...]]:
     """(shutdownGracePeriod, shutdownGracePeriodCriticalPods, shutdownGracePeriodByPodPriority)
-    checked as upstream does; the first broken rule is raised."""
+    as merged (0, 0 and none when not set)."""
     total = float(getattr(ns, "shutdown_grace_period", 0.0) or 0.0)
     critical = float(getattr(ns, "shutdown_grace_period_critical_pods", 0.0) or 0.0)
     by_priority: tuple[ShutdownGracePeriodByPodPriority, ...] = tuple(
         getattr(ns, "shutdown_grace_period_by_pod_priority", ()) or ())
+    return total, critical, by_priority
+
+
+def shutdown_problems(total: float, critical: float,
+                      by_priority: tuple[ShutdownGracePeriodByPodPriority, ...],
+                      gates: tuple[tuple[str, bool], ...]) -> list[ConfigError]:
+    """Every rule of upstream's ValidateKubeletConfiguration the settings break, in its
+    words (all are reported together, as upstream's aggregate error)."""
+    found: list[ConfigError] = []
     if enabled(gates, GRACEFUL_NODE_SHUTDOWN):
         if critical > total:
-            raise ConfigError(
+            found.append(ConfigError(
                 f"invalid configuration: shutdownGracePeriodCriticalPods "
                 f"{go_duration(critical)} must be <= shutdownGracePeriod {go_duration(total)}",
-                field="shutdownGracePeriodCriticalPods", related=("shutdownGracePeriod",))
+                field="shutdownGracePeriodCriticalPods", related=("shutdownGracePeriod",)))
         for name, value in (("shutdownGracePeriod", total),
                             ("shutdownGracePeriodCriticalPods", critical)):
             if value < 0 or 0 < value < 1:
-                raise ConfigError(f"invalid configuration: {name} {go_duration(value)} must be "
-                                  "either zero or otherwise >= 1 sec", field=name)
+                found.append(ConfigError(
+                    f"invalid configuration: {name} {go_duration(value)} must be either zero "
+                    "or otherwise >= 1 sec", field=name))
     elif total > 0 or critical > 0:
-        raise ConfigError("invalid configuration: specifying shutdownGracePeriod or "
-                          "shutdownGracePeriodCriticalPods requires feature gate "
-                          "GracefulNodeShutdown", field="shutdownGracePeriod",
-                          related=("shutdownGracePeriodCriticalPods",))
+        found.append(ConfigError(
+            "invalid configuration: specifying shutdownGracePeriod or "
+            "shutdownGracePeriodCriticalPods requires feature gate GracefulNodeShutdown",
+            field="shutdownGracePeriod", related=("shutdownGracePeriodCriticalPods",)))
     if enabled(gates, GRACEFUL_NODE_SHUTDOWN_BASED_ON_POD_PRIORITY):
         if by_priority and (total > 0 or critical > 0):
-            raise ConfigError("invalid configuration: Cannot specify both "
-                              "shutdownGracePeriodByPodPriority and shutdownGracePeriod at the "
-                              "same time", field=BY_POD_PRIORITY,
-                              related=("shutdownGracePeriod",))
+            found.append(ConfigError(
+                "invalid configuration: Cannot specify both shutdownGracePeriodByPodPriority "
+                "and shutdownGracePeriod at the same time", field=BY_POD_PRIORITY,
+                related=("shutdownGracePeriod",)))
     elif by_priority:
-        raise ConfigError("invalid configuration: Specifying shutdownGracePeriodByPodPriority "
-                          "requires feature gate GracefulNodeShutdownBasedOnPodPriority",
-                          field=BY_POD_PRIORITY)
-    return total, critical, by_priority
+        found.append(ConfigError(
+            "invalid configuration: Specifying shutdownGracePeriodByPodPriority requires "
+            "feature gate GracefulNodeShutdownBasedOnPodPriority", field=BY_POD_PRIORITY))
+    return found
 
 
 def periods(total: float, critical: float,

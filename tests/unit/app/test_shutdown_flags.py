@@ -79,3 +79,14 @@ def test_upstreams_checks(tmp_path: Path, text: str, error: str) -> None:
         parse_flags(flags_of(tmp_path, text))
     assert error in str(caught.value)
     assert "--config" in str(caught.value)
+
+
+def test_every_broken_rule_is_reported(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_flags(flags_of(tmp_path, "shutdownGracePeriod: 10s\n"
+                             "shutdownGracePeriodCriticalPods: 20s\n"
+                             "shutdownGracePeriodByPodPriority:\n"
+                             "- {priority: 0, shutdownGracePeriodSeconds: 10}\n"))
+    message = str(caught.value)
+    assert "shutdownGracePeriodCriticalPods 20s must be <= shutdownGracePeriod 10s" in message
+    assert "Cannot specify both shutdownGracePeriodByPodPriority and shutdownGracePeriod" in message
