@@ -121,6 +121,11 @@ class ContainerdError(KubeletError):
     """The embedded containerd could not be configured, started or stopped."""
 
 
+class LogindError(KubeletError):
+    """A call to systemd-logind (or systemd) over the system D-Bus failed, or the bus
+    could not be reached: the message says which call and why, in upstream's words."""
+
+
 class ConfigError(KubeletError):
     """A flag, a KubeletConfiguration file or a setting cannot work: nothing is started.
 

@@ -25,6 +25,8 @@ APT_PACKAGES=(
     containerd runc containernetworking-plugins docker-registry umoci skopeo busybox-static
     iptables iproute2 gcc libc6-dev python3-venv curl ca-certificates
 )
+# Graceful node shutdown's tests run a private system bus (dbus-daemon) for a logind stand-in.
+APT_PACKAGES+=(dbus-daemon)
 # kubectl is the upstream client that pins the emulated API server's semantics in the
 # cluster-mode tests: Debian's kubernetes-client when the machine has no kubectl of its own
 # (on PATH, or the Google Cloud SDK's versioned copies the tests also look for).

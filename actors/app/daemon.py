@@ -33,6 +33,7 @@ from actors.app.log_rotation_setup import log_rotation_parts
 from actors.app.node import node_settings, this_node
 from actors.app.probe_state import probe_state_file, restore_probe_state
 from actors.app.process_memory import TRIM_PERIOD_S, give_back_free_memory
+from actors.app.shutdown_setup import logind_watch, shutdown_settings
 from actors.app.stats_setup import stats_wiring
 from actors.core.dispatch import ActorRef, Dispatch
 from actors.core.faults import FaultPlan
@@ -63,6 +64,7 @@ from runtime.status.types import PodStatus
 
 if TYPE_CHECKING:  # cluster mode's modules are imported only with --kubeconfig
     from actors.kubelet.cluster.context import Cluster
+    from actors.kubelet.sources.logind import LogindWatch
     from runtime.kubeapi.objects import WatchingObjects
 
 ASK_TIMEOUT = 5.0
@@ -137,9 +139,12 @@ class Kubelet:
     writer: TraceWriter | None = None
     cluster: Cluster | None = None
     objects: WatchingObjects | None = None  # cluster mode: the watches of API objects
+    logind: LogindWatch | None = None  # graceful node shutdown's watch (holds the lock)
 
     def stop(self) -> None:
         self.http.stop()
+        if self.logind is not None:  # a stopped kubelet delays no shutdown
+            self.logind.stop()
         if self.sync_loop.is_alive():
             self.sync_loop.stop(block=True, timeout=60.0)
         self.timers.stop()
@@ -205,6 +210,7 @@ def start_kubelet(
         garbage_collection=flags.garbage_collection,
         log_rotation=rotation is not None,
         eviction=eviction,
+        shutdown=shutdown_settings(flags, cluster is not None),
         probe_state=restore_probe_state(root_dir, runtime))
     writer: TraceWriter | None = None
     recording: tuple[Interceptor, ...] = ()  # what the recorded services' calls pass
@@ -244,15 +250,18 @@ def start_kubelet(
     timers = TimerService(dispatch, real_clock)
     events = (EventSourceChooser(runtime_endpoint)
               if runtime_endpoint and enabled(flags.feature_gates, EVENTED_PLEG) else None)
+    logind = logind_watch(flags, config.shutdown, dispatch)
     parts = KubeletParts(dispatch, timers, clock, instrumented, manager, config, metrics,
                          services.containerd, sources, cluster=cluster, stats=stats_parts,
                          probe_metrics=stats.probes, runtime_events=events,
                          log_rotation=rotation,
-                         probe_state=probe_state_file(root_dir))
+                         probe_state=probe_state_file(root_dir), shutdown_inhibitor=logind)
     tls, auth = main_port_security(flags, cluster.client if cluster is not None else None,
                                    (node_ip,))
     timers.start()
     sync_loop = tree.start(parts)
+    if logind is not None:
+        logind.start()
     view = DaemonView(dispatch, metrics, manager)
     http = KubeletHTTPServer(
         view, address=flags.address, port=flags.port,
@@ -268,6 +277,8 @@ def start_kubelet(
     try:
         http.start()
     except Exception:
+        if logind is not None:
+            logind.stop()
         sync_loop.stop(block=True, timeout=60.0)
         timers.stop()
         if writer is not None:
@@ -276,7 +287,7 @@ def start_kubelet(
     logger.info("kubelet-actors running: node {}, sources {}, HTTP {}:{} (read-only {}, "
                 "healthz {})", flags.node_name, sorted(sources.expected()), flags.address,
                 flags.port, flags.read_only_port, flags.healthz_port)
-    return Kubelet(dispatch, timers, sync_loop, http, metrics, writer, cluster, watching)
+    return Kubelet(dispatch, timers, sync_loop, http, metrics, writer, cluster, watching, logind)
 
 
 class StopSignals:

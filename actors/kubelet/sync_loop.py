@@ -52,6 +52,12 @@ from actors.kubelet.messages import (
 from actors.kubelet.metrics import KubeletMetrics
 from actors.kubelet.pod_config import PodConfig
 from actors.kubelet.pod_worker import RunPending
+from actors.kubelet.shutdown import (
+    NodeShuttingDown,
+    ShutdownKill,
+    ShutdownPods,
+    ShutdownPodStopped,
+)
 from runtime.clock import Clock
 from runtime.events import reasons
 from runtime.events.recorder import NULL_RECORDER, EventRecorder, pod_ref
@@ -59,6 +65,12 @@ from runtime.eviction.admit import admit_under_pressure
 from runtime.ids import ContainerID, PodUID
 from runtime.kuberuntime.container_gc import PodsForGC
 from runtime.kuberuntime.podstatus import PodListing
+from runtime.nodeshutdown import (
+    NODE_SHUTDOWN_MESSAGE,
+    NODE_SHUTDOWN_NOT_ADMITTED_MESSAGE,
+    NODE_SHUTDOWN_NOT_ADMITTED_REASON,
+    NODE_SHUTDOWN_REASON,
+)
 from runtime.pod.admission import Node, admit
 from runtime.pod.model import Pod
 from runtime.pod.static import CONFIG_HASH, CONFIG_SOURCE
@@ -234,6 +246,10 @@ class SyncLoop(SupervisorActor):
         # Pods whose worker was forgotten, with the relist count then: until two more
         # relists are in, one may have listed the runtime before the worker's last call.
         self._forgotten: dict[PodUID, int] = {}
+        # Graceful node shutdown: the node is shutting down (admission refuses pods), and
+        # the pods the shutdown manager asked to stop that have not stopped yet.
+        self._shutting_down = False
+        self._shutdown_kills: set[PodUID] = set()
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -287,6 +303,10 @@ class SyncLoop(SupervisorActor):
             self._evict(message)
         elif isinstance(message, NodePressure):
             self._pressure = message.conditions
+        elif isinstance(message, NodeShuttingDown):
+            self._node_shutting_down(message.shutting_down)
+        elif isinstance(message, ShutdownKill):
+            self._shutdown_kill(message)
         elif isinstance(message, GetHealth):
             return self.health()
         elif isinstance(message, ReportHealth):
@@ -381,7 +401,9 @@ class SyncLoop(SupervisorActor):
         # Upstream's canAdmitPod: against the pods admitted and not yet terminated.
         admitted = [w.pod for w in self._workers.values() if w.state != WorkerState.TERMINATED]
         rejection = (admit(pod, self._node, admitted, self.settings.allowed_unsafe_sysctls)
-                     or admit_under_pressure(pod, self._pressure))
+                     or admit_under_pressure(pod, self._pressure)
+                     or ((NODE_SHUTDOWN_NOT_ADMITTED_REASON, NODE_SHUTDOWN_NOT_ADMITTED_MESSAGE)
+                         if self._shutting_down else None))
         if rejection is not None:
             reason, why = rejection
             self._rejected.add(uid)
@@ -520,6 +542,9 @@ class SyncLoop(SupervisorActor):
         worker.state = done.state
         if done.state == WorkerState.TERMINATED:
             self._requeue_at.pop(done.uid, None)
+            if done.uid in self._shutdown_kills:
+                self._shutdown_kills.discard(done.uid)
+                self.send(names.SHUTDOWN, ShutdownPodStopped(done.uid))
             if done.uid not in self._desired:
                 self._forget_worker(done.uid)
         elif done.requeue_after is not None:
@@ -667,6 +692,27 @@ class SyncLoop(SupervisorActor):
         self.send(names.worker_name(uid), kill)
         if self.settings.eviction:
             self._tell_active_pods()
+
+    def _node_shutting_down(self, shutting_down: bool) -> None:
+        """The shutdown manager's ShutdownStatus: while it holds, admission refuses pods;
+        its start asks for the active pods (upstream's GetActivePods) to stop."""
+        self._shutting_down = shutting_down
+        if shutting_down:
+            self.send(names.SHUTDOWN, ShutdownPods(tuple(
+                w.pod for u, w in self._workers.items()
+                if u in self._desired and w.state != WorkerState.TERMINATED)))
+
+    def _shutdown_kill(self, order: ShutdownKill) -> None:
+        """Upstream's killPodFunc for a node shutdown: stopped by its worker (hooks, the
+        grace given) and failed with reason Terminated; ShutdownPodStopped once it is."""
+        uid = PodUID(order.uid)
+        worker = self._workers.get(uid)
+        if worker is None or worker.state == WorkerState.TERMINATED:
+            self.send(names.SHUTDOWN, ShutdownPodStopped(order.uid))
+            return
+        self._shutdown_kills.add(uid)
+        self._evict(EvictPod(order.uid, order.grace_period, NODE_SHUTDOWN_REASON,
+                             NODE_SHUTDOWN_MESSAGE))
 
     def health(self) -> dict[str, str | None]:
         now = self._clock.monotonic()

@@ -34,6 +34,7 @@ from actors.kubelet.pod_worker import PodWorker, WorkerTiming
 from actors.kubelet.probe_manager import ProbeManager
 from actors.kubelet.probe_metrics import ProbeMetrics
 from actors.kubelet.runtime_monitor import RuntimeMonitor
+from actors.kubelet.shutdown import Inhibitor, ShutdownManager, ShutdownSettings
 from actors.kubelet.sources.file import FileSource
 from actors.kubelet.sources.http import HTTPSource
 from actors.kubelet.stats_collector import StatsActor, StatsParts
@@ -78,6 +79,7 @@ class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
     garbage_collection: GCSettings | None = None
     log_rotation: bool = False  # the log rotation actor runs (after stats; not replayed)
     eviction: EvictionSettings | None = None  # the eviction manager runs, so configured
+    shutdown: ShutdownSettings | None = None  # the node shutdown manager runs, so configured
     # The probe results a previous run reached (runtime.prober.state), for the first
     # incarnation of the status and probe managers: an input, so it is in the header.
     probe_state: tuple[SavedProbe, ...] = ()
@@ -139,6 +141,8 @@ class KubeletParts(Struct, frozen=True):
     log_rotation: LogRotationParts | None = None
     # Where the probe manager saves its results for the next start; None: not saved.
     probe_state: ProbeStateSink | None = None
+    # The logind inhibitor lock the shutdown manager releases; None: none (a replay, tests).
+    shutdown_inhibitor: Inhibitor | None = None
 
 
 class Construct(Struct, frozen=True):
@@ -212,6 +216,11 @@ def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
             EvictionManager, (p.dispatch, p.timers, p.clock, eviction,
                               p.config.node.node_name, n),
             {"metrics": p.metrics, "events": events})))
+    shutdown = p.config.shutdown
+    if shutdown is not None:
+        tree.append((names.SHUTDOWN, lambda n: Construct(
+            ShutdownManager, (p.dispatch, p.timers, shutdown, p.config.node.node_name, n),
+            {"inhibitor": p.shutdown_inhibitor, "events": events})))
     cluster = p.cluster
     if cluster is not None:
         from actors.kubelet.cluster.event_writer import EventWriter

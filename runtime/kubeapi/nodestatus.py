@@ -143,6 +143,7 @@ class NodeHealth:
     runtime_errors: tuple[str, ...] = ()
     network_errors: tuple[str, ...] = ()
     storage_errors: tuple[str, ...] = ()
+    shutdown_errors: tuple[str, ...] = ()  # the node shutdown manager's ShutdownStatus
     memory_pressure: bool = False
     disk_pressure: bool = False
     pid_pressure: bool = False
@@ -304,7 +305,8 @@ def _pressure_condition(conditions: list[dict[str, Any]], kind: str, pressed: bo
 
 def _ready_condition(conditions: list[dict[str, Any]], capacity: Mapping[str, Any],
                      health: NodeHealth, stamp: str) -> None:
-    errs = [*health.runtime_errors, *health.network_errors, *health.storage_errors]
+    errs = [*health.runtime_errors, *health.network_errors, *health.storage_errors,
+            *health.shutdown_errors]
     missing = [r for r in REQUIRED_CAPACITY if r not in capacity]
     if missing:
         errs.append(f"missing node capacity for resources: {', '.join(missing)}")

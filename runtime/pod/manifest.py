@@ -228,7 +228,6 @@ def _decode_pod(raw: dict[Any, Any], prefix: str, where: _Where) -> tuple[Pod, l
     ignored = (
         ("spec.schedulerName", bool(spec.scheduler_name), "no scheduler"),
         ("spec.priorityClassName", bool(spec.priority_class_name), "no API server"),
-        ("spec.priority", spec.priority is not None, "no preemption"),
         ("spec.serviceAccountName", bool(spec.service_account_name), "no API server"),
         (
             "spec.automountServiceAccountToken",

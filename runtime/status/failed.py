@@ -1,7 +1,8 @@
 """The status of a pod the kubelet itself failed (a pod-level verdict: DeadlineExceeded,
-Evicted): phase Failed with the verdict's reason and message and, for an eviction under
-node pressure, the DisruptionTarget condition upstream's eviction manager adds (status True,
-reason TerminationByKubelet, the eviction message), which tells controllers the pod was
+Evicted, Terminated by a node shutdown): phase Failed with the verdict's reason and message
+and, for an eviction under node pressure or a node shutdown, the DisruptionTarget condition
+upstream's eviction and node shutdown managers add (status True, reason
+TerminationByKubelet, the verdict's message), which tells controllers the pod was
 disrupted rather than failed by itself. An eviction for a local storage limit adds none
 (upstream's evictPod gets no condition for it).
 """
@@ -13,12 +14,14 @@ from typing import Final
 import msgspec
 
 from runtime.events import reasons
+from runtime.nodeshutdown import NODE_SHUTDOWN_REASON
 from runtime.status.types import PodCondition, PodStatus
 
 DISRUPTION_TARGET: Final = "DisruptionTarget"
 TERMINATION_BY_KUBELET: Final = "TerminationByKubelet"
-DISRUPTING_REASONS: Final = frozenset({reasons.EVICTED})
-"""The verdicts that disrupt a pod (upstream adds the condition on eviction)."""
+DISRUPTING_REASONS: Final = frozenset({reasons.EVICTED, NODE_SHUTDOWN_REASON})
+"""The verdicts that disrupt a pod (upstream adds the condition on eviction and on a
+graceful node shutdown)."""
 
 
 def failed_status(status: PodStatus, reason: str, message: str, now: str,

@@ -135,6 +135,13 @@ def kubelet_configuration(flags: KubeletFlags, *, runtime_endpoint: str = "",
     out["crashLoopBackOff"] = (
         {"maxContainerRestartPeriod": go_duration(flags.max_container_restart_period)}
         if enabled(flags.feature_gates, CRASH_LOOP_BACKOFF_MAX) else {})
+    # Graceful node shutdown: metav1.Durations (never omitted) and the list (omitempty).
+    out["shutdownGracePeriod"] = go_duration(flags.shutdown_grace_period)
+    out["shutdownGracePeriodCriticalPods"] = go_duration(
+        flags.shutdown_grace_period_critical_pods)
+    _some(out, "shutdownGracePeriodByPodPriority", [
+        {"priority": p.priority, "shutdownGracePeriodSeconds": p.shutdown_grace_period_seconds}
+        for p in flags.shutdown_grace_period_by_pod_priority])
     out["seccompDefault"] = flags.seccomp_default
     _some(out, "registerWithTaints", [
         {"key": t.key, **({"value": t.value} if t.value else {}), "effect": t.effect}

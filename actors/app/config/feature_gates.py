@@ -37,12 +37,19 @@ KUBELET_FINE_GRAINED_AUTHZ = "KubeletFineGrainedAuthz"
 """The main port asks nodes/pods, healthz, configz before nodes/proxy (locked on here:
 actors.app.http.auth always does)."""
 
+GRACEFUL_NODE_SHUTDOWN = "GracefulNodeShutdown"
+"""shutdownGracePeriod and shutdownGracePeriodCriticalPods are used."""
+GRACEFUL_NODE_SHUTDOWN_BASED_ON_POD_PRIORITY = "GracefulNodeShutdownBasedOnPodPriority"
+"""shutdownGracePeriodByPodPriority is used."""
+
 ALL_ALPHA = "AllAlpha"
 ALL_BETA = "AllBeta"
 """component-base's gates that turn on every alpha (beta) gate not set otherwise."""
 
 OWN_DEFAULTS: Mapping[str, bool] = {EVENTED_PLEG: True, CRASH_LOOP_BACKOFF_MAX: False,
-                                    KUBELET_FINE_GRAINED_AUTHZ: True}
+                                    KUBELET_FINE_GRAINED_AUTHZ: True,
+                                    GRACEFUL_NODE_SHUTDOWN: True,
+                                    GRACEFUL_NODE_SHUTDOWN_BASED_ON_POD_PRIORITY: True}
 """The gates whose both values this node implements, with this build's defaults."""
 
 DEFAULTS: Mapping[str, bool] = {**{name: spec.default for name, spec in UPSTREAM_GATES.items()},

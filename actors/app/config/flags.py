@@ -33,6 +33,7 @@ from actors.app.config.pflag_values import (
     UPPER_STRING,
     VMODULE,
 )
+from actors.app.config.shutdown import shutdown_problems, shutdown_settings
 from actors.app.config.tls import TLSSettings, check_settings
 from actors.app.config.verbosity import LOG_LEVELS, log_level
 from actors.app.output_format import JSON, TABLE, YAML
@@ -52,6 +53,7 @@ from runtime.kuberuntime.log_rotation import (
     MIN_MONITOR_INTERVAL,
     parse_max_size,
 )
+from runtime.nodeshutdown import ShutdownGracePeriodByPodPriority
 from runtime.pod.admission import sysctl_allowlist_error
 from runtime.pod.validation import dns1123_label, dns1123_subdomain, validate_labels
 
@@ -150,6 +152,11 @@ class KubeletFlags(Struct, frozen=True):
     verbosity: int = 0  # klog's --v (logging.verbosity), which log_level follows
     vmodule: tuple[tuple[str, int], ...] = ()  # klog's --vmodule: (file pattern, verbosity)
     config_dir: str = ""  # --config-dir: the KubeletConfiguration drop-ins' directory
+    # graceful node shutdown (actors.app.config.shutdown; config file only, as upstream)
+    shutdown_grace_period: float = 0.0
+    shutdown_grace_period_critical_pods: float = 0.0
+    shutdown_grace_period_by_pod_priority: tuple[ShutdownGracePeriodByPodPriority, ...] = ()
+    logind_conf_dir: str = "/etc/systemd/logind.conf.d"  # our own: where the drop-in goes
 
 
 # Upstream's kubelet sets these labels on its node itself (IsKubeletLabel): --node-labels
@@ -410,6 +417,11 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
         help="how long denied SubjectAccessReview answers are kept")
     add_gc_flags(add)
     add_eviction_flags(add)
+    add("--kubelet-actors-logind-conf-dir", dest="logind_conf_dir",
+        default="/etc/systemd/logind.conf.d",
+        help="this project's own: graceful node shutdown writes logind's drop-in "
+             "99-kubelet.conf here when logind's InhibitDelayMaxSec is shorter than the "
+             "shutdown grace period")
     add("-v", "--v", dest="verbosity", type=LEVEL, default=0,
         help="number for the log level verbosity, as upstream's (klog's): 0 to 3 write "
              "INFO lines and above, 4 adds DEBUG, 5 and more TRACE")
@@ -564,6 +576,10 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
     restart_period = (0.0 if gates is None else
                       problems.value(lambda: max_container_restart_period(ns, gates)) or 0.0)
     eviction = problems.value(lambda: eviction_config(ns))
+    shutdown = shutdown_settings(ns)
+    for problem in shutdown_problems(*shutdown, gates) if gates is not None else ():
+        with check():
+            raise problem
     node_labels = problems.value(lambda: parse_node_labels(ns.node_labels)) or ()
     unsafe_sysctls = problems.value(
         lambda: parse_allowed_unsafe_sysctls(ns.allowed_unsafe_sysctls)) or ()
@@ -643,6 +659,10 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
         authentication_token_webhook_cache_ttl=ns.authentication_token_webhook_cache_ttl,
         authorization_mode=ns.authorization_mode,
         **log_rotation,
+        shutdown_grace_period=shutdown[0],
+        shutdown_grace_period_critical_pods=shutdown[1],
+        shutdown_grace_period_by_pod_priority=shutdown[2],
+        logind_conf_dir=os.path.abspath(ns.logind_conf_dir),
         authorization_webhook_cache_authorized_ttl=ns.authorization_webhook_cache_authorized_ttl,
         authorization_webhook_cache_unauthorized_ttl=(
             ns.authorization_webhook_cache_unauthorized_ttl),

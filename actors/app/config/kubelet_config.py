@@ -25,6 +25,7 @@ from actors.app.config.not_implemented import (
     refusal,
 )
 from actors.app.config.pflag_values import parse_vmodule
+from actors.app.config.shutdown import by_pod_priority
 from runtime.errors import ConfigError, ConfigErrors
 from runtime.pod.admission import sysctl_allowlist_error
 
@@ -204,6 +205,9 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "evictionMaxPodGracePeriod": ("eviction_max_pod_grace_period", _integer),
     "evictionPressureTransitionPeriod": ("eviction_pressure_transition_period", _duration),
     "localStorageCapacityIsolation": ("local_storage_capacity_isolation", _bool),
+    "shutdownGracePeriod": ("shutdown_grace_period", _duration),
+    "shutdownGracePeriodCriticalPods": ("shutdown_grace_period_critical_pods", _duration),
+    "shutdownGracePeriodByPodPriority": ("shutdown_grace_period_by_pod_priority", by_pod_priority),
     **EVICTION_FIELDS,
     "runOnce": ("runonce", _bool),
 }

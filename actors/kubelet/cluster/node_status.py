@@ -30,6 +30,7 @@ from actors.kubelet import names
 from actors.kubelet.cluster.context import Cluster
 from actors.kubelet.cluster.messages import HealthReport, ReportHealth
 from actors.kubelet.eviction import NodePressure
+from actors.kubelet.shutdown import NodeShuttingDown
 from runtime import errors
 from runtime.clock import Clock
 from runtime.cri.service import CRIRuntime
@@ -54,6 +55,7 @@ from runtime.kubeapi.runtimestate import (
     node_images,
     ready_status,
 )
+from runtime.nodeshutdown import NODE_SHUTTING_DOWN
 
 TICK_REGISTER = "node-register"
 TICK_FAST_STATUS = "node-status-fast"
@@ -99,6 +101,7 @@ class NodeStatusActor(Actor):
         self._runtime = runtime
         self._health = NodeHealth()
         self._pressure: tuple[str, ...] = ()  # the eviction manager's node conditions
+        self._shutting_down = False  # the node shutdown manager's ShutdownStatus
         self._facts: MachineFacts | None = None
         self._conditions = RuntimeConditions()
         self._images: tuple[NodeImage, ...] = ()
@@ -163,7 +166,8 @@ class NodeStatusActor(Actor):
                 node_health(dict(message.checks), self._conditions),
                 memory_pressure=MEMORY_PRESSURE in self._pressure,
                 disk_pressure=DISK_PRESSURE in self._pressure,
-                pid_pressure=PID_PRESSURE in self._pressure)
+                pid_pressure=PID_PRESSURE in self._pressure,
+                shutdown_errors=(NODE_SHUTTING_DOWN,) if self._shutting_down else ())
             # One answer per ask; an answer nobody asked for (tests) is a regular round.
             if self._asked_fast and not self._asked_sync:
                 self._asked_fast = False
@@ -173,6 +177,11 @@ class NodeStatusActor(Actor):
                 self._round()
         elif isinstance(message, NodePressure):
             self._pressure = message.conditions  # posted with the next round
+        elif isinstance(message, NodeShuttingDown):
+            # Upstream's shutdown manager syncs the node status at once (NotReady).
+            self._shutting_down = message.shutting_down
+            self._asked_sync = True
+            self.send(names.SYNC_LOOP, ReportHealth(self.name))
         else:
             return super().handle(message)
         return None

@@ -139,6 +139,13 @@ BAD: dict[str, Bad] = {
     "crashLoopBackOff.maxContainerRestartPeriod": Bad(
         "10m", "invalid configuration: FeatureGate KubeletCrashLoopBackOffMax not enabled, "
         "CrashLoopBackOff.MaxContainerRestartPeriod must not be set"),
+    "shutdownGracePeriod": Bad("500ms", "invalid configuration: shutdownGracePeriod 500ms must "
+                               "be either zero or otherwise >= 1 sec"),
+    "shutdownGracePeriodCriticalPods": Bad(
+        "20s", "invalid configuration: shutdownGracePeriodCriticalPods 20s must be <= "
+        "shutdownGracePeriod 0s"),
+    "shutdownGracePeriodByPodPriority": Bad("[{priority: 0, seconds: 1}]",
+                                            '[0]: unknown field "seconds"'),
     "evictionMaxPodGracePeriod": Bad("soon", NOT_INTEGER),
     "evictionPressureTransitionPeriod": Bad("-1s", "-1s: must not be negative",
                                             ("--eviction-pressure-transition-period=-1s",)),

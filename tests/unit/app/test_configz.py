@@ -45,6 +45,7 @@ def test_the_defaults_in_upstreams_names_order_and_encodings(tmp_path: Path) -> 
         "logging": {"format": "text", "flushFrequency": "5s", "verbosity": 0, "options": {
             "text": {"infoBufferSize": "0"}, "json": {"infoBufferSize": "0"}}},
         "crashLoopBackOff": {},
+        "shutdownGracePeriod": "0s", "shutdownGracePeriodCriticalPods": "0s",
         "seccompDefault": False, "registerNode": False,
         "containerRuntimeEndpoint": "unix:///run/c.sock",
     }

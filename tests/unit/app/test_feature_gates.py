@@ -85,8 +85,7 @@ def test_the_table_is_upstreams_shape() -> None:
      "cannot set feature gate AllowOverwriteTerminationGracePeriodSeconds to true, feature is "
      "locked to false"),
     ("MemoryQoS=true", "feature gate MemoryQoS=true: not implemented by kubelet-actors"),
-    ("GracefulNodeShutdown=false", "feature gate GracefulNodeShutdown=false: not implemented "
-                                   "by kubelet-actors"),
+    ("EnvFiles=false", "feature gate EnvFiles=false: not implemented by kubelet-actors"),
     ("AllAlpha=true", "feature gate AllAlpha=true: not implemented by kubelet-actors"),
     ("AllBeta=true", "feature gate AllBeta=true: not implemented by kubelet-actors"),
 ])
