@@ -27,8 +27,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
-import subprocess
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -45,76 +43,11 @@ from tests.apiserver import EmulatedAPIServer
 from tests.apiserver.kubectl import Kubectl, kubectl_binary
 from tests.e2e.daemon import NODE, Daemon
 from tests.helpers import wait_for
+from tests.install_page import PAGE, UNIT, Host, join_blocks, run_block, unit_command
 
 pytestmark = pytest.mark.e2e
 
-CHECKOUT = Path(__file__).resolve().parents[2]
-PAGE = CHECKOUT / "docs" / "install.md"
-MARK = "<!-- join-test -->"
-UNIT = "kubelet-actors.service"
 SERVING_SIGNER = "kubernetes.io/kubelet-serving"
-BLOCK_TIMEOUT_S = 120.0
-
-
-def join_blocks(page: str) -> list[str]:
-    """The shell blocks right after each ``MARK`` line, in page order."""
-    blocks = re.findall(rf"^{re.escape(MARK)}\n```sh\n(.*?)^```$", page, re.M | re.S)
-    assert len(blocks) == page.count(MARK), "a join-test mark not followed by a sh block"
-    return blocks
-
-
-@dataclass(frozen=True)
-class Host:
-    """The page's filesystem, moved under ``root``."""
-
-    root: Path
-
-    def path(self, page_path: str) -> Path:
-        return self.root / page_path.lstrip("/")
-
-    def moved(self, text: str) -> str:
-        """``text`` with the page's paths in their moved places."""
-        text = text.replace("/opt/src/kubelet-actors", str(CHECKOUT))
-        text = text.replace("/var/lib/kubelet-actors", str(self.path("/var/lib/kubelet-actors")))
-        return re.sub(r"(?<![\w.~/-])/etc/", f"{self.root}/etc/", text)
-
-    def move_file(self, page_path: str) -> Path:
-        path = self.path(page_path)
-        path.write_text(self.moved(path.read_text()))
-        return path
-
-
-def run_block(block: str, host: Host, env: dict[str, str]) -> str:
-    """Run one of the page's blocks in bash; fail with its output if any command fails."""
-    script = ("set -euo pipefail\n"
-              'systemctl() { printf "%s\\n" "$*" >> "$SYSTEMCTL_LOG"; }\n'
-              + host.moved(block))
-    proc = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True,
-                          timeout=BLOCK_TIMEOUT_S, check=False)
-    assert proc.returncode == 0, f"the page's block failed:\n{script}\n{proc.stdout}{proc.stderr}"
-    return proc.stdout
-
-
-def unit_command(unit: Path, host: Host) -> list[str]:
-    """The installed unit's ExecStart as systemd runs it: continuation lines joined,
-    ``$KUBELET_EXTRA_ARGS`` split from its EnvironmentFile."""
-    text = unit.read_text().replace("\\\n", " ")
-    exec_start = re.search(r"^ExecStart=(.*)$", text, re.M)
-    env_file = re.search(r"^EnvironmentFile=-?(.*)$", text, re.M)
-    assert exec_start and env_file, text
-    values: dict[str, str] = {}
-    for line in Path(env_file.group(1)).read_text().splitlines():
-        if line.strip() and not line.lstrip().startswith("#"):
-            name, _, value = line.partition("=")
-            values[name.strip()] = value.strip()
-    argv: list[str] = []
-    for word in shlex.split(exec_start.group(1)):
-        if word.startswith("$"):
-            argv += shlex.split(values.get(word.lstrip("${").rstrip("}"), ""))
-        else:
-            argv.append(word)
-    assert argv[0] == "/opt/kubelet-actors/bin/kubelet-actors", argv
-    return argv[1:]
 
 
 def _node_ready(kubectl: Kubectl) -> bool:
@@ -145,8 +78,7 @@ class Joined:
 def joined_by_the_page(containerd: EmbeddedContainerd, cri: CRIClient) -> Iterator[Joined]:
     """The node joined as the page says (``cri`` removes what it left running)."""
     workdir = containerd.base_dir / "join-page" / uuid.uuid4().hex[:8]
-    host = Host(workdir / "host")
-    host.root.mkdir(parents=True)
+    host = Host.debian(workdir / "host")
     blocks = join_blocks(PAGE.read_text())
     assert len(blocks) == 3, "the page's join has three marked blocks: install, join, approve"
     with EmulatedAPIServer() as server:
