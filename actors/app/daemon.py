@@ -63,6 +63,7 @@ from runtime.status.types import PodStatus
 
 if TYPE_CHECKING:  # cluster mode's modules are imported only with --kubeconfig
     from actors.kubelet.cluster.context import Cluster
+    from runtime.kubeapi.certificate_manager import CertificateManager
     from runtime.kubeapi.objects import WatchingObjects
 
 ASK_TIMEOUT = 5.0
@@ -150,6 +151,11 @@ class Kubelet:
             self.cluster.heartbeat.transport.close()
         if self.writer is not None:
             self.writer.close()
+
+
+def serving_certificates(cluster: Cluster | None) -> CertificateManager | None:
+    """serverTLSBootstrap's manager, if the cluster has one (certs)."""
+    return cluster.serving_certificates if cluster is not None else None
 
 
 def start_kubelet(
@@ -250,7 +256,7 @@ def start_kubelet(
                          log_rotation=rotation,
                          probe_state=probe_state_file(root_dir))
     tls, auth = main_port_security(flags, cluster.client if cluster is not None else None,
-                                   (node_ip,))
+                                   (node_ip,), serving=serving_certificates(cluster))
     timers.start()
     sync_loop = tree.start(parts)
     view = DaemonView(dispatch, metrics, manager)
