@@ -25,6 +25,7 @@ import base64
 import os
 import random
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -185,15 +186,15 @@ def request_node_certificate(client: KubeClient, key_pem: bytes, node_name: str,
     usages = client_usages(key)
     name = digested_name(key.public_key(), template, usages)
     req_name, uid = request_certificate(client, csr_pem, name, CLIENT_KUBELET_SIGNER, None,
-                                        usages, key)
+                                        usages, key, clock.now())
     logger.bind(csr=req_name).info("Waiting for client certificate to be issued")
     return wait_for_certificate(client, req_name, uid, wait, clock, stop)
 
 
 def load_client_cert(kubeconfig_path: str, bootstrap_path: str, cert_dir: str,
                      node_name: str, clock: Clock, stop: threading.Event | None = None,
-                     wait: float = BOOTSTRAP_WAIT,
-                     client_for: Any = None) -> bool:
+                     wait: float = BOOTSTRAP_WAIT, server_wait: float = SERVER_WAIT,
+                     client_for: Callable[[RestConfig], KubeClient] | None = None) -> bool:
     """LoadClientCert: a client certificate for ``--kubeconfig`` from the bootstrap
     kubeconfig when it has none valid; True when it bootstrapped, False when the
     kubeconfig was good. Raises CertificateError (and ConfigError for an unusable
@@ -221,7 +222,7 @@ def load_client_cert(kubeconfig_path: str, bootstrap_path: str, cert_dir: str,
         key_pem = _load_or_generate_key(key_path)
     transport = Transport(bootstrap, clock=clock)
     try:
-        if not wait_for_server(transport, clock, stop=stop):
+        if not wait_for_server(transport, clock, server_wait, stop=stop):
             logger.info("Error waiting for apiserver to come up: timed out waiting to "
                         "connect to apiserver")
         client = client_for(bootstrap) if client_for is not None else KubeClient(transport)

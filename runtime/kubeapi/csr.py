@@ -224,8 +224,8 @@ def _with_message(err: errors.APIError, text: str) -> errors.APIError:
 
 
 def request_certificate(client: KubeClient, csr_pem: bytes, name: str, signer_name: str,
-                        expiration_seconds: int | None, usages: Sequence[str], key: Any
-                        ) -> tuple[str, str]:
+                        expiration_seconds: int | None, usages: Sequence[str], key: Any,
+                        now: float | None = None) -> tuple[str, str]:
     """Create the CertificateSigningRequest (or reuse a compatible one of ``name``); its
     name and UID."""
     meta: dict[str, Any] = {"name": name} if name else {"generateName": "csr-"}
@@ -247,7 +247,7 @@ def request_certificate(client: KubeClient, csr_pem: bytes, name: str, signer_na
             raise _with_message(get_err, "cannot retrieve certificate signing request: "
                                 f"{get_err}") from get_err
         try:
-            ensure_compatible(found, body, key)
+            ensure_compatible(found, body, key, now)
         except errors.CertificateError as why:
             raise errors.CertificateError(f"retrieved csr is not compatible: {why}") from why
         logger.bind(csr=name).info("csr for this node is still valid")
@@ -269,9 +269,10 @@ def _parse_request(obj: Mapping[str, Any]) -> Any:
         raise errors.CertificateError("PEM block type must be CERTIFICATE REQUEST") from err
 
 
-def ensure_compatible(new: Mapping[str, Any], orig: Mapping[str, Any], key: Any) -> None:
+def ensure_compatible(new: Mapping[str, Any], orig: Mapping[str, Any], key: Any,
+                      now: float | None = None) -> None:
     """client-go's ensureCompatible: same subject and signer, the request signed by ``key``,
-    and no expired certificate issued for it."""
+    and no certificate issued for it expired at ``now`` (default: the system's time)."""
     from cryptography import x509
     from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
@@ -292,12 +293,12 @@ def ensure_compatible(new: Mapping[str, Any], orig: Mapping[str, Any], key: Any)
         raise errors.CertificateError("error validating signature new CSR against old key")
     issued = (new.get("status") or {}).get("certificate")
     if issued:
-        import datetime
+        import time
 
         certs = x509.load_pem_x509_certificates(base64.b64decode(issued))
-        now = datetime.datetime.now(datetime.UTC)
+        at = time.time() if now is None else now
         for cert in certs:
-            if now > cert.not_valid_after_utc:
+            if at > cert.not_valid_after_utc.timestamp():
                 raise errors.CertificateError("one of the certificates for the CSR has "
                                               f"expired: {cert.not_valid_after_utc}")
 

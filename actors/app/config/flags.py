@@ -386,8 +386,9 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
              "certificate goes to --cert-dir and --kubeconfig is written to point at it")
     add("--rotate-certificates", action=GoBool, default=False,
         help="request a new client certificate from the API server as the current one "
-             "nears expiry (70-90% of its lifetime)")
-    add("--rotate-server-certificates", action=GoBool, default=False,
+             "nears expiry (70-90%% of its lifetime)")
+    add("--rotate-server-certificates", dest="server_tls_bootstrap", action=GoBool,
+        default=False,
         help="the main port's serving certificate is requested from the API server "
              "(signer kubernetes.io/kubelet-serving) and rotated as it nears expiry")
     add("--tls-cert-file", default="",
@@ -648,7 +649,7 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
         node_status_max_images=ns.node_status_max_images,
         bootstrap_kubeconfig=_abspath(ns.bootstrap_kubeconfig),
         rotate_certificates=ns.rotate_certificates,
-        server_tls_bootstrap=ns.rotate_server_certificates,
+        server_tls_bootstrap=ns.server_tls_bootstrap,
         tls_cert_file=_abspath(ns.tls_cert_file),
         tls_private_key_file=_abspath(ns.tls_private_key_file),
         cert_dir=_abspath(ns.cert_dir) or os.path.join(os.path.abspath(ns.root_dir), CERT_DIR_NAME),
