@@ -8,7 +8,10 @@ cluster CA, which also signs the kubelet-client certificate the server shows to 
 port 10250 for ``kubectl logs``). Once the Node NAME is Ready it writes an admin kubeconfig
 to PATH (atomically: a reader never sees half a file). Exits 0 when signalled.
 
-``--control-port N`` (0: any free port) also serves the control endpoint (control.py:
+``--bootstrap-token-file PATH`` also writes a bootstrap token there (valid a day) and
+``bootstrap.kubeconfig`` with it into DIR, for ``--bootstrap-kubeconfig``; CSRs are
+auto-approved and signed by the cluster CA, for at most ``--cluster-signing-duration``
+seconds. ``--control-port N`` (0: any free port) also serves the control endpoint (control.py:
 faults, partitions, the request log) on 127.0.0.1, for drills run from another process;
 ``--ready-file PATH`` gets ``{"api": URL, "control": URL}`` once both listen.
 """
@@ -53,6 +56,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="stop when this process is gone (a drill that died)")
     parser.add_argument("--bookmark-interval", type=float, default=1.0,
                         help="seconds between watch bookmarks (default %(default)g)")
+    parser.add_argument("--cluster-signing-duration", type=float, default=None,
+                        help="seconds: the longest certificate the CSR signer issues "
+                             "(kube-controller-manager's flag; default one year)")
+    parser.add_argument("--bootstrap-token-file", type=Path, default=None,
+                        help="write a new bootstrap token (<id>.<secret>) here, and a "
+                             "bootstrap kubeconfig with it as bootstrap.kubeconfig in --dir")
     args = parser.parse_args(argv)
 
     stop = threading.Event()
@@ -64,11 +73,17 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, on_signal)
 
     args.dir.mkdir(parents=True, exist_ok=True)
+    signing = ({"cluster_signing_duration": args.cluster_signing_duration}
+               if args.cluster_signing_duration is not None else {})
     with EmulatedAPIServer(port=args.port, schedule_to=args.node,
-                           bookmark_interval=args.bookmark_interval) as server:
+                           bookmark_interval=args.bookmark_interval, **signing) as server:
         server.write_kubeconfig(args.dir / "kubelet.kubeconfig", f"system:node:{args.node}",
                                 groups=("system:nodes",))
         (args.dir / "ca.crt").write_bytes(server.ca.cert_pem)
+        if args.bootstrap_token_file is not None:
+            token = server.create_bootstrap_token(ttl=24 * 3600.0)
+            server.write_bootstrap_kubeconfig(args.dir / "bootstrap.kubeconfig", token)
+            args.bootstrap_token_file.write_text(token + "\n")
         control = (ControlServer(server, args.control_port).start()
                    if args.control_port is not None else None)
         print(f"emulated API server: serving on {server.url}", flush=True)

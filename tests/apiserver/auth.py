@@ -1,9 +1,11 @@
 """Who is calling, and may they: the emulated server's authenticators and authorizers.
 
 Authentication as kube-apiserver does it with ``--anonymous-auth=false``: a bearer token
-(static tokens the test adds, or service-account tokens the server signed for a TokenRequest)
-or a client certificate signed by the cluster CA (CN = user name, O = groups); anything else
-is 401. Service-account tokens are real ES256 JWTs with upstream's claims. TokenReview and
+(static tokens the test adds, service-account tokens the server signed for a TokenRequest, or
+bootstrap tokens from kube-system Secrets, bootstrap.py) or a client certificate signed by the
+cluster CA (CN = user name, O = groups) and valid now (checked on every request, as
+upstream's x509 authenticator: an expired one is 401 even on an open connection); anything
+else is 401. Service-account tokens are real ES256 JWTs with upstream's claims. TokenReview and
 SubjectAccessReview answer from the same authenticator and from a test-given policy.
 """
 
@@ -85,6 +87,9 @@ class Authenticator:
         self._lock = threading.Lock()
         self._signing_key = ec.generate_private_key(ec.SECP256R1())
         self._key_id = uuid.uuid4().hex[:16]
+        # More token authenticators, asked in order after the static and service-account
+        # tokens (the server adds the bootstrap token authenticator, bootstrap.py).
+        self.token_authenticators: list[Callable[[str], User | None]] = []
 
     def add_token(self, token: str, user: User) -> None:
         with self._lock:
@@ -150,7 +155,14 @@ class Authenticator:
             user = self._tokens.get(token)
         if user is not None:
             return user
-        return self._verify_jwt(token, audiences)
+        user = self._verify_jwt(token, audiences)
+        if user is not None:
+            return user
+        for authenticate in self.token_authenticators:
+            user = authenticate(token)
+            if user is not None:
+                return user
+        return None
 
     @staticmethod
     def by_certificate(subject: tuple[tuple[tuple[str, str], ...], ...] | None) -> User | None:

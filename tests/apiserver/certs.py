@@ -2,8 +2,9 @@
 
 One self-signed CA signs the server's certificate (for localhost, 127.0.0.1 and the
 ``kubernetes.default.svc`` names), client certificates (CN = user, O = groups, as
-kube-apiserver's x509 authenticator reads them) and the key that signs service-account tokens.
-Keys are ECDSA P-256: quick to make, so every test can have its own PKI.
+kube-apiserver's x509 authenticator reads them), what the CSR signer issues
+(csrcontrollers.py) and the key that signs service-account tokens. Keys are ECDSA P-256: quick
+to make, so every test can have its own PKI. :func:`csr_pem` writes a CSR as a kubelet would.
 """
 
 from __future__ import annotations
@@ -88,3 +89,21 @@ class CertificateAuthority:
             dns_names=("localhost", "kubernetes", "kubernetes.default",
                        "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"),
             ips=("127.0.0.1", "::1", "10.96.0.1"), server=True)
+
+
+def csr_pem(common_name: str, organizations: tuple[str, ...] = (), *,
+            dns_names: tuple[str, ...] = (), ips: tuple[str, ...] = (),
+            emails: tuple[str, ...] = ()) -> KeyPair:
+    """A fresh key and a PKCS#10 request for it (``cert_pem`` holds the CSR), as a kubelet
+    writes one for TLS bootstrap or rotation."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    attributes = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations]
+    attributes.append(x509.NameAttribute(NameOID.COMMON_NAME, common_name))
+    builder = x509.CertificateSigningRequestBuilder().subject_name(x509.Name(attributes))
+    names: list[x509.GeneralName] = [x509.DNSName(d) for d in dns_names]
+    names += [x509.IPAddress(ipaddress.ip_address(i)) for i in ips]
+    names += [x509.RFC822Name(e) for e in emails]
+    if names:
+        builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
+    request = builder.sign(key, hashes.SHA256())
+    return KeyPair(request.public_bytes(serialization.Encoding.PEM), _key_pem(key))

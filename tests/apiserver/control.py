@@ -15,7 +15,16 @@ drop_watches, expire_watches, compact, partition, heal, request_log, store):
 - ``GET /requests?since=T``: the request log (requestlog.Request) from wall time T;
 - ``GET /objects/<plural>/<namespace or ->/<name>``: an object as stored (no fault applies);
 - ``POST /objects/<plural>/<namespace>``: create an object as the admin would;
-- ``GET /history/pods``: every write of every pod, summed up (phase, Ready, containers).
+- ``GET /history/pods``: every write of every pod, summed up (phase, Ready, containers);
+- ``POST /bootstrap-tokens`` {ttl, extra_groups, token_id, token_secret} (all optional; ttl in
+  seconds, null: never expires): ``{"token": "<id>.<secret>"}``, a kube-system bootstrap
+  token Secret as ``kubeadm token create`` makes;
+- ``POST /csrs/<name>/approve`` and ``POST /csrs/<name>/deny`` {message}: add the Approved
+  (reason TestApprove) or Denied (TestDeny) condition, as ``kubectl certificate approve``;
+- ``GET /csr-signing``, ``POST /csr-signing`` {auto_approve: bool, duration: seconds}: the
+  csrapproving switch and the signer's --cluster-signing-duration;
+- ``GET /ca``: ``{"ca.crt": PEM}``, the cluster CA (API server, client and kubelet serving
+  certificates).
 
 Answers are JSON; errors are ``{"error": "..."}`` with 400 or 404. No authentication: it
 listens on loopback only, for the test bed.
@@ -96,7 +105,8 @@ def _fault_args(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def _type(plural: str) -> ResourceType:
-    rt = lookup("", "v1", plural) or lookup("coordination.k8s.io", "v1", plural)
+    rt = (lookup("", "v1", plural) or lookup("coordination.k8s.io", "v1", plural)
+          or lookup("certificates.k8s.io", "v1", plural))
     if rt is None:
         raise ControlError(404, f"no resource {plural}")
     return rt
@@ -211,7 +221,38 @@ class ControlServer(ThreadingHTTPServer):
                 return api.registry.create(_type(plural), "" if ns == "-" else ns, body)
             case "GET", ["history", "pods"]:
                 return {"items": self.history.snapshot()}
+            case "POST", ["bootstrap-tokens"]:
+                return {"token": self._bootstrap_token(body)}
+            case "POST", ["csrs", name, "approve"]:
+                return api.approve_csr(name, str(body.get("message") or "approved by the test"))
+            case "POST", ["csrs", name, "deny"]:
+                return api.deny_csr(name, str(body.get("message") or "denied by the test"))
+            case "POST", ["csr-signing"]:
+                if "duration" in body:
+                    api.cluster_signing_duration = float(body["duration"])
+                if "auto_approve" in body:
+                    api.csr_auto_approve = bool(body["auto_approve"])
+                return {"auto_approve": api.csr_auto_approve,
+                        "duration": api.cluster_signing_duration}
+            case "GET", ["csr-signing"]:
+                return {"auto_approve": api.csr_auto_approve,
+                        "duration": api.cluster_signing_duration}
+            case "GET", ["ca"]:
+                return {"ca.crt": api.ca.cert_pem.decode()}
         raise ControlError(404, f"no such control: {method} {path}")
+
+    def _bootstrap_token(self, body: dict[str, Any]) -> str:
+        unknown = set(body) - {"ttl", "extra_groups", "token_id", "token_secret"}
+        if unknown:
+            raise ControlError(400, f"unknown bootstrap token field(s): "
+                                    f"{', '.join(sorted(unknown))}")
+        kwargs: dict[str, Any] = {}
+        if "ttl" in body:
+            kwargs["ttl"] = None if body["ttl"] is None else float(body["ttl"])
+        if "extra_groups" in body:
+            kwargs["extra_groups"] = tuple(str(g) for g in body["extra_groups"] or ())
+        return self.api.create_bootstrap_token(token_id=body.get("token_id"),
+                                               token_secret=body.get("token_secret"), **kwargs)
 
     @staticmethod
     def _resource(plural: str) -> str:

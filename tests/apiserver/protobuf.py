@@ -53,7 +53,21 @@ _OBJECT_REFERENCE: Schema = {
     7: ("fieldPath", "string")}
 _LOCAL_OBJECT_REFERENCE: Schema = {1: ("name", "string")}
 
+_CSR_CONDITION: Schema = {
+    1: ("type", "string"), 6: ("status", "string"), 2: ("reason", "string"),
+    3: ("message", "string"), 4: ("lastUpdateTime", "time"), 5: ("lastTransitionTime", "time")}
+# certificates.k8s.io/v1 (kubectl certificate approve|deny PUT the whole object to /approval).
+# spec.extra (6, a map of messages) is left out: the server sets it from the requester.
+_CSR_SPEC: Schema = {
+    1: ("request", "bytes"), 7: ("signerName", "string"), 8: ("expirationSeconds", "int"),
+    5: ("usages", ("list", "string")), 2: ("username", "string"), 3: ("uid", "string"),
+    4: ("groups", ("list", "string"))}
+_CSR_STATUS: Schema = {1: ("conditions", ("list", ("message", _CSR_CONDITION))),
+                       2: ("certificate", "bytes")}
+
 _KINDS: dict[str, Schema] = {
+    "CertificateSigningRequest": dict([_METADATA, (2, ("spec", ("message", _CSR_SPEC))),
+                                       (3, ("status", ("message", _CSR_STATUS)))]),
     "ConfigMap": dict([_METADATA, (2, ("data", ("map", "string", "string"))),
                        (3, ("binaryData", ("map", "string", "bytes"))),
                        (4, ("immutable", "bool"))]),

@@ -86,6 +86,7 @@ def _event_fields(obj: dict[str, Any]) -> dict[str, str]:
 
 
 _SECRET_FIELDS = _fields("type")
+_CSR_FIELDS = _fields("spec.signerName")
 _NAMESPACE_FIELDS = _fields("status.phase")
 
 _RW = ("get", "patch", "update")
@@ -116,6 +117,12 @@ RESOURCES: tuple[ResourceType, ...] = (
                  field_labels=_NAMESPACE_FIELDS[0], get_fields=_NAMESPACE_FIELDS[1]),
     ResourceType("coordination.k8s.io", "v1", "leases", "lease", "Lease", True),
     ResourceType("node.k8s.io", "v1", "runtimeclasses", "runtimeclass", "RuntimeClass", False),
+    ResourceType("certificates.k8s.io", "v1", "certificatesigningrequests",
+                 "certificatesigningrequest", "CertificateSigningRequest", False,
+                 short_names=("csr",),
+                 subresources={"approval": ("CertificateSigningRequest", _RW),
+                               "status": ("CertificateSigningRequest", _RW)},
+                 field_labels=_CSR_FIELDS[0], get_fields=_CSR_FIELDS[1]),
     ResourceType("authentication.k8s.io", "v1", "tokenreviews", "tokenreview", "TokenReview",
                  False, verbs=CREATE_ONLY),
     ResourceType("authorization.k8s.io", "v1", "subjectaccessreviews", "subjectaccessreview",

@@ -6,6 +6,9 @@ TLS handshake that asks for an optional client certificate. Requests are authent
 (bearer token or client certificate; anonymous is 401), authorized by the test's policy,
 passed through the fault rules, then routed to discovery, the registry (resources.py,
 registry.py), TokenReview/SubjectAccessReview, or the pods/log proxy to the node's kubelet.
+CertificateSigningRequests are approved and signed by kube-controller-manager's controllers,
+emulated on a thread of their own (csrcontrollers.py); bootstrap tokens authenticate from
+kube-system Secrets (bootstrap.py).
 
 pods/exec, attach and portforward are proxied to the kubelet as upgrades (tests/apiserver/
 streams.py). Not emulated: server-side apply,
@@ -35,15 +38,16 @@ from typing import Any
 
 import yaml
 
-from tests.apiserver import errors, protobuf
-from tests.apiserver.auth import Attributes, Authenticator, Policy, User, allow_all
+from tests.apiserver import bootstrap, csr, errors, protobuf
+from tests.apiserver.auth import Attributes, Authenticator, Policy, Rules, User, allow_all
 from tests.apiserver.auth import subject_access_review as answer_sar
 from tests.apiserver.certs import CertificateAuthority, KeyPair
+from tests.apiserver.csrcontrollers import DEFAULT_SIGNING_DURATION, CSRControllers
 from tests.apiserver.errors import APIError
 from tests.apiserver.faults import Faults
 from tests.apiserver.registry import DeleteOptions, ListOptions, Registry
 from tests.apiserver.requestlog import RequestLog
-from tests.apiserver.resources import ResourceType, discovery, lookup, openapi_v3
+from tests.apiserver.resources import ResourceType, by_kind, discovery, lookup, openapi_v3
 from tests.apiserver.selectors import parse_fields, parse_labels
 from tests.apiserver.store import Store
 from tests.apiserver.streams import STREAM_SUBRESOURCES, kubelet_location, proxy_stream
@@ -56,6 +60,11 @@ VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.0-emulated",
 ADMIN = User("kubernetes-admin", groups=("kubeadm:cluster-admins", "system:masters",
                                          "system:authenticated"))
 APISERVER_KUBELET_CLIENT = ("kube-apiserver-kubelet-client", ("kubeadm:cluster-admins",))
+
+# OpenSSL's X509_V_FLAG_NO_CHECK_TIME: the handshake checks a client certificate's chain but
+# not its dates, which the x509 authenticator checks on every request (an expired certificate
+# is a 401, as upstream, not a failed handshake).
+_NO_CHECK_TIME = 0x200000
 
 _LOG_OPTIONS = ("follow", "previous", "timestamps", "sinceSeconds", "sinceTime", "tailLines",
                 "limitBytes")
@@ -167,6 +176,10 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(self.connection, ssl.SSLSocket):
             cert = self.connection.getpeercert()
             if cert:
+                now = self.server.authenticator.clock()
+                if not (ssl.cert_time_to_seconds(str(cert["notBefore"])) <= now
+                        <= ssl.cert_time_to_seconds(str(cert["notAfter"]))):
+                    return None  # "x509: certificate has expired or is not yet valid"
                 subject = cert.get("subject")
                 return Authenticator.by_certificate(subject)  # type: ignore[arg-type]
         return None
@@ -182,6 +195,7 @@ class _Handler(BaseHTTPRequestHandler):
             user = self._user()
             if user is None:
                 raise errors.unauthorized()
+            self._requester = user
             self._dispatch(method, parsed.path, query, user)
         except APIError as err:
             if not self._body_read:
@@ -289,7 +303,7 @@ class _Handler(BaseHTTPRequestHandler):
         if route.subresource in STREAM_SUBRESOURCES:
             self._proxy_stream(route)
             return
-        if route.subresource and route.subresource != "status":
+        if route.subresource and route.subresource not in ("status", "approval"):
             raise errors.method_not_allowed(f"GET is not supported on {route.resource}")
         obj = reg.get(route.rt, route.namespace, route.name)
         if self._wants_table():
@@ -372,7 +386,8 @@ class _Handler(BaseHTTPRequestHandler):
             srv.record_review(answer)
             self._send_json(201, answer)
         else:
-            obj = reg.create(rt, route.namespace, body, dry_run="dryRun" in query)
+            obj = reg.create(rt, route.namespace, body, dry_run="dryRun" in query,
+                             requester=self._requester.json())
             self._send_json(201, obj)
 
     def _verb_update(self, route: _Route, query: dict[str, str]) -> None:
@@ -485,13 +500,24 @@ class EmulatedAPIServer:
     server's own requests (both default to allowing everything). ``node_urls`` maps node names
     to kubelet base URLs for pods/log; otherwise the node's InternalIP and
     status.daemonEndpoints.kubeletEndpoint.Port are used, over HTTPS.
+
+    TLS bootstrap as a kubeadm cluster has it (csr.py, csrcontrollers.py, bootstrap.py):
+    CertificateSigningRequests, approved by the csrapproving controller when
+    ``csr_auto_approve`` (kubelet client requests only, never serving ones: see
+    :meth:`approve_csr`) and signed by the cluster CA (``ca.cert_pem``, which clients of the
+    API server and of a kubelet's serving certificate trust) for at most
+    ``cluster_signing_duration`` seconds; bootstrap tokens (:meth:`create_bootstrap_token`,
+    or a ``bootstrap.kubernetes.io/token`` Secret created through the API), whose users may
+    do only what ``rbac`` (kubeadm's bindings) allows. Both switches can change while the
+    server runs.
     """
 
     def __init__(self, *, tls: bool = True, host: str = "127.0.0.1", port: int = 0,
                  schedule_to: str | None = None, bookmark_interval: float = 1.0,
                  watch_timeout: float = 300.0, sar_policy: Policy = allow_all,
                  authorizer: Policy = allow_all, node_urls: dict[str, str] | None = None,
-                 kubelet_ca: bytes | None = None) -> None:
+                 kubelet_ca: bytes | None = None, csr_auto_approve: bool = True,
+                 cluster_signing_duration: float = DEFAULT_SIGNING_DURATION) -> None:
         self.tls = tls
         self.host = host
         self.port = port
@@ -512,6 +538,13 @@ class EmulatedAPIServer:
                                  default_watch_timeout=watch_timeout,
                                  issue_token=self._issue_token)
         self.registry.bootstrap()
+        # The cluster's RBAC for bootstrap users and the approver's SubjectAccessReviews.
+        self.rbac: Rules = bootstrap.kubeadm_rbac()
+        self.authenticator.token_authenticators.append(
+            lambda token: bootstrap.authenticate(self.store, token, self.authenticator.clock()))
+        self.csr_controllers = CSRControllers(self.registry, self.ca, self.rbac,
+                                              auto_approve=csr_auto_approve,
+                                              signing_duration=cluster_signing_duration)
         self.requests = 0
         self.reviews: list[dict[str, Any]] = []  # TokenReviews and SARs answered, in order
         self._reviews_lock = threading.Lock()
@@ -536,9 +569,11 @@ class EmulatedAPIServer:
             ctx.load_cert_chain(cert, key)
             ctx.load_verify_locations(cadata=self.ca.cert_pem.decode())
             ctx.verify_mode = ssl.CERT_OPTIONAL  # a client certificate is one way in
+            ctx.verify_flags |= _NO_CHECK_TIME
             ctx.set_alpn_protocols(["http/1.1"])  # no HTTP/2: Go clients fall back
             self._ssl = ctx
         self._listen()
+        self.csr_controllers.start()
         self._thread = threading.Thread(target=self._accept_loop, name="emulated-apiserver",
                                         daemon=True)
         self._thread.start()
@@ -556,6 +591,7 @@ class EmulatedAPIServer:
         self._cut_connections()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        self.csr_controllers.stop()
         self._tmp.cleanup()
 
     def __enter__(self) -> EmulatedAPIServer:
@@ -656,7 +692,64 @@ class EmulatedAPIServer:
             return [r for r in self.reviews if r["kind"] == kind]
 
     def authorize(self, attrs: Attributes) -> bool:
+        if bootstrap.is_bootstrap_user(attrs.user):
+            return bool(self.rbac(attrs))  # kubeadm's bindings, nothing else
         return bool(self.authorizer(attrs))
+
+    # --- TLS bootstrap controls -----------------------------------------------------------
+
+    @property
+    def csr_auto_approve(self) -> bool:
+        """Whether the csrapproving controller runs (kubelet client requests only)."""
+        return self.csr_controllers.auto_approve
+
+    @csr_auto_approve.setter
+    def csr_auto_approve(self, on: bool) -> None:
+        self.csr_controllers.auto_approve = on
+        if on:
+            self.csr_controllers.resync()
+
+    @property
+    def cluster_signing_duration(self) -> float:
+        """kube-controller-manager's --cluster-signing-duration, in seconds."""
+        return self.csr_controllers.signing_duration
+
+    @cluster_signing_duration.setter
+    def cluster_signing_duration(self, seconds: float) -> None:
+        self.csr_controllers.signing_duration = float(seconds)
+
+    def create_bootstrap_token(self, *, ttl: float | None = 3600.0,
+                               extra_groups: tuple[str, ...] = (
+                                   bootstrap.KUBEADM_NODE_TOKEN_GROUP,),
+                               token_id: str | None = None, token_secret: str | None = None,
+                               usage_authentication: bool = True) -> str:
+        """``kubeadm token create``: a bootstrap token Secret in kube-system, expiring ``ttl``
+        seconds from now (None: never); returns the bearer token ``<id>.<secret>``."""
+        new_id, new_secret = bootstrap.new_token()
+        token_id, token_secret = token_id or new_id, token_secret or new_secret
+        expiration = None
+        if ttl is not None:
+            expiration = time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                       time.gmtime(self.authenticator.clock() + ttl))
+        self.registry.create(by_kind("Secret"), bootstrap.NAMESPACE, bootstrap.token_secret(
+            token_id, token_secret, expiration=expiration, extra_groups=extra_groups,
+            usage_authentication=usage_authentication))
+        return f"{token_id}.{token_secret}"
+
+    def write_bootstrap_kubeconfig(self, path: str | Path, token: str | None = None) -> Path:
+        """A bootstrap kubeconfig (``--bootstrap-kubeconfig``) with ``token`` (default: a new
+        bootstrap token from :meth:`create_bootstrap_token`)."""
+        return self._write_config(Path(path), "kubelet-bootstrap",
+                                  {"token": token or self.create_bootstrap_token()})
+
+    def approve_csr(self, name: str, message: str = "approved by the test") -> dict[str, Any]:
+        """Approve a CertificateSigningRequest through /approval, as ``kubectl certificate
+        approve`` would (reason ``TestApprove``); the signer then issues it."""
+        return self.csr_controllers.set_condition(name, csr.APPROVED, "TestApprove", message)
+
+    def deny_csr(self, name: str, message: str = "denied by the test") -> dict[str, Any]:
+        """Deny a CertificateSigningRequest through /approval (reason ``TestDeny``)."""
+        return self.csr_controllers.set_condition(name, csr.DENIED, "TestDeny", message)
 
     def add_token(self, token: str, user: str, groups: tuple[str, ...] = ()) -> None:
         self.authenticator.add_token(token, User(user, groups=(*groups, "system:authenticated")))
@@ -695,9 +788,12 @@ class EmulatedAPIServer:
             pair = self.client_cert(user, groups)
             creds = {"client-certificate-data": b64(pair.cert_pem),
                      "client-key-data": b64(pair.key_pem)}
+        return self._write_config(Path(path), user, creds)
+
+    def _write_config(self, target: Path, user: str, creds: dict[str, Any]) -> Path:
         cluster: dict[str, Any] = {"server": self.url}
         if self.tls:
-            cluster["certificate-authority-data"] = b64(self.ca.cert_pem)
+            cluster["certificate-authority-data"] = base64.b64encode(self.ca.cert_pem).decode()
         config = {
             "apiVersion": "v1", "kind": "Config", "preferences": {},
             "clusters": [{"name": "emulated", "cluster": cluster}],
@@ -705,7 +801,6 @@ class EmulatedAPIServer:
             "contexts": [{"name": "emulated", "context": {"cluster": "emulated", "user": user}}],
             "current-context": "emulated",
         }
-        target = Path(path)
         target.write_text(yaml.safe_dump(config))
         target.chmod(0o600)
         return target

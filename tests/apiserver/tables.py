@@ -1,7 +1,8 @@
 """Server-side printing: the ``meta.k8s.io/v1`` Table kubectl asks for on ``kubectl get``.
 
 Columns are upstream's (pkg/printers/internalversion) for pods, nodes, namespaces,
-configmaps, services and leases; everything else gets the default Name/Created At table.
+configmaps, services, leases and certificatesigningrequests; everything else gets the
+default Name/Created At table.
 Priority-1 columns show with ``-o wide`` only, as upstream.
 """
 
@@ -130,6 +131,12 @@ def _service_cells(svc: dict[str, Any], now: float) -> list[Any]:
             "<none>", ports, _age(svc, now)]
 
 
+def _csr_cells(obj: dict[str, Any], now: float) -> list[Any]:
+    from tests.apiserver.csr import table_cells
+
+    return [obj["metadata"]["name"], _age(obj, now), *table_cells(obj)]
+
+
 TABLES: dict[str, tuple[list[Column], Cells]] = {
     "Pod": ([("Name", "string", 0), ("Ready", "string", 0), ("Status", "string", 0),
              ("Restarts", "string", 0), ("Age", "string", 0), ("IP", "string", 1),
@@ -160,6 +167,11 @@ TABLES: dict[str, tuple[list[Column], Cells]] = {
                      lambda o, now: [o["metadata"]["name"], o.get("handler", ""),
                                      _age(o, now)]),
 }
+
+TABLES["CertificateSigningRequest"] = (
+    [("Name", "string", 0), ("Age", "string", 0), ("SignerName", "string", 0),
+     ("Requestor", "string", 0), ("RequestedDuration", "string", 0),
+     ("Condition", "string", 0)], _csr_cells)
 
 DEFAULT: tuple[list[Column], Cells] = (
     [("Name", "string", 0), ("Created At", "date", 0)],
