@@ -147,8 +147,9 @@ class Kubelet:
         if self.objects is not None:  # its watches use the cluster's transport
             self.objects.stop()
         if self.cluster is not None:
-            self.cluster.client.transport.close()
-            self.cluster.heartbeat.transport.close()
+            # Every connection, a certificate round's watch of its CSR included.
+            self.cluster.client.transport.close_all()
+            self.cluster.heartbeat.transport.close_all()
         if self.writer is not None:
             self.writer.close()
 

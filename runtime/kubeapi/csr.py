@@ -72,6 +72,8 @@ WAIT_TIMEOUT_MESSAGE = "timed out waiting for the condition"
 """wait.ErrWaitTimeout's text: what upstream reports when no certificate came in time."""
 _WATCH_SECONDS = 300
 """The longest a single watch of the request runs before it is opened again."""
+_STOPPABLE_WATCH_SECONDS = 30
+"""The same when the wait can be stopped: a stopping kubelet is not held longer."""
 
 
 @dataclass(frozen=True)
@@ -357,7 +359,8 @@ def wait_for_certificate(client: KubeClient, name: str, uid: str, timeout: float
                     if cert is not None:
                         return cert
                 version = listed.resource_version
-            seconds = max(1, min(_WATCH_SECONDS, int(left)))
+            longest = _WATCH_SECONDS if stop is None else _STOPPABLE_WATCH_SECONDS
+            seconds = max(1, min(longest, int(left)))
             with client.watch(CSRS, field_selector=selector, resource_version=version,
                               timeout_seconds=seconds, read_timeout=seconds + 10.0
                               ) as stream:

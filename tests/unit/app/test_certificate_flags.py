@@ -36,3 +36,14 @@ def test_flags_and_the_files_fields(tmp_path: Path) -> None:
 def test_a_bootstrap_kubeconfig_needs_a_kubeconfig_to_write() -> None:
     with pytest.raises(ConfigError, match="--bootstrap-kubeconfig needs --kubeconfig"):
         parse_flags(["--pod-manifest-path", "/tmp", "--bootstrap-kubeconfig", "b"])
+
+
+def test_configz_shows_them_when_set() -> None:
+    from actors.app.config.configz import kubelet_configuration
+
+    flags = parse_flags(["--kubeconfig", "k", "--rotate-certificates",
+                         "--rotate-server-certificates"])
+    config = kubelet_configuration(flags)
+    assert (config["rotateCertificates"], config["serverTLSBootstrap"]) == (True, True)
+    default = kubelet_configuration(parse_flags(["--kubeconfig", "k"]))
+    assert "rotateCertificates" not in default and "serverTLSBootstrap" not in default

@@ -183,3 +183,24 @@ def test_the_actor_rotates_at_the_deadline_and_retries_with_backoff(tmp_path: Pa
         assert manager.current() == pair  # the denied rounds left the pair in use
     finally:
         actor.on_stop()
+
+
+def test_a_stopping_actor_ends_a_round_that_waits_for_approval(tmp_path: Path) -> None:
+    clock = FakeClock()
+    api = FakeCSRAPI(clock.now, decide=lambda _csr: None)  # nobody approves
+    manager = _manager(tmp_path, clock, api)
+    actor = CertificateActor(names.SERVING_CERTIFICATE, Dispatch(),
+                             ManualTimers(Dispatch(), clock), clock, manager)
+    sent: list[object] = []
+
+    def send(to: str, message: object) -> bool:
+        sent.append(message)
+        return True
+
+    actor.send = send  # type: ignore[method-assign]
+    actor.on_start()
+    actor.handle(Tick(names.TICK_CERTIFICATE_ROTATE, clock.monotonic()))
+    wait_for(lambda: api.created, 10, "the pending serving CSR")
+    actor.on_stop()
+    wait_for(lambda: sent, 10, "the stopped round's report")
+    assert sent == [CertificateRotated(False)] and manager.current() is None

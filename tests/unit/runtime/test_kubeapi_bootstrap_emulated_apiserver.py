@@ -75,8 +75,9 @@ def test_a_denied_bootstrap_names_the_reason_on_emulated_apiserver(
     thread.start()
     admin = KubeClient(Transport(load_kubeconfig(server.write_kubeconfig(tmp_path / "admin"))))
     try:
-        name = wait_for(lambda: next((c["metadata"]["name"] for c in admin.list(CSRS).items),
-                                     None), 10, "the bootstrap CSR")
+        name: str = wait_for(lambda: next((str(c["metadata"]["name"])
+                                           for c in admin.list(CSRS).items), ""),
+                             10, "the bootstrap CSR")
         assert name.startswith("node-csr-")
         server.deny_csr(name)
         thread.join(30)
