@@ -9,6 +9,7 @@ starts) and a ``kubectl logs -f`` opened before the serving rotation keeps strea
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import socket
@@ -129,6 +130,12 @@ class Joined:
         return any(c["type"] == "Ready" and c["status"] == "True"
                    for c in node["status"].get("conditions") or [])
 
+    def lease_renewed_after(self, when: datetime.datetime) -> bool:
+        lease = self.kubectl.json("get", "lease", "-n", "kube-node-lease", NODE)
+        renewed = datetime.datetime.fromisoformat(
+            lease["spec"]["renewTime"].replace("Z", "+00:00"))
+        return renewed > when
+
     def running(self, name: str) -> bool:
         result = self.kubectl.run("get", "pod", name, "-o", "json", check=False)
         if result.returncode != 0:
@@ -240,6 +247,8 @@ def test_a_restart_reuses_the_certificates_emulated_apiserver(joined: Joined) ->
 def test_both_certificates_rotate_within_the_run_emulated_apiserver(joined: Joined) -> None:
     wait_for(lambda: joined.running("ticker"), 90, "the ticker pod Running", interval=0.5)
     client_before = joined.client_serial()
+    client_expiry = x509.load_pem_x509_certificates(
+        (joined.pki / "kubelet-client-current.pem").read_bytes())[0].not_valid_after_utc
     serving_before = wait_for(joined.serving_serial, 60, "port 10250 serving",
                               ignore=(OSError, ssl.SSLError))
     # A stream opened before the serving certificate rotates.
@@ -275,6 +284,10 @@ def test_both_certificates_rotate_within_the_run_emulated_apiserver(joined: Join
     assert all(c["metadata"]["name"].startswith("csr-") for c in renewals)
     assert "certificate rotation detected, shutting down client connections" in \
         joined.daemon.log()
+    # The server sees the new certificate: it refuses an expired one (401), and the node's
+    # heartbeats go on past the old certificate's NotAfter.
+    wait_for(lambda: joined.lease_renewed_after(client_expiry), 240,
+             "a lease renewal after the first client certificate expired", interval=1.0)
     # The node stays Ready, and the pod watch is alive: a pod made now starts.
     assert joined.node_ready()
     joined.apply(_pod("after-rotation", "sleep 3600"))
