@@ -161,6 +161,12 @@ class ConfigErrors(ConfigError):
         self.errors = errors
 
 
+class CertificateError(KubeletError):
+    """A certificate could not be had or kept: a CertificateSigningRequest denied, failed or
+    never issued, a key or a certificate store file that cannot be read or written. The
+    message names the request or the file and says why, in upstream's words."""
+
+
 # --- the API server ----------------------------------------------------------------------
 
 

@@ -65,6 +65,7 @@ from runtime.status.types import PodStatus
 if TYPE_CHECKING:  # cluster mode's modules are imported only with --kubeconfig
     from actors.kubelet.cluster.context import Cluster
     from actors.kubelet.sources.logind import LogindWatch
+    from runtime.kubeapi.certificate_manager import CertificateManager
     from runtime.kubeapi.objects import WatchingObjects
 
 ASK_TIMEOUT = 5.0
@@ -151,10 +152,16 @@ class Kubelet:
         if self.objects is not None:  # its watches use the cluster's transport
             self.objects.stop()
         if self.cluster is not None:
-            self.cluster.client.transport.close()
-            self.cluster.heartbeat.transport.close()
+            # Every connection, a certificate round's watch of its CSR included.
+            self.cluster.client.transport.close_all()
+            self.cluster.heartbeat.transport.close_all()
         if self.writer is not None:
             self.writer.close()
+
+
+def serving_certificates(cluster: Cluster | None) -> CertificateManager | None:
+    """serverTLSBootstrap's manager, if the cluster has one (certs)."""
+    return cluster.serving_certificates if cluster is not None else None
 
 
 def start_kubelet(
@@ -257,7 +264,7 @@ def start_kubelet(
                          log_rotation=rotation,
                          probe_state=probe_state_file(root_dir), shutdown_inhibitor=logind)
     tls, auth = main_port_security(flags, cluster.client if cluster is not None else None,
-                                   (node_ip,))
+                                   (node_ip,), serving=serving_certificates(cluster))
     timers.start()
     sync_loop = tree.start(parts)
     if logind is not None:

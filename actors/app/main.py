@@ -123,7 +123,9 @@ def run_daemon(flags: KubeletFlags) -> int:
     host_ip = find_node_ip(flags.node_ip, flags.node_name)  # as actors.app.node.node_ip
     # A first start's serving pair is made in a child process from here on, beside the
     # daemon's imports and runtime connection (actors.app.http.self_signed).
-    pair = (begin_serving_pair(tls_settings(flags, (host_ip,))) if flags.port
+    # (None with serverTLSBootstrap in cluster mode: the API server's CA signs it.)
+    pair = (begin_serving_pair(tls_settings(flags, (host_ip,)))
+            if flags.port and not (flags.server_tls_bootstrap and flags.kubeconfig)
             else contextlib.nullcontext())
     with hold_root_dir(flags.root_dir), pair:
         share_root_dir(flags.root_dir)

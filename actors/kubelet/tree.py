@@ -241,6 +241,7 @@ def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
             (names.EVENT_WRITER, lambda n: Construct(
                 EventWriter, (p.dispatch, p.timers, p.clock, cluster, n))),
         ]
+        tree += certificate_children(p, cluster)
     sources = p.sources
     if sources is not None and sources.manifest_path:
         tree.append((names.SOURCE_FILE, lambda n: Construct(
@@ -264,6 +265,23 @@ def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
         tree.append((names.LOG_ROTATION, lambda n: Construct(
             LogRotationActor, (p.dispatch, p.timers, rotation, n), pool())))
     return tree
+
+
+def certificate_children(p: KubeletParts, cluster: Cluster) -> list[tuple[str, Recipe]]:
+    """The certificate actors of cluster mode (--rotate-certificates, serverTLSBootstrap)."""
+    from actors.kubelet.cluster.certificates import CertificateActor
+
+    out: list[tuple[str, Recipe]] = []
+    client, serving = cluster.client_certificates, cluster.serving_certificates
+    if client is not None:
+        out.append((names.CLIENT_CERTIFICATE, lambda n: Construct(
+            CertificateActor, (names.CLIENT_CERTIFICATE, p.dispatch, p.timers, p.clock,
+                               client, n), {"on_expired": cluster.on_certificate_expired})))
+    if serving is not None:
+        out.append((names.SERVING_CERTIFICATE, lambda n: Construct(
+            CertificateActor, (names.SERVING_CERTIFICATE, p.dispatch, p.timers, p.clock,
+                               serving, n))))
+    return out
 
 
 def probe_manager(parts: KubeletParts, incarnation: int,

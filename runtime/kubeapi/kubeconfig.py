@@ -65,6 +65,8 @@ class RestConfig:
     source: str = ""
     context: str = ""
     ca_data: bytes | None = None
+    ca_file: str = ""
+    """The file ``certificate-authority`` named (resolved), "" when the CA came as data."""
     insecure_skip_tls_verify: bool = False
     tls_server_name: str = ""
     cert_data: bytes | None = field(default=None, repr=False)
@@ -209,6 +211,8 @@ def load_kubeconfig(path: str | os.PathLike[str], context: str = "") -> RestConf
                           "specifying a root certificates file with the insecure flag is "
                           "not allowed")
     tls_server_name = reader.text(cluster, cl_where, "tls-server-name")
+    ca_file = reader.text(cluster, cl_where, "certificate-authority")
+    ca_file = reader.resolve(ca_file) if ca_file else ""
 
     user: dict[str, Any] = {}
     us_where = ""
@@ -245,7 +249,8 @@ def load_kubeconfig(path: str | os.PathLike[str], context: str = "") -> RestConf
                           "exec credential plugin")
     exec_config = _exec(reader, user.get("exec"), f"{us_where}.exec", user_name)
     return RestConfig(server=server.rstrip("/"), source=path, context=name, ca_data=ca,
-                      insecure_skip_tls_verify=insecure, tls_server_name=tls_server_name,
+                      ca_file=ca_file, insecure_skip_tls_verify=insecure,
+                      tls_server_name=tls_server_name,
                       cert_data=cert, key_data=key, token=token, token_file=token_file,
                       username=username, password=password, exec=exec_config)
 

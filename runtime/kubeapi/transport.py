@@ -9,6 +9,13 @@ re-read every minute, as client-go's cached file token source does), basic auth,
 certificate kept until ``expirationTimestamp``, run again on expiry and after a 401, as
 client-go's exec authenticator does). Connections made with an old client certificate are
 dropped when the plugin hands out a new one.
+
+A rotated client certificate (``certificates``: the kubelet's certificate manager) is used
+as upstream's kubelet uses it (pkg/kubelet/certificate/transport.go): each new connection
+takes the current pair, and ``close_all`` (called on each rotation) shuts every connection
+this transport made, idle, busy and streaming, so the next requests and watches handshake
+again with the new certificate; a watch cut so is reopened by its reflector from its
+resourceVersion.
 """
 
 from __future__ import annotations
@@ -25,9 +32,10 @@ import subprocess
 import tempfile
 import threading
 import urllib.parse
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from loguru import logger
 
@@ -35,7 +43,8 @@ from runtime import errors
 from runtime.clock import Clock, RealClock
 from runtime.kubeapi.kubeconfig import ExecConfig, RestConfig
 
-__all__ = ["KUBE_API_BURST", "KUBE_API_QPS", "MAX_RETRIES", "Credentials", "ExecCredential",
+__all__ = ["KUBE_API_BURST", "KUBE_API_QPS", "MAX_RETRIES", "CertificateSource", "Credentials",
+           "ExecCredential",
            "RateLimiter", "Response", "Stream", "Transport", "error_from_status"]
 
 TOKEN_FILE_PERIOD = 60.0
@@ -172,20 +181,31 @@ def run_exec_plugin(config: ExecConfig, rest: RestConfig) -> ExecCredential:
 ExecRunner = Callable[[ExecConfig, RestConfig], ExecCredential]
 
 
+class CertificateSource(Protocol):
+    """A rotated client certificate (runtime.kubeapi.certificate_manager): the pair in
+    use (None: none valid) and a count bumped with each new pair."""
+
+    @property
+    def generation(self) -> int: ...
+
+    def client_pair(self) -> tuple[bytes, bytes] | None: ...
+
+
 class Credentials:
     """Who the client is, per request: ``authorization()`` for the header,
     ``client_pair()`` for TLS, ``generation`` bumped when the pair changes."""
 
-    def __init__(self, rest: RestConfig, clock: Clock, exec_runner: ExecRunner = run_exec_plugin
-                 ) -> None:
+    def __init__(self, rest: RestConfig, clock: Clock, exec_runner: ExecRunner = run_exec_plugin,
+                 certificates: CertificateSource | None = None) -> None:
         self._rest = rest
         self._clock = clock
         self._exec_runner = exec_runner
+        self._certificates = certificates
         self._lock = threading.Lock()
         self._file_token = ""
         self._file_read_at: float | None = None
         self._exec_cred: ExecCredential | None = None
-        self.generation = 0
+        self._exec_generation = 0
         self.exec_runs = 0
         # Upstream's exec authenticator stands aside when the kubeconfig has a token, basic
         # auth or a client certificate (they win).
@@ -204,7 +224,7 @@ class Credentials:
         logger.bind(plugin=self._rest.exec.command, expires=new.expires_at).info(
             "exec credential plugin ran")
         if cred is None or (new.cert_data, new.key_data) != (cred.cert_data, cred.key_data):
-            self.generation += 1
+            self._exec_generation += 1
         self._exec_cred = new
         return new
 
@@ -237,8 +257,18 @@ class Credentials:
                     return f"Bearer {cred.token}"
         return None
 
+    @property
+    def generation(self) -> int:
+        """Bumped when the client pair changes (an exec plugin's, or a rotation's)."""
+        rotated = self._certificates.generation if self._certificates is not None else 0
+        return self._exec_generation + rotated
+
     def client_pair(self) -> tuple[bytes, bytes] | None:
         rest = self._rest
+        if self._certificates is not None:
+            # As upstream's GetClientCertificate: the manager's pair, or none (the server
+            # then answers 401) when it has no valid one.
+            return self._certificates.client_pair()
         if rest.cert_data and rest.key_data:
             return rest.cert_data, rest.key_data
         if self._use_exec:
@@ -368,14 +398,15 @@ class Transport:
     def __init__(self, rest: RestConfig, *, clock: Clock | None = None,
                  exec_runner: ExecRunner = run_exec_plugin, pool_size: int = 4,
                  qps: float = KUBE_API_QPS, burst: int = KUBE_API_BURST,
-                 timeout: float = REQUEST_TIMEOUT, max_retries: int = MAX_RETRIES) -> None:
+                 timeout: float = REQUEST_TIMEOUT, max_retries: int = MAX_RETRIES,
+                 certificates: CertificateSource | None = None) -> None:
         self.rest = rest
         self.clock = clock or RealClock()
         self.limiter = RateLimiter(qps, burst, self.clock)
         self.timeout = timeout
         self.max_retries = max_retries
         self.retries = 0
-        self.credentials = Credentials(rest, self.clock, exec_runner)
+        self.credentials = Credentials(rest, self.clock, exec_runner, certificates)
         parts = urllib.parse.urlsplit(rest.server)
         self._https = parts.scheme == "https"
         self._host = parts.hostname or ""
@@ -385,6 +416,9 @@ class Transport:
         self._lock = threading.Lock()
         self._idle: list[tuple[int, http.client.HTTPConnection]] = []
         self._contexts: dict[int, ssl.SSLContext] = {}
+        # Every connection made and not yet collected: close_all shuts them all.
+        self._live: weakref.WeakSet[http.client.HTTPConnection] = weakref.WeakSet()
+        self.closed_all = 0
 
     # --- connections ---------------------------------------------------------------------
 
@@ -412,12 +446,18 @@ class Transport:
         return generation, ctx
 
     def _connect(self, timeout: float | None) -> tuple[int, http.client.HTTPConnection]:
+        conn: http.client.HTTPConnection
         if not self._https:
-            return 0, http.client.HTTPConnection(self._host, self._port, timeout=timeout)
-        generation, ctx = self._ssl_context()
-        name = self.rest.tls_server_name or self._host
-        return generation, _Connection(self._host, self._port, context=ctx, timeout=timeout,
-                                       server_name=name)
+            conn = http.client.HTTPConnection(self._host, self._port, timeout=timeout)
+            generation = 0
+        else:
+            generation, ctx = self._ssl_context()
+            name = self.rest.tls_server_name or self._host
+            conn = _Connection(self._host, self._port, context=ctx, timeout=timeout,
+                               server_name=name)
+        with self._lock:
+            self._live.add(conn)
+        return generation, conn
 
     def _take(self, timeout: float) -> tuple[int, http.client.HTTPConnection, bool]:
         generation = self.credentials.generation
@@ -445,6 +485,30 @@ class Transport:
             idle, self._idle = self._idle, []
         for _, conn in idle:
             conn.close()
+
+    def close_all(self) -> None:
+        """Shut every connection this transport made (idle, in use and streaming), as
+        upstream's dialer CloseAll on a certificate rotation: requests under way fail and
+        are retried by their callers, watches end and are reopened."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+            live = list(self._live)
+        for _, conn in idle:
+            conn.close()
+        for conn in live:
+            sock = conn.sock
+            if sock is not None:
+                # socket.socket's shutdown, not SSLSocket's: that one also drops the TLS
+                # object under a thread that may be reading from it right now.
+                with contextlib.suppress(OSError):
+                    socket.socket.shutdown(sock, socket.SHUT_RDWR)
+        self.closed_all += 1
+
+    def certificate_rotated(self, _pair: object = None) -> None:
+        """A certificate manager's listener: the new pair is used from now on."""
+        logger.info("certificate rotation detected, shutting down client connections to "
+                    "start using new credentials")
+        self.close_all()
 
     # --- requests ------------------------------------------------------------------------
 

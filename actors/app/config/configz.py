@@ -147,6 +147,9 @@ def kubelet_configuration(flags: KubeletFlags, *, runtime_endpoint: str = "",
         {"key": t.key, **({"value": t.value} if t.value else {}), "effect": t.effect}
         for t in flags.register_with_taints])
     out["registerNode"] = flags.register_node
+    # certs: omitempty upstream, as both are false by default
+    _some(out, "rotateCertificates", flags.rotate_certificates)
+    _some(out, "serverTLSBootstrap", flags.server_tls_bootstrap)
     out["containerRuntimeEndpoint"] = runtime_endpoint or flags.container_runtime_endpoint
     return out
 

@@ -136,6 +136,11 @@ class KubeletFlags(Struct, frozen=True):
     authorization_webhook_cache_authorized_ttl: float = 300.0
     authorization_webhook_cache_unauthorized_ttl: float = 30.0
     feature_gates: tuple[tuple[str, bool], ...] = ()
+    # certs: TLS bootstrap and certificate rotation (runtime/kubeapi/bootstrap.py,
+    # certificate_manager.py; actors/app/certificates.py)
+    bootstrap_kubeconfig: str = ""
+    rotate_certificates: bool = False
+    server_tls_bootstrap: bool = False
     # container and image GC, crash-loop back-off cap (actors.app.config.gc)
     garbage_collection: GCSettings = field(default_factory=GCSettings)
     max_container_restart_period: float = 300.0
@@ -388,11 +393,24 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
         help="how often the node's status is posted even if it did not change")
     add("--node-status-max-images", type=INT32, default=50,
         help="the most images listed in the node's status.images (-1: no limit)")
+    # certs: TLS bootstrap and rotation
+    add("--bootstrap-kubeconfig", default="",
+        help="a kubeconfig (a bootstrap token user) to ask for a client certificate with when "
+             "--kubeconfig's file is missing or its certificate is invalid or expired: the "
+             "certificate goes to --cert-dir and --kubeconfig is written to point at it")
+    add("--rotate-certificates", action=GoBool, default=False,
+        help="request a new client certificate from the API server as the current one "
+             "nears expiry (70-90%% of its lifetime)")
+    add("--rotate-server-certificates", dest="server_tls_bootstrap", action=GoBool,
+        default=False,
+        help="the main port's serving certificate is requested from the API server "
+             "(signer kubernetes.io/kubelet-serving) and rotated as it nears expiry")
     add("--tls-cert-file", default="",
         help="the main port's serving certificate (default: a self-signed one in --cert-dir)")
     add("--tls-private-key-file", default="", help="the key of --tls-cert-file")
     add("--cert-dir", default="",
-        help="where the self-signed serving pair is kept (default <root-dir>/pki)")
+        help="where the TLS certificates are kept: the self-signed serving pair, and the "
+             "client and serving certificates from the API server (default <root-dir>/pki)")
     add("--tls-min-version", default="",
         help="the main port's lowest TLS version: VersionTLS10, VersionTLS11, VersionTLS12 "
              "(the default) or VersionTLS13")
@@ -495,6 +513,11 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
         if not ns.runonce and not (ns.pod_manifest_path or ns.manifest_url or ns.kubeconfig):
             raise ConfigError("give --pod-manifest-path, --manifest-url or --kubeconfig: there "
                               "is nothing to run")
+    with check():  # certs
+        if ns.bootstrap_kubeconfig and not ns.kubeconfig:
+            raise ConfigError("--bootstrap-kubeconfig needs --kubeconfig: the path the "
+                              "kubeconfig pointing at the bootstrapped certificate is "
+                              "written to")
     _check_positive_periods(ns, ("nodeStatusUpdateFrequency", "nodeStatusReportFrequency"),
                             problems)
     lease_seconds = getattr(ns, "node_lease_duration_seconds", 40)
@@ -648,6 +671,9 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
         stats_collection_period=ns.stats_collection_period,
         node_lease_duration_seconds=lease_seconds,
         node_status_max_images=ns.node_status_max_images,
+        bootstrap_kubeconfig=_abspath(ns.bootstrap_kubeconfig),
+        rotate_certificates=ns.rotate_certificates,
+        server_tls_bootstrap=ns.server_tls_bootstrap,
         tls_cert_file=_abspath(ns.tls_cert_file),
         tls_private_key_file=_abspath(ns.tls_private_key_file),
         cert_dir=_abspath(ns.cert_dir) or os.path.join(os.path.abspath(ns.root_dir), CERT_DIR_NAME),

@@ -195,6 +195,8 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "containerLogMaxWorkers": ("container_log_max_workers", _integer),
     "containerLogMonitorInterval": ("container_log_monitor_interval", _duration),
     "tlsCertFile": ("tls_cert_file", _string),
+    "rotateCertificates": ("rotate_certificates", _bool),  # certs
+    "serverTLSBootstrap": ("server_tls_bootstrap", _bool),  # certs
     "tlsPrivateKeyFile": ("tls_private_key_file", _string),
     "tlsMinVersion": ("tls_min_version", _string),
     "tlsCipherSuites": ("tls_cipher_suites", _strings),

@@ -105,7 +105,6 @@ NOT_IMPLEMENTED: Mapping[str, tuple[Callable[[Any], Any], tuple[Any, ...] | None
 IMPLEMENTED_ON_OTHER_BRANCHES: frozenset[str] = frozenset({
     "systemReserved", "kubeReserved", "reservedSystemCPUs", "enforceNodeAllocatable",
     "systemReservedCgroup", "kubeReservedCgroup",
-    "rotateCertificates", "serverTLSBootstrap",
 })
 """Fields being implemented on other branches (issue 34's reserved resources, graceful
 shutdown and certificates): known, so a file naming them decodes; each branch adds its own

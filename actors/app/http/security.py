@@ -7,24 +7,31 @@ from typing import TYPE_CHECKING
 
 from actors.app.config.flags import KubeletFlags
 from actors.app.http.auth import ALWAYS_ALLOW, WEBHOOK, APIReviews, AuthSettings, KubeletAuth
-from actors.app.http.tls import server_context, serving_pair, tls_settings
+from actors.app.http.tls import ServingCertificates, server_context, serving_pair, tls_settings
 from runtime.errors import ConfigError
 
 if TYPE_CHECKING:
+    from runtime.kubeapi.certificate_manager import CertificateManager
     from runtime.kubeapi.client import KubeClient
 
 
 def main_port_security(
-    flags: KubeletFlags, client: KubeClient | None, node_ips: tuple[str, ...] = ()
+    flags: KubeletFlags, client: KubeClient | None, node_ips: tuple[str, ...] = (),
+    serving: CertificateManager | None = None,
 ) -> tuple[tuple[ssl.SSLContext, str, str] | None, KubeletAuth | None]:
     """The SSL context and serving pair, and the authenticator/authorizer, of ``--port``
-    (nothing when it is off). Raises ConfigError on unusable files or webhooks without an
-    API server."""
+    (nothing when it is off); with ``serving`` (serverTLSBootstrap) the certificate is
+    that manager's, picked per handshake. Raises ConfigError on unusable files or webhooks
+    without an API server."""
     if flags.port == 0:
         return None, None
     tls = tls_settings(flags, node_ips)
-    cert, key = serving_pair(tls)
-    context = server_context(tls, cert, key)
+    if serving is not None:
+        context = ServingCertificates(tls, serving).listening_context
+        cert = key = serving.store.current_path()
+    else:
+        cert, key = serving_pair(tls)
+        context = server_context(tls, cert, key)
     settings = AuthSettings(
         node_name=flags.node_name, anonymous=flags.anonymous_auth,
         client_ca_file=flags.client_ca_file, token_webhook=flags.authentication_token_webhook,

@@ -47,6 +47,7 @@ from runtime.errors import ConfigError
 
 if TYPE_CHECKING:
     from actors.app.config.flags import KubeletFlags
+    from runtime.kubeapi.certificate_manager import CertificateManager
 
 PLAIN_HTTP_ANSWER = (b"HTTP/1.0 400 Bad Request\r\n\r\n"
                      b"Client sent an HTTP request to an HTTPS server.\n")
@@ -178,14 +179,20 @@ def _write(path: Path, data: bytes, mode: int) -> None:
 def server_context(settings: TLSSettings, cert: str, key: str) -> ssl.SSLContext:
     """The main port's SSL context: the serving pair, the TLS floor and suites, and the
     client CA (a client certificate asked for, checked when given)."""
-    check_settings(settings)
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.minimum_version = TLS_VERSIONS.get(settings.min_version or "VersionTLS12",
-                                           ssl.TLSVersion.TLSv1_2)
+    ctx = _base_context(settings)
     try:
         ctx.load_cert_chain(cert, key)
     except (OSError, ssl.SSLError) as err:
         raise ConfigError(f"the serving certificate {cert} / {key} is unusable: {err}") from err
+    return ctx
+
+
+def _base_context(settings: TLSSettings) -> ssl.SSLContext:
+    """The main port's SSL context without its certificate."""
+    check_settings(settings)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = TLS_VERSIONS.get(settings.min_version or "VersionTLS12",
+                                           ssl.TLSVersion.TLSv1_2)
     tls12 = [CIPHER_SUITES[s] for s in settings.cipher_suites if s in CIPHER_SUITES]
     if tls12:
         try:
@@ -201,3 +208,55 @@ def server_context(settings: TLSSettings, cert: str, key: str) -> ssl.SSLContext
         ctx.verify_mode = ssl.CERT_OPTIONAL
     ctx.set_alpn_protocols(["http/1.1"])
     return ctx
+
+
+NO_SERVING_CERTIFICATE = "no serving certificate available for the kubelet"
+"""Upstream's GetCertificate error while serverTLSBootstrap has no certificate yet."""
+
+
+class ServingCertificates:
+    """serverTLSBootstrap: the main port's certificate is the manager's current pair,
+    chosen at each handshake (upstream's tls.Config.GetCertificate).
+
+    ``listening_context`` has no certificate of its own; its SNI callback (which OpenSSL
+    calls on every ClientHello, with or without a server name) hands the handshake a
+    context holding the pair in use (made once per pair), so a rotation reaches the next
+    connection while open ones (exec, logs -f, port-forward) keep theirs. Without a valid
+    pair the handshake ends with an internal_error alert and upstream's message is logged.
+    """
+
+    def __init__(self, settings: TLSSettings, manager: CertificateManager) -> None:
+        self._settings = settings
+        self._manager = manager
+        self._lock = threading.Lock()
+        self._cached: tuple[int, ssl.SSLContext] | None = None
+        self.refused = 0
+        self.listening_context = _base_context(settings)
+        self.listening_context.sni_callback = self._pick
+
+    def current_context(self) -> ssl.SSLContext | None:
+        pair = self._manager.current()
+        if pair is None:
+            return None
+        generation = self._manager.generation
+        with self._lock:
+            if self._cached is not None and self._cached[0] == generation:
+                return self._cached[1]
+        ctx = server_context(self._settings, pair.path, pair.path)
+        with self._lock:
+            self._cached = (generation, ctx)
+        return ctx
+
+    def _pick(self, sslobj: ssl.SSLObject, server_name: str | None,
+              _ctx: ssl.SSLContext) -> int | None:
+        try:
+            ctx = self.current_context()
+        except ConfigError as err:
+            logger.error("the serving certificate cannot be used: {}", err)
+            ctx = None
+        if ctx is None:
+            self.refused += 1
+            logger.warning("http: TLS handshake error: {}", NO_SERVING_CERTIFICATE)
+            return ssl.ALERT_DESCRIPTION_INTERNAL_ERROR
+        sslobj.context = ctx
+        return None

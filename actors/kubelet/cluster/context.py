@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from runtime.kubeapi.client import KubeClient
 from runtime.kubeapi.lease import LEASE_DURATION_SECONDS
 from runtime.kubeapi.node import NODE_STATUS_REPORT_FREQUENCY, NODE_STATUS_UPDATE_FREQUENCY
 from runtime.kubeapi.nodestatus import NodeConfig
+
+if TYPE_CHECKING:
+    from runtime.kubeapi.certificate_manager import CertificateManager
 
 STATUS_RESYNC = 10.0
 """Upstream's status manager syncs every pod's status this often (syncPeriod)."""
@@ -73,3 +78,9 @@ class Cluster:
     node: NodeConfig
     settings: ClusterSettings = field(default_factory=ClusterSettings)
     registration: Registration = field(default_factory=Registration)
+    client_certificates: CertificateManager | None = None
+    """--rotate-certificates: the client certificate's manager (both clients use its pair)."""
+    serving_certificates: CertificateManager | None = None
+    """serverTLSBootstrap: the main port's serving certificate's manager."""
+    on_certificate_expired: Callable[[], None] | None = None
+    """Called when no valid client certificate was had for five minutes (upstream exits)."""

@@ -85,3 +85,11 @@ class StaticPodsWanted(Struct, frozen=True):
     HandlePodCleanups deletes it)."""
 
     hashes: tuple[str, ...]
+
+
+@message("CertificateRotated")
+class CertificateRotated(Struct, frozen=True):
+    """A certificate actor's round ended (on its pool thread): whether a new pair is in
+    use."""
+
+    ok: bool

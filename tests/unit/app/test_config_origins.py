@@ -93,6 +93,8 @@ BAD: dict[str, Bad] = {
                           '"Runc_Alt": a lowercase RFC 1123 label must consist of',
                           ("--runtime-classes", "alt=Runc_Alt")),
     "registerNode": Bad('"yes"', NOT_BOOL),
+    "rotateCertificates": Bad('"yes"', NOT_BOOL),  # certs
+    "serverTLSBootstrap": Bad('"yes"', NOT_BOOL),  # certs
     "registerWithTaints": Bad("[{key: a, effect: Sometimes}]",
                               "invalid taint effect: Sometimes, unsupported taint effect"),
     "nodeStatusUpdateFrequency": Bad(
