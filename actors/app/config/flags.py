@@ -32,6 +32,7 @@ from actors.app.config.pflag_values import (
     UPPER_STRING,
     VMODULE,
 )
+from actors.app.config.reserved import add_reserved_flags, reserved_settings
 from actors.app.config.tls import TLSSettings, check_settings
 from actors.app.config.verbosity import LOG_LEVELS, log_level
 from actors.app.output_format import JSON, TABLE, YAML
@@ -148,6 +149,13 @@ class KubeletFlags(Struct, frozen=True):
     runtime_classes: tuple[tuple[str, str], ...] = ()
     verbosity: int = 0  # klog's --v (logging.verbosity), which log_level follows
     vmodule: tuple[tuple[str, int], ...] = ()  # klog's --vmodule: (file pattern, verbosity)
+    # node allocatable (actors.app.config.reserved, runtime.cm.node_allocatable)
+    system_reserved: tuple[tuple[str, str], ...] = ()  # resource -> quantity text
+    kube_reserved: tuple[tuple[str, str], ...] = ()
+    reserved_cpus: str = ""  # a cpuset list, checked
+    enforce_node_allocatable: tuple[str, ...] = ("pods",)
+    system_reserved_cgroup: str = ""
+    kube_reserved_cgroup: str = ""
 
 
 # Upstream's kubelet sets these labels on its node itself (IsKubeletLabel): --node-labels
@@ -403,6 +411,7 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
         help="how long denied SubjectAccessReview answers are kept")
     add_gc_flags(add)
     add_eviction_flags(add)
+    add_reserved_flags(add)
     add("-v", "--v", dest="verbosity", type=LEVEL, default=0,
         help="number for the log level verbosity, as upstream's (klog's): 0 to 3 write "
              "INFO lines and above, 4 adds DEBUG, 5 and more TRACE")
@@ -564,6 +573,7 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
     taints = problems.value(lambda: _taints(ns.register_with_taints)) or ()
     runtime_classes = problems.value(
         lambda: parse_runtime_classes(ns.runtime_classes, bool(ns.kubeconfig))) or ()
+    reserved = reserved_settings(ns, problems.check)
     problems.raise_found()
     # raise_found raised if a value was not made
     assert gates is not None and garbage_collection is not None and eviction is not None
@@ -635,6 +645,7 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
         authentication_token_webhook_cache_ttl=ns.authentication_token_webhook_cache_ttl,
         authorization_mode=ns.authorization_mode,
         **log_rotation,
+        **reserved,
         authorization_webhook_cache_authorized_ttl=ns.authorization_webhook_cache_authorized_ttl,
         authorization_webhook_cache_unauthorized_ttl=(
             ns.authorization_webhook_cache_unauthorized_ttl),

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from actors.app.config.durations import parse_duration
 from actors.app.config.eviction import CONFIG_FIELDS as EVICTION_FIELDS
+from actors.app.config.reserved import CONFIG_FIELDS as RESERVED_FIELDS
 from runtime.errors import ConfigError, ConfigErrors
 from runtime.pod.admission import sysctl_allowlist_error
 
@@ -200,6 +201,7 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "evictionPressureTransitionPeriod": ("eviction_pressure_transition_period", _duration),
     "localStorageCapacityIsolation": ("local_storage_capacity_isolation", _bool),
     **EVICTION_FIELDS,
+    **RESERVED_FIELDS,  # systemReserved, kubeReserved, reservedSystemCPUs, enforce...
     "authentication": (SPREAD, lambda v: _block(v, _SECURITY_FIELDS, "authentication")),
     "authorization": (SPREAD, lambda v: _block(v, _SECURITY_FIELDS, "authorization")),
 }
