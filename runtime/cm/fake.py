@@ -44,8 +44,8 @@ class FakeCgroupManager:
 
 
 def _merge(old: ResourceConfig, new: ResourceConfig) -> ResourceConfig:
-    """As the filesystem does: a value left None keeps what the cgroup had (a pids.max
-    too, once a NodeResourceConfig set one)."""
+    """As the filesystem does: a value left None keeps what the cgroup had (a node
+    allocatable cgroup's config stays a NodeResourceConfig, its pids.max kept too)."""
     merged = ResourceConfig(
         cpu_shares=new.cpu_shares if new.cpu_shares is not None else old.cpu_shares,
         cpu_quota=new.cpu_quota if new.cpu_quota is not None else old.cpu_quota,
@@ -53,9 +53,9 @@ def _merge(old: ResourceConfig, new: ResourceConfig) -> ResourceConfig:
         memory=new.memory if new.memory is not None else old.memory,
         hugepage_limits={**old.hugepage_limits, **new.hugepage_limits},
     )
-    pids = _pids(new) if _pids(new) is not None else _pids(old)
-    if pids is None:
+    if not isinstance(new, NodeResourceConfig) and not isinstance(old, NodeResourceConfig):
         return merged
+    pids = _pids(new) if _pids(new) is not None else _pids(old)
     return NodeResourceConfig(**{f: getattr(merged, f) for f in merged.__struct_fields__},
                               pids_limit=pids)
 

@@ -101,13 +101,14 @@ def _resources(ns: argparse.Namespace, dest: str) -> tuple[tuple[str, str], ...]
         raise ConfigError(str(err), field=RESERVED_FIELDS[dest]) from err
 
 
-def _field_of(rule: str) -> str:
-    """The field an enforcement rule is reported at (the first the rule names)."""
-    for field in ("reservedSystemCPUs", "systemReservedCgroup", "kubeReservedCgroup"):
-        if rule.startswith(f"invalid configuration: {field}") or (
-                field == "reservedSystemCPUs" and field in rule):
-            return field
-    return "enforceNodeAllocatable"
+def _located(rule: str) -> ConfigError:
+    """An enforcement rule's error: at reservedSystemCPUs when the rule is about it, else
+    at enforceNodeAllocatable, or at the field beside it that the user set."""
+    if "unable to parse reservedSystemCPUs" in rule or "can't use reservedSystemCPUs" in rule:
+        return ConfigError(rule, field="reservedSystemCPUs",
+                           related=("systemReservedCgroup", "kubeReservedCgroup"))
+    return ConfigError(rule, field="enforceNodeAllocatable",
+                       related=("cgroupsPerQOS", "systemReservedCgroup", "kubeReservedCgroup"))
 
 
 def reserved_settings(ns: argparse.Namespace,
@@ -125,7 +126,7 @@ def reserved_settings(ns: argparse.Namespace,
     for rule in check_enforcement(enforce, ns.system_reserved_cgroup, ns.kube_reserved_cgroup,
                                   ns.reserved_cpus, ns.cgroups_per_qos):
         with check():
-            raise ConfigError(rule, field=_field_of(rule))
+            raise _located(rule)
     return {"system_reserved": system, "kube_reserved": kube,
             "reserved_cpus": ns.reserved_cpus, "enforce_node_allocatable": enforce,
             "system_reserved_cgroup": ns.system_reserved_cgroup,
