@@ -1,9 +1,13 @@
 """The node's pod cgroups at start (upstream NewContainerManager's cgroupsPerQOS checks,
-qosContainerManager.Start and the first cleanupOrphanedPodCgroups).
+enforceNodeAllocatableCgroups, qosContainerManager.Start and the first
+cleanupOrphanedPodCgroups).
 
 With --cgroups-per-qos (the default) the kubelet needs --cgroup-root to exist, a
 --cgroup-driver that matches the runtime's (the embedded containerd uses cgroupfs), and
-creates <root>/kubepods with its burstable and besteffort children before any pod runs.
+creates <root>/kubepods, with the node allocatable limits (runtime.cm.node_allocatable),
+and its burstable and besteffort children before any pod runs; with
+--enforce-node-allocatable naming system-reserved or kube-reserved, those existing cgroups
+get their reservation as limits.
 """
 
 from __future__ import annotations
