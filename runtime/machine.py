@@ -1,25 +1,29 @@
-"""What this machine offers pods: the node's allocatable resources, read once at start.
+"""What this machine offers pods: its capacity, read at start (runtime.cm.node_allocatable
+computes the Node's allocatable from it).
 
 Upstream's kubelet takes the node's capacity from cAdvisor's machine info (online CPUs,
-MemTotal, the filesystem of its root directory) and subtracts the reservations and the
-hard eviction thresholds to get allocatable. kubelet-actors reserves nothing, so its
-allocatable is the capacity minus upstream's default hard eviction thresholds
-(``memory.available<100Mi``, ``nodefs.available<10%``), as a kubelet started with no
-``--kube-reserved``, ``--system-reserved`` or ``--eviction-hard`` reports it.
+MemTotal, the filesystem of its root directory, huge pages) and pidlimit (the process IDs),
+and subtracts --system-reserved, --kube-reserved and the hard eviction thresholds to get
+allocatable. A kubelet started with none of them still has upstream's default hard
+eviction thresholds (``memory.available<100Mi``, ``nodefs.available<10%``) taken off.
 """
 
 from __future__ import annotations
 
 import os
 import platform
+import re
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
+
+from msgspec import Struct
 
 from runtime.errors import ConfigError
 
-__all__ = ["EVICTION_MEMORY_AVAILABLE", "EVICTION_NODEFS_AVAILABLE", "MachineIdentity",
-           "binary_si", "machine_allocatable",
-           "machine_arch", "machine_identity", "mem_total", "node_resources"]
+__all__ = ["EVICTION_MEMORY_AVAILABLE", "EVICTION_NODEFS_AVAILABLE", "MachineCapacity",
+           "MachineIdentity", "binary_si", "format_cpuset", "machine_arch", "machine_capacity",
+           "machine_identity", "mem_total", "online_cpus", "parse_cpuset", "pid_max"]
 
 EVICTION_MEMORY_AVAILABLE = 100 * 1024 * 1024
 """Upstream's default hard eviction threshold memory.available<100Mi, in bytes."""
@@ -60,16 +64,108 @@ def _filesystem_bytes(root_dir: str) -> int:
     return stat.f_blocks * stat.f_frsize
 
 
-def machine_allocatable(root_dir: str, max_pods: int, meminfo: str = "/proc/meminfo"
-                        ) -> dict[str, str]:
-    """The node's allocatable resources as quantities: cpu (online CPUs), memory
-    (MemTotal), ephemeral-storage (the filesystem of ``root_dir``), each less upstream's
-    default hard eviction threshold, and pods (``max_pods``)."""
-    memory = max(mem_total(meminfo) - EVICTION_MEMORY_AVAILABLE, 0)
-    storage = _filesystem_bytes(root_dir)
-    storage -= int(storage * EVICTION_NODEFS_AVAILABLE)
-    return {"cpu": str(os.cpu_count() or 1), "memory": str(memory),
-            "ephemeral-storage": str(storage), "pods": str(max_pods)}
+CPU = "cpu"
+MEMORY = "memory"
+EPHEMERAL_STORAGE = "ephemeral-storage"
+PODS = "pods"
+PIDS = "pid"
+"""pidlimit.PIDs: the node's process IDs, internal capacity only (not on the Node)."""
+
+
+class MachineCapacity(Struct, frozen=True):
+    """What the machine has (cAdvisor's MachineInfo, pidlimit): cpus, bytes of memory and
+    of the root directory's filesystem, --max-pods, process IDs, huge pages by resource
+    name (``hugepages-2Mi``) in bytes, and the online cpus' ids."""
+
+    cpu: int
+    memory: int
+    ephemeral_storage: int
+    pods: int
+    pid: int | None = None
+    hugepages: tuple[tuple[str, int], ...] = ()
+    online_cpus: tuple[int, ...] = ()
+
+    def resources(self, internal: bool = False) -> dict[str, Decimal]:
+        """The capacity as a resource list; ``internal`` adds the process IDs
+        (upstream's internalCapacity)."""
+        out = {CPU: Decimal(self.cpu), MEMORY: Decimal(self.memory),
+               EPHEMERAL_STORAGE: Decimal(self.ephemeral_storage), PODS: Decimal(self.pods)}
+        out.update((name, Decimal(size)) for name, size in self.hugepages)
+        if internal and self.pid is not None:
+            out[PIDS] = Decimal(self.pid)
+        return out
+
+
+_ATOI = re.compile(r"^[+-]?[0-9]+$")
+
+
+def _atoi(text: str) -> int:
+    if not _ATOI.match(text):
+        raise ValueError(f'strconv.Atoi: parsing "{text}": invalid syntax')
+    return int(text)
+
+
+def parse_cpuset(text: str) -> tuple[int, ...]:
+    """cpuset.Parse, the kernel's cpu list format ("0-2,5" -> (0, 1, 2, 5)) of
+    /sys/devices/system/cpu/online and --reserved-cpus; ValueError in its words."""
+    if text == "":
+        return ()
+    cpus: set[int] = set()
+    for part in text.split(","):
+        start_text, dash, end_text = part.partition("-")
+        if not dash:
+            cpus.add(_atoi(start_text))
+            continue
+        start, end = _atoi(start_text), _atoi(end_text)
+        if start > end:
+            raise ValueError(f'invalid range "{part}" ({start} > {end})')
+        cpus.update(range(start, end + 1))
+    return tuple(sorted(cpus))
+
+
+def format_cpuset(cpus: tuple[int, ...]) -> str:
+    """CPUSet.String: contiguous runs as ranges, "0-2,5"."""
+    runs: list[str] = []
+    i = 0
+    while i < len(cpus):
+        j = i
+        while j + 1 < len(cpus) and cpus[j + 1] == cpus[j] + 1:
+            j += 1
+        runs.append(str(cpus[i]) if i == j else f"{cpus[i]}-{cpus[j]}")
+        i = j + 1
+    return ",".join(runs)
+
+
+def online_cpus(path: str = "/sys/devices/system/cpu/online") -> tuple[int, ...]:
+    """The online cpus' ids (what cAdvisor's topology lists); every cpu os.cpu_count
+    reports when the file cannot be read."""
+    try:
+        return parse_cpuset(Path(path).read_text(encoding="ascii").strip())
+    except (OSError, ValueError):
+        return tuple(range(os.cpu_count() or 1))
+
+
+def pid_max(proc_sys: str = "/proc/sys/kernel") -> int | None:
+    """pidlimit's MaxPID: the smaller of kernel.pid_max and kernel.threads-max (None when
+    neither can be read)."""
+    found: list[int] = []
+    for name in ("pid_max", "threads-max"):
+        try:
+            found.append(int(Path(proc_sys, name).read_text(encoding="ascii").strip()))
+        except (OSError, ValueError):
+            continue
+    return min(found) if found else None
+
+
+def machine_capacity(root_dir: str, max_pods: int, meminfo: str = "/proc/meminfo"
+                     ) -> MachineCapacity:
+    """This machine's capacity: online CPUs, MemTotal, the filesystem of ``root_dir``,
+    ``max_pods``, the process IDs and the huge pages."""
+    return MachineCapacity(
+        cpu=os.cpu_count() or 1, memory=mem_total(meminfo),
+        ephemeral_storage=_filesystem_bytes(root_dir), pods=max_pods, pid=pid_max(),
+        hugepages=tuple(sorted(_hugepages().items())), online_cpus=online_cpus())
+
 
 
 APPARMOR_ENABLED = "/sys/module/apparmor/parameters/enabled"
@@ -115,25 +211,6 @@ def _hugepages(root: str = "/sys/kernel/mm/hugepages") -> dict[str, int]:
             continue
         out[f"hugepages-{binary_si(size_kb * 1024)}"] = count * size_kb * 1024
     return out
-
-
-def node_resources(root_dir: str, max_pods: int, meminfo: str = "/proc/meminfo"
-                   ) -> tuple[dict[str, str], dict[str, str]]:
-    """The Node's capacity and allocatable as upstream's MachineInfo setter writes them:
-    cpu, memory, ephemeral-storage, pods and hugepages-*, as quantities; allocatable is
-    capacity less the default hard eviction thresholds and the huge pages (from memory)."""
-    memory = mem_total(meminfo)
-    storage = _filesystem_bytes(root_dir)
-    hugepages = _hugepages()
-    capacity = {"cpu": str(os.cpu_count() or 1), "memory": binary_si(memory),
-                "ephemeral-storage": binary_si(storage), "pods": str(max_pods)}
-    capacity.update({name: binary_si(size) for name, size in hugepages.items()})
-    allocatable = dict(capacity)
-    allocatable["memory"] = binary_si(max(memory - EVICTION_MEMORY_AVAILABLE
-                                          - sum(hugepages.values()), 0))
-    allocatable["ephemeral-storage"] = binary_si(storage - int(storage *
-                                                               EVICTION_NODEFS_AVAILABLE))
-    return capacity, allocatable
 
 
 @dataclass(frozen=True)

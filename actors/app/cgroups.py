@@ -1,26 +1,29 @@
 """The node's pod cgroups at start (upstream NewContainerManager's cgroupsPerQOS checks,
-qosContainerManager.Start and the first cleanupOrphanedPodCgroups).
+enforceNodeAllocatableCgroups, qosContainerManager.Start and the first
+cleanupOrphanedPodCgroups).
 
 With --cgroups-per-qos (the default) the kubelet needs --cgroup-root to exist, a
 --cgroup-driver that matches the runtime's (the embedded containerd uses cgroupfs), and
-creates <root>/kubepods with its burstable and besteffort children before any pod runs.
+creates <root>/kubepods, with the node allocatable limits (runtime.cm.node_allocatable),
+and its burstable and besteffort children before any pod runs; with
+--enforce-node-allocatable naming system-reserved or kube-reserved, those existing cgroups
+get their reservation as limits.
 """
 
 from __future__ import annotations
 
-import os
-
 from loguru import logger
 
 from actors.app.config.flags import KubeletFlags
-from runtime.cm.cgroupfs import CgroupFS
-from runtime.cm.names import CGROUPFS, parse_root
+from actors.app.node import allocatable_plan
+from runtime.cm.cgroupfs import CgroupFS, CgroupManager
+from runtime.cm.names import CGROUPFS, driver_name, parse_root
+from runtime.cm.node_allocatable import ENFORCE_SYSTEM_RESERVED, AllocatablePlan
 from runtime.cm.pod_cgroups import PodCgroups
 from runtime.cri.service import CRIRuntime
 from runtime.cri.types import SandboxFilter
 from runtime.errors import ConfigError, CRIError
 from runtime.kuberuntime import labels as L
-from runtime.machine import mem_total
 
 
 def start_pod_cgroups(flags: KubeletFlags, runtime: CRIRuntime, embedded: bool
@@ -39,14 +42,14 @@ def start_pod_cgroups(flags: KubeletFlags, runtime: CRIRuntime, embedded: bool
         # Upstream: "invalid configuration: cgroup-root ... doesn't exist".
         raise ConfigError(f'--cgroup-root "{flags.cgroup_root}" does not exist '
                           f"(looked in {manager.path(root, 'memory')})")
-    cgroups = PodCgroups(manager, root, flags.cgroup_driver,
-                         node_cpu_millis=(os.cpu_count() or 1) * 1000,
-                         node_memory=mem_total())
+    node = allocatable_plan(flags)
+    cgroups = PodCgroups(manager, root, flags.cgroup_driver, node=node.kubepods)
     try:
         cgroups.start()
     except OSError as err:
         raise ConfigError(f"cannot create the QoS cgroups under {flags.cgroup_root}: {err}"
                           ) from err
+    enforce_reserved_cgroups(manager, node, flags.cgroup_driver)
     try:
         holding = frozenset(s.labels.get(L.POD_UID, "") for s in
                             runtime.list_pod_sandbox(SandboxFilter()))
@@ -56,5 +59,27 @@ def start_pod_cgroups(flags: KubeletFlags, runtime: CRIRuntime, embedded: bool
                        err)
     else:
         cgroups.cleanup_orphans(holding)
-    logger.info("cgroupsPerQOS on: root {}, driver {}", flags.cgroup_root, flags.cgroup_driver)
+    logger.info("cgroupsPerQOS on: root {}, driver {}; kubepods limits: cpu shares {}, "
+                "memory {}, pids {}", flags.cgroup_root, flags.cgroup_driver,
+                node.kubepods.cpu_shares, node.kubepods.memory, node.kubepods.pids_limit)
     return cgroups
+
+
+def enforce_reserved_cgroups(manager: CgroupManager, node: AllocatablePlan,
+                             driver: str) -> None:
+    """enforceNodeAllocatable's system-reserved and kube-reserved: each named cgroup must
+    exist and gets its reservation as limits; a failure stops the start, in upstream's
+    words."""
+    for kind, given, config in node.reserved_cgroups:
+        which = "System" if kind == ENFORCE_SYSTEM_RESERVED else "Kube"
+        try:
+            name = parse_root(given, driver)
+            if not manager.exists(name):
+                raise ConfigError(f'"{driver_name(name, driver)}" cgroup does not exist')
+            manager.update(name, config)
+        except (ConfigError, OSError, ValueError) as err:
+            raise ConfigError(f'Failed to enforce {which} Reserved Cgroup Limits on "{given}": '
+                              f"{err}") from err
+        logger.info("Updated limits on {} reserved cgroup {}: cpu shares {}, memory {}, "
+                    "pids {}", which.lower(), given, config.cpu_shares, config.memory,
+                    config.pids_limit)

@@ -7,6 +7,7 @@ from loguru import logger
 
 from actors.app import certificates
 from actors.app.config.flags import KubeletFlags
+from actors.app.node import allocatable_config
 from actors.kubelet.cluster.context import Cluster, ClusterSettings
 from runtime.clock import Clock
 from runtime.kubeapi.client import KubeClient
@@ -37,7 +38,8 @@ def cluster_from_flags(flags: KubeletFlags, clock: Clock, node_ip: str) -> Clust
         node_status_update_frequency=flags.node_status_update_frequency,
         node_status_report_frequency=flags.node_status_report_frequency,
         node_lease_duration_seconds=flags.node_lease_duration_seconds,
-        root_dir=flags.root_dir, max_pods=flags.max_pods)
+        root_dir=flags.root_dir, max_pods=flags.max_pods,
+        allocatable=allocatable_config(flags))
     client = KubeClient(Transport(rest, clock=clock, certificates=client_certs))
     # Upstream's heartbeat client: its own connections, a timeout of the update period.
     heartbeat = KubeClient(Transport(rest, clock=clock,

@@ -10,6 +10,7 @@ import msgspec
 from loguru import logger
 
 from actors.kubelet import names
+from runtime.eviction.parse import add_allocatable_thresholds
 
 if TYPE_CHECKING:
     from actors.app.config.flags import KubeletFlags
@@ -24,6 +25,9 @@ def wire_eviction(flags: KubeletFlags, stats: StatsParts | None, sync: SyncLoopS
     """The eviction actor's settings (None: off), and the stats parts and sync loop
     settings that feed it."""
     config = flags.eviction
+    if flags.cgroups_per_qos and "pods" in flags.enforce_node_allocatable:
+        # Upstream's kubelet passes enforceNodeAllocatable to ParseThresholdConfig.
+        config = add_allocatable_thresholds(config)
     if not config.thresholds and not config.local_storage_capacity_isolation:
         return None, stats, sync
     if stats is None:

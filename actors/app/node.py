@@ -4,21 +4,58 @@ from __future__ import annotations
 
 from actors.app.config.flags import KubeletFlags
 from runtime.cm.container_resources import node_hugepage_sizes
+from runtime.cm.node_allocatable import (
+    AllocatableConfig,
+    AllocatablePlan,
+    check_reservation,
+    plan,
+)
+from runtime.eviction.parse import hard_eviction_reserves
 from runtime.kuberuntime.memory_volumes import tmpfs_noswap
 from runtime.kuberuntime.settings import NodeSettings
-from runtime.machine import apparmor_enabled, machine_allocatable, machine_arch, mem_total
+from runtime.machine import (
+    apparmor_enabled,
+    machine_arch,
+    machine_capacity,
+    mem_total,
+    parse_cpuset,
+)
 from runtime.node_address import node_ip as find_node_ip
 from runtime.pod.admission import Node, node_labels
+
+
+def allocatable_config(flags: KubeletFlags) -> AllocatableConfig:
+    """What the node reserves: --system-reserved, --kube-reserved, --reserved-cpus, the
+    enforcement and the hard eviction thresholds (upstream's NodeAllocatableConfig)."""
+    return AllocatableConfig(
+        system_reserved=flags.system_reserved, kube_reserved=flags.kube_reserved,
+        reserved_cpus=parse_cpuset(flags.reserved_cpus),
+        enforce=flags.enforce_node_allocatable,
+        system_reserved_cgroup=flags.system_reserved_cgroup,
+        kube_reserved_cgroup=flags.kube_reserved_cgroup,
+        hard_eviction=hard_eviction_reserves(flags.eviction.thresholds))
+
+
+def allocatable_plan(flags: KubeletFlags) -> AllocatablePlan:
+    """The node's capacity, allocatable and cgroup limits: the one computation the Node
+    status, admission, the downward API and the kubepods cgroup all read. A reservation
+    the machine cannot give (more than its capacity, cpus it does not have) is a
+    ConfigError in upstream's words."""
+    config = allocatable_config(flags)
+    capacity = machine_capacity(flags.root_dir, flags.max_pods)
+    check_reservation(capacity, config)
+    return plan(capacity, config, flags.cgroups_per_qos)
 
 
 def this_node(flags: KubeletFlags) -> Node:
     """This machine as admission sees it, read once at start: its name, its labels
     (kubernetes.io/hostname, os and arch, plus --node-labels), its allocatable
-    resources and whether its kernel enforces AppArmor (runtime.machine)."""
+    resources (capacity less the reservations) and whether its kernel enforces AppArmor
+    (runtime.machine)."""
     return Node(
         name=flags.node_name,
         labels=node_labels(flags.node_name, "linux", machine_arch(), dict(flags.node_labels)),
-        allocatable=machine_allocatable(flags.root_dir, flags.max_pods),
+        allocatable=allocatable_plan(flags).allocatable_map(),
         apparmor=apparmor_enabled(),
     )
 

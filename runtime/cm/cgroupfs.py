@@ -3,8 +3,8 @@ libcontainer fs managers do the same writes).
 
 CgroupManager is the narrow interface the pod cgroup logic needs; CgroupFS implements
 it on cgroup v1 (a directory per mounted controller: cpu.shares, cpu.cfs_period_us,
-cpu.cfs_quota_us, memory.limit_in_bytes, hugetlb.<size>.limit_in_bytes) and on the
-unified v2 hierarchy (cpu.weight, cpu.max, memory.max, hugetlb.<size>.max).
+cpu.cfs_quota_us, memory.limit_in_bytes, pids.max, hugetlb.<size>.limit_in_bytes) and on
+the unified v2 hierarchy (cpu.weight, cpu.max, memory.max, pids.max, hugetlb.<size>.max).
 Names are tuples of components (runtime.cm.names) spelled by the driver.
 """
 
@@ -19,7 +19,7 @@ from typing import Final, Protocol
 from loguru import logger
 
 from runtime.cm.names import CgroupName, fs_path
-from runtime.cm.resources import ResourceConfig, hugepage_unit_size
+from runtime.cm.resources import NodeResourceConfig, ResourceConfig, hugepage_unit_size
 from runtime.errors import ConfigError
 
 CGROUP_ROOT: Final = "/sys/fs/cgroup"
@@ -125,7 +125,8 @@ class CgroupFS:
         if not self.unified_root and not all(c in self.mounts for c in ("cpu", "memory")):
             raise ConfigError("cgroups: no cpu and memory controllers are mounted "
                               f"(found {sorted(self.mounts)}); run with "
-                              "--cgroups-per-qos=false to leave cgroups to the runtime")
+                              "--cgroups-per-qos=false --enforce-node-allocatable= to leave "
+                              "cgroups to the runtime")
 
     # --- paths ------------------------------------------------------------------------
 
@@ -248,6 +249,10 @@ class CgroupFS:
             _write(os.path.join(cpu, "cpu.cfs_quota_us"), str(config.cpu_quota))
         if config.memory:
             _write(os.path.join(dirs["memory"], "memory.limit_in_bytes"), str(config.memory))
+        pids = dirs.get("pids")
+        if isinstance(config, NodeResourceConfig) and config.pids_limit is not None \
+                and pids is not None:
+            _write(os.path.join(pids, "pids.max"), str(config.pids_limit))
         hugetlb = dirs.get("hugetlb")
         if hugetlb is not None:
             for size, limit in config.hugepage_limits.items():
@@ -267,6 +272,8 @@ class CgroupFS:
                    f"{quota} {config.cpu_period or 100_000}")
         if config.memory:
             _write(os.path.join(directory, "memory.max"), str(config.memory))
+        if isinstance(config, NodeResourceConfig) and config.pids_limit is not None:
+            _write(os.path.join(directory, "pids.max"), str(config.pids_limit))
         for size, limit in config.hugepage_limits.items():
             target = os.path.join(directory, f"hugetlb.{hugepage_unit_size(size)}.max")
             if os.path.exists(target):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from runtime.cm.names import CgroupName
-from runtime.cm.resources import ResourceConfig
+from runtime.cm.resources import NodeResourceConfig, ResourceConfig
 
 
 class FakeCgroupManager:
@@ -44,11 +44,21 @@ class FakeCgroupManager:
 
 
 def _merge(old: ResourceConfig, new: ResourceConfig) -> ResourceConfig:
-    """As the filesystem does: a value left None keeps what the cgroup had."""
-    return ResourceConfig(
+    """As the filesystem does: a value left None keeps what the cgroup had (a node
+    allocatable cgroup's config stays a NodeResourceConfig, its pids.max kept too)."""
+    merged = ResourceConfig(
         cpu_shares=new.cpu_shares if new.cpu_shares is not None else old.cpu_shares,
         cpu_quota=new.cpu_quota if new.cpu_quota is not None else old.cpu_quota,
         cpu_period=new.cpu_period if new.cpu_period is not None else old.cpu_period,
         memory=new.memory if new.memory is not None else old.memory,
         hugepage_limits={**old.hugepage_limits, **new.hugepage_limits},
     )
+    if not isinstance(new, NodeResourceConfig) and not isinstance(old, NodeResourceConfig):
+        return merged
+    pids = _pids(new) if _pids(new) is not None else _pids(old)
+    return NodeResourceConfig(**{f: getattr(merged, f) for f in merged.__struct_fields__},
+                              pids_limit=pids)
+
+
+def _pids(config: ResourceConfig) -> int | None:
+    return config.pids_limit if isinstance(config, NodeResourceConfig) else None

@@ -2,8 +2,9 @@
 qos_container_manager_linux.go, pod_container_manager_linux.go, node_container_manager
 createNodeAllocatableCgroups, and the kubelet's cleanupOrphanedPodCgroups).
 
-<root>/kubepods holds the node's allocatable (cpu shares of every cpu, memory of the
-machine, as nothing is reserved); Guaranteed pods' cgroups live right in it, the others
+<root>/kubepods holds the node's allocatable (runtime.cm.node_allocatable: cpu shares,
+memory and pids of the capacity less the reservations when enforceNodeAllocatable has
+"pods", else of the whole machine); Guaranteed pods' cgroups live right in it, the others
 in kubepods/burstable and kubepods/besteffort. A pod's cgroup pod<uid> carries
 ResourceConfigForPod and is the cgroup parent of its sandbox and containers; it is
 created before the sandbox and removed once the pod is stopped. The burstable cgroup's
@@ -92,21 +93,34 @@ class PodCgroups:
     """
 
     def __init__(self, manager: CgroupManager, root: CgroupName, driver: str,
-                 node_cpu_millis: int, node_memory: int) -> None:
+                 node_cpu_millis: int = 0, node_memory: int = 0, *,
+                 node: ResourceConfig | None = None) -> None:
+        """``node``: the kubepods cgroup's limits (runtime.cm.node_allocatable's plan);
+        without it, shares of ``node_cpu_millis`` and ``node_memory`` bytes."""
         self.manager = manager
         self.root = root
         self.driver = driver
-        self._node = ResourceConfig(cpu_shares=milli_cpu_to_shares(node_cpu_millis),
-                                    memory=node_memory or None)
+        self._node = node if node is not None else ResourceConfig(
+            cpu_shares=milli_cpu_to_shares(node_cpu_millis), memory=node_memory or None)
         self._active: dict[str, PodCgroupSpec] = {}
         self._qos_written: dict[CgroupName, ResourceConfig] = {}
         self._lock = threading.Lock()
 
     def start(self) -> None:
         """Create (or bring up to date) kubepods, kubepods/burstable and
-        kubepods/besteffort (upstream qosContainerManager.Start)."""
+        kubepods/besteffort (upstream createNodeAllocatableCgroups,
+        enforceNodeAllocatableCgroups and qosContainerManager.Start). The kubepods
+        limits failing to apply (pods already use more memory than the new limit) is
+        logged, as upstream's Failed to update Node Allocatable Limits event."""
         with self._lock:
-            self._ensure(kubepods(self.root), self._node)
+            name = kubepods(self.root)
+            if not self.manager.exists(name):
+                self.manager.create(name, ResourceConfig())
+            try:
+                self.manager.update(name, self._node)
+            except OSError as err:
+                logger.warning('Failed to update Node Allocatable Limits "{}": {}',
+                               driver_name(name, self.driver), err)
             self._ensure(qos_cgroup(self.root, BURSTABLE), ResourceConfig())
             self._ensure(qos_cgroup(self.root, BEST_EFFORT),
                          ResourceConfig(cpu_shares=MIN_SHARES))

@@ -103,6 +103,14 @@ class ResourceConfig(Struct, frozen=True):
     hugepage_limits: Mapping[int, int] = field(default_factory=dict)
 
 
+class NodeResourceConfig(ResourceConfig, frozen=True):
+    """A ResourceConfig with a pids.max too: what the node allocatable cgroups (kubepods,
+    the reserved ones) get (upstream's ResourceConfig.PidsLimit). Kept apart from the pod
+    cgroups' ResourceConfig, whose fields the traces record."""
+
+    pids_limit: int | None = None
+
+
 def resource_config_for_pod(pod: Pod, enforce_cpu_limits: bool = True,
                             cpu_period: int = QUOTA_PERIOD) -> ResourceConfig:
     """The pod cgroup's resources (upstream ResourceConfigForPod): Guaranteed gets shares,

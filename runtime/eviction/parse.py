@@ -10,10 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from runtime.cm.node_allocatable import EvictionReserve
 from runtime.errors import ConfigError
 from runtime.eviction.api import (
+    ALLOCATABLE_MEMORY_AVAILABLE,
     DECIMAL_SIGNALS,
     DEFAULT_PRESSURE_TRANSITION_PERIOD,
+    MEMORY_AVAILABLE,
+    NODEFS_AVAILABLE,
     SIGNAL_RESOURCE,
     EvictionConfig,
     Quantity,
@@ -160,3 +164,27 @@ def parse_threshold_config(
         raise _error("--eviction-pressure-transition-period",
                      f"{pressure_transition_period:g}s: must not be negative")
     return EvictionConfig(tuple(out), pressure_transition_period, max_pod_grace_period)
+
+
+def add_allocatable_thresholds(config: EvictionConfig) -> EvictionConfig:
+    """addAllocatableThresholds (ParseThresholdConfig with enforceNodeAllocatable "pods"):
+    each hard memory.available threshold also watches allocatableMemory.available, the
+    kubepods cgroup's memory left below its limit."""
+    extra = tuple(Threshold(ALLOCATABLE_MEMORY_AVAILABLE, t.value, 0.0, t.min_reclaim)
+                  for t in config.thresholds if t.signal == MEMORY_AVAILABLE and t.hard)
+    if not extra:
+        return config
+    return EvictionConfig(config.thresholds + extra, config.pressure_transition_period,
+                          config.max_pod_grace_period, config.monitoring_interval,
+                          config.local_storage_capacity_isolation)
+
+
+def hard_eviction_reserves(thresholds: tuple[Threshold, ...]) -> tuple[EvictionReserve, ...]:
+    """What the hard thresholds hold back from allocatable (hardEvictionReservation):
+    memory.available's of memory, nodefs.available's of ephemeral-storage; soft ones and
+    the other signals none."""
+    resource = {MEMORY_AVAILABLE: "memory", NODEFS_AVAILABLE: "ephemeral-storage"}
+    return tuple(EvictionReserve(resource[t.signal],
+                                 t.value.quantity.value if t.value.quantity is not None
+                                 else None, t.value.percentage)
+                 for t in thresholds if t.hard and t.signal in resource)

@@ -22,12 +22,13 @@ from loguru import logger
 
 from runtime import errors
 from runtime.clock import Clock
+from runtime.cm.node_allocatable import AllocatableConfig, plan
 from runtime.kubeapi import nodestatus
 from runtime.kubeapi.client import NODES, KubeClient
 from runtime.kubeapi.nodestatus import MachineFacts, NodeConfig, NodeHealth
 from runtime.kubeapi.runtimestate import FastStep, fast_status_step
 from runtime.kubeapi.strategicpatch import node_status_patch
-from runtime.machine import machine_identity, node_resources
+from runtime.machine import machine_capacity, machine_identity
 
 __all__ = ["KUBELET_VERSION", "NODE_STATUS_REPORT_FREQUENCY", "NODE_STATUS_UPDATE_FREQUENCY",
            "NODE_STATUS_UPDATE_RETRY", "NodeStatusReporter", "machine_facts"]
@@ -44,13 +45,16 @@ REGISTER_MAX_STEP = 7.0
 
 
 def machine_facts(root_dir: str, max_pods: int, runtime_name: str = "",
-                  runtime_version: str = "") -> MachineFacts:
+                  runtime_version: str = "",
+                  allocatable_config: AllocatableConfig | None = None) -> MachineFacts:
     """This machine's facts for the Node; the runtime's name and version from CRI Version
-    ("<name>://Unknown" when it did not answer, as VersionInfo writes it)."""
-    capacity, allocatable = node_resources(root_dir, max_pods)
+    ("<name>://Unknown" when it did not answer, as VersionInfo writes it); allocatable is
+    capacity less ``allocatable_config``'s reservations (runtime.cm.node_allocatable)."""
+    node = plan(machine_capacity(root_dir, max_pods), allocatable_config or AllocatableConfig())
+    capacity, allocatable = node.capacity, node.allocatable
     ident = machine_identity()
     return MachineFacts(
-        capacity=tuple(sorted(capacity.items())), allocatable=tuple(sorted(allocatable.items())),
+        capacity=capacity, allocatable=allocatable,
         machine_id=ident.machine_id, system_uuid=ident.system_uuid, boot_id=ident.boot_id,
         kernel_version=ident.kernel_version, os_image=ident.os_image,
         container_runtime_version=f"{runtime_name or 'containerd'}://"

@@ -33,6 +33,7 @@ from actors.app.config.pflag_values import (
     UPPER_STRING,
     VMODULE,
 )
+from actors.app.config.reserved import add_reserved_flags, reserved_settings
 from actors.app.config.shutdown import shutdown_problems, shutdown_settings
 from actors.app.config.tls import TLSSettings, check_settings
 from actors.app.config.verbosity import LOG_LEVELS, log_level
@@ -162,6 +163,13 @@ class KubeletFlags(Struct, frozen=True):
     shutdown_grace_period_critical_pods: float = 0.0
     shutdown_grace_period_by_pod_priority: tuple[ShutdownGracePeriodByPodPriority, ...] = ()
     logind_conf_dir: str = "/etc/systemd/logind.conf.d"  # our own: where the drop-in goes
+    # node allocatable (actors.app.config.reserved, runtime.cm.node_allocatable)
+    system_reserved: tuple[tuple[str, str], ...] = ()  # resource -> quantity text
+    kube_reserved: tuple[tuple[str, str], ...] = ()
+    reserved_cpus: str = ""  # a cpuset list, checked
+    enforce_node_allocatable: tuple[str, ...] = ("pods",)
+    system_reserved_cgroup: str = ""
+    kube_reserved_cgroup: str = ""
 
 
 # Upstream's kubelet sets these labels on its node itself (IsKubeletLabel): --node-labels
@@ -440,6 +448,7 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
         help="this project's own: graceful node shutdown writes logind's drop-in "
              "99-kubelet.conf here when logind's InhibitDelayMaxSec is shorter than the "
              "shutdown grace period")
+    add_reserved_flags(add)
     add("-v", "--v", dest="verbosity", type=LEVEL, default=0,
         help="number for the log level verbosity, as upstream's (klog's): 0 to 3 write "
              "INFO lines and above, 4 adds DEBUG, 5 and more TRACE")
@@ -610,6 +619,7 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
     taints = problems.value(lambda: _taints(ns.register_with_taints)) or ()
     runtime_classes = problems.value(
         lambda: parse_runtime_classes(ns.runtime_classes, bool(ns.kubeconfig))) or ()
+    reserved = reserved_settings(ns, problems.check)
     problems.raise_found()
     # raise_found raised if a value was not made
     assert gates is not None and garbage_collection is not None and eviction is not None
@@ -689,6 +699,7 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
         shutdown_grace_period_critical_pods=shutdown[1],
         shutdown_grace_period_by_pod_priority=shutdown[2],
         logind_conf_dir=os.path.abspath(ns.logind_conf_dir),
+        **reserved,
         authorization_webhook_cache_authorized_ttl=ns.authorization_webhook_cache_authorized_ttl,
         authorization_webhook_cache_unauthorized_ttl=(
             ns.authorization_webhook_cache_unauthorized_ttl),

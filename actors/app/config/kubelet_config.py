@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 from actors.app.config.eviction import CONFIG_FIELDS as EVICTION_FIELDS
 from actors.app.config.field_types import boolean, duration, integer, string, strings
 from actors.app.config.not_implemented import (
-    IMPLEMENTED_ON_OTHER_BRANCHES,
     NOT_IMPLEMENTED,
     refusal,
 )
 from actors.app.config.pflag_values import parse_vmodule
+from actors.app.config.reserved import CONFIG_FIELDS as RESERVED_FIELDS
 from actors.app.config.shutdown import by_pod_priority
 from runtime.errors import ConfigError, ConfigErrors
 from runtime.pod.admission import sysctl_allowlist_error
@@ -212,6 +212,7 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "shutdownGracePeriodByPodPriority": ("shutdown_grace_period_by_pod_priority", by_pod_priority),
     **EVICTION_FIELDS,
     "runOnce": ("runonce", _bool),
+    **RESERVED_FIELDS,  # systemReserved, kubeReserved, reservedSystemCPUs, enforce...
 }
 
 
@@ -290,8 +291,7 @@ def _unknown_fields(document: dict[str, Any], prefix: str = "") -> list[str]:
         if field in OBJECTS:
             if isinstance(value, dict):
                 unknown += _unknown_fields(value, f"{field}.")
-        elif not (field in LEAVES or field in NOT_IMPLEMENTED
-                  or field in IMPLEMENTED_ON_OTHER_BRANCHES):
+        elif not (field in LEAVES or field in NOT_IMPLEMENTED):
             unknown.append(field)
     return unknown
 
@@ -322,8 +322,7 @@ def decode(document: dict[str, Any], path: str, flag: str = CONFIG) -> dict[str,
     def walk(obj: dict[str, Any], prefix: str) -> None:
         for key, value in obj.items():
             field = f"{prefix}{key}"
-            if (not prefix and key in ("kind", "apiVersion")) or value is None \
-                    or field in IMPLEMENTED_ON_OTHER_BRANCHES:
+            if (not prefix and key in ("kind", "apiVersion")) or value is None:
                 continue
             try:
                 if field in OBJECTS:

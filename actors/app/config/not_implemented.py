@@ -102,15 +102,6 @@ NOT_IMPLEMENTED: Mapping[str, tuple[Callable[[Any], Any], tuple[Any, ...] | None
     "userNamespaces.idsPerPod": (integer, (65536,)),
 }
 
-IMPLEMENTED_ON_OTHER_BRANCHES: frozenset[str] = frozenset({
-    "systemReserved", "kubeReserved", "reservedSystemCPUs", "enforceNodeAllocatable",
-    "systemReservedCgroup", "kubeReservedCgroup",
-})
-"""Fields being implemented on other branches (issue 34's reserved resources, graceful
-shutdown and certificates): known, so a file naming them decodes; each branch adds its own
-line to kubelet_config.FIELDS. Delete this set when they are merged."""
-
-
 def shown(convert: Callable[[Any], Any], value: Any) -> str:
     """A converted value as the YAML file writes it."""
     import json

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from runtime.cm.node_allocatable import AllocatableConfig
 from runtime.kubeapi.client import KubeClient
 from runtime.kubeapi.lease import LEASE_DURATION_SECONDS
 from runtime.kubeapi.node import NODE_STATUS_REPORT_FREQUENCY, NODE_STATUS_UPDATE_FREQUENCY
@@ -65,6 +66,8 @@ class ClusterSettings:
     status_resync: float = STATUS_RESYNC
     root_dir: str = ""
     max_pods: int = 110
+    # what the Node's allocatable leaves out of its capacity (runtime.cm.node_allocatable)
+    allocatable: AllocatableConfig = field(default_factory=AllocatableConfig)
 
 
 @dataclass(frozen=True)

@@ -219,7 +219,8 @@ class NodeStatusActor(Actor):
             except errors.KubeletError as err:
                 self._log.warning("runtime version unknown for the Node: {}", err)
             settings = self._cluster.settings
-            self._facts = machine_facts(settings.root_dir, settings.max_pods, name, version)
+            self._facts = machine_facts(settings.root_dir, settings.max_pods, name, version,
+                                        settings.allocatable)
         return dataclasses.replace(self._facts, images=self._node_images())
 
     def _stop_fast(self) -> None:

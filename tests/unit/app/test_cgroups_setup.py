@@ -15,7 +15,8 @@ from runtime.testing.fake_runtime import FakeRuntime
 
 
 def test_no_cgroups_without_cgroups_per_qos(tmp_path: Path) -> None:
-    flags = parse_flags(["--pod-manifest-path", str(tmp_path), "--cgroups-per-qos=false"])
+    flags = parse_flags(["--pod-manifest-path", str(tmp_path), "--cgroups-per-qos=false",
+                         "--enforce-node-allocatable="])
     assert start_pod_cgroups(flags, FakeRuntime(FakeClock()), embedded=True) is None
     assert not node_settings(flags).cgroups_per_qos
 

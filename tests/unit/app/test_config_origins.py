@@ -162,6 +162,21 @@ BAD: dict[str, Bad] = {
         '{memory.available: "-1Gi"}',
         "negative eviction minimum reclaim specified for memory.available",
         ("--eviction-minimum-reclaim", "memory.available=-1Gi")),
+    "systemReserved": Bad('{gpu: "1"}', 'cannot reserve "gpu" resource',
+                          ("--system-reserved", "gpu=1")),
+    "kubeReserved": Bad('{memory: "-1Gi"}',
+                        'resource quantity for "memory" cannot be negative: -1Gi',
+                        ("--kube-reserved", "memory=-1Gi")),
+    "reservedSystemCPUs": Bad('"0-x"', "invalid configuration: unable to parse "
+                              "reservedSystemCPUs (--reserved-cpus) 0-x, error: strconv.Atoi: "
+                              'parsing "x": invalid syntax', ("--reserved-cpus", "0-x")),
+    "enforceNodeAllocatable": Bad(
+        "[pods, bogus]", 'invalid configuration: option "bogus" specified for '
+        'enforceNodeAllocatable (--enforce-node-allocatable). Valid options are "pods", '
+        '"system-reserved", "kube-reserved", or "none"',
+        ("--enforce-node-allocatable", "pods,bogus")),
+    "systemReservedCgroup": Bad("[a]", NOT_STRING),
+    "kubeReservedCgroup": Bad("[a]", NOT_STRING),
     "authentication.anonymous.enabled": Bad('"yes"', NOT_BOOL),
     "authentication.webhook.enabled": Bad(
         "true", "need --kubeconfig: the reviews go to the API server",

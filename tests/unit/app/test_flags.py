@@ -231,7 +231,7 @@ def test_cgroup_flags_default_as_upstream(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("argv", "expected"), [
-    (["--cgroups-per-qos=false"], (False, "/", "cgroupfs")),
+    (["--cgroups-per-qos=false", "--enforce-node-allocatable="], (False, "/", "cgroupfs")),
     (["--cgroups-per-qos"], (True, "/", "cgroupfs")),
     (["--cgroup-root", "/nested", "--cgroup-driver", "systemd"], (True, "/nested", "systemd")),
     (["--cgroup-root", "machine.slice", "--cgroup-driver", "systemd"],
@@ -249,7 +249,8 @@ def test_cgroup_root_must_be_a_cgroup_path(tmp_path: Path) -> None:
 
 def test_cgroup_fields_of_the_config_file(tmp_path: Path) -> None:
     config = write_config(tmp_path, "staticPodPath: m\ncgroupsPerQOS: false\n"
-                                    "cgroupRoot: /pods\ncgroupDriver: systemd\n")
+                                    "enforceNodeAllocatable: []\ncgroupRoot: /pods\n"
+                                    "cgroupDriver: systemd\n")
     flags = parse_flags(["--config", str(config)])
     assert (flags.cgroups_per_qos, flags.cgroup_root, flags.cgroup_driver) == (
         False, "/pods", "systemd")

@@ -12,7 +12,7 @@ import pytest
 
 from actors.app.config.config_dir import drop_in_files, merge_patch
 from actors.app.config.flags import parse_flags
-from actors.app.config.not_implemented import ANY, IMPLEMENTED_ON_OTHER_BRANCHES, NOT_IMPLEMENTED
+from actors.app.config.not_implemented import ANY, NOT_IMPLEMENTED
 from runtime.errors import ConfigError, ConfigErrors
 
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -157,9 +157,18 @@ def test_several_refusals_are_reported_together(tmp_path: Path) -> None:
     assert [e.field for e in caught.value.errors] == ["podsPerCore", "failSwapOn"]
 
 
-def test_fields_of_other_branches_are_known(tmp_path: Path) -> None:
-    body = "".join(f"{f}: null\n" for f in sorted(IMPLEMENTED_ON_OTHER_BRANCHES))
-    assert parse_flags([*BASE, "--config", str(write(tmp_path / "k.yaml", body))])
+def test_the_operators_fields_are_read(tmp_path: Path) -> None:
+    """Issue 34's fields are implemented: read, not refused and not ignored."""
+    body = ("systemReserved: {memory: 100Mi}\nkubeReserved: {cpu: 100m}\n"
+            "enforceNodeAllocatable: [pods]\nrotateCertificates: true\n"
+            "serverTLSBootstrap: true\nshutdownGracePeriod: 30s\n"
+            "shutdownGracePeriodCriticalPods: 10s\n")
+    flags = parse_flags([*BASE, "--kubeconfig", "/tmp/kubeconfig",
+                         "--config", str(write(tmp_path / "k.yaml", body))])
+    assert (flags.system_reserved, flags.kube_reserved) == (
+        (("memory", "100Mi"),), (("cpu", "100m"),))
+    assert (flags.rotate_certificates, flags.server_tls_bootstrap) == (True, True)
+    assert (flags.shutdown_grace_period, flags.shutdown_grace_period_critical_pods) == (30, 10)
 
 
 def test_the_kubeadm_configuration_loads_with_upstreams_defaults() -> None:

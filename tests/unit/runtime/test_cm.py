@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from loguru import logger
 
 from runtime.clock import FakeClock
 from runtime.cm.aggregate import pod_limits, pod_requests
@@ -30,10 +31,12 @@ from runtime.cm.names import (
     to_cgroupfs,
     to_systemd,
 )
+from runtime.cm.node_allocatable import AllocatableConfig, plan
 from runtime.cm.oom import container_oom_score_adjust
 from runtime.cm.pod_cgroups import PodCgroups, pod_cgroup_spec
 from runtime.cm.qos import pod_qos
 from runtime.cm.resources import (
+    NodeResourceConfig,
     ResourceConfig,
     hugepage_unit_size,
     milli_cpu_to_quota,
@@ -44,6 +47,7 @@ from runtime.cri.types import HugepageLimit
 from runtime.ids import PodUID
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.settings import NodeSettings
+from runtime.machine import MachineCapacity
 from runtime.pod.model import Container, ObjectMeta, Pod, PodSpec, ResourceRequirements
 from runtime.testing.fake_runtime import FakeRuntime
 
@@ -160,6 +164,7 @@ def test_milli_cpu_to_quota(milli: int, period: int, quota: int) -> None:
 # --- ResourceConfigForPod (helpers_linux_test.go) --------------------------------------
 
 MI = 2**20
+GI = 2**30
 CONFIGS = [
     ("besteffort", pod(ctr()), True, ResourceConfig(cpu_shares=2)),
     ("burstable-no-limits", pod(ctr(requests={"cpu": "100m", "memory": "100Mi"})), True,
@@ -656,3 +661,61 @@ def test_cgroupfs_destroy_on_a_hybrid_machine_removes_the_pod_from_cgroup2_too(
         (tmp_path / c / "kubepods" / "podu" / "container").mkdir(parents=True)
     CgroupFS("cgroupfs", mounts=mounts).destroy(("kubepods", "podu"))
     assert not any((tmp_path / c / "kubepods" / "podu").exists() for c in mounts)
+
+
+# --- node allocatable: the kubepods and reserved cgroups' limits ---------------------------
+
+
+def test_cgroupfs_writes_pids_max_of_a_node_resource_config(tmp_path: Path) -> None:
+    """pids.max on v1 (the pids hierarchy) and v2; a pod's ResourceConfig has none."""
+    v1 = tmp_path / "v1"
+    v1.mkdir()
+    fs = KernelLikeCgroupFS("cgroupfs", mounts=v1_tree(v1))
+    fs.create(("kubepods",), NodeResourceConfig(cpu_shares=1536, memory=GI, pids_limit=31768))
+    assert (v1 / "pids/kubepods/pids.max").read_text() == "31768"
+    assert (v1 / "cpu/kubepods/cpu.shares").read_text() == "1536"
+    fs.update(("kubepods",), ResourceConfig(cpu_shares=2))
+    assert (v1 / "pids/kubepods/pids.max").read_text() == "31768"
+    v2 = tmp_path / "v2"
+    (v2 / "kubepods").mkdir(parents=True)
+    for directory in (v2, v2 / "kubepods"):
+        (directory / "cgroup.controllers").write_text("cpu memory pids\n")
+        (directory / "cgroup.subtree_control").write_text("")
+    CgroupFS("cgroupfs", unified_root=str(v2)).update(
+        ("kubepods",), NodeResourceConfig(memory=GI, pids_limit=100))
+    assert (v2 / "kubepods/pids.max").read_text() == "100"
+    assert (v2 / "kubepods/memory.max").read_text() == str(GI)
+
+
+def test_start_gives_kubepods_the_planned_limits() -> None:
+    """The plan's kubepods limits (runtime.cm.node_allocatable) replace the capacity's."""
+    fake = FakeCgroupManager()
+    node = plan(MachineCapacity(cpu=2, memory=8 * GI, ephemeral_storage=GI, pods=110,
+                                pid=32768),
+                AllocatableConfig(system_reserved=(("cpu", "500m"), ("memory", "1Gi")),
+                                  kube_reserved=(("pid", "768"),)))
+    PodCgroups(fake, (), "cgroupfs", node=node.kubepods).start()
+    assert fake.cgroups[("kubepods",)] == NodeResourceConfig(
+        cpu_shares=1536, memory=7 * GI, pids_limit=32000)
+
+
+class RefusingManager(FakeCgroupManager):
+    """The kernel refusing a memory limit below what the cgroup already uses (EBUSY)."""
+
+    def update(self, name: CgroupName, config: ResourceConfig) -> None:
+        if name == ("kubepods",) and config.memory is not None:
+            raise OSError(16, "Device or resource busy")
+        super().update(name, config)
+
+
+def test_a_kubepods_limit_the_kernel_refuses_is_logged_and_the_qos_cgroups_made() -> None:
+    fake = RefusingManager()
+    lines: list[str] = []
+    sink = logger.add(lines.append, level="WARNING", format="{message}")
+    try:
+        PodCgroups(fake, (), "cgroupfs", node=NodeResourceConfig(memory=GI)).start()
+    finally:
+        logger.remove(sink)
+    assert ("kubepods", "burstable") in fake.cgroups
+    assert any('Failed to update Node Allocatable Limits "/kubepods"' in line
+               for line in lines), lines
