@@ -9,6 +9,7 @@ from runtime.kubeapi.client import KubeClient
 from runtime.kubeapi.lease import LEASE_DURATION_SECONDS
 from runtime.kubeapi.node import NODE_STATUS_REPORT_FREQUENCY, NODE_STATUS_UPDATE_FREQUENCY
 from runtime.kubeapi.nodestatus import NodeConfig
+from runtime.kuberuntime.pod_cidr import RuntimePodCIDR
 
 STATUS_RESYNC = 10.0
 """Upstream's status manager syncs every pod's status this often (syncPeriod)."""
@@ -73,3 +74,5 @@ class Cluster:
     node: NodeConfig
     settings: ClusterSettings = field(default_factory=ClusterSettings)
     registration: Registration = field(default_factory=Registration)
+    pod_cidr: RuntimePodCIDR = field(default_factory=RuntimePodCIDR)
+    """The pod CIDR the runtime was given (at start, then from the Node's spec.podCIDRs)."""
