@@ -5,7 +5,7 @@ addresses from its own range.
 - Cluster mode: the Node's spec.podCIDR(s), set as the node-ipam controller sets them
   (patched after registration, or on a Node created beforehand), reach containerd through
   CRI UpdateRuntimeConfig; containerd renders its CNI network from the template; until then
-  the Node is NotReady (NetworkReady=false) and no pod gets an address.
+  the Node is NotReady (NetworkReady=false) and a pod waits (its NetworkNotReady event).
 - Standalone: ``--pod-cidr`` is the fixed network's subnet; ``--cni-conf-dir`` names the
   operator's network, which the kubelet leaves as it is.
 
@@ -117,6 +117,11 @@ class Node:
         ip = status.get("podIP") if status.get("phase") == "Running" else None
         return str(ip) if ip else None
 
+    def events_of(self, pod: str, reason: str) -> list[dict[str, Any]]:
+        listed = self.kubectl.json("get", "events", "--field-selector",
+                                   f"involvedObject.name={pod},reason={reason}")
+        return list(listed["items"])
+
     def delete_pod(self, pod: str) -> None:
         self.kubectl.run("delete", "pod", pod, "--wait=false", check=False)
         wait_for(lambda: self.kubectl.run("get", "pod", pod, check=False).returncode != 0,
@@ -147,6 +152,13 @@ def test_the_nodes_pod_cidr_set_after_registration_reaches_containerd_emulated_a
             conf_dir = _containerd_dir(daemon) / "cni" / "net.d"
             assert not list(conf_dir.iterdir())
             node.run_pod("web")
+            # The pod waits, as upstream's: no sandbox without the network.
+            warned = wait_for(lambda: node.events_of("web", "NetworkNotReady"), 60,
+                              "web's NetworkNotReady event")
+            assert warned[0]["message"].startswith(
+                "network is not ready: container runtime network not ready: "
+                "NetworkReady=false"), warned
+            assert node.pod_ip("web") is None
             # As the node-ipam controller does: both fields, after registration.
             kubectl.run("patch", "node", node.name, "-p", json.dumps(
                 {"spec": {"podCIDR": subnet, "podCIDRs": [subnet]}}))

@@ -4,13 +4,15 @@ containerd's network from them, and --pod-cidr given to the runtime at start."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import pytest
 
 from actors.app.config.flags import parse_flags
 from actors.app.pod_network import embedded_network, give_pod_cidr_at_start
 from actors.kubelet.cluster.context import Cluster
+from runtime.cri.intercept import Proceed, intercept
+from runtime.cri.service import CRIRuntime
 from runtime.errors import ConfigError
 from runtime.kubeapi.client import KubeClient
 from runtime.kubeapi.nodestatus import NodeConfig
@@ -64,3 +66,18 @@ def test_the_pod_cidr_flag_reaches_the_runtime_at_start_once(tmp_path: Path) -> 
     assert [c.args for c in runtime.calls_to("update_runtime_config")] == [("10.85.1.0/24",)]
     # The Node's podCIDRs, the same: not sent again (the cluster's record is shared).
     assert cluster.pod_cidr.update(runtime, "10.85.1.0/24") is False
+
+
+def test_the_call_passes_the_interceptors_a_trace_records_with(tmp_path: Path) -> None:
+    seen: list[tuple[str, str, tuple[Any, ...]]] = []
+
+    class Seen:
+        def around(self, target: str, method: str, args: tuple[Any, ...],
+                   proceed: Proceed) -> Any:
+            seen.append((target, method, args))
+            return proceed()
+
+    runtime = intercept(FakeRuntime(), CRIRuntime, Seen())
+    give_pod_cidr_at_start(parse_flags(_flags(tmp_path, "--pod-cidr", "10.85.1.0/24")),
+                           runtime, None)
+    assert seen == [("runtime", "update_runtime_config", ("10.85.1.0/24",))]
