@@ -14,7 +14,9 @@
 #      default ports (10250 over HTTPS, healthz 10248), --address 0.0.0.0 (upstream's default:
 #      the API server reaches 10250 at the node's InternalIP, which is not loopback), and
 #      --client-ca-file so the API server's kubelet-client certificate is let in there for
-#      `kubectl logs` (anonymous requests stay refused).
+#      `kubectl logs` (anonymous requests stay refused), and --pod-cidr 10.88.0.0/16: the
+#      emulated API server assigns nodes no pod range (no node-ipam controller), so the
+#      kubelet gives its embedded containerd one at start, as a node of such a cluster must.
 #   4. Once the Node is Ready, an admin kubeconfig in KUBECONFIG_PATH; then it waits.
 #
 # SIGINT (Ctrl-C) or SIGTERM stops the daemon and the API server, removes every pod of the
@@ -128,7 +130,7 @@ done
 
 setsid "$REPO/bin/kubelet-actors" --kubeconfig "$WORKDIR/kubelet.kubeconfig" \
     --node-name "$NODE_NAME" --root-dir "$ROOT_DIR" --client-ca-file "$WORKDIR/ca.crt" \
-    --address 0.0.0.0 \
+    --address 0.0.0.0 --pod-cidr 10.88.0.0/16 \
     "${KUBELET_FLAGS[@]}" &
 KUBELET_PID=$!
 

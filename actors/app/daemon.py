@@ -31,6 +31,7 @@ from actors.app.http.timeline import LiveTrace
 from actors.app.leftover_mounts import unmount_leftovers
 from actors.app.log_rotation_setup import log_rotation_parts
 from actors.app.node import node_settings, this_node
+from actors.app.pod_network import give_pod_cidr_at_start
 from actors.app.probe_state import probe_state_file, restore_probe_state
 from actors.app.process_memory import TRIM_PERIOD_S, give_back_free_memory
 from actors.app.shutdown_setup import logind_watch, shutdown_settings
@@ -246,6 +247,7 @@ def start_kubelet(
         watching.start_services()
         watching.start_runtime_classes()
     unmount_leftovers(root_dir, runtime)
+    give_pod_cidr_at_start(flags, instrumented, cluster)  # actors.app.pod_network
     # The node's answers and the API server's: inputs, each recorded (actors.kubelet.recorded).
     services = recorded.live(
         config, recording, containerd=containerd, objects=watching,

@@ -49,13 +49,13 @@ def open_runtime(
     endpoint = flags.container_runtime_endpoint
     if not endpoint:
         # Imported here: about 12 ms that a run against a given endpoint need not pay.
+        from actors.app.pod_network import embedded_network
         from runtime.containerd.embedded import EmbeddedContainerd
 
         embedded = EmbeddedContainerd(
             flags.root_dir,
             sandbox_image=flags.pod_infra_container_image,
-            bridge_name=flags.cni_bridge_name,
-            subnet=flags.pod_cidr,
+            **embedded_network(flags),
         )
         logger.info("starting the embedded containerd under {}", flags.root_dir)
         embedded.start()

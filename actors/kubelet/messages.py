@@ -190,6 +190,9 @@ class UpdatePod(Struct, frozen=True):
     # back (Relisted.listed_at). A worker whose last read of its pod began after that
     # syncs on that read: the relist saw nothing it did not. None: any other update.
     relisted_at: float | None = None
+    # The runtime's network is not ready (RuntimeHealth.network_error): a pod not in the
+    # node's network is not synced (upstream's SyncPod: "network is not ready").
+    network_error: str = ""
 
 
 class WorkerState(enum.Enum):
@@ -306,10 +309,13 @@ class RuntimePodKilled(Struct, frozen=True):
 
 @message("RuntimeHealth")
 class RuntimeHealth(Struct, frozen=True):
-    """Whether the CRI runtime answers; ``reason`` says why not."""
+    """Whether the CRI runtime answers; ``reason`` says why not. ``network_error``: its
+    NetworkReady condition false or absent, in upstream's words ("container runtime
+    network not ready: ..."); "" when the network is ready."""
 
     ok: bool
     reason: str = ""
+    network_error: str = ""
 
 
 # --- garbage collection ------------------------------------------------------------------

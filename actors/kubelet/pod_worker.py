@@ -292,6 +292,9 @@ class PodWorker(Actor):
             self._pending = update
             self._run()
             return
+        if update.network_error and not pod.spec.host_network:
+            self._network_not_ready(pod, status, update.network_error)
+            return
         # Unknown until this sync ends: it may make something, or fail.
         self._known_status, self._known_at = None, None
         made = MadeBySync()
@@ -342,6 +345,17 @@ class PodWorker(Actor):
                 self._idle_status, self._idle_at = after, read_at
             jitter = self._rng.uniform(0, RESYNC_JITTER) * self._timing.resync_interval
             self._done(_sooner(self._timing.resync_interval + jitter, deadline_in))
+
+    def _network_not_ready(self, pod: Pod, status: RuntimePodStatus, error: str) -> None:
+        """Upstream's SyncPod with the runtime's network not ready: a pod outside the
+        node's network starts nothing (its status still reported); tried again once the
+        network is ready (the sync loop syncs every pod then) or after the back-off."""
+        message = f"network is not ready: {error}"
+        self._events.event(pod_ref(pod), reasons.WARNING, reasons.NETWORK_NOT_READY, message)
+        logger.bind(pod=pod.metadata.name, uid=self.uid, container="").warning(
+            "Error syncing pod, skipping: {}", message)
+        self._observe(pod, status, None)
+        self._done(self._timing.error_backoff, message)
 
     def _terminate(self, pod: Pod, log: Any) -> None:
         # A pod that goes shows no status again: what the kill needs is read, no more.

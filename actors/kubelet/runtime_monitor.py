@@ -2,7 +2,8 @@
 
 On every Tick("runtime-check") it asks the runtime for its status with a short timeout.
 While the runtime does not answer it checks again after 100 ms, doubling to 5 s (upstream's
-syncLoop back-off), and tells the supervisor only when health changes. An embedded
+syncLoop back-off), and tells the supervisor only when health changes: whether it answers,
+and whether its network is ready (NetworkReady, as upstream's updateRuntimeUp reads it). An embedded
 containerd that exited is started again, with back-off 1 s doubling to 30 s.
 """
 
@@ -23,6 +24,7 @@ from actors.kubelet.messages import RuntimeHealth
 from actors.kubelet.metrics import KubeletMetrics
 from runtime.clock import Clock
 from runtime.containerd.managed import ManagedContainerd
+from runtime.cri.conditions import condition_errors
 from runtime.cri.service import RuntimeService
 from runtime.errors import CRIError, KubeletError
 
@@ -55,6 +57,8 @@ class RuntimeMonitor(Actor):
         self._containerd = containerd
         self._metrics = metrics
         self._healthy: bool | None = None
+        self._network_error = ""  # kept while the runtime does not answer, as upstream
+        self._reported_network = ""
         self._check_delay = CHECK_MIN
         self._restart_delay = RESTART_MIN
         self._next_restart = 0.0
@@ -79,6 +83,7 @@ class RuntimeMonitor(Actor):
                 cond = status.condition("RuntimeReady")
                 if cond is not None and not cond.status:
                     reason = f"runtime not ready: {cond.reason} {cond.message}".strip()
+                self._network_error = condition_errors(status)[1] or ""
             except CRIError as err:
                 reason = f"container runtime is down: {err.detail}"
         self._report(reason)
@@ -108,13 +113,17 @@ class RuntimeMonitor(Actor):
 
     def _report(self, reason: str | None) -> None:
         healthy = reason is None
-        if healthy != self._healthy:
-            if healthy:
+        network = self._network_error
+        if healthy != self._healthy or network != self._reported_network:
+            if healthy != self._healthy and healthy:
                 logger.info("container runtime is healthy")
-            else:
+            elif healthy != self._healthy:
                 logger.warning("{}", reason)
-            self.send(names.SYNC_LOOP, RuntimeHealth(healthy, reason or ""))
+            if network != self._reported_network:
+                logger.info("container runtime network: {}", network or "ready")
+            self.send(names.SYNC_LOOP, RuntimeHealth(healthy, reason or "", network))
         self._healthy = healthy
+        self._reported_network = network
         if healthy:
             self._check_delay = CHECK_MIN
             return

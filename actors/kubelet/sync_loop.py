@@ -220,6 +220,7 @@ class SyncLoop(SupervisorActor):
         self._killing: set[PodUID] = set()
         self._runtime_pods: tuple[RuntimePod, ...] = ()
         self._runtime_ok = True
+        self._network_error = ""  # the runtime's NetworkReady false (RuntimeHealth)
         self._runtime_reason = ""
         self._last_relist = clock.monotonic()
         self._relist_error = ""
@@ -514,7 +515,8 @@ class SyncLoop(SupervisorActor):
         self._requeue_at.pop(uid, None)
         self.send(names.worker_name(uid), UpdatePod(
             pod, kind, tuple(verdicts.liveness.items()), tuple(verdicts.startup.items()),
-            resync=resync, listing=listing, relisted_at=relisted_at))
+            resync=resync, listing=listing, relisted_at=relisted_at,
+            network_error=self._network_error))
 
     def _forget_worker(self, uid: PodUID) -> None:
         worker = self._workers.pop(uid, None)
@@ -615,10 +617,19 @@ class SyncLoop(SupervisorActor):
         if verdict.result != ProbeResult.UNKNOWN:
             self._dispatch_work(verdict.uid, UpdateKind.SYNC)
 
+    @property
+    def network_error(self) -> str:
+        """The runtime's network error, as the runtime monitor last reported it ("": ready);
+        what a pod outside the node's network waits on."""
+        return self._network_error
+
     def _health(self, health: RuntimeHealth) -> None:
         was_ok, self._runtime_ok = self._runtime_ok, health.ok
         self._runtime_reason = health.reason
-        if health.ok and not was_ok:
+        network_was = self._network_error
+        self._network_error = health.network_error
+        # Back up, or its network ready again: every pod syncs now, not after its back-off.
+        if health.ok and (not was_ok or (network_was and not health.network_error)):
             for uid in list(self._desired):
                 self._dispatch_work(uid, UpdateKind.SYNC)
 

@@ -6,8 +6,24 @@ containerd (``/run/containerd/containerd.sock``, ``/var/lib/containerd``) and a 
 one in a temporary directory and remove it whole. The keys are containerd 1.6's (config
 version 2, as ``containerd config default`` prints them on these machines).
 
-The files are rendered by pure functions (``render_config_toml``, ``render_cni_conflist``)
-and written atomically by ``write_config_files``.
+The pod network comes one of two ways:
+- a fixed network (standalone, run-once): the kubelet writes a bridge conflist with one
+  subnet (``--pod-cidr``, else 10.88.0.0/16) into the CNI conf dir;
+- the node's own range (cluster mode, ``pod_cidr_from_kubelet``): the kubelet writes no
+  conflist but a template (the CRI plugin's ``cni.conf_template``), and containerd renders it
+  into ``<conf dir>/10-containerd-net.conflist`` when the kubelet gives it the Node's
+  ``spec.podCIDRs`` through CRI UpdateRuntimeConfig; until then containerd reports
+  NetworkReady=false ("cni config uninitialized"). The rendered network keeps this node's
+  bridge name, network name and host-local data dir, so two embedded nodes on one machine
+  do not share them.
+
+The CNI conf dir is the embedded containerd's own (``<base>/containerd/cni/net.d``) unless
+``--cni-conf-dir`` names one; a named dir belongs to the operator (or a CNI plugin that drops
+its config there): the kubelet writes and removes nothing in it, and containerd loads what
+it finds there (in cluster mode it renders the template there when it finds nothing).
+
+The files are rendered by pure functions (``render_config_toml``, ``render_cni_conflist``,
+``render_cni_template``) and written atomically by ``write_config_files``.
 """
 
 from __future__ import annotations
@@ -38,6 +54,8 @@ DEFAULT_BRIDGE_NAME = "kacni0"
 DEFAULT_SUBNET = "10.88.0.0/16"
 DEFAULT_CNI_BIN_DIR = "/usr/lib/cni"
 """Where Debian's containernetworking-plugins puts the plugins."""
+RENDERED_CONFLIST = "10-containerd-net.conflist"
+"""The file containerd 1.6's CRI plugin renders its ``conf_template`` into (in conf_dir)."""
 
 # Plugins the kubelet never uses. Disabling them saves probing at startup (btrfs, zfs,
 # devmapper, aufs log errors on hosts without them) and keeps the plugin list honest.
@@ -77,6 +95,11 @@ class ContainerdConfig:
     log_level: str = "info"
     state_dir_override: Path | None = None
     """Put the state dir (bundles, netns mounts, fifos) elsewhere, e.g. on a tmpfs."""
+    cni_conf_dir_override: Path | None = None
+    """The operator's CNI conf dir (``--cni-conf-dir``); None: the embedded one's own."""
+    pod_cidr_from_kubelet: bool = False
+    """Cluster mode: no fixed conflist; containerd renders the template with the pod CIDRs
+    the kubelet gives it (CRI UpdateRuntimeConfig). ``subnet`` is then unused."""
 
     @classmethod
     def for_base_dir(
@@ -90,11 +113,14 @@ class ContainerdConfig:
         ip_masq: bool = False,
         log_level: str = "info",
         state_dir: str | os.PathLike[str] | None = None,
+        cni_conf_dir: str | os.PathLike[str] | None = None,
+        pod_cidr_from_kubelet: bool = False,
     ) -> ContainerdConfig:
         """A validated configuration rooted at ``<base_dir>/containerd``.
 
         Raises ContainerdError when a value cannot work (a socket path too long for a unix
-        socket, a bridge name Linux refuses, a subnet that is not a network, ...).
+        socket, a bridge name Linux refuses, a subnet that is not a network, a CNI dir
+        that is not absolute, ...).
         """
         config = cls(
             base_dir=Path(os.path.abspath(base_dir)),
@@ -105,6 +131,8 @@ class ContainerdConfig:
             ip_masq=ip_masq,
             log_level=log_level,
             state_dir_override=Path(os.path.abspath(state_dir)) if state_dir else None,
+            cni_conf_dir_override=Path(cni_conf_dir) if cni_conf_dir else None,
+            pod_cidr_from_kubelet=pod_cidr_from_kubelet,
         )
         config.validate()
         return config
@@ -142,7 +170,23 @@ class ContainerdConfig:
 
     @property
     def cni_conf_dir(self) -> Path:
-        return self.containerd_dir / "cni" / "net.d"
+        return self.cni_conf_dir_override or self.containerd_dir / "cni" / "net.d"
+
+    @property
+    def owns_cni_conf_dir(self) -> bool:
+        """Whether the CNI conf dir is the embedded containerd's own (no --cni-conf-dir)."""
+        return self.cni_conf_dir_override is None
+
+    @property
+    def cni_template_path(self) -> Path:
+        """The CRI plugin's ``conf_template`` (cluster mode): outside the conf dir, so
+        containerd never loads the template itself as a network."""
+        return self.containerd_dir / "cni" / "conflist.template"
+
+    @property
+    def rendered_conflist_path(self) -> Path:
+        """Where containerd renders the template."""
+        return self.cni_conf_dir / RENDERED_CONFLIST
 
     @property
     def cni_ipam_dir(self) -> Path:
@@ -192,6 +236,10 @@ class ContainerdConfig:
             raise ContainerdError(f"pod subnet {self.subnet!r} is not a network: {err}") from err
         if net.num_addresses < 4:
             raise ContainerdError(f"pod subnet {self.subnet!r} is too small for a bridge")
+        for what, path in (("CNI bin dir", Path(self.cni_bin_dir)),
+                           ("CNI conf dir", self.cni_conf_dir)):
+            if not path.is_absolute():
+                raise ContainerdError(f"{what} {str(path)!r}: must be an absolute path")
         if not self.sandbox_image:
             raise ContainerdError("the sandbox image must be named")
         if self.log_level not in _LOG_LEVELS:
@@ -261,6 +309,8 @@ def render_config_toml(config: ContainerdConfig) -> str:
         f"{cri[:-1]}.cni]",
         f"  bin_dir = {_q(config.cni_bin_dir)}",
         f"  conf_dir = {_q(str(config.cni_conf_dir))}",
+        *([f"  conf_template = {_q(str(config.cni_template_path))}"]
+          if config.pod_cidr_from_kubelet else []),
         "  max_conf_num = 1",
         "",
         f"{cri[:-1]}.containerd]",
@@ -276,13 +326,23 @@ def render_config_toml(config: ContainerdConfig) -> str:
     return "\n".join(lines)
 
 
-def render_cni_conflist(config: ContainerdConfig) -> str:
+# The ranges and routes of the template, in Go text/template (containerd 1.6's
+# cniConfigTemplate: PodCIDRRanges, the CIDRs UpdateRuntimeConfig gave; Routes, a default
+# route per IP family among them).
+_TEMPLATE_RANGES = ('[{{range $i, $r := .PodCIDRRanges}}{{if $i}}, {{end}}'
+                    '[{"subnet": "{{$r}}"}]{{end}}]')
+_TEMPLATE_ROUTES = '[{{range $i, $r := .Routes}}{{if $i}}, {{end}}{"dst": "{{$r}}"}{{end}}]'
+_RANGES_MARK = "@kubelet-actors:ranges@"
+_ROUTES_MARK = "@kubelet-actors:routes@"
+
+
+def _network(config: ContainerdConfig, ranges: object, routes: object) -> dict[str, object]:
     """The pod network: a bridge with host-local IPAM, then portmap for hostPorts.
 
     The pod's loopback interface is not in this chain: containerd's CRI plugin brings ``lo``
     up itself with the ``loopback`` plugin from the same bin dir.
     """
-    network = {
+    return {
         "cniVersion": "1.0.0",
         "name": config.network_name,
         "plugins": [
@@ -294,15 +354,29 @@ def render_cni_conflist(config: ContainerdConfig) -> str:
                 "hairpinMode": True,
                 "ipam": {
                     "type": "host-local",
-                    "ranges": [[{"subnet": config.subnet}]],
-                    "routes": [{"dst": "0.0.0.0/0"}],
+                    "ranges": ranges,
+                    "routes": routes,
                     "dataDir": str(config.cni_ipam_dir),
                 },
             },
             {"type": "portmap", "capabilities": {"portMappings": True}, "snat": True},
         ],
     }
+
+
+def render_cni_conflist(config: ContainerdConfig) -> str:
+    """The fixed pod network: ``config.subnet``, with a default route of its IP family."""
+    default = "::/0" if ipaddress.ip_network(config.subnet).version == 6 else "0.0.0.0/0"
+    network = _network(config, [[{"subnet": config.subnet}]], [{"dst": default}])
     return json.dumps(network, indent=2) + "\n"
+
+
+def render_cni_template(config: ContainerdConfig) -> str:
+    """The same network as a containerd ``conf_template``: its ranges and routes are the pod
+    CIDRs the kubelet gives containerd (one range per CIDR, dual stack included)."""
+    text = json.dumps(_network(config, _RANGES_MARK, _ROUTES_MARK), indent=2) + "\n"
+    return (text.replace(json.dumps(_RANGES_MARK), _TEMPLATE_RANGES)
+            .replace(json.dumps(_ROUTES_MARK), _TEMPLATE_ROUTES))
 
 
 def _write_atomically(path: Path, text: str) -> None:
@@ -317,8 +391,15 @@ def _write_atomically(path: Path, text: str) -> None:
         raise
 
 
-def write_config_files(config: ContainerdConfig) -> None:
-    """Create the directories and (re)write config.toml and the CNI conflist.
+def write_config_files(config: ContainerdConfig, fresh: bool = True) -> None:
+    """Create the directories and (re)write config.toml and the pod network's file.
+
+    The network's file is the fixed conflist, or (``pod_cidr_from_kubelet``) the template
+    outside the conf dir. In its own conf dir the kubelet keeps only its network there
+    (containerd loads the first conflist it finds): other conflists go, and so does one
+    containerd rendered from the template unless ``fresh`` is False (containerd restarted
+    under the same kubelet, which gave its pod CIDR already and will not give it again).
+    A conf dir given by the operator is left as it is.
 
     Raises ContainerdError naming the path when a directory or file cannot be written.
     """
@@ -330,18 +411,24 @@ def write_config_files(config: ContainerdConfig) -> None:
             config.containerd_dir,
             config.root_dir,
             config.state_dir,
-            config.cni_conf_dir,
             config.cni_ipam_dir,
         ):
             d.mkdir(parents=True, exist_ok=True)
         for d in (config.root_dir, config.state_dir):
             if d.stat().st_mode & 0o7777 != 0o711:
                 os.chmod(d, 0o711)
-        # Only our network in our conf dir: containerd loads the first conflist it finds.
-        for stale in config.cni_conf_dir.iterdir():
-            if stale != config.cni_conflist_path and stale.suffix in {".conf", ".conflist"}:
-                stale.unlink()
-        _write_atomically(config.cni_conflist_path, render_cni_conflist(config))
+        if config.pod_cidr_from_kubelet:
+            _write_atomically(config.cni_template_path, render_cni_template(config))
+            keep = None if fresh else config.rendered_conflist_path
+        else:
+            keep = config.cni_conflist_path
+        if config.owns_cni_conf_dir:
+            config.cni_conf_dir.mkdir(parents=True, exist_ok=True)
+            for stale in config.cni_conf_dir.iterdir():
+                if stale != keep and stale.suffix in {".conf", ".conflist", ".json"}:
+                    stale.unlink()
+            if not config.pod_cidr_from_kubelet:
+                _write_atomically(config.cni_conflist_path, render_cni_conflist(config))
         _write_atomically(config.config_path, toml_text)
     except OSError as err:
         raise ContainerdError(

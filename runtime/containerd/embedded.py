@@ -123,6 +123,8 @@ class EmbeddedContainerd:
         cni_bin_dir: str = DEFAULT_CNI_BIN_DIR,
         ip_masq: bool = False,
         state_dir: str | os.PathLike[str] | None = None,
+        cni_conf_dir: str | os.PathLike[str] | None = None,
+        pod_cidr_from_kubelet: bool = False,
         log_level: str = "info",
         containerd_binary: str = "containerd",
         readiness: ReadinessCheck | None = None,
@@ -134,7 +136,9 @@ class EmbeddedContainerd:
         """Validate the configuration; nothing is written or started before ``start()``.
 
         ``readiness`` is called with the endpoint until it returns without raising (default
-        ``cri_version_ready``). Raises ContainerdError for a configuration that cannot work.
+        ``cri_version_ready``). ``cni_conf_dir`` and ``pod_cidr_from_kubelet``: see
+        runtime.containerd.config (the operator's conf dir; cluster mode's template).
+        Raises ContainerdError for a configuration that cannot work.
         """
         self.config = ContainerdConfig.for_base_dir(
             base_dir,
@@ -145,6 +149,8 @@ class EmbeddedContainerd:
             ip_masq=ip_masq,
             log_level=log_level,
             state_dir=state_dir,
+            cni_conf_dir=cni_conf_dir,
+            pod_cidr_from_kubelet=pod_cidr_from_kubelet,
         )
         self.containerd_binary = containerd_binary
         self.readiness: ReadinessCheck = readiness or cri_version_ready
@@ -156,6 +162,9 @@ class EmbeddedContainerd:
         """How long the last successful ``start()`` took, from spawn to ready."""
         self._proc: subprocess.Popen[bytes] | None = None
         self._lock = threading.RLock()
+        # A restart keeps the CNI config containerd rendered from the kubelet's pod CIDR:
+        # the kubelet gives it once (see write_config_files).
+        self._started_once = False
 
     # --- what others need to know --------------------------------------------------------
 
@@ -248,7 +257,8 @@ class EmbeddedContainerd:
                 return
             deadline_s = self.start_timeout if timeout is None else timeout
             binary = self._resolve_binary()
-            write_config_files(self.config)
+            write_config_files(self.config, fresh=not self._started_once)
+            self._started_once = True
             self._stop_leftover()
             self._refuse_foreign_server()
             self._rotate_log()

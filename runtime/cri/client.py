@@ -345,6 +345,13 @@ class CRIClient:
         req = api_pb2.ReopenContainerLogRequest(container_id=container_id)
         self._call("ReopenContainerLog", req, api_pb2.ReopenContainerLogResponse)
 
+    def update_runtime_config(self, pod_cidr: str) -> None:
+        """Tell the runtime the node's pod CIDRs (comma-joined), as upstream's
+        UpdatePodCIDR sends them; containerd renders its CNI config template with them."""
+        req = api_pb2.UpdateRuntimeConfigRequest(runtime_config=api_pb2.RuntimeConfig(
+            network_config=api_pb2.NetworkConfig(pod_cidr=pod_cidr)))
+        self._call("UpdateRuntimeConfig", req, api_pb2.UpdateRuntimeConfigResponse)
+
     # --- streaming (runtime.cri.streaming.StreamingRuntime) ---------------------------------
 
     def exec(self, container_id: ContainerID, cmd: tuple[str, ...], tty: bool, stdin: bool,

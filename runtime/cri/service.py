@@ -84,6 +84,11 @@ class RuntimeService(Protocol):
 
     def reopen_container_log(self, container_id: ContainerID) -> None: ...
 
+    def update_runtime_config(self, pod_cidr: str) -> None:
+        """UpdateRuntimeConfig with ``runtime_config.network_config.pod_cidr``: the node's
+        pod CIDRs, comma-joined (upstream's UpdatePodCIDR)."""
+        ...
+
 
 class ImageService(Protocol):
     """CRI v1 ImageService, as the kubelet uses it."""

@@ -37,6 +37,7 @@ STARTING_KUBELET = "Starting"
 FAILED_MOUNT_VOLUME = "FailedMount"
 SANDBOX_CHANGED = "SandboxChanged"
 FAILED_CREATE_POD_SANDBOX = "FailedCreatePodSandBox"
+NETWORK_NOT_READY = "NetworkNotReady"
 FAILED_PREPARE_DYNAMIC_RESOURCES = "FailedPrepareDynamicResources"
 
 # Garbage collection

@@ -7,6 +7,9 @@ changed) and updateNodeStatus (up to 5 tries: GET, from the server's cache on th
 recompute with the setters, PATCH when the status changed or nodeStatusReportFrequency
 passed since the last report). When a status update finds no Node the registration is
 done again (the issue asks for it; a Node can be deleted under a running kubelet).
+Each update first gives the runtime the Node's ``spec.podCIDRs`` (comma-joined) through
+``pod_cidr`` (upstream's updateNode -> updatePodCIDR); a changed pod CIDR posts the status
+even when nothing else changed.
 
 The inputs (machine facts, health) come from callables, time from an injected clock and
 every sleep from ``wait``, so tests decide them.
@@ -70,8 +73,11 @@ class NodeStatusReporter:
                  clock: Clock, wait: Callable[[float], bool] | None = None,
                  update_frequency: float = NODE_STATUS_UPDATE_FREQUENCY,
                  report_frequency: float = NODE_STATUS_REPORT_FREQUENCY,
-                 on_repeated_heartbeat_failure: Callable[[], None] | None = None) -> None:
+                 on_repeated_heartbeat_failure: Callable[[], None] | None = None,
+                 pod_cidr: Callable[[str], bool] | None = None) -> None:
         self._client = client
+        # Gives the runtime the Node's pod CIDRs; True when they changed (RuntimePodCIDR).
+        self._pod_cidr = pod_cidr
         self.config = config
         self._facts = facts
         self._health = health
@@ -155,6 +161,14 @@ class NodeStatusReporter:
 
     # --- status --------------------------------------------------------------------------
 
+    def _update_pod_cidr(self, node: dict[str, Any]) -> bool:
+        """updateNode's first step: the Node's podCIDRs (podCIDR may be unset when they
+        are set) to the runtime; whether they changed."""
+        cidrs = (node.get("spec") or {}).get("podCIDRs") or []
+        if not cidrs or self._pod_cidr is None:
+            return False
+        return self._pod_cidr(",".join(str(c) for c in cidrs))
+
     def update_node_status(self) -> None:
         """updateNodeStatus: up to 5 tries; raises the last error when all fail."""
         last: errors.APIError | None = None
@@ -182,6 +196,7 @@ class NodeStatusReporter:
         node = self._client.get(NODES, self.config.node_name,
                                 resource_version="0" if attempt == 0 else "")
         self.last_node = node
+        cidr_changed = self._update_pod_cidr(node)
         now = self._clock.now()
         updated = nodestatus.set_node_status(node, self.config, self._facts(), self._health(),
                                              now)
@@ -190,8 +205,8 @@ class NodeStatusReporter:
                                list((updated.get("status") or {}).get("conditions") or []))
         due = self.last_report is None or \
             self._clock.monotonic() >= self.last_report + self.report_frequency
-        if not due and not nodestatus.node_status_has_changed(node.get("status"),
-                                                              updated.get("status")):
+        if not due and not cidr_changed and not nodestatus.node_status_has_changed(
+                node.get("status"), updated.get("status")):
             return False
         self.last_node = self._client.patch(NODES, self.config.node_name,
                                             node_status_patch(node, updated),
@@ -207,10 +222,11 @@ class NodeStatusReporter:
         seen = self.last_node
         updated = changed = None
         if seen is not None and not timed_out:
+            cidr_changed = self._update_pod_cidr(seen)
             updated = nodestatus.set_node_status(seen, self.config, self._facts(),
                                                  self._health(), self._clock.now())
-            changed = nodestatus.node_status_has_changed(seen.get("status"),
-                                                         updated.get("status"))
+            changed = cidr_changed or nodestatus.node_status_has_changed(
+                seen.get("status"), updated.get("status"))
         step = fast_status_step(seen, updated, bool(changed), timed_out)
         if timed_out:
             self._log.error("node not becoming ready in time after startup")

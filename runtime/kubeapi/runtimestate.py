@@ -16,7 +16,8 @@ import enum
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from runtime.cri.types import Image, RuntimeCondition, RuntimeStatus
+from runtime.cri.conditions import condition_errors
+from runtime.cri.types import Image
 from runtime.kubeapi.nodestatus import NodeImage
 
 __all__ = ["FAST_STATUS_PERIOD", "IMAGE_CACHE_PERIOD", "NODE_READY_GRACE_PERIOD",
@@ -37,26 +38,6 @@ def node_images(images: Iterable[Image]) -> tuple[NodeImage, ...]:
     ordered = sorted(images, key=lambda i: (i.size, i.id), reverse=True)
     return tuple(NodeImage(names=(*i.repo_digests, *i.repo_tags), size_bytes=i.size, id=i.id)
                  for i in ordered)
-
-
-def _condition_text(kind: str, condition: RuntimeCondition | None) -> str:
-    """``%v`` of a *RuntimeCondition: its String(), or ``<nil>`` when absent."""
-    if condition is None:
-        return "<nil>"
-    return (f"{kind}={'true' if condition.status else 'false'} reason:{condition.reason} "
-            f"message:{condition.message}")
-
-
-def condition_errors(status: RuntimeStatus) -> tuple[str | None, str | None]:
-    """updateRuntimeUp's verdicts from a CRI Status answer: (the runtime error, the
-    network error), None where the condition is true."""
-    network = status.condition("NetworkReady")
-    runtime = status.condition("RuntimeReady")
-    network_err = None if network is not None and network.status else \
-        f"container runtime network not ready: {_condition_text('NetworkReady', network)}"
-    runtime_err = None if runtime is not None and runtime.status else \
-        f"container runtime not ready: {_condition_text('RuntimeReady', runtime)}"
-    return runtime_err, network_err
 
 
 def ready_status(node: Mapping[str, Any] | None) -> str | None:

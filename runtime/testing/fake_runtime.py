@@ -13,8 +13,10 @@ Test hooks: every protocol call is recorded (``calls``, ``called``); errors can 
 per method (``fail``, ``fail_always``, ``clear_failures``); ``exit_container`` simulates a
 process exiting; ``set_exec_result`` scripts ``exec_sync``; ``add_image`` and
 ``make_pullable`` stock the image store; ``snapshot`` and friends show the state without
-recording a call. Thread-safe: one lock guards everything. The image store and the call
-recorder live in runtime.testing.fake_images and runtime.testing.fake_calls.
+recording a call. ``update_runtime_config`` keeps the pod CIDRs it is given
+(``pod_cidr``), as containerd takes them; the addresses stay 10.88.0.x. Thread-safe: one
+lock guards everything. The image store and the call recorder live in
+runtime.testing.fake_images and runtime.testing.fake_calls.
 """
 
 from __future__ import annotations
@@ -83,6 +85,8 @@ class FakeRuntime(FakeImages):
         self._next_container = 0
         self.runtime_ready = True
         self.network_ready = True
+        self.pod_cidr = ""
+        """What the last UpdateRuntimeConfig gave (comma-joined CIDRs)."""
         # The handlers Status reports: none, as containerd 1.6 reports none.
         self.handlers: tuple[RuntimeHandler, ...] = ()
         for ref in images:
@@ -219,6 +223,12 @@ class FakeRuntime(FakeImages):
                 ),
                 handlers=self.handlers,
             )
+
+    def update_runtime_config(self, pod_cidr: str) -> None:
+        with self._lock:
+            self._enter("update_runtime_config", pod_cidr)
+            if pod_cidr:  # containerd ignores an empty pod CIDR
+                self.pod_cidr = pod_cidr
 
     # --- RuntimeService: sandboxes -------------------------------------------------------
 

@@ -89,7 +89,7 @@ class KubeletFlags(Struct, frozen=True):
     log_level: str  # loguru's: --log-level, else --v's (actors.app.config.verbosity)
     log_format: str
     runtime_request_timeout: float
-    pod_cidr: str
+    pod_cidr: str  # "" unless given: the runtime is told none at start, as upstream
     cni_bridge_name: str
     manifest_url: str
     address: str
@@ -170,6 +170,9 @@ class KubeletFlags(Struct, frozen=True):
     enforce_node_allocatable: tuple[str, ...] = ("pods",)
     system_reserved_cgroup: str = ""
     kube_reserved_cgroup: str = ""
+    # the embedded containerd's CNI dirs ("": its defaults; see runtime.containerd.config)
+    cni_bin_dir: str = ""
+    cni_conf_dir: str = ""
 
 
 # Upstream's kubelet sets these labels on its node itself (IsKubeletLabel): --node-labels
@@ -296,8 +299,18 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
         help="the node's name (default: the host name, lower-cased)")
     add("--pod-infra-container-image", default=DEFAULT_PAUSE_IMAGE,
         help="the sandbox (pause) image of the embedded containerd")
-    add("--pod-cidr", default="10.88.0.0/16",
-        help="embedded containerd: the subnet pod IPs come from")
+    add("--pod-cidr", default="",
+        help="the CIDR to use for pod IP addresses, only used in standalone mode (in "
+             "cluster mode, this is obtained from the control plane: the Node's "
+             "spec.podCIDRs); given to the runtime at start; the embedded containerd's "
+             "pods get addresses from it (default 10.88.0.0/16 there)")
+    add("--cni-bin-dir", default="",
+        help="embedded containerd: the absolute directory of the CNI plugins (default "
+             "/usr/lib/cni)")
+    add("--cni-conf-dir", default="",
+        help="embedded containerd: the absolute directory it loads CNI network configs "
+             "from, the operator's (the kubelet writes none there); default its own "
+             "<root-dir>/containerd/cni/net.d, with the kubelet's bridge network")
     add("--cni-bridge-name", default="kacni0",
         help="embedded containerd: the Linux bridge its pods attach to")
     add("--manifest-url", default="",
@@ -500,6 +513,21 @@ def _merged(argv: list[str]) -> tuple[argparse.Namespace, Origins]:
                        file_of=file_of)
 
 
+def check_cni_dir(flag: str, directory: str, endpoint: str) -> None:
+    """--cni-bin-dir and --cni-conf-dir: for the embedded containerd only, an absolute
+    path to a directory that exists."""
+    if not directory:
+        return
+    if endpoint:
+        raise ConfigError(f'{flag} "{directory}": only the embedded containerd takes it; '
+                          f'the runtime at --container-runtime-endpoint "{endpoint}" reads '
+                          "its own CNI configuration")
+    if not os.path.isabs(directory):
+        raise ConfigError(f'{flag} "{directory}": must be an absolute path')
+    if not os.path.isdir(directory):
+        raise ConfigError(f'{flag} "{directory}": no such directory')
+
+
 def _invalid(field: str, rule: str) -> ConfigError:
     """A merged setting breaks ``rule`` (upstream's words); Origins says where it came from."""
     return ConfigError(rule, field=field)
@@ -584,9 +612,14 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
             raise ConfigError(f"--runonce-timeout {ns.runonce_timeout}: must be more than 0")
     with check():
         try:
-            ipaddress.ip_network(ns.pod_cidr)
+            if ns.pod_cidr:
+                ipaddress.ip_network(ns.pod_cidr)
         except ValueError as err:
             raise _invalid("podCIDR", f'"{ns.pod_cidr}": {err}') from err
+    for flag, directory in (("--cni-bin-dir", ns.cni_bin_dir),
+                            ("--cni-conf-dir", ns.cni_conf_dir)):
+        with check():
+            check_cni_dir(flag, directory, endpoint)
     with check():
         if ns.cgroup_root and not ns.cgroup_root.startswith("/") and not (
                 ns.cgroup_driver == "systemd" and ns.cgroup_root.endswith(".slice")):
@@ -641,6 +674,8 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
         runtime_request_timeout=ns.runtime_request_timeout,
         pod_cidr=ns.pod_cidr,
         cni_bridge_name=ns.cni_bridge_name,
+        cni_bin_dir=ns.cni_bin_dir,
+        cni_conf_dir=ns.cni_conf_dir,
         manifest_url=ns.manifest_url,
         address=ns.address,
         port=ns.port,

@@ -12,6 +12,7 @@ from runtime.kubeapi.client import KubeClient
 from runtime.kubeapi.lease import LEASE_DURATION_SECONDS
 from runtime.kubeapi.node import NODE_STATUS_REPORT_FREQUENCY, NODE_STATUS_UPDATE_FREQUENCY
 from runtime.kubeapi.nodestatus import NodeConfig
+from runtime.kuberuntime.pod_cidr import RuntimePodCIDR
 
 if TYPE_CHECKING:
     from runtime.kubeapi.certificate_manager import CertificateManager
@@ -87,3 +88,5 @@ class Cluster:
     """serverTLSBootstrap: the main port's serving certificate's manager."""
     on_certificate_expired: Callable[[], None] | None = None
     """Called when no valid client certificate was had for five minutes (upstream exits)."""
+    pod_cidr: RuntimePodCIDR = field(default_factory=RuntimePodCIDR)
+    """The pod CIDR the runtime was given (at start, then from the Node's spec.podCIDRs)."""

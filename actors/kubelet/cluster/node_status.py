@@ -10,9 +10,12 @@ runtime.kubeapi.node's, made in this actor's handlers.
 
 What the runtime says comes through its recorded CRI calls here: Status each round
 (NetworkReady and RuntimeReady, as updateRuntimeUp reads them) and ListImages at most
-every 30 s (the image cache behind the Node's ``status.images``). Until the Node is Ready,
-a round every 100 ms (for at most 2 minutes) posts the status the moment it turns Ready,
-as upstream's fastStatusUpdateOnce does, so a new node is Ready without waiting 10 s.
+every 30 s (the image cache behind the Node's ``status.images``), and UpdateRuntimeConfig
+when the Node's ``spec.podCIDRs`` differ from what the runtime was last given (upstream's
+updatePodCIDR, through the cluster's RuntimePodCIDR, which outlives this actor). Until the
+Node is Ready, a round every 100 ms (for at most 2 minutes) posts the status the moment it
+turns Ready, as upstream's fastStatusUpdateOnce does, so a new node is Ready without
+waiting 10 s.
 """
 
 from __future__ import annotations
@@ -119,7 +122,8 @@ class NodeStatusActor(Actor):
             clock=clock, wait=lambda _seconds: True,
             update_frequency=settings.node_status_update_frequency,
             report_frequency=settings.node_status_report_frequency,
-            on_repeated_heartbeat_failure=transport.close)
+            on_repeated_heartbeat_failure=transport.close,
+            pod_cidr=lambda cidr: cluster.pod_cidr.update(self._runtime, cidr))
         self._log = logger.bind(pod="", uid="", container="", node=cluster.node.node_name)
         self.reporter.on_conditions = self._condition_events
 

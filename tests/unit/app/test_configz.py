@@ -35,7 +35,7 @@ def test_the_defaults_in_upstreams_names_order_and_encodings(tmp_path: Path) -> 
         "imageMaximumGCAge": "0s", "imageGCHighThresholdPercent": 85,
         "imageGCLowThresholdPercent": 80, "volumeStatsAggPeriod": "1m0s",
         "cgroupRoot": "/", "cgroupsPerQOS": True, "cgroupDriver": "cgroupfs",
-        "runtimeRequestTimeout": "2m0s", "maxPods": 110, "podCIDR": "10.88.0.0/16",
+        "runtimeRequestTimeout": "2m0s", "maxPods": 110,  # podCIDR "": omitted
         "resolvConf": "/etc/resolv.conf", "nodeStatusMaxImages": 50,
         "evictionHard": {"imagefs.available": "15%", "memory.available": "100Mi",
                          "nodefs.available": "10%", "nodefs.inodesFree": "5%"},
