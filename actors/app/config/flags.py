@@ -19,7 +19,7 @@ from actors.app.config.feature_gates import OWN_DEFAULTS as GATE_DEFAULTS
 from actors.app.config.feature_gates import parse_feature_gates
 from actors.app.config.gc import add_gc_flags, gc_settings, max_container_restart_period
 from actors.app.config.kubelet_config import DEST_OF_FIELD
-from actors.app.config.origins import Origins, Problems, flag_names
+from actors.app.config.origins import Origins, Problems, flag_names, invalid
 from actors.app.config.pflag import FlagParser, GoBool
 from actors.app.config.pflag_values import (
     DURATION,
@@ -528,11 +528,6 @@ def check_cni_dir(flag: str, directory: str, endpoint: str) -> None:
         raise ConfigError(f'{flag} "{directory}": no such directory')
 
 
-def _invalid(field: str, rule: str) -> ConfigError:
-    """A merged setting breaks ``rule`` (upstream's words); Origins says where it came from."""
-    return ConfigError(rule, field=field)
-
-
 def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
     """The merged settings, checked as upstream checks them (ValidateKubeletConfiguration
     and the managers' constructors), as KubeletFlags. Every check runs; all the rules
@@ -541,9 +536,9 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
     endpoint = ns.container_runtime_endpoint
     with check():
         if endpoint and not (endpoint.startswith("unix://") or endpoint.startswith("/")):
-            raise _invalid("containerRuntimeEndpoint",
-                           f'"{endpoint}": only unix sockets are supported '
-                           "(unix:///path/to.sock)")
+            raise invalid("containerRuntimeEndpoint",
+                          f'"{endpoint}": only unix sockets are supported '
+                          "(unix:///path/to.sock)")
     with check():
         if ns.runonce and not ns.pod_manifest_path:
             raise ConfigError("--runonce needs --pod-manifest-path: there is nothing to run")
@@ -560,17 +555,17 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
     lease_seconds = getattr(ns, "node_lease_duration_seconds", 40)
     with check():
         if ns.node_status_max_images < -1:
-            raise _invalid("nodeStatusMaxImages", "invalid configuration: nodeStatusMaxImages "
-                           f"(--node-status-max-images) {ns.node_status_max_images} must be -1 "
-                           "or greater")
+            raise invalid("nodeStatusMaxImages", "invalid configuration: nodeStatusMaxImages "
+                          f"(--node-status-max-images) {ns.node_status_max_images} must be -1 "
+                          "or greater")
     with check():
         if lease_seconds <= 0:
-            raise _invalid("nodeLeaseDurationSeconds", "invalid configuration: "
-                           "nodeLeaseDurationSeconds must be greater than 0")
+            raise invalid("nodeLeaseDurationSeconds", "invalid configuration: "
+                          "nodeLeaseDurationSeconds must be greater than 0")
     with check():
         if ns.manifest_url and not ns.manifest_url.startswith(("http://", "https://")):
-            raise _invalid("staticPodURL",
-                           f'"{ns.manifest_url}": must be an http:// or https:// URL')
+            raise invalid("staticPodURL",
+                          f'"{ns.manifest_url}": must be an http:// or https:// URL')
     with check():
         _security_defaults(ns)
     # Upstream's words; here 0 also turns --port off (upstream requires it).
@@ -579,8 +574,8 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
                                       ("healthzPort", "--healthz-port", ns.healthz_port, 1)):
         with check():
             if value != 0 and not 1 <= value <= 65535:
-                raise _invalid(name, f"invalid configuration: {name} ({flag}) {value} must be "
-                                     f"between {lowest} and 65535, inclusive")
+                raise invalid(name, f"invalid configuration: {name} ({flag}) {value} must be "
+                                    f"between {lowest} and 65535, inclusive")
     with check():
         if ns.trace_max_bytes < 4096:
             raise ConfigError(f"--trace-max-bytes {ns.trace_max_bytes}: must be at least 4096")
@@ -595,8 +590,8 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
         if ns.max_pods < 1:
             # Upstream lets 0 through ("must not be a negative number"); a node here runs a
             # pod.
-            raise _invalid("maxPods", "invalid configuration: maxPods (--max-pods) "
-                                      f"{ns.max_pods} must be greater than 0")
+            raise invalid("maxPods", "invalid configuration: maxPods (--max-pods) "
+                                     f"{ns.max_pods} must be greater than 0")
     _check_positive_periods(ns, ("syncFrequency", "fileCheckFrequency", "httpCheckFrequency",
                                  "runtimeRequestTimeout"), problems)
     for name, address in (("address", ns.address),
@@ -605,7 +600,7 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
             try:
                 ipaddress.ip_address(address)
             except ValueError as err:
-                raise _invalid(name, str(err)) from err
+                raise invalid(name, str(err)) from err
     log_rotation = problems.value(lambda: _container_log_settings(ns)) or {}
     with check():
         if ns.runonce_timeout <= 0:
@@ -615,7 +610,7 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
             if ns.pod_cidr:
                 ipaddress.ip_network(ns.pod_cidr)
         except ValueError as err:
-            raise _invalid("podCIDR", f'"{ns.pod_cidr}": {err}') from err
+            raise invalid("podCIDR", f'"{ns.pod_cidr}": {err}') from err
     for flag, directory in (("--cni-bin-dir", ns.cni_bin_dir),
                             ("--cni-conf-dir", ns.cni_conf_dir)):
         with check():
@@ -748,8 +743,8 @@ def _check_positive_periods(ns: argparse.Namespace, fields: tuple[str, ...],
         seconds = getattr(ns, DEST_OF_FIELD[name])
         with problems.check():
             if seconds <= 0:
-                raise _invalid(name, f"invalid configuration: {name} {go_duration(seconds)} "
-                                     "must be greater than zero")
+                raise invalid(name, f"invalid configuration: {name} {go_duration(seconds)} "
+                                    "must be greater than zero")
 
 
 def _check_tls(ns: argparse.Namespace) -> None:
@@ -766,19 +761,19 @@ def _container_log_settings(ns: argparse.Namespace) -> dict[str, Any]:
     try:
         max_size = parse_max_size(ns.container_log_max_size)
     except ValueError as err:
-        raise _invalid("containerLogMaxSize", str(err)) from err
+        raise invalid("containerLogMaxSize", str(err)) from err
     if ns.container_log_max_files <= 1:
-        raise _invalid("containerLogMaxFiles", "invalid configuration: containerLogMaxFiles "
-                                               "must be greater than 1")
+        raise invalid("containerLogMaxFiles", "invalid configuration: containerLogMaxFiles "
+                                              "must be greater than 1")
     workers = getattr(ns, "container_log_max_workers", DEFAULT_MAX_WORKERS)
     if workers < 1:
-        raise _invalid("containerLogMaxWorkers", "invalid configuration: containerLogMaxWorkers "
-                                                 "must be greater than or equal to 1")
+        raise invalid("containerLogMaxWorkers", "invalid configuration: containerLogMaxWorkers "
+                                                "must be greater than or equal to 1")
     interval = getattr(ns, "container_log_monitor_interval", DEFAULT_MONITOR_INTERVAL)
     if interval < MIN_MONITOR_INTERVAL:
-        raise _invalid("containerLogMonitorInterval", "invalid configuration: "
-                       "containerLogMonitorInterval must be a positive time duration greater "
-                       "than or equal to 3s")
+        raise invalid("containerLogMonitorInterval", "invalid configuration: "
+                      "containerLogMonitorInterval must be a positive time duration greater "
+                      "than or equal to 3s")
     return {"container_log_max_size": max_size,
             "container_log_max_files": ns.container_log_max_files,
             "container_log_max_workers": workers,
