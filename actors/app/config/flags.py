@@ -19,6 +19,7 @@ from actors.app.config.feature_gates import OWN_DEFAULTS as GATE_DEFAULTS
 from actors.app.config.feature_gates import parse_feature_gates
 from actors.app.config.gc import add_gc_flags, gc_settings, max_container_restart_period
 from actors.app.config.kubelet_config import DEST_OF_FIELD
+from actors.app.config.network import add_network_flags, check_cni_dir
 from actors.app.config.origins import Origins, Problems, flag_names, invalid
 from actors.app.config.pflag import FlagParser, GoBool
 from actors.app.config.pflag_values import (
@@ -299,20 +300,7 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
         help="the node's name (default: the host name, lower-cased)")
     add("--pod-infra-container-image", default=DEFAULT_PAUSE_IMAGE,
         help="the sandbox (pause) image of the embedded containerd")
-    add("--pod-cidr", default="",
-        help="the CIDR to use for pod IP addresses, only used in standalone mode (in "
-             "cluster mode, this is obtained from the control plane: the Node's "
-             "spec.podCIDRs); given to the runtime at start; the embedded containerd's "
-             "pods get addresses from it (default 10.88.0.0/16 there)")
-    add("--cni-bin-dir", default="",
-        help="embedded containerd: the absolute directory of the CNI plugins (default "
-             "/usr/lib/cni)")
-    add("--cni-conf-dir", default="",
-        help="embedded containerd: the absolute directory it loads CNI network configs "
-             "from, the operator's (the kubelet writes none there); default its own "
-             "<root-dir>/containerd/cni/net.d, with the kubelet's bridge network")
-    add("--cni-bridge-name", default="kacni0",
-        help="embedded containerd: the Linux bridge its pods attach to")
+    add_network_flags(add)
     add("--manifest-url", default="",
         help="the URL of a pod manifest (one pod or a PodList)")
     add("--address", type=IP, default=DEFAULT_ADDRESS,
@@ -511,21 +499,6 @@ def _merged(argv: list[str]) -> tuple[argparse.Namespace, Origins]:
         file_of = loaded.file_of
     return ns, Origins(ns.config, frozenset(set_by_file), given, flag_names(parser),
                        file_of=file_of)
-
-
-def check_cni_dir(flag: str, directory: str, endpoint: str) -> None:
-    """--cni-bin-dir and --cni-conf-dir: for the embedded containerd only, an absolute
-    path to a directory that exists."""
-    if not directory:
-        return
-    if endpoint:
-        raise ConfigError(f'{flag} "{directory}": only the embedded containerd takes it; '
-                          f'the runtime at --container-runtime-endpoint "{endpoint}" reads '
-                          "its own CNI configuration")
-    if not os.path.isabs(directory):
-        raise ConfigError(f'{flag} "{directory}": must be an absolute path')
-    if not os.path.isdir(directory):
-        raise ConfigError(f'{flag} "{directory}": no such directory')
 
 
 def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
