@@ -26,7 +26,6 @@ from actors.app.config.pflag_values import (
     DURATION,
     INT,
     INT32,
-    IP,
     LEVEL,
     MAP_STRING_BOOL,
     MAP_STRING_STRING,
@@ -35,8 +34,16 @@ from actors.app.config.pflag_values import (
     VMODULE,
 )
 from actors.app.config.reserved import add_reserved_flags, reserved_settings
+from actors.app.config.serving import DEFAULT_ADDRESS as DEFAULT_ADDRESS
+from actors.app.config.serving import DEFAULT_PORT as DEFAULT_PORT
+from actors.app.config.serving import (
+    add_port_flags,
+    add_security_flags,
+    check_tls,
+    security_defaults,
+    split_names,
+)
 from actors.app.config.shutdown import shutdown_problems, shutdown_settings
-from actors.app.config.tls import TLSSettings, check_settings
 from actors.app.config.verbosity import LOG_LEVELS, log_level
 from actors.app.output_format import JSON, TABLE, YAML
 from actors.core.trace.writer import DEFAULT_MAX_FILES as TRACE_MAX_FILES
@@ -66,9 +73,6 @@ if TYPE_CHECKING:
     from runtime.kubeapi.nodestatus import Taint
 
 DEFAULT_ROOT_DIR = "/var/lib/kubelet-actors"
-DEFAULT_ADDRESS = "127.0.0.1"
-DEFAULT_PORT = 10250
-"""The main (HTTPS) port's defaults, as upstream's: where local clients find the daemon."""
 DEFAULT_POD_LOGS_DIR = "/var/log/pods"
 DEFAULT_PAUSE_IMAGE = "localhost:5000/kubelet-actors/pause:3.9"
 
@@ -124,7 +128,7 @@ class KubeletFlags(Struct, frozen=True):
     node_status_report_frequency: float = 300.0
     node_lease_duration_seconds: int = 40
     node_status_max_images: int = 50
-    # the main port's TLS, authentication and authorization (see flags_security_defaults)
+    # the main port's TLS, authentication and authorization (see serving.security_defaults)
     tls_cert_file: str = ""
     tls_private_key_file: str = ""
     cert_dir: str = ""
@@ -303,17 +307,7 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
     add_network_flags(add)
     add("--manifest-url", default="",
         help="the URL of a pod manifest (one pod or a PodList)")
-    add("--address", type=IP, default=DEFAULT_ADDRESS,
-        help="the address of the main (HTTPS) and read-only (HTTP) ports")
-    add("--port", type=INT32, default=DEFAULT_PORT,
-        help="the main port, served over HTTPS (0 turns it off)")
-    add("--read-only-port", type=INT32, default=None,
-        help="the read-only HTTP port, without authentication (0 turns it off; default "
-             "10255 standalone, 0 with --kubeconfig)")
-    add("--healthz-port", type=INT32, default=10248,
-        help="the /healthz HTTP port (0 turns it off)")
-    add("--healthz-bind-address", type=IP, default="127.0.0.1",
-        help="the address of the healthz port")
+    add_port_flags(add)
     add("--cgroups-per-qos", action=GoBool, default=True,
         help="put the pods' cgroups under <cgroup-root>/kubepods, by QoS class")
     add("--cgroup-root", default="",
@@ -414,34 +408,7 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
         default=False,
         help="the main port's serving certificate is requested from the API server "
              "(signer kubernetes.io/kubelet-serving) and rotated as it nears expiry")
-    add("--tls-cert-file", default="",
-        help="the main port's serving certificate (default: a self-signed one in --cert-dir)")
-    add("--tls-private-key-file", default="", help="the key of --tls-cert-file")
-    add("--cert-dir", default="",
-        help="where the TLS certificates are kept: the self-signed serving pair, and the "
-             "client and serving certificates from the API server (default <root-dir>/pki)")
-    add("--tls-min-version", default="",
-        help="the main port's lowest TLS version: VersionTLS10, VersionTLS11, VersionTLS12 "
-             "(the default) or VersionTLS13")
-    add("--tls-cipher-suites", type=STRINGS, default="",
-        help="the main port's TLS 1.2 cipher suites, Go's names, comma-separated")
-    add("--client-ca-file", default="",
-        help="accept client certificates signed by this CA (user = CN, groups = O)")
-    add("--anonymous-auth", action=GoBool, default=None,
-        help="let requests without credentials in as system:anonymous (default true "
-             "standalone, false with --kubeconfig)")
-    add("--authentication-token-webhook", action=GoBool, default=None,
-        help="check bearer tokens with a TokenReview (default false standalone, true with "
-             "--kubeconfig)")
-    add("--authentication-token-webhook-cache-ttl", type=DURATION, default=120.0,
-        help="how long TokenReview answers are kept")
-    add("--authorization-mode", choices=("AlwaysAllow", "Webhook"), default=None,
-        help="AlwaysAllow, or Webhook: a SubjectAccessReview per request (default "
-             "AlwaysAllow standalone, Webhook with --kubeconfig)")
-    add("--authorization-webhook-cache-authorized-ttl", type=DURATION, default=300.0,
-        help="how long allowed SubjectAccessReview answers are kept")
-    add("--authorization-webhook-cache-unauthorized-ttl", type=DURATION, default=30.0,
-        help="how long denied SubjectAccessReview answers are kept")
+    add_security_flags(add)
     add_gc_flags(add)
     add_eviction_flags(add)
     add("--kubelet-actors-logind-conf-dir", dest="logind_conf_dir",
@@ -540,7 +507,7 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
             raise invalid("staticPodURL",
                           f'"{ns.manifest_url}": must be an http:// or https:// URL')
     with check():
-        _security_defaults(ns)
+        security_defaults(ns)
     # Upstream's words; here 0 also turns --port off (upstream requires it).
     for name, flag, value, lowest in (("port", "--port", ns.port, 1),
                                       ("readOnlyPort", "--read-only-port", ns.read_only_port, 0),
@@ -595,7 +562,7 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
                               ".slice with --cgroup-driver=systemd)", field="cgroupRoot",
                               related=("cgroupDriver",))
     with check():
-        _check_tls(ns)
+        check_tls(ns)
     node = (ns.node_name or socket.gethostname()).lower()
     gates = problems.value(lambda: parse_feature_gates(ns.feature_gates))
     with check():
@@ -691,7 +658,7 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
         tls_private_key_file=_abspath(ns.tls_private_key_file),
         cert_dir=_abspath(ns.cert_dir) or os.path.join(os.path.abspath(ns.root_dir), CERT_DIR_NAME),
         tls_min_version=ns.tls_min_version,
-        tls_cipher_suites=_names(ns.tls_cipher_suites),
+        tls_cipher_suites=split_names(ns.tls_cipher_suites),
         client_ca_file=_abspath(ns.client_ca_file),
         anonymous_auth=ns.anonymous_auth,
         authentication_token_webhook=ns.authentication_token_webhook,
@@ -718,14 +685,6 @@ def _check_positive_periods(ns: argparse.Namespace, fields: tuple[str, ...],
             if seconds <= 0:
                 raise invalid(name, f"invalid configuration: {name} {go_duration(seconds)} "
                                     "must be greater than zero")
-
-
-def _check_tls(ns: argparse.Namespace) -> None:
-    """The main port's TLS settings, checked now: before anything starts."""
-    check_settings(TLSSettings(cert_dir="", node_name="", cert_file=ns.tls_cert_file,
-                               key_file=ns.tls_private_key_file,
-                               min_version=ns.tls_min_version,
-                               cipher_suites=_names(ns.tls_cipher_suites)))
 
 
 def _container_log_settings(ns: argparse.Namespace) -> dict[str, Any]:
@@ -755,35 +714,3 @@ def _container_log_settings(ns: argparse.Namespace) -> dict[str, Any]:
 
 def _abspath(path: str) -> str:
     return os.path.abspath(path) if path else ""
-
-
-def _names(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
-    items = value.split(",") if isinstance(value, str) else value
-    return tuple(s.strip() for s in items if s.strip())
-
-
-# The main port's security when neither a flag nor --config says: standalone, upstream's
-# flag defaults (its applyLegacyDefaults: anonymous on, no token webhook, AlwaysAllow,
-# read-only port 10255); with --kubeconfig, upstream's KubeletConfiguration v1beta1
-# defaults, which every cluster's kubelet runs with (anonymous off, token webhook on,
-# Webhook, read-only port off). Upstream picks by --config instead; there a standalone
-# kubelet with a config file refuses to start (no client for the webhooks).
-STANDALONE_SECURITY = {"anonymous_auth": True, "authentication_token_webhook": False,
-                       "authorization_mode": "AlwaysAllow", "read_only_port": 10255}
-CLUSTER_SECURITY = {"anonymous_auth": False, "authentication_token_webhook": True,
-                    "authorization_mode": "Webhook", "read_only_port": 0}
-
-
-def _security_defaults(ns: argparse.Namespace) -> None:
-    defaults = CLUSTER_SECURITY if ns.kubeconfig else STANDALONE_SECURITY
-    for dest, value in defaults.items():
-        if getattr(ns, dest, None) is None:
-            setattr(ns, dest, value)
-    if not ns.kubeconfig and (ns.authentication_token_webhook
-                              or ns.authorization_mode == "Webhook"):
-        field = ("authentication.webhook.enabled" if ns.authentication_token_webhook
-                 else "authorization.mode")
-        raise ConfigError("--authentication-token-webhook and --authorization-mode=Webhook "
-                          "need --kubeconfig: the reviews go to the API server", field=field,
-                          rule="token webhook authentication and Webhook authorization need "
-                               "--kubeconfig: the reviews go to the API server")
