@@ -9,7 +9,6 @@ import os
 import socket
 from typing import TYPE_CHECKING, Any
 
-from loguru import logger
 from msgspec import Struct, field
 
 from actors.app.config.cert_files import CERT_DIR_NAME
@@ -28,10 +27,15 @@ from actors.app.config.pflag_values import (
     INT32,
     LEVEL,
     MAP_STRING_BOOL,
-    MAP_STRING_STRING,
-    STRINGS,
     UPPER_STRING,
     VMODULE,
+)
+from actors.app.config.pod_settings import (
+    add_pod_flags,
+    parse_allowed_unsafe_sysctls,
+    parse_cluster_dns,
+    parse_node_labels,
+    parse_runtime_classes,
 )
 from actors.app.config.reserved import add_reserved_flags, reserved_settings
 from actors.app.config.serving import DEFAULT_ADDRESS as DEFAULT_ADDRESS
@@ -50,7 +54,6 @@ from actors.core.trace.writer import DEFAULT_MAX_FILES as TRACE_MAX_FILES
 from actors.core.trace.writer import DEFAULT_WRITE_EVERY as TRACE_FLUSH_FREQUENCY
 from actors.kubelet.gc_settings import GCSettings
 from runtime.cm.names import DRIVERS
-from runtime.containerd.config import RUNTIME_HANDLERS
 from runtime.errors import ConfigError
 from runtime.events.v1 import go_duration
 from runtime.eviction.api import EvictionConfig
@@ -63,8 +66,6 @@ from runtime.kuberuntime.log_rotation import (
     parse_max_size,
 )
 from runtime.nodeshutdown import ShutdownGracePeriodByPodPriority
-from runtime.pod.admission import sysctl_allowlist_error
-from runtime.pod.validation import dns1123_label, dns1123_subdomain, validate_labels
 
 RUNONCE_FORMATS = (TABLE, JSON, YAML)
 """The formats of --runonce's -o (actors.app.report prints them)."""
@@ -180,100 +181,6 @@ class KubeletFlags(Struct, frozen=True):
     cni_conf_dir: str = ""
 
 
-# Upstream's kubelet sets these labels on its node itself (IsKubeletLabel): --node-labels
-# may name only these, or labels with these prefixes, in the kubernetes.io namespaces.
-KUBELET_LABELS = frozenset({
-    "kubernetes.io/hostname", "kubernetes.io/os", "kubernetes.io/arch",
-    "beta.kubernetes.io/instance-type", "beta.kubernetes.io/os", "beta.kubernetes.io/arch",
-    "failure-domain.beta.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region",
-    "topology.kubernetes.io/zone", "topology.kubernetes.io/region",
-    "node.kubernetes.io/instance-type",
-})
-KUBELET_LABEL_PREFIXES = ("kubelet.kubernetes.io/", "node.kubernetes.io/")
-
-
-def _is_kubernetes_label(key: str) -> bool:
-    namespace = key.partition("/")[0] if "/" in key else ""
-    return any(namespace == d or namespace.endswith("." + d) for d in ("kubernetes.io", "k8s.io"))
-
-
-def parse_node_labels(text: str) -> tuple[tuple[str, str], ...]:
-    """``--node-labels k=v,k2=v2`` (upstream's mapStringString) as (key, value) pairs,
-    checked as upstream's ValidateKubeletFlags checks them."""
-    labels: dict[str, str] = {}
-    for pair in filter(None, (p.strip() for p in text.split(","))):
-        key, equals, value = pair.partition("=")
-        if not equals:
-            raise ConfigError(f'--node-labels "{text}": malformed pair "{pair}", '
-                              "expect string=string")
-        labels[key.strip()] = value.strip()
-    unknown = sorted(k for k in labels if _is_kubernetes_label(k) and k not in KUBELET_LABELS
-                     and not k.startswith(KUBELET_LABEL_PREFIXES))
-    if unknown:
-        raise ConfigError(
-            f"unknown 'kubernetes.io' or 'k8s.io' labels specified with --node-labels: "
-            f"{unknown}: --node-labels in the 'kubernetes.io' namespace must begin with an "
-            f"allowed prefix ({', '.join(KUBELET_LABEL_PREFIXES)}) or be in the specifically "
-            f"allowed set ({', '.join(sorted(KUBELET_LABELS))})")
-    if problems := validate_labels(labels, "--node-labels"):
-        raise ConfigError("invalid node labels: " + "; ".join(f"{p}: {c}" for p, c in problems))
-    return tuple(labels.items())
-
-
-def parse_runtime_classes(value: str | dict[str, str], cluster: bool = False
-                          ) -> tuple[tuple[str, str], ...]:
-    """``--runtime-classes name=handler,name2=handler2`` (or the config file's
-    runtimeClasses map): the runtime classes a standalone node knows, each name a
-    RuntimeClass name (a DNS-1123 subdomain) and each handler as upstream's RuntimeClass
-    validation wants it (a DNS-1123 label). ``cluster``: joined to an API server, whose
-    RuntimeClass objects name the handlers, a table of the node's own is refused."""
-    if isinstance(value, str):
-        classes: dict[str, str] = {}
-        for pair in filter(None, (p.strip() for p in value.split(","))):
-            name, equals, handler = pair.partition("=")
-            if not equals:
-                raise ConfigError(f'malformed pair "{pair}", expect string=string',
-                                  field="runtimeClasses")
-            classes[name.strip()] = handler.strip()
-    else:
-        classes = dict(value)
-    if classes and cluster:
-        raise ConfigError("with --kubeconfig the API server's RuntimeClass objects name the "
-                          "runtime handlers; a table of the node's own is for a standalone "
-                          "node", field="runtimeClasses")
-    problems = [f'runtime class "{name}": metadata.name: Invalid value: "{name}": {why}'
-                for name in classes if (why := dns1123_subdomain(name))]
-    problems += [f'runtime class "{name}": handler: Invalid value: "{handler}": {why}'
-                 for name, handler in classes.items() if (why := dns1123_label(handler))]
-    if problems:
-        raise ConfigError("; ".join(problems), field="runtimeClasses")
-    return tuple(sorted(classes.items()))
-
-
-def parse_allowed_unsafe_sysctls(value: str | list[str]) -> tuple[str, ...]:
-    """``--allowed-unsafe-sysctls a,b.*`` (or the config file's list), as upstream's
-    sysctl allowlist accepts them."""
-    items = value.split(",") if isinstance(value, str) else value
-    patterns = tuple(s.strip() for s in items if s.strip())
-    if error := sysctl_allowlist_error(patterns):
-        raise ConfigError(f"--allowed-unsafe-sysctls: {error}", field="allowedUnsafeSysctls",
-                          rule=error)
-    return patterns
-
-
-def parse_cluster_dns(value: str | list[str]) -> tuple[str, ...]:
-    """``--cluster-dns a,b`` (or the config file's clusterDNS list): as upstream, an
-    entry that is not an IP address is logged and left out."""
-    items = value.split(",") if isinstance(value, str) else value
-    servers: list[str] = []
-    for item in filter(None, (i.strip() for i in items)):
-        try:
-            servers.append(str(ipaddress.ip_address(item)))
-        except ValueError:
-            logger.warning("invalid clusterDNS IP {!r}, ignored", item)
-    return tuple(servers)
-
-
 def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
     """The flags, with pflag's habits (actors.app.config.pflag): every boolean a ``GoBool``,
     each help saying what the flag does (the formatter adds its default); with
@@ -321,29 +228,7 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
              "kubelet, each accepted at upstream's default and refused at a value that "
              "asks for what this node does not implement; this node's own, either value: "
              + ", ".join(f"{g} (default {str(d).lower()})" for g, d in GATE_DEFAULTS.items()))
-    add("--node-labels", type=MAP_STRING_STRING, default="",
-        help="labels of this node, key=value,key2=value2, for the nodeSelector and node "
-             "affinity of its pods (kubernetes.io/hostname, os and arch are always set)")
-    add("--allowed-unsafe-sysctls", type=STRINGS, default="",
-        help="unsafe sysctls (or patterns ending in *) pods may set, comma-separated")
-    add("--runtime-classes", type=MAP_STRING_STRING, default="",
-        help="standalone: the runtime classes pods may name in spec.runtimeClassName, "
-             "name=handler,name2=handler2, each handler a runtime handler of the CRI "
-             f"runtime (the embedded containerd has {' and '.join(RUNTIME_HANDLERS)}); a "
-             "pod naming another class gets no sandbox (with --kubeconfig the API server's "
-             "RuntimeClass objects name the handlers)")
-    add("--node-ip", default="",
-        help="the node's IP address, shown as the pods' status.hostIP (default: the node "
-             "name's address, else the address of the default route's interface)")
-    add("--cluster-dns", type=STRINGS, default="",
-        help="comma-separated DNS server IPs for pods with dnsPolicy ClusterFirst")
-    add("--cluster-domain", default="",
-        help="the cluster's DNS domain, searched by pods after their namespace's")
-    add("--resolv-conf", default="/etc/resolv.conf",
-        help='the resolver file pods with dnsPolicy Default get ("" for none)')
-    add("--seccomp-default", action=GoBool, default=False,
-        help="run containers that name no seccomp profile under the runtime's default "
-             "profile (RuntimeDefault) instead of Unconfined")
+    add_pod_flags(add)
     add("--sync-frequency", type=DURATION, default=60.0,
         help="how often every pod is synced again")
     add("--file-check-frequency", type=DURATION, default=20.0,
