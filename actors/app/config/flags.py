@@ -12,6 +12,12 @@ from typing import TYPE_CHECKING, Any
 from msgspec import Struct, field
 
 from actors.app.config.cert_files import CERT_DIR_NAME
+from actors.app.config.cluster_mode import (
+    add_certificate_flags,
+    add_cluster_flags,
+    add_node_status_flags,
+    register_with_taints,
+)
 from actors.app.config.config_dir import load_config
 from actors.app.config.eviction import add_eviction_flags, eviction_config
 from actors.app.config.feature_gates import OWN_DEFAULTS as GATE_DEFAULTS
@@ -256,16 +262,7 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
         help="with --runonce: the output format of the result")
     add("--runtime-request-timeout", type=DURATION, default=120.0,
         help="the timeout of every CRI call but image pulls")
-    add("--kubeconfig", default="",
-        help="a kubeconfig file to join a cluster with: the node registers, holds a lease "
-             "and runs the pods bound to it (without it the kubelet runs standalone)")
-    add("--register-node", action=GoBool, default=None,
-        help="register the node with the API server (default true with --kubeconfig, false "
-             "without)")
-    add("--register-with-taints", default="",
-        help="the node's taints when it registers, key=value:Effect,...")
-    add("--node-status-update-frequency", type=DURATION, default=10.0,
-        help="how often the node's status is computed, and posted if it changed")
+    add_cluster_flags(add)
     add("--volume-stats-agg-period", type=DURATION, default=60.0,
         help="how often the disk usage of volumes and logs is computed for /stats/summary")
     add("--stats-collection-period", type=DURATION, default=10.0,
@@ -277,22 +274,8 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
              "is rotated (negative: no rotation)")
     add("--container-log-max-files", type=INT32, default=DEFAULT_MAX_FILES,
         help="the most log files kept per container, the current one included (at least 2)")
-    add("--node-status-report-frequency", type=DURATION, default=300.0,
-        help="how often the node's status is posted even if it did not change")
-    add("--node-status-max-images", type=INT32, default=50,
-        help="the most images listed in the node's status.images (-1: no limit)")
-    # certs: TLS bootstrap and rotation
-    add("--bootstrap-kubeconfig", default="",
-        help="a kubeconfig (a bootstrap token user) to ask for a client certificate with when "
-             "--kubeconfig's file is missing or its certificate is invalid or expired: the "
-             "certificate goes to --cert-dir and --kubeconfig is written to point at it")
-    add("--rotate-certificates", action=GoBool, default=False,
-        help="request a new client certificate from the API server as the current one "
-             "nears expiry (70-90%% of its lifetime)")
-    add("--rotate-server-certificates", dest="server_tls_bootstrap", action=GoBool,
-        default=False,
-        help="the main port's serving certificate is requested from the API server "
-             "(signer kubernetes.io/kubelet-serving) and rotated as it nears expiry")
+    add_node_status_flags(add)
+    add_certificate_flags(add)
     add_security_flags(add)
     add_gc_flags(add)
     add_eviction_flags(add)
@@ -315,17 +298,6 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
     add("--logging-format", "--log-format", dest="log_format", choices=("text", "json"),
         default="text", help="how log lines are written: text, or one JSON object a line")
     return parser
-
-
-def _taints(value: str | tuple[Taint, ...] | list[Taint]) -> tuple[Taint, ...]:
-    """--register-with-taints (text) or registerWithTaints (parsed by the config file)."""
-    if not isinstance(value, str):
-        return tuple(value)
-    if not value:
-        return ()
-    from runtime.kubeapi.nodestatus import parse_taints  # the Node's code: cluster mode's
-
-    return parse_taints(value)
 
 
 def parse_flags(argv: list[str]) -> KubeletFlags:
@@ -469,7 +441,7 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
     unsafe_sysctls = problems.value(
         lambda: parse_allowed_unsafe_sysctls(ns.allowed_unsafe_sysctls)) or ()
     cluster_dns = problems.value(lambda: parse_cluster_dns(ns.cluster_dns)) or ()
-    taints = problems.value(lambda: _taints(ns.register_with_taints)) or ()
+    taints = problems.value(lambda: register_with_taints(ns.register_with_taints)) or ()
     runtime_classes = problems.value(
         lambda: parse_runtime_classes(ns.runtime_classes, bool(ns.kubeconfig))) or ()
     reserved = reserved_settings(ns, problems.check)
