@@ -19,6 +19,7 @@ from actors.app.config.cluster_mode import (
     register_with_taints,
 )
 from actors.app.config.config_dir import load_config
+from actors.app.config.container_logs import add_container_log_flags, container_log_settings
 from actors.app.config.eviction import add_eviction_flags, eviction_config
 from actors.app.config.feature_gates import OWN_DEFAULTS as GATE_DEFAULTS
 from actors.app.config.feature_gates import parse_feature_gates
@@ -63,14 +64,6 @@ from runtime.cm.names import DRIVERS
 from runtime.errors import ConfigError
 from runtime.events.v1 import go_duration
 from runtime.eviction.api import EvictionConfig
-from runtime.kuberuntime.log_rotation import (
-    DEFAULT_MAX_FILES,
-    DEFAULT_MAX_SIZE,
-    DEFAULT_MAX_WORKERS,
-    DEFAULT_MONITOR_INTERVAL,
-    MIN_MONITOR_INTERVAL,
-    parse_max_size,
-)
 from runtime.nodeshutdown import ShutdownGracePeriodByPodPriority
 
 RUNONCE_FORMATS = (TABLE, JSON, YAML)
@@ -269,11 +262,7 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
         help="this project's own: how often resource stats are collected for "
              "/stats/summary and the metrics endpoints (as cAdvisor's housekeeping "
              "interval; 0 turns them off)")
-    add("--container-log-max-size", default=DEFAULT_MAX_SIZE,
-        help="the size (a quantity, e.g. 10Mi) a container's log file reaches before it "
-             "is rotated (negative: no rotation)")
-    add("--container-log-max-files", type=INT32, default=DEFAULT_MAX_FILES,
-        help="the most log files kept per container, the current one included (at least 2)")
+    add_container_log_flags(add)
     add_node_status_flags(add)
     add_certificate_flags(add)
     add_security_flags(add)
@@ -398,7 +387,7 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
                 ipaddress.ip_address(address)
             except ValueError as err:
                 raise invalid(name, str(err)) from err
-    log_rotation = problems.value(lambda: _container_log_settings(ns)) or {}
+    log_rotation = problems.value(lambda: container_log_settings(ns)) or {}
     with check():
         if ns.runonce_timeout <= 0:
             raise ConfigError(f"--runonce-timeout {ns.runonce_timeout}: must be more than 0")
@@ -542,31 +531,6 @@ def _check_positive_periods(ns: argparse.Namespace, fields: tuple[str, ...],
             if seconds <= 0:
                 raise invalid(name, f"invalid configuration: {name} {go_duration(seconds)} "
                                     "must be greater than zero")
-
-
-def _container_log_settings(ns: argparse.Namespace) -> dict[str, Any]:
-    """The container log rotation flags (and config-file-only fields), checked in
-    upstream's words (NewContainerLogManager, ValidateKubeletConfiguration)."""
-    try:
-        max_size = parse_max_size(ns.container_log_max_size)
-    except ValueError as err:
-        raise invalid("containerLogMaxSize", str(err)) from err
-    if ns.container_log_max_files <= 1:
-        raise invalid("containerLogMaxFiles", "invalid configuration: containerLogMaxFiles "
-                                              "must be greater than 1")
-    workers = getattr(ns, "container_log_max_workers", DEFAULT_MAX_WORKERS)
-    if workers < 1:
-        raise invalid("containerLogMaxWorkers", "invalid configuration: containerLogMaxWorkers "
-                                                "must be greater than or equal to 1")
-    interval = getattr(ns, "container_log_monitor_interval", DEFAULT_MONITOR_INTERVAL)
-    if interval < MIN_MONITOR_INTERVAL:
-        raise invalid("containerLogMonitorInterval", "invalid configuration: "
-                      "containerLogMonitorInterval must be a positive time duration greater "
-                      "than or equal to 3s")
-    return {"container_log_max_size": max_size,
-            "container_log_max_files": ns.container_log_max_files,
-            "container_log_max_workers": workers,
-            "container_log_monitor_interval": interval}
 
 
 def _abspath(path: str) -> str:
