@@ -25,17 +25,14 @@ from actors.app.config.feature_gates import OWN_DEFAULTS as GATE_DEFAULTS
 from actors.app.config.feature_gates import parse_feature_gates
 from actors.app.config.gc import add_gc_flags, gc_settings, max_container_restart_period
 from actors.app.config.kubelet_config import DEST_OF_FIELD
+from actors.app.config.logs_and_trace import add_logging_flags, add_trace_flags
 from actors.app.config.network import add_network_flags, check_cni_dir
 from actors.app.config.origins import Origins, Problems, flag_names, invalid
 from actors.app.config.pflag import FlagParser, GoBool
 from actors.app.config.pflag_values import (
     DURATION,
-    INT,
     INT32,
-    LEVEL,
     MAP_STRING_BOOL,
-    UPPER_STRING,
-    VMODULE,
 )
 from actors.app.config.pod_settings import (
     add_pod_flags,
@@ -55,7 +52,7 @@ from actors.app.config.serving import (
     split_names,
 )
 from actors.app.config.shutdown import shutdown_problems, shutdown_settings
-from actors.app.config.verbosity import LOG_LEVELS, log_level
+from actors.app.config.verbosity import log_level
 from actors.app.output_format import JSON, TABLE, YAML
 from actors.core.trace.writer import DEFAULT_MAX_FILES as TRACE_MAX_FILES
 from actors.core.trace.writer import DEFAULT_WRITE_EVERY as TRACE_FLUSH_FREQUENCY
@@ -234,19 +231,7 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
         help="how often the manifest directory is listed again")
     add("--http-check-frequency", type=DURATION, default=20.0,
         help="how often --manifest-url is fetched again")
-    add("--trace-dir", default="",
-        help="record every delivery, runtime call and decision here, for "
-             "`kubelet-actors trace replay|show|export`")
-    add("--trace-max-bytes", type=INT, default=64 * 1024 * 1024,
-        help="the size, in bytes, past which a new trace file is started (64 MiB)")
-    add("--trace-max-files", type=INT, default=TRACE_MAX_FILES,
-        help="how many trace files are kept, the newest (older ones are deleted); a run "
-             "whose first files are gone is replayed from the oldest kept file, for the "
-             "actors that started there")
-    add("--trace-flush-frequency", type=DURATION, default=TRACE_FLUSH_FREQUENCY,
-        help="how often, at least, the trace's buffer is written out (as upstream's "
-             "--log-flush-frequency for logs): the most of its trace a kubelet killed "
-             "outright loses")
+    add_trace_flags(add)
     add("--runonce", action=GoBool, default=False,
         help="start the pods of the manifests, wait until they run, print them and exit")
     add("--runonce-timeout", type=DURATION, default=120.0,
@@ -274,18 +259,7 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
              "99-kubelet.conf here when logind's InhibitDelayMaxSec is shorter than the "
              "shutdown grace period")
     add_reserved_flags(add)
-    add("-v", "--v", dest="verbosity", type=LEVEL, default=0,
-        help="number for the log level verbosity, as upstream's (klog's): 0 to 3 write "
-             "INFO lines and above, 4 adds DEBUG, 5 and more TRACE")
-    add("--vmodule", type=VMODULE, default="",
-        help="comma-separated list of pattern=N settings for file-filtered logging, as "
-             "upstream's (klog's): a source file whose name (without .py; its path when "
-             "the pattern has a /) matches a pattern logs at verbosity N instead of --v's")
-    add("--log-level", type=UPPER_STRING, choices=LOG_LEVELS, default=None,
-        help="this project's own: the least severe log lines written, by name instead of "
-             "--v's number, and winning over it (default: the level --v gives)")
-    add("--logging-format", "--log-format", dest="log_format", choices=("text", "json"),
-        default="text", help="how log lines are written: text, or one JSON object a line")
+    add_logging_flags(add)
     return parser
 
 
