@@ -25,15 +25,11 @@ from actors.app.config.feature_gates import OWN_DEFAULTS as GATE_DEFAULTS
 from actors.app.config.feature_gates import parse_feature_gates
 from actors.app.config.gc import add_gc_flags, gc_settings, max_container_restart_period
 from actors.app.config.kubelet_config import DEST_OF_FIELD
-from actors.app.config.logs_and_trace import add_logging_flags, add_trace_flags
+from actors.app.config.logs_and_trace import add_logging_flags, add_trace_flags, check_trace
 from actors.app.config.network import add_network_flags, check_cni_dir
 from actors.app.config.origins import Origins, Problems, flag_names, invalid
 from actors.app.config.pflag import FlagParser, GoBool
-from actors.app.config.pflag_values import (
-    DURATION,
-    INT32,
-    MAP_STRING_BOOL,
-)
+from actors.app.config.pflag_values import DURATION, INT32, MAP_STRING_BOOL
 from actors.app.config.pod_settings import (
     add_pod_flags,
     parse_allowed_unsafe_sysctls,
@@ -336,16 +332,7 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
             if value != 0 and not 1 <= value <= 65535:
                 raise invalid(name, f"invalid configuration: {name} ({flag}) {value} must be "
                                     f"between {lowest} and 65535, inclusive")
-    with check():
-        if ns.trace_max_bytes < 4096:
-            raise ConfigError(f"--trace-max-bytes {ns.trace_max_bytes}: must be at least 4096")
-    with check():
-        if ns.trace_max_files < 1:
-            raise ConfigError(f"--trace-max-files {ns.trace_max_files}: must be at least 1")
-    with check():
-        if ns.trace_flush_frequency <= 0:
-            raise ConfigError(f"--trace-flush-frequency {go_duration(ns.trace_flush_frequency)}"
-                              ": must be greater than 0")
+    check_trace(ns, check)
     with check():
         if ns.max_pods < 1:
             # Upstream lets 0 through ("must not be a negative number"); a node here runs a

@@ -6,12 +6,16 @@ onto the log levels)."""
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 
 from actors.app.config.pflag_values import DURATION, INT, LEVEL, UPPER_STRING, VMODULE
 from actors.app.config.verbosity import LOG_LEVELS
 from actors.core.trace.writer import DEFAULT_MAX_FILES as TRACE_MAX_FILES
 from actors.core.trace.writer import DEFAULT_WRITE_EVERY as TRACE_FLUSH_FREQUENCY
+from runtime.errors import ConfigError
+from runtime.events.v1 import go_duration
 
 
 def add_trace_flags(add: Callable[..., None]) -> None:
@@ -29,6 +33,22 @@ def add_trace_flags(add: Callable[..., None]) -> None:
         help="how often, at least, the trace's buffer is written out (as upstream's "
              "--log-flush-frequency for logs): the most of its trace a kubelet killed "
              "outright loses")
+
+
+def check_trace(ns: argparse.Namespace,
+                check: Callable[[], AbstractContextManager[None]]) -> None:
+    """The trace flags' rules, each inside ``check`` (Problems.check: a broken one is kept
+    and the checking goes on)."""
+    with check():
+        if ns.trace_max_bytes < 4096:
+            raise ConfigError(f"--trace-max-bytes {ns.trace_max_bytes}: must be at least 4096")
+    with check():
+        if ns.trace_max_files < 1:
+            raise ConfigError(f"--trace-max-files {ns.trace_max_files}: must be at least 1")
+    with check():
+        if ns.trace_flush_frequency <= 0:
+            raise ConfigError(f"--trace-flush-frequency {go_duration(ns.trace_flush_frequency)}"
+                              ": must be greater than 0")
 
 
 def add_logging_flags(add: Callable[..., None]) -> None:

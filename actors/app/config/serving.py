@@ -77,6 +77,7 @@ def check_tls(ns: argparse.Namespace) -> None:
 
 
 def split_names(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """A comma-separated flag's names (or the file's list), blanks left out."""
     items = value.split(",") if isinstance(value, str) else value
     return tuple(s.strip() for s in items if s.strip())
 
@@ -94,6 +95,8 @@ CLUSTER_SECURITY = {"anonymous_auth": False, "authentication_token_webhook": Tru
 
 
 def security_defaults(ns: argparse.Namespace) -> None:
+    """Fill in the security settings neither a flag nor --config set, for the node's mode;
+    the webhooks without --kubeconfig are refused."""
     defaults = CLUSTER_SECURITY if ns.kubeconfig else STANDALONE_SECURITY
     for dest, value in defaults.items():
         if getattr(ns, dest, None) is None:
