@@ -10,7 +10,9 @@ That object is all the daemon's wiring (actors.app.daemon, main, runonce, the dr
 test bed) reads; nothing here imports the wiring (setup.cfg's import-linter contract
 "actors.app.config ... imports nothing of the app's wiring" holds it).
 
-- ``flags``: ``KubeletFlags``, the parser (``build_parser``), ``parse_flags`` and the checks.
+- ``flags``: ``KubeletFlags``, the parser (``build_parser``: the general flags, and the
+  subjects' ``add_*_flags`` in --help's order), ``parse_flags`` and the checks
+  (``_checked``, which calls the subjects' checks).
 - ``kubelet_config``: decoding a KubeletConfiguration document strictly, as upstream;
   ``FIELDS`` maps each implemented field to its flag destination and converter
   (``field_types`` has the converters); ``not_implemented`` lists the rest of upstream's
@@ -23,23 +25,27 @@ test bed) reads; nothing here imports the wiring (setup.cfg's import-linter cont
   ``pflag_values`` has pflag's value types (``INT32``, ``DURATION``, ``IP``, ``STRINGS``,
   ``MAP_STRING_STRING``, klog's ``LEVEL``, ...), the only ``type=`` a flag takes;
   ``verbosity`` maps klog's numbers onto the log levels.
-- ``eviction``, ``gc``, ``tls``, ``feature_gates``: the flags of one subject each, with
-  their checks (``upstream_gates``: every upstream feature gate, as data); ``durations``
-  and ``gostrconv`` read Go's durations, booleans and numbers.
+- ``cluster_mode``, ``serving``, ``pod_settings``, ``network``, ``container_logs``,
+  ``logs_and_trace``, ``eviction``, ``gc``, ``reserved``, ``shutdown``, ``tls``,
+  ``feature_gates``: the flags (or KubeletConfiguration fields) of one subject each, with
+  their parsers and checks (``upstream_gates``: every upstream feature gate, as data);
+  ``durations`` and ``gostrconv`` read Go's durations, booleans and numbers.
 - ``configz``: the merged settings rendered back as a KubeletConfiguration (``/configz``).
 - ``reference``: docs/configuration.md, generated from the parser.
 
 Adding a flag touches this package, the wiring that uses it and a test:
 
-1. the flag in ``build_parser`` (or a subject's ``add_*_flags``): its value's pflag type
-   as upstream declares it (``type=INT32``, ``DURATION``, ...; none for a string), a
-   boolean with ``action=GoBool``, its help saying what it does (the formatter adds its
-   default; a help says a default itself only when it depends on other flags, with
+1. the flag in its subject's ``add_*_flags`` (``build_parser`` itself holds only the
+   general ones; a new subject gets a module and an ``add_*_flags`` that ``build_parser``
+   calls where its flags are to appear in --help): its value's pflag type as upstream
+   declares it (``type=INT32``, ``DURATION``, ...; none for a string), a boolean with
+   ``action=GoBool``, its help saying what it does (the formatter adds its default; a
+   help says a default itself only when it depends on other flags, with
    ``default=None``); its KubeletConfiguration field, if upstream has one, in
    ``kubelet_config.FIELDS`` (and ``configz`` when /configz should show it);
    tests/unit/app/test_flag_habits.py checks the habits of every flag;
 2. its typed field in ``KubeletFlags``, set (and checked, in upstream's words, through
-   ``Problems``) in ``flags._checked``;
+   ``Problems``) in ``flags._checked``, the check written in the subject's module;
 3. the wiring reads ``flags.<field>``;
 4. a test of the check, and ``python -m actors.app.config.reference > docs/configuration.md``
    (tests/unit/app/test_configuration_reference.py fails until the reference is current).

@@ -9,54 +9,55 @@ import os
 import socket
 from typing import TYPE_CHECKING, Any
 
-from loguru import logger
 from msgspec import Struct, field
 
 from actors.app.config.cert_files import CERT_DIR_NAME
+from actors.app.config.cluster_mode import (
+    add_certificate_flags,
+    add_cluster_flags,
+    add_node_status_flags,
+    register_with_taints,
+)
 from actors.app.config.config_dir import load_config
+from actors.app.config.container_logs import add_container_log_flags, container_log_settings
 from actors.app.config.eviction import add_eviction_flags, eviction_config
 from actors.app.config.feature_gates import OWN_DEFAULTS as GATE_DEFAULTS
 from actors.app.config.feature_gates import parse_feature_gates
 from actors.app.config.gc import add_gc_flags, gc_settings, max_container_restart_period
 from actors.app.config.kubelet_config import DEST_OF_FIELD
-from actors.app.config.origins import Origins, Problems, flag_names
+from actors.app.config.logs_and_trace import add_logging_flags, add_trace_flags, check_trace
+from actors.app.config.network import add_network_flags, check_cni_dir
+from actors.app.config.origins import Origins, Problems, flag_names, invalid
 from actors.app.config.pflag import FlagParser, GoBool
-from actors.app.config.pflag_values import (
-    DURATION,
-    INT,
-    INT32,
-    IP,
-    LEVEL,
-    MAP_STRING_BOOL,
-    MAP_STRING_STRING,
-    STRINGS,
-    UPPER_STRING,
-    VMODULE,
+from actors.app.config.pflag_values import DURATION, INT32, MAP_STRING_BOOL
+from actors.app.config.pod_settings import (
+    add_pod_flags,
+    parse_allowed_unsafe_sysctls,
+    parse_cluster_dns,
+    parse_node_labels,
+    parse_runtime_classes,
 )
 from actors.app.config.reserved import add_reserved_flags, reserved_settings
+from actors.app.config.serving import DEFAULT_ADDRESS as DEFAULT_ADDRESS
+from actors.app.config.serving import DEFAULT_PORT as DEFAULT_PORT
+from actors.app.config.serving import (
+    add_port_flags,
+    add_security_flags,
+    check_tls,
+    security_defaults,
+    split_names,
+)
 from actors.app.config.shutdown import shutdown_problems, shutdown_settings
-from actors.app.config.tls import TLSSettings, check_settings
-from actors.app.config.verbosity import LOG_LEVELS, log_level
+from actors.app.config.verbosity import log_level
 from actors.app.output_format import JSON, TABLE, YAML
 from actors.core.trace.writer import DEFAULT_MAX_FILES as TRACE_MAX_FILES
 from actors.core.trace.writer import DEFAULT_WRITE_EVERY as TRACE_FLUSH_FREQUENCY
 from actors.kubelet.gc_settings import GCSettings
 from runtime.cm.names import DRIVERS
-from runtime.containerd.config import RUNTIME_HANDLERS
 from runtime.errors import ConfigError
 from runtime.events.v1 import go_duration
 from runtime.eviction.api import EvictionConfig
-from runtime.kuberuntime.log_rotation import (
-    DEFAULT_MAX_FILES,
-    DEFAULT_MAX_SIZE,
-    DEFAULT_MAX_WORKERS,
-    DEFAULT_MONITOR_INTERVAL,
-    MIN_MONITOR_INTERVAL,
-    parse_max_size,
-)
 from runtime.nodeshutdown import ShutdownGracePeriodByPodPriority
-from runtime.pod.admission import sysctl_allowlist_error
-from runtime.pod.validation import dns1123_label, dns1123_subdomain, validate_labels
 
 RUNONCE_FORMATS = (TABLE, JSON, YAML)
 """The formats of --runonce's -o (actors.app.report prints them)."""
@@ -65,9 +66,6 @@ if TYPE_CHECKING:
     from runtime.kubeapi.nodestatus import Taint
 
 DEFAULT_ROOT_DIR = "/var/lib/kubelet-actors"
-DEFAULT_ADDRESS = "127.0.0.1"
-DEFAULT_PORT = 10250
-"""The main (HTTPS) port's defaults, as upstream's: where local clients find the daemon."""
 DEFAULT_POD_LOGS_DIR = "/var/log/pods"
 DEFAULT_PAUSE_IMAGE = "localhost:5000/kubelet-actors/pause:3.9"
 
@@ -123,7 +121,7 @@ class KubeletFlags(Struct, frozen=True):
     node_status_report_frequency: float = 300.0
     node_lease_duration_seconds: int = 40
     node_status_max_images: int = 50
-    # the main port's TLS, authentication and authorization (see flags_security_defaults)
+    # the main port's TLS, authentication and authorization (see serving.security_defaults)
     tls_cert_file: str = ""
     tls_private_key_file: str = ""
     cert_dir: str = ""
@@ -175,100 +173,6 @@ class KubeletFlags(Struct, frozen=True):
     cni_conf_dir: str = ""
 
 
-# Upstream's kubelet sets these labels on its node itself (IsKubeletLabel): --node-labels
-# may name only these, or labels with these prefixes, in the kubernetes.io namespaces.
-KUBELET_LABELS = frozenset({
-    "kubernetes.io/hostname", "kubernetes.io/os", "kubernetes.io/arch",
-    "beta.kubernetes.io/instance-type", "beta.kubernetes.io/os", "beta.kubernetes.io/arch",
-    "failure-domain.beta.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region",
-    "topology.kubernetes.io/zone", "topology.kubernetes.io/region",
-    "node.kubernetes.io/instance-type",
-})
-KUBELET_LABEL_PREFIXES = ("kubelet.kubernetes.io/", "node.kubernetes.io/")
-
-
-def _is_kubernetes_label(key: str) -> bool:
-    namespace = key.partition("/")[0] if "/" in key else ""
-    return any(namespace == d or namespace.endswith("." + d) for d in ("kubernetes.io", "k8s.io"))
-
-
-def parse_node_labels(text: str) -> tuple[tuple[str, str], ...]:
-    """``--node-labels k=v,k2=v2`` (upstream's mapStringString) as (key, value) pairs,
-    checked as upstream's ValidateKubeletFlags checks them."""
-    labels: dict[str, str] = {}
-    for pair in filter(None, (p.strip() for p in text.split(","))):
-        key, equals, value = pair.partition("=")
-        if not equals:
-            raise ConfigError(f'--node-labels "{text}": malformed pair "{pair}", '
-                              "expect string=string")
-        labels[key.strip()] = value.strip()
-    unknown = sorted(k for k in labels if _is_kubernetes_label(k) and k not in KUBELET_LABELS
-                     and not k.startswith(KUBELET_LABEL_PREFIXES))
-    if unknown:
-        raise ConfigError(
-            f"unknown 'kubernetes.io' or 'k8s.io' labels specified with --node-labels: "
-            f"{unknown}: --node-labels in the 'kubernetes.io' namespace must begin with an "
-            f"allowed prefix ({', '.join(KUBELET_LABEL_PREFIXES)}) or be in the specifically "
-            f"allowed set ({', '.join(sorted(KUBELET_LABELS))})")
-    if problems := validate_labels(labels, "--node-labels"):
-        raise ConfigError("invalid node labels: " + "; ".join(f"{p}: {c}" for p, c in problems))
-    return tuple(labels.items())
-
-
-def parse_runtime_classes(value: str | dict[str, str], cluster: bool = False
-                          ) -> tuple[tuple[str, str], ...]:
-    """``--runtime-classes name=handler,name2=handler2`` (or the config file's
-    runtimeClasses map): the runtime classes a standalone node knows, each name a
-    RuntimeClass name (a DNS-1123 subdomain) and each handler as upstream's RuntimeClass
-    validation wants it (a DNS-1123 label). ``cluster``: joined to an API server, whose
-    RuntimeClass objects name the handlers, a table of the node's own is refused."""
-    if isinstance(value, str):
-        classes: dict[str, str] = {}
-        for pair in filter(None, (p.strip() for p in value.split(","))):
-            name, equals, handler = pair.partition("=")
-            if not equals:
-                raise ConfigError(f'malformed pair "{pair}", expect string=string',
-                                  field="runtimeClasses")
-            classes[name.strip()] = handler.strip()
-    else:
-        classes = dict(value)
-    if classes and cluster:
-        raise ConfigError("with --kubeconfig the API server's RuntimeClass objects name the "
-                          "runtime handlers; a table of the node's own is for a standalone "
-                          "node", field="runtimeClasses")
-    problems = [f'runtime class "{name}": metadata.name: Invalid value: "{name}": {why}'
-                for name in classes if (why := dns1123_subdomain(name))]
-    problems += [f'runtime class "{name}": handler: Invalid value: "{handler}": {why}'
-                 for name, handler in classes.items() if (why := dns1123_label(handler))]
-    if problems:
-        raise ConfigError("; ".join(problems), field="runtimeClasses")
-    return tuple(sorted(classes.items()))
-
-
-def parse_allowed_unsafe_sysctls(value: str | list[str]) -> tuple[str, ...]:
-    """``--allowed-unsafe-sysctls a,b.*`` (or the config file's list), as upstream's
-    sysctl allowlist accepts them."""
-    items = value.split(",") if isinstance(value, str) else value
-    patterns = tuple(s.strip() for s in items if s.strip())
-    if error := sysctl_allowlist_error(patterns):
-        raise ConfigError(f"--allowed-unsafe-sysctls: {error}", field="allowedUnsafeSysctls",
-                          rule=error)
-    return patterns
-
-
-def parse_cluster_dns(value: str | list[str]) -> tuple[str, ...]:
-    """``--cluster-dns a,b`` (or the config file's clusterDNS list): as upstream, an
-    entry that is not an IP address is logged and left out."""
-    items = value.split(",") if isinstance(value, str) else value
-    servers: list[str] = []
-    for item in filter(None, (i.strip() for i in items)):
-        try:
-            servers.append(str(ipaddress.ip_address(item)))
-        except ValueError:
-            logger.warning("invalid clusterDNS IP {!r}, ignored", item)
-    return tuple(servers)
-
-
 def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
     """The flags, with pflag's habits (actors.app.config.pflag): every boolean a ``GoBool``,
     each help saying what the flag does (the formatter adds its default); with
@@ -299,33 +203,10 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
         help="the node's name (default: the host name, lower-cased)")
     add("--pod-infra-container-image", default=DEFAULT_PAUSE_IMAGE,
         help="the sandbox (pause) image of the embedded containerd")
-    add("--pod-cidr", default="",
-        help="the CIDR to use for pod IP addresses, only used in standalone mode (in "
-             "cluster mode, this is obtained from the control plane: the Node's "
-             "spec.podCIDRs); given to the runtime at start; the embedded containerd's "
-             "pods get addresses from it (default 10.88.0.0/16 there)")
-    add("--cni-bin-dir", default="",
-        help="embedded containerd: the absolute directory of the CNI plugins (default "
-             "/usr/lib/cni)")
-    add("--cni-conf-dir", default="",
-        help="embedded containerd: the absolute directory it loads CNI network configs "
-             "from, the operator's (the kubelet writes none there); default its own "
-             "<root-dir>/containerd/cni/net.d, with the kubelet's bridge network")
-    add("--cni-bridge-name", default="kacni0",
-        help="embedded containerd: the Linux bridge its pods attach to")
+    add_network_flags(add)
     add("--manifest-url", default="",
         help="the URL of a pod manifest (one pod or a PodList)")
-    add("--address", type=IP, default=DEFAULT_ADDRESS,
-        help="the address of the main (HTTPS) and read-only (HTTP) ports")
-    add("--port", type=INT32, default=DEFAULT_PORT,
-        help="the main port, served over HTTPS (0 turns it off)")
-    add("--read-only-port", type=INT32, default=None,
-        help="the read-only HTTP port, without authentication (0 turns it off; default "
-             "10255 standalone, 0 with --kubeconfig)")
-    add("--healthz-port", type=INT32, default=10248,
-        help="the /healthz HTTP port (0 turns it off)")
-    add("--healthz-bind-address", type=IP, default="127.0.0.1",
-        help="the address of the healthz port")
+    add_port_flags(add)
     add("--cgroups-per-qos", action=GoBool, default=True,
         help="put the pods' cgroups under <cgroup-root>/kubepods, by QoS class")
     add("--cgroup-root", default="",
@@ -339,48 +220,14 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
              "kubelet, each accepted at upstream's default and refused at a value that "
              "asks for what this node does not implement; this node's own, either value: "
              + ", ".join(f"{g} (default {str(d).lower()})" for g, d in GATE_DEFAULTS.items()))
-    add("--node-labels", type=MAP_STRING_STRING, default="",
-        help="labels of this node, key=value,key2=value2, for the nodeSelector and node "
-             "affinity of its pods (kubernetes.io/hostname, os and arch are always set)")
-    add("--allowed-unsafe-sysctls", type=STRINGS, default="",
-        help="unsafe sysctls (or patterns ending in *) pods may set, comma-separated")
-    add("--runtime-classes", type=MAP_STRING_STRING, default="",
-        help="standalone: the runtime classes pods may name in spec.runtimeClassName, "
-             "name=handler,name2=handler2, each handler a runtime handler of the CRI "
-             f"runtime (the embedded containerd has {' and '.join(RUNTIME_HANDLERS)}); a "
-             "pod naming another class gets no sandbox (with --kubeconfig the API server's "
-             "RuntimeClass objects name the handlers)")
-    add("--node-ip", default="",
-        help="the node's IP address, shown as the pods' status.hostIP (default: the node "
-             "name's address, else the address of the default route's interface)")
-    add("--cluster-dns", type=STRINGS, default="",
-        help="comma-separated DNS server IPs for pods with dnsPolicy ClusterFirst")
-    add("--cluster-domain", default="",
-        help="the cluster's DNS domain, searched by pods after their namespace's")
-    add("--resolv-conf", default="/etc/resolv.conf",
-        help='the resolver file pods with dnsPolicy Default get ("" for none)')
-    add("--seccomp-default", action=GoBool, default=False,
-        help="run containers that name no seccomp profile under the runtime's default "
-             "profile (RuntimeDefault) instead of Unconfined")
+    add_pod_flags(add)
     add("--sync-frequency", type=DURATION, default=60.0,
         help="how often every pod is synced again")
     add("--file-check-frequency", type=DURATION, default=20.0,
         help="how often the manifest directory is listed again")
     add("--http-check-frequency", type=DURATION, default=20.0,
         help="how often --manifest-url is fetched again")
-    add("--trace-dir", default="",
-        help="record every delivery, runtime call and decision here, for "
-             "`kubelet-actors trace replay|show|export`")
-    add("--trace-max-bytes", type=INT, default=64 * 1024 * 1024,
-        help="the size, in bytes, past which a new trace file is started (64 MiB)")
-    add("--trace-max-files", type=INT, default=TRACE_MAX_FILES,
-        help="how many trace files are kept, the newest (older ones are deleted); a run "
-             "whose first files are gone is replayed from the oldest kept file, for the "
-             "actors that started there")
-    add("--trace-flush-frequency", type=DURATION, default=TRACE_FLUSH_FREQUENCY,
-        help="how often, at least, the trace's buffer is written out (as upstream's "
-             "--log-flush-frequency for logs): the most of its trace a kubelet killed "
-             "outright loses")
+    add_trace_flags(add)
     add("--runonce", action=GoBool, default=False,
         help="start the pods of the manifests, wait until they run, print them and exit")
     add("--runonce-timeout", type=DURATION, default=120.0,
@@ -389,71 +236,17 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
         help="with --runonce: the output format of the result")
     add("--runtime-request-timeout", type=DURATION, default=120.0,
         help="the timeout of every CRI call but image pulls")
-    add("--kubeconfig", default="",
-        help="a kubeconfig file to join a cluster with: the node registers, holds a lease "
-             "and runs the pods bound to it (without it the kubelet runs standalone)")
-    add("--register-node", action=GoBool, default=None,
-        help="register the node with the API server (default true with --kubeconfig, false "
-             "without)")
-    add("--register-with-taints", default="",
-        help="the node's taints when it registers, key=value:Effect,...")
-    add("--node-status-update-frequency", type=DURATION, default=10.0,
-        help="how often the node's status is computed, and posted if it changed")
+    add_cluster_flags(add)
     add("--volume-stats-agg-period", type=DURATION, default=60.0,
         help="how often the disk usage of volumes and logs is computed for /stats/summary")
     add("--stats-collection-period", type=DURATION, default=10.0,
         help="this project's own: how often resource stats are collected for "
              "/stats/summary and the metrics endpoints (as cAdvisor's housekeeping "
              "interval; 0 turns them off)")
-    add("--container-log-max-size", default=DEFAULT_MAX_SIZE,
-        help="the size (a quantity, e.g. 10Mi) a container's log file reaches before it "
-             "is rotated (negative: no rotation)")
-    add("--container-log-max-files", type=INT32, default=DEFAULT_MAX_FILES,
-        help="the most log files kept per container, the current one included (at least 2)")
-    add("--node-status-report-frequency", type=DURATION, default=300.0,
-        help="how often the node's status is posted even if it did not change")
-    add("--node-status-max-images", type=INT32, default=50,
-        help="the most images listed in the node's status.images (-1: no limit)")
-    # certs: TLS bootstrap and rotation
-    add("--bootstrap-kubeconfig", default="",
-        help="a kubeconfig (a bootstrap token user) to ask for a client certificate with when "
-             "--kubeconfig's file is missing or its certificate is invalid or expired: the "
-             "certificate goes to --cert-dir and --kubeconfig is written to point at it")
-    add("--rotate-certificates", action=GoBool, default=False,
-        help="request a new client certificate from the API server as the current one "
-             "nears expiry (70-90%% of its lifetime)")
-    add("--rotate-server-certificates", dest="server_tls_bootstrap", action=GoBool,
-        default=False,
-        help="the main port's serving certificate is requested from the API server "
-             "(signer kubernetes.io/kubelet-serving) and rotated as it nears expiry")
-    add("--tls-cert-file", default="",
-        help="the main port's serving certificate (default: a self-signed one in --cert-dir)")
-    add("--tls-private-key-file", default="", help="the key of --tls-cert-file")
-    add("--cert-dir", default="",
-        help="where the TLS certificates are kept: the self-signed serving pair, and the "
-             "client and serving certificates from the API server (default <root-dir>/pki)")
-    add("--tls-min-version", default="",
-        help="the main port's lowest TLS version: VersionTLS10, VersionTLS11, VersionTLS12 "
-             "(the default) or VersionTLS13")
-    add("--tls-cipher-suites", type=STRINGS, default="",
-        help="the main port's TLS 1.2 cipher suites, Go's names, comma-separated")
-    add("--client-ca-file", default="",
-        help="accept client certificates signed by this CA (user = CN, groups = O)")
-    add("--anonymous-auth", action=GoBool, default=None,
-        help="let requests without credentials in as system:anonymous (default true "
-             "standalone, false with --kubeconfig)")
-    add("--authentication-token-webhook", action=GoBool, default=None,
-        help="check bearer tokens with a TokenReview (default false standalone, true with "
-             "--kubeconfig)")
-    add("--authentication-token-webhook-cache-ttl", type=DURATION, default=120.0,
-        help="how long TokenReview answers are kept")
-    add("--authorization-mode", choices=("AlwaysAllow", "Webhook"), default=None,
-        help="AlwaysAllow, or Webhook: a SubjectAccessReview per request (default "
-             "AlwaysAllow standalone, Webhook with --kubeconfig)")
-    add("--authorization-webhook-cache-authorized-ttl", type=DURATION, default=300.0,
-        help="how long allowed SubjectAccessReview answers are kept")
-    add("--authorization-webhook-cache-unauthorized-ttl", type=DURATION, default=30.0,
-        help="how long denied SubjectAccessReview answers are kept")
+    add_container_log_flags(add)
+    add_node_status_flags(add)
+    add_certificate_flags(add)
+    add_security_flags(add)
     add_gc_flags(add)
     add_eviction_flags(add)
     add("--kubelet-actors-logind-conf-dir", dest="logind_conf_dir",
@@ -462,30 +255,8 @@ def build_parser(only_given: bool = False) -> argparse.ArgumentParser:
              "99-kubelet.conf here when logind's InhibitDelayMaxSec is shorter than the "
              "shutdown grace period")
     add_reserved_flags(add)
-    add("-v", "--v", dest="verbosity", type=LEVEL, default=0,
-        help="number for the log level verbosity, as upstream's (klog's): 0 to 3 write "
-             "INFO lines and above, 4 adds DEBUG, 5 and more TRACE")
-    add("--vmodule", type=VMODULE, default="",
-        help="comma-separated list of pattern=N settings for file-filtered logging, as "
-             "upstream's (klog's): a source file whose name (without .py; its path when "
-             "the pattern has a /) matches a pattern logs at verbosity N instead of --v's")
-    add("--log-level", type=UPPER_STRING, choices=LOG_LEVELS, default=None,
-        help="this project's own: the least severe log lines written, by name instead of "
-             "--v's number, and winning over it (default: the level --v gives)")
-    add("--logging-format", "--log-format", dest="log_format", choices=("text", "json"),
-        default="text", help="how log lines are written: text, or one JSON object a line")
+    add_logging_flags(add)
     return parser
-
-
-def _taints(value: str | tuple[Taint, ...] | list[Taint]) -> tuple[Taint, ...]:
-    """--register-with-taints (text) or registerWithTaints (parsed by the config file)."""
-    if not isinstance(value, str):
-        return tuple(value)
-    if not value:
-        return ()
-    from runtime.kubeapi.nodestatus import parse_taints  # the Node's code: cluster mode's
-
-    return parse_taints(value)
 
 
 def parse_flags(argv: list[str]) -> KubeletFlags:
@@ -513,26 +284,6 @@ def _merged(argv: list[str]) -> tuple[argparse.Namespace, Origins]:
                        file_of=file_of)
 
 
-def check_cni_dir(flag: str, directory: str, endpoint: str) -> None:
-    """--cni-bin-dir and --cni-conf-dir: for the embedded containerd only, an absolute
-    path to a directory that exists."""
-    if not directory:
-        return
-    if endpoint:
-        raise ConfigError(f'{flag} "{directory}": only the embedded containerd takes it; '
-                          f'the runtime at --container-runtime-endpoint "{endpoint}" reads '
-                          "its own CNI configuration")
-    if not os.path.isabs(directory):
-        raise ConfigError(f'{flag} "{directory}": must be an absolute path')
-    if not os.path.isdir(directory):
-        raise ConfigError(f'{flag} "{directory}": no such directory')
-
-
-def _invalid(field: str, rule: str) -> ConfigError:
-    """A merged setting breaks ``rule`` (upstream's words); Origins says where it came from."""
-    return ConfigError(rule, field=field)
-
-
 def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
     """The merged settings, checked as upstream checks them (ValidateKubeletConfiguration
     and the managers' constructors), as KubeletFlags. Every check runs; all the rules
@@ -541,9 +292,9 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
     endpoint = ns.container_runtime_endpoint
     with check():
         if endpoint and not (endpoint.startswith("unix://") or endpoint.startswith("/")):
-            raise _invalid("containerRuntimeEndpoint",
-                           f'"{endpoint}": only unix sockets are supported '
-                           "(unix:///path/to.sock)")
+            raise invalid("containerRuntimeEndpoint",
+                          f'"{endpoint}": only unix sockets are supported '
+                          "(unix:///path/to.sock)")
     with check():
         if ns.runonce and not ns.pod_manifest_path:
             raise ConfigError("--runonce needs --pod-manifest-path: there is nothing to run")
@@ -560,43 +311,34 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
     lease_seconds = getattr(ns, "node_lease_duration_seconds", 40)
     with check():
         if ns.node_status_max_images < -1:
-            raise _invalid("nodeStatusMaxImages", "invalid configuration: nodeStatusMaxImages "
-                           f"(--node-status-max-images) {ns.node_status_max_images} must be -1 "
-                           "or greater")
+            raise invalid("nodeStatusMaxImages", "invalid configuration: nodeStatusMaxImages "
+                          f"(--node-status-max-images) {ns.node_status_max_images} must be -1 "
+                          "or greater")
     with check():
         if lease_seconds <= 0:
-            raise _invalid("nodeLeaseDurationSeconds", "invalid configuration: "
-                           "nodeLeaseDurationSeconds must be greater than 0")
+            raise invalid("nodeLeaseDurationSeconds", "invalid configuration: "
+                          "nodeLeaseDurationSeconds must be greater than 0")
     with check():
         if ns.manifest_url and not ns.manifest_url.startswith(("http://", "https://")):
-            raise _invalid("staticPodURL",
-                           f'"{ns.manifest_url}": must be an http:// or https:// URL')
+            raise invalid("staticPodURL",
+                          f'"{ns.manifest_url}": must be an http:// or https:// URL')
     with check():
-        _security_defaults(ns)
+        security_defaults(ns)
     # Upstream's words; here 0 also turns --port off (upstream requires it).
     for name, flag, value, lowest in (("port", "--port", ns.port, 1),
                                       ("readOnlyPort", "--read-only-port", ns.read_only_port, 0),
                                       ("healthzPort", "--healthz-port", ns.healthz_port, 1)):
         with check():
             if value != 0 and not 1 <= value <= 65535:
-                raise _invalid(name, f"invalid configuration: {name} ({flag}) {value} must be "
-                                     f"between {lowest} and 65535, inclusive")
-    with check():
-        if ns.trace_max_bytes < 4096:
-            raise ConfigError(f"--trace-max-bytes {ns.trace_max_bytes}: must be at least 4096")
-    with check():
-        if ns.trace_max_files < 1:
-            raise ConfigError(f"--trace-max-files {ns.trace_max_files}: must be at least 1")
-    with check():
-        if ns.trace_flush_frequency <= 0:
-            raise ConfigError(f"--trace-flush-frequency {go_duration(ns.trace_flush_frequency)}"
-                              ": must be greater than 0")
+                raise invalid(name, f"invalid configuration: {name} ({flag}) {value} must be "
+                                    f"between {lowest} and 65535, inclusive")
+    check_trace(ns, check)
     with check():
         if ns.max_pods < 1:
             # Upstream lets 0 through ("must not be a negative number"); a node here runs a
             # pod.
-            raise _invalid("maxPods", "invalid configuration: maxPods (--max-pods) "
-                                      f"{ns.max_pods} must be greater than 0")
+            raise invalid("maxPods", "invalid configuration: maxPods (--max-pods) "
+                                     f"{ns.max_pods} must be greater than 0")
     _check_positive_periods(ns, ("syncFrequency", "fileCheckFrequency", "httpCheckFrequency",
                                  "runtimeRequestTimeout"), problems)
     for name, address in (("address", ns.address),
@@ -605,8 +347,8 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
             try:
                 ipaddress.ip_address(address)
             except ValueError as err:
-                raise _invalid(name, str(err)) from err
-    log_rotation = problems.value(lambda: _container_log_settings(ns)) or {}
+                raise invalid(name, str(err)) from err
+    log_rotation = problems.value(lambda: container_log_settings(ns)) or {}
     with check():
         if ns.runonce_timeout <= 0:
             raise ConfigError(f"--runonce-timeout {ns.runonce_timeout}: must be more than 0")
@@ -615,7 +357,7 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
             if ns.pod_cidr:
                 ipaddress.ip_network(ns.pod_cidr)
         except ValueError as err:
-            raise _invalid("podCIDR", f'"{ns.pod_cidr}": {err}') from err
+            raise invalid("podCIDR", f'"{ns.pod_cidr}": {err}') from err
     for flag, directory in (("--cni-bin-dir", ns.cni_bin_dir),
                             ("--cni-conf-dir", ns.cni_conf_dir)):
         with check():
@@ -627,7 +369,7 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
                               ".slice with --cgroup-driver=systemd)", field="cgroupRoot",
                               related=("cgroupDriver",))
     with check():
-        _check_tls(ns)
+        check_tls(ns)
     node = (ns.node_name or socket.gethostname()).lower()
     gates = problems.value(lambda: parse_feature_gates(ns.feature_gates))
     with check():
@@ -649,7 +391,7 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
     unsafe_sysctls = problems.value(
         lambda: parse_allowed_unsafe_sysctls(ns.allowed_unsafe_sysctls)) or ()
     cluster_dns = problems.value(lambda: parse_cluster_dns(ns.cluster_dns)) or ()
-    taints = problems.value(lambda: _taints(ns.register_with_taints)) or ()
+    taints = problems.value(lambda: register_with_taints(ns.register_with_taints)) or ()
     runtime_classes = problems.value(
         lambda: parse_runtime_classes(ns.runtime_classes, bool(ns.kubeconfig))) or ()
     reserved = reserved_settings(ns, problems.check)
@@ -723,7 +465,7 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
         tls_private_key_file=_abspath(ns.tls_private_key_file),
         cert_dir=_abspath(ns.cert_dir) or os.path.join(os.path.abspath(ns.root_dir), CERT_DIR_NAME),
         tls_min_version=ns.tls_min_version,
-        tls_cipher_suites=_names(ns.tls_cipher_suites),
+        tls_cipher_suites=split_names(ns.tls_cipher_suites),
         client_ca_file=_abspath(ns.client_ca_file),
         anonymous_auth=ns.anonymous_auth,
         authentication_token_webhook=ns.authentication_token_webhook,
@@ -748,74 +490,9 @@ def _check_positive_periods(ns: argparse.Namespace, fields: tuple[str, ...],
         seconds = getattr(ns, DEST_OF_FIELD[name])
         with problems.check():
             if seconds <= 0:
-                raise _invalid(name, f"invalid configuration: {name} {go_duration(seconds)} "
-                                     "must be greater than zero")
-
-
-def _check_tls(ns: argparse.Namespace) -> None:
-    """The main port's TLS settings, checked now: before anything starts."""
-    check_settings(TLSSettings(cert_dir="", node_name="", cert_file=ns.tls_cert_file,
-                               key_file=ns.tls_private_key_file,
-                               min_version=ns.tls_min_version,
-                               cipher_suites=_names(ns.tls_cipher_suites)))
-
-
-def _container_log_settings(ns: argparse.Namespace) -> dict[str, Any]:
-    """The container log rotation flags (and config-file-only fields), checked in
-    upstream's words (NewContainerLogManager, ValidateKubeletConfiguration)."""
-    try:
-        max_size = parse_max_size(ns.container_log_max_size)
-    except ValueError as err:
-        raise _invalid("containerLogMaxSize", str(err)) from err
-    if ns.container_log_max_files <= 1:
-        raise _invalid("containerLogMaxFiles", "invalid configuration: containerLogMaxFiles "
-                                               "must be greater than 1")
-    workers = getattr(ns, "container_log_max_workers", DEFAULT_MAX_WORKERS)
-    if workers < 1:
-        raise _invalid("containerLogMaxWorkers", "invalid configuration: containerLogMaxWorkers "
-                                                 "must be greater than or equal to 1")
-    interval = getattr(ns, "container_log_monitor_interval", DEFAULT_MONITOR_INTERVAL)
-    if interval < MIN_MONITOR_INTERVAL:
-        raise _invalid("containerLogMonitorInterval", "invalid configuration: "
-                       "containerLogMonitorInterval must be a positive time duration greater "
-                       "than or equal to 3s")
-    return {"container_log_max_size": max_size,
-            "container_log_max_files": ns.container_log_max_files,
-            "container_log_max_workers": workers,
-            "container_log_monitor_interval": interval}
+                raise invalid(name, f"invalid configuration: {name} {go_duration(seconds)} "
+                                    "must be greater than zero")
 
 
 def _abspath(path: str) -> str:
     return os.path.abspath(path) if path else ""
-
-
-def _names(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
-    items = value.split(",") if isinstance(value, str) else value
-    return tuple(s.strip() for s in items if s.strip())
-
-
-# The main port's security when neither a flag nor --config says: standalone, upstream's
-# flag defaults (its applyLegacyDefaults: anonymous on, no token webhook, AlwaysAllow,
-# read-only port 10255); with --kubeconfig, upstream's KubeletConfiguration v1beta1
-# defaults, which every cluster's kubelet runs with (anonymous off, token webhook on,
-# Webhook, read-only port off). Upstream picks by --config instead; there a standalone
-# kubelet with a config file refuses to start (no client for the webhooks).
-STANDALONE_SECURITY = {"anonymous_auth": True, "authentication_token_webhook": False,
-                       "authorization_mode": "AlwaysAllow", "read_only_port": 10255}
-CLUSTER_SECURITY = {"anonymous_auth": False, "authentication_token_webhook": True,
-                    "authorization_mode": "Webhook", "read_only_port": 0}
-
-
-def _security_defaults(ns: argparse.Namespace) -> None:
-    defaults = CLUSTER_SECURITY if ns.kubeconfig else STANDALONE_SECURITY
-    for dest, value in defaults.items():
-        if getattr(ns, dest, None) is None:
-            setattr(ns, dest, value)
-    if not ns.kubeconfig and (ns.authentication_token_webhook
-                              or ns.authorization_mode == "Webhook"):
-        field = ("authentication.webhook.enabled" if ns.authentication_token_webhook
-                 else "authorization.mode")
-        raise ConfigError("--authentication-token-webhook and --authorization-mode=Webhook "
-                          "need --kubeconfig: the reviews go to the API server", field=field,
-                          rule="token webhook authentication and Webhook authorization need "
-                               "--kubeconfig: the reviews go to the API server")

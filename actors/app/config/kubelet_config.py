@@ -58,7 +58,7 @@ def _feature_gates(value: Any) -> str:
 
 def _runtime_classes(value: Any) -> dict[str, str]:
     """runtimeClasses (kubelet-actors' own): a map of runtime class name to CRI handler,
-    checked with --runtime-classes (actors.app.config.flags.parse_runtime_classes)."""
+    checked with --runtime-classes (actors.app.config.pod_settings.parse_runtime_classes)."""
     if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str)
                                               for k, v in value.items()):
         raise TypeError("expected a map of runtime class names to runtime handlers")

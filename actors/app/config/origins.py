@@ -41,6 +41,11 @@ def flag_names(parser: argparse.ArgumentParser) -> dict[str, str]:
     return names
 
 
+def invalid(field: str, rule: str) -> ConfigError:
+    """A merged setting breaks ``rule`` (upstream's words); Origins says where it came from."""
+    return ConfigError(rule, field=field)
+
+
 class Origins(Struct, frozen=True):
     """Which settings the ``config`` file or a drop-in set (and no flag overrode), which
     the command line set, and each setting's flag; the others have their defaults."""
