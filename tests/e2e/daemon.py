@@ -153,29 +153,38 @@ def daemon_on(containerd: EmbeddedContainerd, group: str, *flags: str,
 
 
 @contextlib.contextmanager
-def embedded_node(bridge: str, subnet: str, *flags: str,
-                  manifests: dict[str, str] | None = None) -> Iterator[Daemon]:
-    """A daemon (not started) with its own embedded containerd on ``bridge`` in a fresh
-    dir under /var/tmp; at the end the daemon stops, its pods and containerd's leftovers
-    (shims, mounts, CNI caches, the bridge) go with the dir, and its log is printed."""
-    base = Path("/var/tmp") / f"kat-e2e-cidr-{uuid.uuid4().hex[:6]}"
-    (base / "manifests").mkdir(parents=True)
-    for name, text in (manifests or {}).items():
-        (base / "manifests" / name).write_text(text)
-    daemon = Daemon(base, base / "manifests", "--cni-bridge-name", bridge, *flags)
+def embedded_dir(bridge: str, subnet: str, root: str = "root") -> Iterator[Path]:
+    """A fresh dir under /var/tmp for a daemon that runs its own embedded containerd on
+    ``bridge``, with ``<dir>/<root>`` as its --root-dir; at the end (the daemon stopped),
+    the pods it left and containerd's leftovers (shims, mounts, CNI caches, the bridge) go
+    with the dir."""
+    base = Path("/var/tmp") / f"kat-e2e-{bridge}-{uuid.uuid4().hex[:6]}"
+    base.mkdir(parents=True)
     try:
-        yield daemon
+        yield base
     finally:
-        daemon.stop()
-        if daemon.log_path.exists():
-            print(daemon.log())
         # The daemon stopped its containerd (its pods run on): one more removes them.
-        emb = new_embedded(base / "root", bridge, subnet)
+        emb = new_embedded(base / root, bridge, subnet)
         try:
             emb.start()
         finally:
-            cleanup_runtime_dir(base / "root", bridge, emb)
+            cleanup_runtime_dir(base / root, bridge, emb)
             shutil.rmtree(base, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def embedded_node(bridge: str, subnet: str, *flags: str,
+                  manifests: dict[str, str] | None = None) -> Iterator[Daemon]:
+    """A daemon (not started) with its own embedded containerd on ``bridge`` in an
+    ``embedded_dir``; at the end the daemon stops, its log is printed, and everything its
+    containerd made goes with the dir."""
+    with embedded_dir(bridge, subnet) as base:
+        (base / "manifests").mkdir()
+        for name, text in (manifests or {}).items():
+            (base / "manifests" / name).write_text(text)
+        daemon = Daemon(base, base / "manifests", "--cni-bridge-name", bridge, *flags)
+        with stopped_after(daemon):
+            yield daemon
 
 
 @dataclass(frozen=True, slots=True)
