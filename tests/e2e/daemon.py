@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import ssl
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from actors.app.testbed import cleanup_runtime_dir, new_embedded
 from runtime.containerd.embedded import EmbeddedContainerd
 from tests.helpers import wait_for
 
@@ -148,6 +150,41 @@ def daemon_on(containerd: EmbeddedContainerd, group: str, *flags: str,
         flags = ("--config", str(workdir / "kubelet.yaml"), *flags)
     return Daemon(workdir, workdir / "manifests", "--container-runtime-endpoint",
                   containerd.endpoint, *flags)
+
+
+@contextlib.contextmanager
+def embedded_dir(bridge: str, subnet: str, root: str = "root") -> Iterator[Path]:
+    """A fresh dir under /var/tmp for a daemon that runs its own embedded containerd on
+    ``bridge``, with ``<dir>/<root>`` as its --root-dir; at the end (the daemon stopped),
+    the pods it left and containerd's leftovers (shims, mounts, CNI caches, the bridge) go
+    with the dir."""
+    base = Path("/var/tmp") / f"kat-e2e-{bridge}-{uuid.uuid4().hex[:6]}"
+    base.mkdir(parents=True)
+    try:
+        yield base
+    finally:
+        # The daemon stopped its containerd (its pods run on): one more removes them.
+        emb = new_embedded(base / root, bridge, subnet)
+        try:
+            emb.start()
+        finally:
+            cleanup_runtime_dir(base / root, bridge, emb)
+            shutil.rmtree(base, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def embedded_node(bridge: str, subnet: str, *flags: str,
+                  manifests: dict[str, str] | None = None) -> Iterator[Daemon]:
+    """A daemon (not started) with its own embedded containerd on ``bridge`` in an
+    ``embedded_dir``; at the end the daemon stops, its log is printed, and everything its
+    containerd made goes with the dir."""
+    with embedded_dir(bridge, subnet) as base:
+        (base / "manifests").mkdir()
+        for name, text in (manifests or {}).items():
+            (base / "manifests" / name).write_text(text)
+        daemon = Daemon(base, base / "manifests", "--cni-bridge-name", bridge, *flags)
+        with stopped_after(daemon):
+            yield daemon
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,18 +18,16 @@ import contextlib
 import functools
 import ipaddress
 import json
-import shutil
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from actors.app.testbed import BUSYBOX_IMAGE, HeldLock, Registry, cleanup_runtime_dir, new_embedded
+from actors.app.testbed import BUSYBOX_IMAGE, HeldLock, Registry
 from tests.apiserver import EmulatedAPIServer
 from tests.apiserver.kubectl import Kubectl
-from tests.e2e.daemon import NODE, Daemon
+from tests.e2e.daemon import NODE, Daemon, embedded_node
 from tests.helpers import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -39,32 +37,6 @@ SERVE = "trap 'exit 0' TERM; while true; do sleep 1; done"
 
 def _containerd_dir(daemon: Daemon) -> Path:
     return daemon.workdir / "root" / "containerd"
-
-
-@contextlib.contextmanager
-def embedded_node(bridge: str, subnet: str, *flags: str,
-                  manifests: dict[str, str] | None = None) -> Iterator[Daemon]:
-    """A daemon (not started) with its own embedded containerd on ``bridge`` in a fresh
-    dir under /var/tmp; at the end the daemon stops, its pods and containerd's leftovers
-    (shims, mounts, CNI caches, the bridge) go with the dir, and its log is printed."""
-    base = Path("/var/tmp") / f"kat-e2e-cidr-{uuid.uuid4().hex[:6]}"
-    (base / "manifests").mkdir(parents=True)
-    for name, text in (manifests or {}).items():
-        (base / "manifests" / name).write_text(text)
-    daemon = Daemon(base, base / "manifests", "--cni-bridge-name", bridge, *flags)
-    try:
-        yield daemon
-    finally:
-        daemon.stop()
-        if daemon.log_path.exists():
-            print(daemon.log())
-        # The daemon stopped its containerd (its pods run on): one more removes them.
-        emb = new_embedded(base / "root", bridge, subnet)
-        try:
-            emb.start()
-        finally:
-            cleanup_runtime_dir(base / "root", bridge, emb)
-            shutil.rmtree(base, ignore_errors=True)
 
 
 def _in(ip: str | None, subnet: str) -> bool:

@@ -56,6 +56,8 @@ def test_the_unit_runs_the_example_configuration(host: Host) -> None:
     assert flags.root_dir == str(host.path("/var/lib/kubelet-actors"))
     assert flags.pod_manifest_path == str(host.path("/etc/kubernetes/manifests"))
     assert flags.pod_infra_container_image == "registry.k8s.io/pause:3.10"
+    # The kubelet's own containerd, on its own bridge (the page's default network).
+    assert (flags.container_runtime_endpoint, flags.cni_conf_dir) == ("", "")
     assert (flags.address, flags.read_only_port) == ("0.0.0.0", 0)
     assert (flags.anonymous_auth, flags.authorization_mode) == (False, "Webhook")
     assert flags.client_ca_file == str(host.path("/etc/kubernetes/pki/ca.crt"))
