@@ -21,19 +21,26 @@ import time
 import uuid
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from tests.apiserver import csr, errors, runtimeclass
+from tests.apiserver.defaults import DEFAULTS, no_defaults
 from tests.apiserver.errors import APIError
+from tests.apiserver.objects import (
+    by_resource_key,
+    check_type,
+    decoded,
+    resource_key,
+    rfc3339,
+    with_type,
+)
 from tests.apiserver.patch import (
     PatchError,
     json_merge,
     json_patch,
     strategic_merge,
-    typed_roundtrip,
 )
-from tests.apiserver.resources import RESOURCES, ResourceType, by_kind
+from tests.apiserver.resources import ResourceType, by_kind
 from tests.apiserver.selectors import (
     FieldTerm,
     Requirement,
@@ -54,14 +61,6 @@ JSON_PATCH = "application/json-patch+json"
 
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-
-
-def rfc3339(at: float) -> str:
-    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def resource_key(rt: ResourceType) -> str:
-    return f"{rt.plural}.{rt.group}" if rt.group else rt.plural
 
 
 @dataclass(frozen=True)
@@ -134,7 +133,7 @@ class Registry:
             obj = self.store.get(resource_key(rt), (ns, name))
         if obj is None:
             raise errors.not_found(rt.plural, name, rt.group)
-        return _with_type(rt, obj)
+        return with_type(rt, obj)
 
     def _matches(self, rt: ResourceType, obj: dict[str, Any], opts: ListOptions) -> bool:
         labels = obj.get("metadata", {}).get("labels") or {}
@@ -225,21 +224,21 @@ class Registry:
             if self.store.get(resource_key(rt), key) is not None:
                 raise errors.already_exists(rt.plural, key[1], rt.group)
             if dry_run:
-                return _with_type(rt, obj)
+                return with_type(rt, obj)
             stored = self.store.write(resource_key(rt), key, obj)
             if rt.kind == "Namespace":
                 self._populate_namespace(key[1])
             if rt.kind == "Pod" and self.schedule_to and not stored["spec"].get("nodeName"):
                 # A one-node scheduler: the binding is a second write, as upstream's is.
                 self._bind(stored, self.schedule_to)
-        return _with_type(rt, stored)
+        return with_type(rt, stored)
 
     def _prepare_create(self, rt: ResourceType, ns: str, body: dict[str, Any],
                         requester: dict[str, Any] | None = None) -> dict[str, Any]:
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request must be a JSON object")
-        _check_type(rt, body)
-        obj: dict[str, Any] = _decoded(rt, copy.deepcopy(body))
+        check_type(rt, body)
+        obj: dict[str, Any] = decoded(rt, copy.deepcopy(body))
         meta = obj.setdefault("metadata", {})
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = meta["generateName"] + "".join(
@@ -261,7 +260,7 @@ class Registry:
         meta["generation"] = 1
         obj["kind"] = rt.kind
         obj["apiVersion"] = rt.api_version
-        _DEFAULTS.get(rt.kind, _no_defaults)(self, obj)
+        DEFAULTS.get(rt.kind, no_defaults)(self, obj)
         if rt.kind == csr.KIND:
             csr.prepare_create(obj, requester)
             csr.validate(obj)
@@ -415,7 +414,7 @@ class Registry:
                subresource: str = "") -> dict[str, Any]:
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request must be a JSON object")
-        _check_type(rt, body)
+        check_type(rt, body)
         meta = body.get("metadata") or {}
         if meta.get("name", name) != name:
             raise errors.bad_request(
@@ -429,7 +428,7 @@ class Registry:
             wanted_rv = meta.get("resourceVersion")
             if wanted_rv and wanted_rv != current["metadata"]["resourceVersion"]:
                 raise errors.conflict(rt.plural, name, errors.STALE, rt.group)
-            return self._commit(rt, current, _decoded(rt, copy.deepcopy(body)), subresource)
+            return self._commit(rt, current, decoded(rt, copy.deepcopy(body)), subresource)
 
     def patch(self, rt: ResourceType, ns: str, name: str, content_type: str, body: Any,
               subresource: str = "") -> dict[str, Any]:
@@ -450,7 +449,7 @@ class Registry:
                                       str(err)) from None
             if not isinstance(patched, dict):
                 raise errors.bad_request("the patch did not produce an object")
-            patched = _decoded(rt, patched)
+            patched = decoded(rt, patched)
             meta = patched.setdefault("metadata", {})
             # A uid or resourceVersion written by the patch is a precondition (upstream's
             # patcher checks them against the live object).
@@ -468,7 +467,7 @@ class Registry:
         obj = self.store.get(resource_key(rt), (ns if rt.namespaced else "", name))
         if obj is None:
             raise errors.not_found(rt.plural, name, rt.group)
-        return _with_type(rt, obj)
+        return with_type(rt, obj)
 
     def _commit(self, rt: ResourceType, current: dict[str, Any], new: dict[str, Any],
                 subresource: str) -> dict[str, Any]:
@@ -523,8 +522,8 @@ class Registry:
             # The last finalizer went: the deletion that was waiting for it happens now.
             gone = self.store.write(resource_key(rt), key, None)
             self._after_delete(rt, key)
-            return _with_type(rt, gone)
-        return _with_type(rt, self.store.write(resource_key(rt), key, new))
+            return with_type(rt, gone)
+        return with_type(rt, self.store.write(resource_key(rt), key, new))
 
     def _check_pod_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         def mutable_masked(spec: dict[str, Any]) -> dict[str, Any]:
@@ -581,12 +580,12 @@ class Registry:
                     new_meta["deletionTimestamp"] = rfc3339(self.clock() + grace)
                 new_meta["deletionGracePeriodSeconds"] = grace
                 if new != current:
-                    return _with_type(rt, self.store.write(resource_key(rt), key, new))
+                    return with_type(rt, self.store.write(resource_key(rt), key, new))
                 return current
             gone = self.store.write(resource_key(rt), key, None)
             self._after_delete(rt, key)
         if rt.kind == "Pod":
-            return _with_type(rt, gone)
+            return with_type(rt, gone)
         return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                 "details": {"name": name, "group": rt.group, "kind": rt.plural,
                             "uid": meta["uid"]}}
@@ -614,11 +613,11 @@ class Registry:
         # The namespace controller: delete everything inside, then the namespace.
         for resource, table in list(self.store.objects.items()):
             for key in [k for k in table if k[0] == name]:
-                rt = _by_resource_key(resource)
+                rt = by_resource_key(resource)
                 with contextlib.suppress(APIError):
                     self.delete(rt, name, key[1], DeleteOptions())
         self._maybe_finalize_namespace(name)
-        return _with_type(by_kind("Namespace"), self.store.get("namespaces", ("", name))
+        return with_type(by_kind("Namespace"), self.store.get("namespaces", ("", name))
                           or stored)
 
     def _after_delete(self, rt: ResourceType, key: Key) -> None:
@@ -654,7 +653,7 @@ class Registry:
                     obj = state[k]
                     if (not rt.namespaced or not ns or k[0] == ns) and \
                             self._matches(rt, obj, opts):
-                        initial.append(WatchEvent("ADDED", _with_type(rt, obj)))
+                        initial.append(WatchEvent("ADDED", with_type(rt, obj)))
                 if opts.send_initial_events:
                     initial.append(self._bookmark(rt, position, initial_end=True))
             else:
@@ -720,15 +719,15 @@ class Registry:
         before = old is not None and self._matches(rt, old, opts)
         if kind == "MODIFIED":
             if now and before:
-                return WatchEvent("MODIFIED", _with_type(rt, obj))
+                return WatchEvent("MODIFIED", with_type(rt, obj))
             if now:
-                return WatchEvent("ADDED", _with_type(rt, obj))
+                return WatchEvent("ADDED", with_type(rt, obj))
             if before:
-                return WatchEvent("DELETED", _with_type(rt, obj))
+                return WatchEvent("DELETED", with_type(rt, obj))
             return None
         if kind == "DELETED":
-            return WatchEvent("DELETED", _with_type(rt, obj)) if before or now else None
-        return WatchEvent(kind, _with_type(rt, obj)) if now else None
+            return WatchEvent("DELETED", with_type(rt, obj)) if before or now else None
+        return WatchEvent(kind, with_type(rt, obj)) if now else None
 
     def _bookmark(self, rt: ResourceType, rv: int, *, initial_end: bool = False) -> WatchEvent:
         meta: dict[str, Any] = {"resourceVersion": str(rv)}
@@ -739,29 +738,6 @@ class Registry:
 
 
 # --- helpers ------------------------------------------------------------------------------
-
-
-def _by_resource_key(key: str) -> ResourceType:
-    for rt in RESOURCES:
-        if resource_key(rt) == key:
-            return rt
-    raise KeyError(key)
-
-
-def _with_type(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
-    obj["kind"] = rt.kind
-    obj["apiVersion"] = rt.api_version
-    return obj
-
-
-def _check_type(rt: ResourceType, body: dict[str, Any]) -> None:
-    kind = body.get("kind")
-    api_version = body.get("apiVersion")
-    if (kind and kind != rt.kind) or (api_version and api_version != rt.api_version):
-        raise errors.bad_request(
-            f"the API version in the data ({api_version}) does not match the expected API "
-            f"version ({rt.api_version})" if kind == rt.kind else
-            f"{kind} in version \"{api_version}\" cannot be handled as a {rt.kind}")
 
 
 def _encode_continue(rv: int, last: Key) -> str:
@@ -775,93 +751,3 @@ def _decode_continue(token: str) -> tuple[int, Key]:
         return int(raw["rv"]), (str(raw["start"][0]), str(raw["start"][1]))
     except (ValueError, KeyError, IndexError, TypeError):
         raise errors.bad_request(f"continue key is not valid: {token}") from None
-
-
-def _no_defaults(reg: Registry, obj: dict[str, Any]) -> None:
-    return None
-
-
-def _pod_defaults(reg: Registry, pod: dict[str, Any]) -> None:
-    spec = pod.setdefault("spec", {})
-    spec.setdefault("restartPolicy", "Always")
-    spec.setdefault("dnsPolicy", "ClusterFirst")
-    spec.setdefault("terminationGracePeriodSeconds", 30)
-    spec.setdefault("schedulerName", "default-scheduler")
-    spec.setdefault("securityContext", {})
-    spec.setdefault("enableServiceLinks", True)
-    spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
-    spec.setdefault("priority", 0)
-    # DefaultTolerationSeconds admission.
-    tolerations = spec.setdefault("tolerations", [])
-    for taint in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
-        if not any(t.get("key") == taint for t in tolerations):
-            tolerations.append({"key": taint, "operator": "Exists", "effect": "NoExecute",
-                                "tolerationSeconds": 300})
-    any_resources = False
-    for c in [*spec.get("initContainers", []), *spec.get("containers", [])]:
-        c.setdefault("terminationMessagePath", "/dev/termination-log")
-        c.setdefault("terminationMessagePolicy", "File")
-        image = c.get("image", "")
-        latest = ":" not in image.rsplit("/", 1)[-1] or image.endswith(":latest")
-        c.setdefault("imagePullPolicy", "Always" if latest and "@" not in image
-                     else "IfNotPresent")
-        c.setdefault("resources", {})
-        any_resources = any_resources or bool(c["resources"])
-    status = pod.setdefault("status", {})
-    status.clear()
-    status["phase"] = "Pending"
-    status["qosClass"] = "Burstable" if any_resources else "BestEffort"
-
-
-def _namespace_defaults(reg: Registry, ns: dict[str, Any]) -> None:
-    name = ns["metadata"]["name"]
-    ns["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = name
-    ns.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
-    ns["status"] = {"phase": "Active"}
-
-
-def _service_defaults(reg: Registry, svc: dict[str, Any]) -> None:
-    spec = svc.setdefault("spec", {})
-    spec.setdefault("type", "ClusterIP")
-    spec.setdefault("sessionAffinity", "None")
-    if spec["type"] != "ExternalName" and not spec.get("clusterIP"):
-        reg._cluster_ips += 1
-        n = reg._cluster_ips
-        spec["clusterIP"] = f"10.96.{n // 256}.{n % 256}"
-    if spec.get("clusterIP"):
-        spec.setdefault("clusterIPs", [spec["clusterIP"]])
-        spec.setdefault("ipFamilies", ["IPv4"])
-        spec.setdefault("ipFamilyPolicy", "SingleStack")
-        spec.setdefault("internalTrafficPolicy", "Cluster")
-    for port in spec.get("ports", []):
-        port.setdefault("protocol", "TCP")
-        port.setdefault("targetPort", port.get("port"))
-    svc["status"] = {"loadBalancer": {}}
-
-
-def _decoded(rt: ResourceType, obj: Any) -> Any:
-    """What a write's body becomes once decoded into the API's Go types and converted.
-
-    Beyond typed_roundtrip: a Secret's write-only ``stringData`` is merged into ``data``
-    (base64), its keys winning over the same keys of ``data``, and never stored: upstream's
-    v1 -> internal conversion of Secret does exactly this.
-    """
-    obj = typed_roundtrip(obj)
-    if rt.kind == "Secret" and isinstance(obj, dict) and "stringData" in obj:
-        data = dict(obj.get("data") or {})
-        for key, text in (obj.pop("stringData") or {}).items():
-            data[key] = base64.b64encode(str(text).encode()).decode("ascii")
-        obj["data"] = data
-    return obj
-
-
-def _secret_defaults(reg: Registry, secret: dict[str, Any]) -> None:
-    secret.setdefault("type", "Opaque")
-
-
-_DEFAULTS: dict[str, Callable[[Registry, dict[str, Any]], None]] = {
-    "Pod": _pod_defaults,
-    "Namespace": _namespace_defaults,
-    "Service": _service_defaults,
-    "Secret": _secret_defaults,
-}
