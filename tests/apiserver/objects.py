@@ -2,7 +2,8 @@
 
 Where the store keeps a resource's objects (resource_key, and back), kind and apiVersion
 stamped on what goes out and checked on what comes in, a write's body decoded as upstream
-converts it into its Go types, and timestamps as RFC 3339 seconds.
+converts it into its Go types, timestamps as RFC 3339 seconds, and the alphabet of
+generated names.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from typing import Any
 from tests.apiserver import errors
 from tests.apiserver.patch import typed_roundtrip
 from tests.apiserver.resources import RESOURCES, ResourceType
+
+GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 
 def rfc3339(at: float) -> str:

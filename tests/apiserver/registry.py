@@ -14,7 +14,6 @@ import base64
 import contextlib
 import copy
 import json
-import re
 import secrets
 import threading
 import time
@@ -24,9 +23,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tests.apiserver import csr, errors, runtimeclass
+from tests.apiserver.admission import (
+    ROOT_CA,
+    admit_pod,
+    check_namespace,
+    check_pod_update,
+    validate,
+    validate_name,
+)
 from tests.apiserver.defaults import DEFAULTS, no_defaults
 from tests.apiserver.errors import APIError
 from tests.apiserver.objects import (
+    GENERATE_ALPHABET,
     by_resource_key,
     check_type,
     decoded,
@@ -51,16 +59,12 @@ from tests.apiserver.store import Key, Store, Watcher
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 UNDELETABLE_NAMESPACES = ("default", "kube-system", "kube-public")
-ROOT_CA = "kube-root-ca.crt"
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
 STRATEGIC = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 
-_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 
 @dataclass(frozen=True)
@@ -214,9 +218,9 @@ class Registry:
         which a CertificateSigningRequest records in its spec."""
         obj = self._prepare_create(rt, ns, body, requester)
         with self.store.cond:
-            self._check_namespace(rt, ns, obj)
+            check_namespace(self.store, rt, ns, obj)
             if rt.kind == "Pod":
-                self._admit_pod(ns, obj)
+                admit_pod(self.store, ns, obj)
                 class_name = obj["spec"].get("runtimeClassName")
                 runtimeclass.admit(obj, self.store.get(runtimeclass.KEY, ("", class_name))
                                    if class_name else None)
@@ -242,7 +246,7 @@ class Registry:
         meta = obj.setdefault("metadata", {})
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = meta["generateName"] + "".join(
-                secrets.choice(_GENERATE_ALPHABET) for _ in range(5))
+                secrets.choice(GENERATE_ALPHABET) for _ in range(5))
         name = meta.get("name", "")
         if rt.namespaced:
             if meta.get("namespace") and meta["namespace"] != ns:
@@ -251,7 +255,7 @@ class Registry:
             meta["namespace"] = ns
         else:
             meta.pop("namespace", None)
-        self._validate_name(rt, name)
+        validate_name(rt, name)
         for dropped in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds",
                         "selfLink"):
             meta.pop(dropped, None)
@@ -265,93 +269,8 @@ class Registry:
             csr.prepare_create(obj, requester)
             csr.validate(obj)
             csr.admit(obj)
-        self._validate(rt, obj)
+        validate(rt, obj)
         return obj
-
-    def _validate_name(self, rt: ResourceType, name: str) -> None:
-        if not name:
-            raise errors.invalid(rt.kind, "", [("metadata.name", "FieldValueRequired",
-                                                "Required value: name or generateName is "
-                                                "required")], rt.group)
-        if rt.kind == csr.KIND:
-            return  # "We don't care what you call your certificate requests."
-        if len(name) > 253 or not _NAME.match(name):
-            raise errors.invalid(rt.kind, name, [(
-                "metadata.name", "FieldValueInvalid",
-                f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of lower '
-                "case alphanumeric characters, '-' or '.', and must start and end with an "
-                "alphanumeric character")], rt.group)
-
-    def _validate(self, rt: ResourceType, obj: dict[str, Any],
-                  old: dict[str, Any] | None = None) -> None:
-        """The kind's validation (``old``: the object an update replaces)."""
-        if rt.kind == "RuntimeClass":
-            runtimeclass.validate(obj, old)
-        if rt.kind != "Pod":
-            return
-        name = obj["metadata"]["name"]
-        containers = obj.get("spec", {}).get("containers") or []
-        causes: list[tuple[str, str, str]] = []
-        if not containers:
-            causes.append(("spec.containers", "FieldValueRequired", "Required value"))
-        for i, c in enumerate(containers):
-            if not c.get("name"):
-                causes.append((f"spec.containers[{i}].name", "FieldValueRequired",
-                               "Required value"))
-            if not c.get("image"):
-                causes.append((f"spec.containers[{i}].image", "FieldValueRequired",
-                               "Required value"))
-        if causes:
-            raise errors.invalid("Pod", name, causes)
-
-    def _check_namespace(self, rt: ResourceType, ns: str, obj: dict[str, Any]) -> None:
-        if not rt.namespaced:
-            return
-        namespace = self.store.get("namespaces", ("", ns))
-        if namespace is None:
-            raise errors.not_found("namespaces", ns)
-        if namespace["metadata"].get("deletionTimestamp"):
-            raise APIError(403, "Forbidden",
-                           f'{rt.plural} "{obj["metadata"]["name"]}" is forbidden: unable to '
-                           f"create new content in namespace {ns} because it is being "
-                           "terminated",
-                           {"name": obj["metadata"]["name"], "kind": rt.plural,
-                            "causes": [{"reason": "NamespaceTerminating",
-                                        "message": f"namespace {ns} is being terminated",
-                                        "field": "metadata.namespace"}]})
-
-    def _admit_pod(self, ns: str, pod: dict[str, Any]) -> None:
-        """The ServiceAccount admission plug-in, as a kubelet's pods arrive from a cluster."""
-        spec = pod["spec"]
-        meta = pod["metadata"]
-        if MIRROR_ANNOTATION in (meta.get("annotations") or {}):
-            return  # mirror pods skip service-account admission upstream
-        sa_name = spec.setdefault("serviceAccountName", "default")
-        spec["serviceAccount"] = sa_name
-        sa = self.store.get("serviceaccounts", (ns, sa_name))
-        if sa is None:
-            raise APIError(403, "Forbidden",
-                           f'pods "{meta["name"]}" is forbidden: error looking up service '
-                           f"account {ns}/{sa_name}: serviceaccount \"{sa_name}\" not found",
-                           {"name": meta["name"], "kind": "pods"})
-        automount = spec.get("automountServiceAccountToken",
-                             sa.get("automountServiceAccountToken", True))
-        if not automount:
-            return
-        volume = "kube-api-access-" + "".join(
-            secrets.choice(_GENERATE_ALPHABET) for _ in range(5))
-        spec.setdefault("volumes", []).append({"name": volume, "projected": {
-            "defaultMode": 420,
-            "sources": [
-                {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
-                {"configMap": {"name": ROOT_CA, "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
-                {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {
-                    "apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}},
-            ]}})
-        for c in [*spec.get("initContainers", []), *spec["containers"]]:
-            c.setdefault("volumeMounts", []).append({
-                "name": volume, "readOnly": True,
-                "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"})
 
     def _populate_namespace(self, ns: str) -> None:
         # What the root-CA publisher and the service-account controller add to a namespace.
@@ -509,8 +428,8 @@ class Registry:
             else:
                 new.pop("status", None)
         if rt.kind == "Pod" and subresource != "status":
-            self._check_pod_update(current, new)
-        self._validate(rt, new, current)
+            check_pod_update(current, new)
+        validate(rt, new, current)
         if new.get("spec") != current.get("spec"):
             meta["generation"] = old_meta.get("generation", 1) + 1
         meta["resourceVersion"] = old_meta["resourceVersion"]
@@ -524,25 +443,6 @@ class Registry:
             self._after_delete(rt, key)
             return with_type(rt, gone)
         return with_type(rt, self.store.write(resource_key(rt), key, new))
-
-    def _check_pod_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
-        def mutable_masked(spec: dict[str, Any]) -> dict[str, Any]:
-            spec = copy.deepcopy(spec)
-            for c in [*spec.get("containers", []), *spec.get("initContainers", [])]:
-                c.pop("image", None)
-            for field_ in ("activeDeadlineSeconds", "tolerations", "schedulingGates",
-                           "terminationGracePeriodSeconds"):
-                spec.pop(field_, None)
-            return spec
-
-        if mutable_masked(old.get("spec", {})) != mutable_masked(new.get("spec", {})):
-            raise errors.invalid("Pod", old["metadata"]["name"], [(
-                "spec", "FieldValueForbidden",
-                "Forbidden: pod updates may not change fields other than "
-                "`spec.containers[*].image`,`spec.initContainers[*].image`,"
-                "`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing "
-                "tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if "
-                "it was previously negative)")])
 
     # --- delete -----------------------------------------------------------------------
 
