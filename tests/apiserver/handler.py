@@ -25,7 +25,8 @@ from tests.apiserver import errors, protobuf
 from tests.apiserver.auth import Attributes, Authenticator, User
 from tests.apiserver.auth import subject_access_review as answer_sar
 from tests.apiserver.errors import APIError
-from tests.apiserver.registry import DeleteOptions, ListOptions
+from tests.apiserver.listwatch import ListOptions
+from tests.apiserver.registry import DeleteOptions
 from tests.apiserver.resources import ResourceType, discovery, openapi_v3
 from tests.apiserver.routes import Route, parse_route
 from tests.apiserver.selectors import parse_fields, parse_labels
