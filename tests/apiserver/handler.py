@@ -49,6 +49,8 @@ def _flag(query: dict[str, str], name: str) -> bool:
 
 
 class Handler(BaseHTTPRequestHandler):
+    """One connection's requests to an EmulatedAPIServer, served on the connection's thread."""
+
     protocol_version = "HTTP/1.1"
     server: EmulatedAPIServer  # type: ignore[assignment]
 

@@ -34,7 +34,7 @@ INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
 @dataclass(frozen=True)
 class ListOptions:
-    """The query of a LIST or WATCH, parsed (see server.py)."""
+    """The query of a LIST or WATCH, parsed (see handler.py)."""
 
     labels: tuple[Requirement, ...] = ()
     fields: tuple[FieldTerm, ...] = ()
