@@ -39,7 +39,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from tests.apiserver.errors import APIError
-from tests.apiserver.registry import resource_key
+from tests.apiserver.objects import resource_key
 from tests.apiserver.resources import ResourceType, lookup
 from tests.apiserver.server import EmulatedAPIServer
 from tests.apiserver.store import Event

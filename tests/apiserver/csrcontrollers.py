@@ -36,7 +36,8 @@ from tests.apiserver import csr, errors
 from tests.apiserver.auth import Attributes, Policy, User
 from tests.apiserver.certs import CertificateAuthority
 from tests.apiserver.errors import APIError
-from tests.apiserver.registry import ListOptions, Registry
+from tests.apiserver.listwatch import ListOptions
+from tests.apiserver.registry import Registry
 from tests.apiserver.resources import by_kind
 from tests.apiserver.store import Event
 

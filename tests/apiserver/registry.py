@@ -2,81 +2,61 @@
 
 create/get/list/update/patch/delete/watch as kube-apiserver's generic registry and the pod,
 node, namespace and service strategies do them: uid, creationTimestamp, generation and
-defaults on create; optimistic concurrency and the main-resource/status split on update;
-preconditions, graceful pod deletion and finalizers on delete; consistent paged lists and
-watches from a resourceVersion with bookmarks and 410 Gone. Admission the kubelet meets is
-emulated too: the ServiceAccount plug-in's token volume and DefaultTolerationSeconds.
+defaults (defaults.py) on create; optimistic concurrency and the main-resource/status split
+on update; preconditions, graceful pod deletion and finalizers on delete; the pods/binding
+and serviceaccounts/token subresources; what the namespace, root-CA and service-account
+controllers do. Consistent paged lists and watches from a resourceVersion are listwatch.py's;
+the admission plug-ins the kubelet meets and the kinds' validation are admission.py's.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import copy
-import json
-import re
 import secrets
 import threading
 import time
 import uuid
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
-from tests.apiserver import csr, errors, runtimeclass
+from tests.apiserver import csr, errors, listwatch, runtimeclass
+from tests.apiserver.admission import (
+    ROOT_CA,
+    admit_pod,
+    check_namespace,
+    check_pod_update,
+    validate,
+    validate_name,
+)
+from tests.apiserver.defaults import DEFAULTS, no_defaults
 from tests.apiserver.errors import APIError
+from tests.apiserver.listwatch import ListOptions, WatchEvent
+from tests.apiserver.objects import (
+    GENERATE_ALPHABET,
+    by_resource_key,
+    check_type,
+    decoded,
+    resource_key,
+    rfc3339,
+    with_type,
+)
 from tests.apiserver.patch import (
     PatchError,
     json_merge,
     json_patch,
     strategic_merge,
-    typed_roundtrip,
 )
-from tests.apiserver.resources import RESOURCES, ResourceType, by_kind
-from tests.apiserver.selectors import (
-    FieldTerm,
-    Requirement,
-    fields_match,
-    labels_match,
-)
-from tests.apiserver.store import Key, Store, Watcher
+from tests.apiserver.resources import ResourceType, by_kind
+from tests.apiserver.store import Key, Store
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 UNDELETABLE_NAMESPACES = ("default", "kube-system", "kube-public")
-ROOT_CA = "kube-root-ca.crt"
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
-INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
 STRATEGIC = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
-
-_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-
-
-def rfc3339(at: float) -> str:
-    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def resource_key(rt: ResourceType) -> str:
-    return f"{rt.plural}.{rt.group}" if rt.group else rt.plural
-
-
-@dataclass(frozen=True)
-class ListOptions:
-    """The query of a LIST or WATCH, parsed (see server.py)."""
-
-    labels: tuple[Requirement, ...] = ()
-    fields: tuple[FieldTerm, ...] = ()
-    resource_version: str | None = None
-    resource_version_match: str = ""
-    limit: int = 0
-    continue_token: str = ""
-    allow_bookmarks: bool = False
-    timeout: float | None = None
-    send_initial_events: bool = False
 
 
 @dataclass(frozen=True)
@@ -84,15 +64,6 @@ class DeleteOptions:
     grace_period: int | None = None
     uid: str | None = None
     resource_version: str | None = None
-
-
-@dataclass(frozen=True)
-class WatchEvent:
-    type: str  # ADDED MODIFIED DELETED BOOKMARK ERROR, or DROP: cut the stream
-    object: dict[str, Any]
-
-    def json(self) -> dict[str, Any]:
-        return {"type": self.type, "object": self.object}
 
 
 @dataclass
@@ -134,77 +105,10 @@ class Registry:
             obj = self.store.get(resource_key(rt), (ns, name))
         if obj is None:
             raise errors.not_found(rt.plural, name, rt.group)
-        return _with_type(rt, obj)
-
-    def _matches(self, rt: ResourceType, obj: dict[str, Any], opts: ListOptions) -> bool:
-        labels = obj.get("metadata", {}).get("labels") or {}
-        return labels_match(opts.labels, labels) and fields_match(opts.fields, rt.get_fields(obj))
+        return with_type(rt, obj)
 
     def list(self, rt: ResourceType, ns: str, opts: ListOptions) -> dict[str, Any]:
-        key = resource_key(rt)
-        start_after: Key | None = None
-        with self.store.cond:
-            at: int | None = None
-            if opts.continue_token:
-                at, start_after = _decode_continue(opts.continue_token)
-                if at < self.store.compacted:
-                    raise errors.gone(
-                        "The provided continue parameter is too old to display a consistent "
-                        "list result. You can start a new list without the continue "
-                        "parameter, or use the continue token in this response to retrieve "
-                        "the remainder of the results.")
-            elif opts.resource_version_match == "Exact" and opts.resource_version:
-                at = self._parse_rv(opts.resource_version)
-                if at < self.store.compacted:
-                    raise errors.gone(f"too old resource version: {at} ({self.store.compacted})")
-            elif opts.resource_version not in (None, "", "0"):
-                self._wait_for_rv(self._parse_rv(opts.resource_version))
-            list_rv = at if at is not None else self.store.rv
-            state = self.store.items(key, at if at is not None and at < self.store.rv else None)
-        keys = sorted(k for k in state if not rt.namespaced or not ns or k[0] == ns)
-        if start_after is not None:
-            keys = [k for k in keys if k > start_after]
-        matching = [k for k in keys if self._matches(rt, state[k], opts)]
-        # The watch cache answers resourceVersion=0 whole, ignoring limit (as upstream did for
-        # years; a reflector's first list relies on neither).
-        paged = opts.limit > 0 and opts.resource_version != "0"
-        page = matching[:opts.limit] if paged else matching
-        meta: dict[str, Any] = {"resourceVersion": str(list_rv)}
-        if paged and len(matching) > len(page):
-            meta["continue"] = _encode_continue(list_rv, page[-1])
-            if not opts.labels and not opts.fields:
-                meta["remainingItemCount"] = len(matching) - len(page)
-        items = []
-        for k in page:
-            item = state[k]
-            item.pop("kind", None)
-            item.pop("apiVersion", None)
-            items.append(item)
-        return {"kind": f"{rt.kind}List", "apiVersion": rt.api_version, "metadata": meta,
-                "items": items}
-
-    def _parse_rv(self, text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise errors.bad_request(f"invalid resource version: {text!r}") from None
-        if value < 0:
-            raise errors.bad_request(f"invalid resource version: {text!r}")
-        return value
-
-    def _wait_for_rv(self, rv: int) -> None:
-        # Upstream waits up to 3 s for a resourceVersion it has not seen, then answers 504.
-        deadline = time.monotonic() + 3.0
-        while self.store.rv < rv:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise APIError(504, "Timeout",
-                               f"Timeout: Too large resource version: {rv}, current: "
-                               f"{self.store.rv}",
-                               {"causes": [{"reason": "ResourceVersionTooLarge",
-                                            "message": "Too large resource version"}],
-                                "retryAfterSeconds": 1})
-            self.store.cond.wait(remaining)
+        return listwatch.list_objects(self.store, rt, ns, opts)
 
     # --- create -----------------------------------------------------------------------
 
@@ -215,9 +119,9 @@ class Registry:
         which a CertificateSigningRequest records in its spec."""
         obj = self._prepare_create(rt, ns, body, requester)
         with self.store.cond:
-            self._check_namespace(rt, ns, obj)
+            check_namespace(self.store, rt, ns, obj)
             if rt.kind == "Pod":
-                self._admit_pod(ns, obj)
+                admit_pod(self.store, ns, obj)
                 class_name = obj["spec"].get("runtimeClassName")
                 runtimeclass.admit(obj, self.store.get(runtimeclass.KEY, ("", class_name))
                                    if class_name else None)
@@ -225,25 +129,25 @@ class Registry:
             if self.store.get(resource_key(rt), key) is not None:
                 raise errors.already_exists(rt.plural, key[1], rt.group)
             if dry_run:
-                return _with_type(rt, obj)
+                return with_type(rt, obj)
             stored = self.store.write(resource_key(rt), key, obj)
             if rt.kind == "Namespace":
                 self._populate_namespace(key[1])
             if rt.kind == "Pod" and self.schedule_to and not stored["spec"].get("nodeName"):
                 # A one-node scheduler: the binding is a second write, as upstream's is.
                 self._bind(stored, self.schedule_to)
-        return _with_type(rt, stored)
+        return with_type(rt, stored)
 
     def _prepare_create(self, rt: ResourceType, ns: str, body: dict[str, Any],
                         requester: dict[str, Any] | None = None) -> dict[str, Any]:
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request must be a JSON object")
-        _check_type(rt, body)
-        obj: dict[str, Any] = _decoded(rt, copy.deepcopy(body))
+        check_type(rt, body)
+        obj: dict[str, Any] = decoded(rt, copy.deepcopy(body))
         meta = obj.setdefault("metadata", {})
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = meta["generateName"] + "".join(
-                secrets.choice(_GENERATE_ALPHABET) for _ in range(5))
+                secrets.choice(GENERATE_ALPHABET) for _ in range(5))
         name = meta.get("name", "")
         if rt.namespaced:
             if meta.get("namespace") and meta["namespace"] != ns:
@@ -252,7 +156,7 @@ class Registry:
             meta["namespace"] = ns
         else:
             meta.pop("namespace", None)
-        self._validate_name(rt, name)
+        validate_name(rt, name)
         for dropped in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds",
                         "selfLink"):
             meta.pop(dropped, None)
@@ -261,98 +165,13 @@ class Registry:
         meta["generation"] = 1
         obj["kind"] = rt.kind
         obj["apiVersion"] = rt.api_version
-        _DEFAULTS.get(rt.kind, _no_defaults)(self, obj)
+        DEFAULTS.get(rt.kind, no_defaults)(self, obj)
         if rt.kind == csr.KIND:
             csr.prepare_create(obj, requester)
             csr.validate(obj)
             csr.admit(obj)
-        self._validate(rt, obj)
+        validate(rt, obj)
         return obj
-
-    def _validate_name(self, rt: ResourceType, name: str) -> None:
-        if not name:
-            raise errors.invalid(rt.kind, "", [("metadata.name", "FieldValueRequired",
-                                                "Required value: name or generateName is "
-                                                "required")], rt.group)
-        if rt.kind == csr.KIND:
-            return  # "We don't care what you call your certificate requests."
-        if len(name) > 253 or not _NAME.match(name):
-            raise errors.invalid(rt.kind, name, [(
-                "metadata.name", "FieldValueInvalid",
-                f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of lower '
-                "case alphanumeric characters, '-' or '.', and must start and end with an "
-                "alphanumeric character")], rt.group)
-
-    def _validate(self, rt: ResourceType, obj: dict[str, Any],
-                  old: dict[str, Any] | None = None) -> None:
-        """The kind's validation (``old``: the object an update replaces)."""
-        if rt.kind == "RuntimeClass":
-            runtimeclass.validate(obj, old)
-        if rt.kind != "Pod":
-            return
-        name = obj["metadata"]["name"]
-        containers = obj.get("spec", {}).get("containers") or []
-        causes: list[tuple[str, str, str]] = []
-        if not containers:
-            causes.append(("spec.containers", "FieldValueRequired", "Required value"))
-        for i, c in enumerate(containers):
-            if not c.get("name"):
-                causes.append((f"spec.containers[{i}].name", "FieldValueRequired",
-                               "Required value"))
-            if not c.get("image"):
-                causes.append((f"spec.containers[{i}].image", "FieldValueRequired",
-                               "Required value"))
-        if causes:
-            raise errors.invalid("Pod", name, causes)
-
-    def _check_namespace(self, rt: ResourceType, ns: str, obj: dict[str, Any]) -> None:
-        if not rt.namespaced:
-            return
-        namespace = self.store.get("namespaces", ("", ns))
-        if namespace is None:
-            raise errors.not_found("namespaces", ns)
-        if namespace["metadata"].get("deletionTimestamp"):
-            raise APIError(403, "Forbidden",
-                           f'{rt.plural} "{obj["metadata"]["name"]}" is forbidden: unable to '
-                           f"create new content in namespace {ns} because it is being "
-                           "terminated",
-                           {"name": obj["metadata"]["name"], "kind": rt.plural,
-                            "causes": [{"reason": "NamespaceTerminating",
-                                        "message": f"namespace {ns} is being terminated",
-                                        "field": "metadata.namespace"}]})
-
-    def _admit_pod(self, ns: str, pod: dict[str, Any]) -> None:
-        """The ServiceAccount admission plug-in, as a kubelet's pods arrive from a cluster."""
-        spec = pod["spec"]
-        meta = pod["metadata"]
-        if MIRROR_ANNOTATION in (meta.get("annotations") or {}):
-            return  # mirror pods skip service-account admission upstream
-        sa_name = spec.setdefault("serviceAccountName", "default")
-        spec["serviceAccount"] = sa_name
-        sa = self.store.get("serviceaccounts", (ns, sa_name))
-        if sa is None:
-            raise APIError(403, "Forbidden",
-                           f'pods "{meta["name"]}" is forbidden: error looking up service '
-                           f"account {ns}/{sa_name}: serviceaccount \"{sa_name}\" not found",
-                           {"name": meta["name"], "kind": "pods"})
-        automount = spec.get("automountServiceAccountToken",
-                             sa.get("automountServiceAccountToken", True))
-        if not automount:
-            return
-        volume = "kube-api-access-" + "".join(
-            secrets.choice(_GENERATE_ALPHABET) for _ in range(5))
-        spec.setdefault("volumes", []).append({"name": volume, "projected": {
-            "defaultMode": 420,
-            "sources": [
-                {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
-                {"configMap": {"name": ROOT_CA, "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
-                {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {
-                    "apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}},
-            ]}})
-        for c in [*spec.get("initContainers", []), *spec["containers"]]:
-            c.setdefault("volumeMounts", []).append({
-                "name": volume, "readOnly": True,
-                "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"})
 
     def _populate_namespace(self, ns: str) -> None:
         # What the root-CA publisher and the service-account controller add to a namespace.
@@ -415,7 +234,7 @@ class Registry:
                subresource: str = "") -> dict[str, Any]:
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request must be a JSON object")
-        _check_type(rt, body)
+        check_type(rt, body)
         meta = body.get("metadata") or {}
         if meta.get("name", name) != name:
             raise errors.bad_request(
@@ -429,7 +248,7 @@ class Registry:
             wanted_rv = meta.get("resourceVersion")
             if wanted_rv and wanted_rv != current["metadata"]["resourceVersion"]:
                 raise errors.conflict(rt.plural, name, errors.STALE, rt.group)
-            return self._commit(rt, current, _decoded(rt, copy.deepcopy(body)), subresource)
+            return self._commit(rt, current, decoded(rt, copy.deepcopy(body)), subresource)
 
     def patch(self, rt: ResourceType, ns: str, name: str, content_type: str, body: Any,
               subresource: str = "") -> dict[str, Any]:
@@ -450,7 +269,7 @@ class Registry:
                                       str(err)) from None
             if not isinstance(patched, dict):
                 raise errors.bad_request("the patch did not produce an object")
-            patched = _decoded(rt, patched)
+            patched = decoded(rt, patched)
             meta = patched.setdefault("metadata", {})
             # A uid or resourceVersion written by the patch is a precondition (upstream's
             # patcher checks them against the live object).
@@ -468,7 +287,7 @@ class Registry:
         obj = self.store.get(resource_key(rt), (ns if rt.namespaced else "", name))
         if obj is None:
             raise errors.not_found(rt.plural, name, rt.group)
-        return _with_type(rt, obj)
+        return with_type(rt, obj)
 
     def _commit(self, rt: ResourceType, current: dict[str, Any], new: dict[str, Any],
                 subresource: str) -> dict[str, Any]:
@@ -510,8 +329,8 @@ class Registry:
             else:
                 new.pop("status", None)
         if rt.kind == "Pod" and subresource != "status":
-            self._check_pod_update(current, new)
-        self._validate(rt, new, current)
+            check_pod_update(current, new)
+        validate(rt, new, current)
         if new.get("spec") != current.get("spec"):
             meta["generation"] = old_meta.get("generation", 1) + 1
         meta["resourceVersion"] = old_meta["resourceVersion"]
@@ -523,27 +342,8 @@ class Registry:
             # The last finalizer went: the deletion that was waiting for it happens now.
             gone = self.store.write(resource_key(rt), key, None)
             self._after_delete(rt, key)
-            return _with_type(rt, gone)
-        return _with_type(rt, self.store.write(resource_key(rt), key, new))
-
-    def _check_pod_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
-        def mutable_masked(spec: dict[str, Any]) -> dict[str, Any]:
-            spec = copy.deepcopy(spec)
-            for c in [*spec.get("containers", []), *spec.get("initContainers", [])]:
-                c.pop("image", None)
-            for field_ in ("activeDeadlineSeconds", "tolerations", "schedulingGates",
-                           "terminationGracePeriodSeconds"):
-                spec.pop(field_, None)
-            return spec
-
-        if mutable_masked(old.get("spec", {})) != mutable_masked(new.get("spec", {})):
-            raise errors.invalid("Pod", old["metadata"]["name"], [(
-                "spec", "FieldValueForbidden",
-                "Forbidden: pod updates may not change fields other than "
-                "`spec.containers[*].image`,`spec.initContainers[*].image`,"
-                "`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing "
-                "tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if "
-                "it was previously negative)")])
+            return with_type(rt, gone)
+        return with_type(rt, self.store.write(resource_key(rt), key, new))
 
     # --- delete -----------------------------------------------------------------------
 
@@ -581,12 +381,12 @@ class Registry:
                     new_meta["deletionTimestamp"] = rfc3339(self.clock() + grace)
                 new_meta["deletionGracePeriodSeconds"] = grace
                 if new != current:
-                    return _with_type(rt, self.store.write(resource_key(rt), key, new))
+                    return with_type(rt, self.store.write(resource_key(rt), key, new))
                 return current
             gone = self.store.write(resource_key(rt), key, None)
             self._after_delete(rt, key)
         if rt.kind == "Pod":
-            return _with_type(rt, gone)
+            return with_type(rt, gone)
         return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                 "details": {"name": name, "group": rt.group, "kind": rt.plural,
                             "uid": meta["uid"]}}
@@ -614,11 +414,11 @@ class Registry:
         # The namespace controller: delete everything inside, then the namespace.
         for resource, table in list(self.store.objects.items()):
             for key in [k for k in table if k[0] == name]:
-                rt = _by_resource_key(resource)
+                rt = by_resource_key(resource)
                 with contextlib.suppress(APIError):
                     self.delete(rt, name, key[1], DeleteOptions())
         self._maybe_finalize_namespace(name)
-        return _with_type(by_kind("Namespace"), self.store.get("namespaces", ("", name))
+        return with_type(by_kind("Namespace"), self.store.get("namespaces", ("", name))
                           or stored)
 
     def _after_delete(self, rt: ResourceType, key: Key) -> None:
@@ -638,230 +438,6 @@ class Registry:
     def watch(self, rt: ResourceType, ns: str, opts: ListOptions,
               stopping: Callable[[], bool]) -> Generator[WatchEvent | None]:
         """Events for a watch; None now and then so the caller can notice a gone client."""
-        key = resource_key(rt)
-        timeout = opts.timeout if opts.timeout is not None else self.default_watch_timeout
-        deadline = time.monotonic() + timeout
-        rv_text = opts.resource_version or ""
-        initial: list[WatchEvent] = []
-        with self.store.cond:
-            if rv_text in ("", "0") or opts.send_initial_events:
-                position = self.store.rv
-                if rv_text not in ("", "0") and opts.send_initial_events:
-                    self._wait_for_rv(self._parse_rv(rv_text))
-                    position = self.store.rv
-                state = self.store.items(key)
-                for k in sorted(state):
-                    obj = state[k]
-                    if (not rt.namespaced or not ns or k[0] == ns) and \
-                            self._matches(rt, obj, opts):
-                        initial.append(WatchEvent("ADDED", _with_type(rt, obj)))
-                if opts.send_initial_events:
-                    initial.append(self._bookmark(rt, position, initial_end=True))
-            else:
-                position = self._parse_rv(rv_text)
-                if position < self.store.compacted:
-                    yield WatchEvent("ERROR", errors.gone(
-                        f"too old resource version: {position} ({self.store.compacted})"
-                    ).status())
-                    return
-            watcher = Watcher(key, position)
-            self.store.watchers.append(watcher)
-        try:
-            yield from initial
-            next_bookmark = time.monotonic() + self.bookmark_interval
-            while True:
-                with self.store.cond:
-                    if not watcher.expired and not self.store.events_after(key, watcher.position):
-                        now = time.monotonic()
-                        wake = min(deadline, now + 0.5)
-                        if opts.allow_bookmarks:
-                            wake = min(wake, next_bookmark)
-                        if wake > now:
-                            self.store.cond.wait(wake - now)
-                    if watcher.dropped or self.store.stopped or stopping():
-                        # The caller cuts the stream without its last chunk.
-                        yield WatchEvent("DROP", {})
-                        return
-                    expired = watcher.expired
-                    current_rv = self.store.rv
-                    events = [e for e in self.store.events_after(key, watcher.position)
-                              if e.rv <= current_rv]
-                if expired:
-                    yield WatchEvent("ERROR", errors.gone(
-                        f"too old resource version: {watcher.position} "
-                        f"({self.store.compacted})").status())
-                    return
-                for event in events:
-                    converted = self._convert(rt, ns, opts, event.type, event.obj, event.old)
-                    if converted is not None:
-                        yield converted
-                watcher.position = current_rv
-                now = time.monotonic()
-                if now >= deadline:
-                    if opts.allow_bookmarks:
-                        yield self._bookmark(rt, current_rv)
-                    return
-                if opts.allow_bookmarks and now >= next_bookmark:
-                    yield self._bookmark(rt, current_rv)
-                    next_bookmark = now + self.bookmark_interval
-                if not events:
-                    yield None
-        finally:
-            with self.store.cond:
-                watcher.ended = True
-                self.store.watchers.remove(watcher)
-
-    def _convert(self, rt: ResourceType, ns: str, opts: ListOptions, kind: str,
-                 obj: dict[str, Any], old: dict[str, Any] | None) -> WatchEvent | None:
-        """What a filtered watch sends: objects leaving the selection arrive as DELETED."""
-        if rt.namespaced and ns and obj["metadata"].get("namespace") != ns:
-            return None
-        now = self._matches(rt, obj, opts)
-        before = old is not None and self._matches(rt, old, opts)
-        if kind == "MODIFIED":
-            if now and before:
-                return WatchEvent("MODIFIED", _with_type(rt, obj))
-            if now:
-                return WatchEvent("ADDED", _with_type(rt, obj))
-            if before:
-                return WatchEvent("DELETED", _with_type(rt, obj))
-            return None
-        if kind == "DELETED":
-            return WatchEvent("DELETED", _with_type(rt, obj)) if before or now else None
-        return WatchEvent(kind, _with_type(rt, obj)) if now else None
-
-    def _bookmark(self, rt: ResourceType, rv: int, *, initial_end: bool = False) -> WatchEvent:
-        meta: dict[str, Any] = {"resourceVersion": str(rv)}
-        if initial_end:
-            meta["annotations"] = {INITIAL_EVENTS_END: "true"}
-        return WatchEvent("BOOKMARK", {"kind": rt.kind, "apiVersion": rt.api_version,
-                                       "metadata": meta})
-
-
-# --- helpers ------------------------------------------------------------------------------
-
-
-def _by_resource_key(key: str) -> ResourceType:
-    for rt in RESOURCES:
-        if resource_key(rt) == key:
-            return rt
-    raise KeyError(key)
-
-
-def _with_type(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
-    obj["kind"] = rt.kind
-    obj["apiVersion"] = rt.api_version
-    return obj
-
-
-def _check_type(rt: ResourceType, body: dict[str, Any]) -> None:
-    kind = body.get("kind")
-    api_version = body.get("apiVersion")
-    if (kind and kind != rt.kind) or (api_version and api_version != rt.api_version):
-        raise errors.bad_request(
-            f"the API version in the data ({api_version}) does not match the expected API "
-            f"version ({rt.api_version})" if kind == rt.kind else
-            f"{kind} in version \"{api_version}\" cannot be handled as a {rt.kind}")
-
-
-def _encode_continue(rv: int, last: Key) -> str:
-    raw = json.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": list(last)})
-    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
-
-
-def _decode_continue(token: str) -> tuple[int, Key]:
-    try:
-        raw = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
-        return int(raw["rv"]), (str(raw["start"][0]), str(raw["start"][1]))
-    except (ValueError, KeyError, IndexError, TypeError):
-        raise errors.bad_request(f"continue key is not valid: {token}") from None
-
-
-def _no_defaults(reg: Registry, obj: dict[str, Any]) -> None:
-    return None
-
-
-def _pod_defaults(reg: Registry, pod: dict[str, Any]) -> None:
-    spec = pod.setdefault("spec", {})
-    spec.setdefault("restartPolicy", "Always")
-    spec.setdefault("dnsPolicy", "ClusterFirst")
-    spec.setdefault("terminationGracePeriodSeconds", 30)
-    spec.setdefault("schedulerName", "default-scheduler")
-    spec.setdefault("securityContext", {})
-    spec.setdefault("enableServiceLinks", True)
-    spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
-    spec.setdefault("priority", 0)
-    # DefaultTolerationSeconds admission.
-    tolerations = spec.setdefault("tolerations", [])
-    for taint in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
-        if not any(t.get("key") == taint for t in tolerations):
-            tolerations.append({"key": taint, "operator": "Exists", "effect": "NoExecute",
-                                "tolerationSeconds": 300})
-    any_resources = False
-    for c in [*spec.get("initContainers", []), *spec.get("containers", [])]:
-        c.setdefault("terminationMessagePath", "/dev/termination-log")
-        c.setdefault("terminationMessagePolicy", "File")
-        image = c.get("image", "")
-        latest = ":" not in image.rsplit("/", 1)[-1] or image.endswith(":latest")
-        c.setdefault("imagePullPolicy", "Always" if latest and "@" not in image
-                     else "IfNotPresent")
-        c.setdefault("resources", {})
-        any_resources = any_resources or bool(c["resources"])
-    status = pod.setdefault("status", {})
-    status.clear()
-    status["phase"] = "Pending"
-    status["qosClass"] = "Burstable" if any_resources else "BestEffort"
-
-
-def _namespace_defaults(reg: Registry, ns: dict[str, Any]) -> None:
-    name = ns["metadata"]["name"]
-    ns["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = name
-    ns.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
-    ns["status"] = {"phase": "Active"}
-
-
-def _service_defaults(reg: Registry, svc: dict[str, Any]) -> None:
-    spec = svc.setdefault("spec", {})
-    spec.setdefault("type", "ClusterIP")
-    spec.setdefault("sessionAffinity", "None")
-    if spec["type"] != "ExternalName" and not spec.get("clusterIP"):
-        reg._cluster_ips += 1
-        n = reg._cluster_ips
-        spec["clusterIP"] = f"10.96.{n // 256}.{n % 256}"
-    if spec.get("clusterIP"):
-        spec.setdefault("clusterIPs", [spec["clusterIP"]])
-        spec.setdefault("ipFamilies", ["IPv4"])
-        spec.setdefault("ipFamilyPolicy", "SingleStack")
-        spec.setdefault("internalTrafficPolicy", "Cluster")
-    for port in spec.get("ports", []):
-        port.setdefault("protocol", "TCP")
-        port.setdefault("targetPort", port.get("port"))
-    svc["status"] = {"loadBalancer": {}}
-
-
-def _decoded(rt: ResourceType, obj: Any) -> Any:
-    """What a write's body becomes once decoded into the API's Go types and converted.
-
-    Beyond typed_roundtrip: a Secret's write-only ``stringData`` is merged into ``data``
-    (base64), its keys winning over the same keys of ``data``, and never stored: upstream's
-    v1 -> internal conversion of Secret does exactly this.
-    """
-    obj = typed_roundtrip(obj)
-    if rt.kind == "Secret" and isinstance(obj, dict) and "stringData" in obj:
-        data = dict(obj.get("data") or {})
-        for key, text in (obj.pop("stringData") or {}).items():
-            data[key] = base64.b64encode(str(text).encode()).decode("ascii")
-        obj["data"] = data
-    return obj
-
-
-def _secret_defaults(reg: Registry, secret: dict[str, Any]) -> None:
-    secret.setdefault("type", "Opaque")
-
-
-_DEFAULTS: dict[str, Callable[[Registry, dict[str, Any]], None]] = {
-    "Pod": _pod_defaults,
-    "Namespace": _namespace_defaults,
-    "Service": _service_defaults,
-    "Secret": _secret_defaults,
-}
+        return listwatch.watch(self.store, rt, ns, opts, stopping,
+                               default_watch_timeout=self.default_watch_timeout,
+                               bookmark_interval=self.bookmark_interval)

@@ -20,7 +20,7 @@ from tests.apiserver import errors
 from tests.apiserver.errors import APIError
 
 KEY = "runtimeclasses.node.k8s.io"
-"""Where the store keeps them (registry.resource_key)."""
+"""Where the store keeps them (objects.resource_key)."""
 GROUP = "node.k8s.io"
 
 
