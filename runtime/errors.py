@@ -117,6 +117,11 @@ class ProbeStateError(KubeletError):
     the file and the cause."""
 
 
+class ShutdownStateError(KubeletError):
+    """The graceful node shutdown state file (runtime.nodeshutdown_state) cannot be read
+    or written: the message names the file and the cause."""
+
+
 class ContainerdError(KubeletError):
     """The embedded containerd could not be configured, started or stopped."""
 

@@ -34,7 +34,7 @@ from actors.app.node import node_settings, this_node
 from actors.app.pod_network import give_pod_cidr_at_start
 from actors.app.probe_state import probe_state_file, restore_probe_state
 from actors.app.process_memory import TRIM_PERIOD_S, give_back_free_memory
-from actors.app.shutdown_setup import logind_watch, shutdown_settings
+from actors.app.shutdown_setup import logind_watch, shutdown_settings, shutdown_state_file
 from actors.app.stats_setup import stats_wiring
 from actors.core.dispatch import ActorRef, Dispatch
 from actors.core.faults import FaultPlan
@@ -264,7 +264,8 @@ def start_kubelet(
                          services.containerd, sources, cluster=cluster, stats=stats_parts,
                          probe_metrics=stats.probes, runtime_events=events,
                          log_rotation=rotation,
-                         probe_state=probe_state_file(root_dir), shutdown_inhibitor=logind)
+                         probe_state=probe_state_file(root_dir), shutdown_inhibitor=logind,
+                         shutdown_state=shutdown_state_file(root_dir, config.shutdown))
     tls, auth = main_port_security(flags, cluster.client if cluster is not None else None,
                                    (node_ip,), serving=serving_certificates(cluster))
     timers.start()

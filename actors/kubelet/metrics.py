@@ -98,6 +98,13 @@ class KubeletMetrics:
         self.containerd_restarts = Counter(
             "kubelet_actors_containerd_restarts",
             "Times the embedded containerd was restarted.", registry=r)
+        # Upstream's help of the end time says "start" too: kept, as monitoring matches it.
+        self.graceful_shutdown_start_time = Gauge(
+            "kubelet_graceful_shutdown_start_time_seconds",
+            "Last graceful shutdown start time since unix epoch in seconds", registry=r)
+        self.graceful_shutdown_end_time = Gauge(
+            "kubelet_graceful_shutdown_end_time_seconds",
+            "Last graceful shutdown start time since unix epoch in seconds", registry=r)
 
     def observe_runtime_call(self, method: str, seconds: float, ok: bool) -> None:
         """The hook runtime.cri.instrumented calls for every CRI call."""

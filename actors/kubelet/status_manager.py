@@ -48,7 +48,7 @@ from runtime.pod.model import Pod
 from runtime.pod.static import CONFIG_SEEN
 from runtime.prober.results import ProbeResult
 from runtime.prober.state import SavedProbe
-from runtime.status.failed import failed_status
+from runtime.status.failed import failed_status, keeps_succeeded
 from runtime.status.generate import generate_pod_status, qos_class
 from runtime.status.messages import cap_termination_messages
 from runtime.status.types import PodCondition, PodStatus, rfc3339
@@ -250,8 +250,10 @@ class StatusManager(Actor):
             return
         previous = entry.status if entry.status.start_time else None
         failed_as = previous
-        if entry.failed is not None and previous is not None:
-            # A pod the worker failed (DeadlineExceeded) stays Failed, as terminal phases do.
+        if entry.failed is not None and previous is not None \
+                and not keeps_succeeded(previous, entry.failed[0]):
+            # A pod the worker failed (DeadlineExceeded) stays Failed, as terminal phases do
+            # (a Succeeded one a node shutdown stopped stays Succeeded).
             failed_as = msgspec.structs.replace(previous, phase="Failed")
         status = generate_pod_status(
             entry.pod, entry.runtime, entry.sync, entry.readiness, entry.startup,

@@ -752,6 +752,9 @@ class SyncLoop(SupervisorActor):
         elif name == names.KILLER:
             # Kills the old killer held died with it: housekeeping orders them again.
             self._killing.clear()
+        elif name == names.NODE_STATUS and self._shutting_down:
+            # A new node status actor still reports "node is shutting down".
+            self.send(names.NODE_STATUS, NodeShuttingDown(True))
 
     def _rebuild_worker(self, uid: PodUID) -> None:
         """A replaced worker syncs its pod from the runtime, or issues its kill again."""

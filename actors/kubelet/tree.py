@@ -34,7 +34,12 @@ from actors.kubelet.pod_worker import PodWorker, WorkerTiming
 from actors.kubelet.probe_manager import ProbeManager
 from actors.kubelet.probe_metrics import ProbeMetrics
 from actors.kubelet.runtime_monitor import RuntimeMonitor
-from actors.kubelet.shutdown import Inhibitor, ShutdownManager, ShutdownSettings
+from actors.kubelet.shutdown import (
+    Inhibitor,
+    ShutdownManager,
+    ShutdownProgress,
+    ShutdownSettings,
+)
 from actors.kubelet.sources.file import FileSource
 from actors.kubelet.sources.http import HTTPSource
 from actors.kubelet.stats_collector import StatsActor, StatsParts
@@ -53,6 +58,7 @@ from runtime.events.recorder import EventRecorder
 from runtime.ids import PodUID
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.settings import NodeSettings
+from runtime.nodeshutdown_state import ShutdownStateSink
 from runtime.prober.state import ProbeStateSink, SavedProbe
 
 if TYPE_CHECKING:  # the cluster actors are imported in children(), in cluster mode only
@@ -143,6 +149,8 @@ class KubeletParts(Struct, frozen=True):
     probe_state: ProbeStateSink | None = None
     # The logind inhibitor lock the shutdown manager releases; None: none (a replay, tests).
     shutdown_inhibitor: Inhibitor | None = None
+    # Where the shutdown manager stores graceful_node_shutdown_state; None: not stored.
+    shutdown_state: ShutdownStateSink | None = None
 
 
 class Construct(Struct, frozen=True):
@@ -216,11 +224,8 @@ def children(parts: KubeletParts) -> list[tuple[str, Recipe]]:
             EvictionManager, (p.dispatch, p.timers, p.clock, eviction,
                               p.config.node.node_name, n),
             {"metrics": p.metrics, "events": events})))
-    shutdown = p.config.shutdown
-    if shutdown is not None:
-        tree.append((names.SHUTDOWN, lambda n: Construct(
-            ShutdownManager, (p.dispatch, p.timers, shutdown, p.config.node.node_name, n),
-            {"inhibitor": p.shutdown_inhibitor, "events": events})))
+    if p.config.shutdown is not None:
+        tree.append((names.SHUTDOWN, lambda n: shutdown_manager(p, n)))
     cluster = p.cluster
     if cluster is not None:
         from actors.kubelet.cluster.event_writer import EventWriter
@@ -301,6 +306,21 @@ def probe_manager(parts: KubeletParts, incarnation: int,
                      extra)
 
 
+def shutdown_manager(parts: KubeletParts, incarnation: int,
+                     resumed: ShutdownProgress | None = None) -> Construct:
+    """How to make incarnation ``incarnation`` of the node shutdown manager, carrying on
+    from ``resumed`` (its predecessor's hand-over) when given."""
+    p = parts
+    settings = p.config.shutdown
+    if settings is None:
+        raise ValueError("the node shutdown manager is made only when shutdown is configured")
+    return Construct(
+        ShutdownManager, (p.dispatch, p.timers, settings, p.config.node.node_name,
+                          incarnation),
+        {"inhibitor": p.shutdown_inhibitor, "events": recorder(p), "clock": p.clock,
+         "metrics": p.metrics, "state": p.shutdown_state, "resumed": resumed})
+
+
 Successor = Callable[[int, object], Construct]
 """(incarnation > 0, the state its predecessor handed over) -> how to make it."""
 
@@ -310,7 +330,9 @@ def successors(parts: KubeletParts) -> dict[str, Successor]:
     (actors.core.messages.HandOver), by name. Each decodes the state with msgspec, so the
     live value and a replay's recorded JSON make the same successor."""
     return {names.PROBES: lambda n, state: probe_manager(
-        parts, n, msgspec.convert(state, tuple[SavedProbe, ...]))}
+        parts, n, msgspec.convert(state, tuple[SavedProbe, ...])),
+            names.SHUTDOWN: lambda n, state: shutdown_manager(
+        parts, n, msgspec.convert(state, ShutdownProgress))}
 
 
 def worker(parts: KubeletParts, uid: PodUID, incarnation: int,

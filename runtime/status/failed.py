@@ -1,5 +1,6 @@
 """The status of a pod the kubelet itself failed (a pod-level verdict: DeadlineExceeded,
-Evicted, Terminated by a node shutdown): phase Failed with the verdict's reason and message
+Evicted, Terminated by a node shutdown): phase Failed (a node shutdown leaves a Succeeded
+pod Succeeded, as upstream's) with the verdict's reason and message
 and, for an eviction under node pressure or a node shutdown, the DisruptionTarget condition
 upstream's eviction and node shutdown managers add (status True, reason
 TerminationByKubelet, the verdict's message), which tells controllers the pod was
@@ -24,12 +25,21 @@ DISRUPTING_REASONS: Final = frozenset({reasons.EVICTED, NODE_SHUTDOWN_REASON})
 graceful node shutdown)."""
 
 
+def keeps_succeeded(status: PodStatus, reason: str) -> bool:
+    """Whether the verdict ``reason`` leaves ``status`` Succeeded (a node shutdown's does)."""
+    return reason == NODE_SHUTDOWN_REASON and status.phase == "Succeeded"
+
+
 def failed_status(status: PodStatus, reason: str, message: str, now: str,
                   previous: PodStatus | None = None, disruption: bool = True) -> PodStatus:
     """``status`` failed with ``reason`` and ``message``; ``now`` (RFC 3339) stamps a new
     DisruptionTarget condition (a disrupting reason, unless ``disruption`` is False), which
     keeps its time from ``previous`` after that."""
-    failed = msgspec.structs.replace(status, phase="Failed", reason=reason, message=message)
+    # Upstream's node shutdown sets Failed "unless it was already in a successful terminal
+    # phase": a Succeeded pod keeps its phase (and still gets the reason, message and
+    # DisruptionTarget condition).
+    phase = "Succeeded" if keeps_succeeded(status, reason) else "Failed"
+    failed = msgspec.structs.replace(status, phase=phase, reason=reason, message=message)
     if reason not in DISRUPTING_REASONS or not disruption:
         return failed
     old = previous.condition(DISRUPTION_TARGET) if previous is not None else None

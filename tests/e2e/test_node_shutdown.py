@@ -9,8 +9,12 @@ the daemon takes a delay inhibitor lock. On PrepareForShutdown(true) the normal 
 stopped before the critical one (priority 2000000000): their preStop hooks write their names
 into one hostPath file in that order; both end Failed with upstream's reason, message and
 DisruptionTarget condition; a pod added then is refused (NodeShutdown); the lock is
-released (the stand-in reads end of file on it). PrepareForShutdown(false) (the shutdown
-cancelled) makes the daemon take a new lock. The run, recorded, replays without divergence.
+released (the stand-in reads end of file on it); ``<root-dir>/graceful_node_shutdown_state``
+holds the shutdown's startTime and endTime as upstream writes them, and /metrics shows them
+as ``kubelet_graceful_shutdown_start_time_seconds`` and ``..._end_time_seconds``.
+PrepareForShutdown(false) (the shutdown cancelled) makes the daemon take a new lock. The
+run, recorded, replays without divergence; the daemon started again shows the same two
+metrics, read from the state file.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
+from datetime import datetime
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -85,6 +91,22 @@ def failed(daemon: Daemon, name: str) -> dict[str, Any]:
     return pod
 
 
+def shutdown_metrics(daemon: Daemon) -> tuple[float, float]:
+    """(start, end) of the last graceful shutdown as /metrics shows them."""
+    code, text = daemon.get("/metrics")
+    assert code == 200, text
+    values = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name in ("kubelet_graceful_shutdown_start_time_seconds",
+                    "kubelet_graceful_shutdown_end_time_seconds"):
+            values[name] = float(value)
+    assert "# HELP kubelet_graceful_shutdown_end_time_seconds Last graceful shutdown start " \
+           "time since unix epoch in seconds" in text
+    return (values["kubelet_graceful_shutdown_start_time_seconds"],
+            values["kubelet_graceful_shutdown_end_time_seconds"])
+
+
 def test_shutdown_stops_pods_by_priority_and_releases_the_lock(
         containerd: EmbeddedContainerd, cri: CRIClient, logind: LogindStandIn,
         monkeypatch: pytest.MonkeyPatch) -> None:
@@ -103,8 +125,11 @@ def test_shutdown_stops_pods_by_priority_and_releases_the_lock(
         daemon.wait_running(f"normal-{NODE}", 60.0)
         daemon.wait_running(f"critical-{NODE}", 60.0)
 
+        assert shutdown_metrics(daemon) == (0.0, 0.0)  # no shutdown yet
+        before = time.time()
         logind.prepare_for_shutdown(True)
         wait_for(lock.released.is_set, 60.0, "the inhibitor lock released")
+        after = time.time()
         for name in ("normal", "critical"):
             status = failed(daemon, name)["status"]
             assert (status["reason"], status["message"]) == ("Terminated", MESSAGE), status
@@ -115,6 +140,16 @@ def test_shutdown_stops_pods_by_priority_and_releases_the_lock(
         assert (shared / "order").read_text().split() == ["normal", "critical"]
         assert ("Shutdown manager completed processing shutdown event"
                 in daemon.log_path.read_text())
+        # upstream's state file: Go's RFC 3339 times, written before the lock was released.
+        state = json.loads((daemon.workdir / "root" / "graceful_node_shutdown_state")
+                           .read_text())
+        assert sorted(state) == ["endTime", "startTime"], state
+        started = datetime.fromisoformat(state["startTime"]).timestamp()
+        ended = datetime.fromisoformat(state["endTime"]).timestamp()
+        assert before <= started <= ended <= after, (before, state, after)
+        # The metrics: the same times in whole seconds.
+        recorded = (float(int(started)), float(int(ended)))
+        assert shutdown_metrics(daemon) == recorded
 
         (daemon.manifests / "late.json").write_text(pod("late", shared))
         late = failed(daemon, "late")
@@ -134,6 +169,12 @@ def test_shutdown_stops_pods_by_priority_and_releases_the_lock(
                               text=True, timeout=300, check=False)
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
     assert "no divergence: replayed" in replayed.stdout
+
+    # Started again (no trace this time): the metrics come from the state file.
+    daemon.flags = daemon.flags[:-2]
+    with stopped_after(daemon.start()):
+        wait_for(lambda: shutdown_metrics(daemon) == recorded, 30.0,
+                 "the last shutdown's times in /metrics after the restart")
 
 
 def test_shutdown_grace_period_refused_when_critical_exceeds_total(

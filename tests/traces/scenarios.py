@@ -41,6 +41,7 @@ from actors.kubelet.messages import SourceSnapshot
 from actors.kubelet.metrics import KubeletMetrics
 from actors.kubelet.pod_worker import WorkerTiming
 from actors.kubelet.probe_metrics import ProbeMetrics
+from actors.kubelet.shutdown import Inhibitor, ShutdownSettings
 from actors.kubelet.stats_collector import StatsCache, StatsParts
 from actors.kubelet.sync_loop import SyncLoopSettings, kubelet_child
 from actors.kubelet.tree import KubeletParts, ReplayConfig
@@ -56,6 +57,7 @@ from runtime.kuberuntime.log_rotator import ContainerLogRotator
 from runtime.kuberuntime.manager import KubeRuntimeManager
 from runtime.kuberuntime.settings import NodeSettings
 from runtime.kuberuntime.volume_mounts import VolumeMounts
+from runtime.nodeshutdown_state import ShutdownStateSink
 from runtime.pod.model import (
     Container,
     HostPathVolumeSource,
@@ -245,7 +247,10 @@ class RecordedNode:
                  metrics: KubeletMetrics | None = None,
                  probe_metrics: ProbeMetrics | None = None,
                  pod_cgroups: PodCgroupService | None = None,
-                 volume_mounts: VolumeMounts | None = None) -> None:
+                 volume_mounts: VolumeMounts | None = None,
+                 shutdown: ShutdownSettings | None = None,
+                 shutdown_inhibitor: Inhibitor | None = None,
+                 shutdown_state: ShutdownStateSink | None = None) -> None:
         # restart_of: a kubelet restarted on the same node (its runtime and clock go on).
         # volume_mounts: the mount table memory-backed volumes use (the machine's).
         # pod_cgroups: cgroupsPerQOS on, each pod's cgroup made by this (recorded).
@@ -264,7 +269,8 @@ class RecordedNode:
             supervisor=SyncLoopSettings(expected_sources=frozenset({"file"}),
                                         eviction=eviction is not None),
             stats=stats, eviction=eviction, garbage_collection=gc,
-            log_rotation=log_rotation is not None, probe_state=probe_state)
+            log_rotation=log_rotation is not None, probe_state=probe_state,
+            shutdown=shutdown)
         self.writer = TrackingWriter(directory, config=config.to_header(),
                                      max_bytes=trace_max_bytes)
         self.activity = self.writer.activity
@@ -293,7 +299,9 @@ class RecordedNode:
                              metrics=metrics, probe_metrics=probe_metrics,
                              executor=self._pool, stats=self.stats,
                              log_rotation=self.log_rotation,
-                             probe_state=probe_state_file)
+                             probe_state=probe_state_file,
+                             shutdown_inhibitor=shutdown_inhibitor,
+                             shutdown_state=shutdown_state)
         self.gates: dict[tuple[str, int], Gate] = {}
         self._pools: list[CountingPool] = []
         self.manifests = Manifests()

@@ -9,10 +9,11 @@ import pytest
 
 from actors.app.config.configz import kubelet_configuration
 from actors.app.config.flags import parse_flags
-from actors.app.shutdown_setup import shutdown_settings
+from actors.app.shutdown_setup import shutdown_settings, shutdown_state_file
 from runtime.errors import ConfigError
 from runtime.nodeshutdown import SYSTEM_CRITICAL_PRIORITY
 from runtime.nodeshutdown import ShutdownGracePeriodByPodPriority as Period
+from runtime.nodeshutdown_state import ShutdownState
 from tests.unit.app.test_flags import write_config
 
 BASE = ["--pod-manifest-path", "/etc/pods"]
@@ -90,3 +91,35 @@ def test_every_broken_rule_is_reported(tmp_path: Path) -> None:
     message = str(caught.value)
     assert "shutdownGracePeriodCriticalPods 20s must be <= shutdownGracePeriod 10s" in message
     assert "Cannot specify both shutdownGracePeriodByPodPriority and shutdownGracePeriod" in message
+
+
+def test_the_last_shutdowns_state_is_read_from_the_root_dir(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    args = [*flags_of(tmp_path, "shutdownGracePeriod: 30s\n"), "--root-dir", str(root)]
+    state = root / "graceful_node_shutdown_state"
+    state.write_text('{"startTime":"2026-12-08T02:49:15.25Z",'
+                     '"endTime":"2026-12-08T02:49:35Z"}')
+    settings = shutdown_settings(parse_flags(args), cluster=False)
+    assert settings is not None and settings.record_state
+    assert settings.state == ShutdownState(1796698155.25, 1796698175.0)
+    sink = shutdown_state_file(str(root), settings)
+    assert sink is not None and sink.path == state
+    # A broken file counts as none (logged, naming it), as upstream's failed Load.
+    state.write_text("{")
+    broken = shutdown_settings(parse_flags(args), cluster=False)
+    assert broken is not None and broken.state == ShutdownState()
+
+
+def test_without_the_priority_gate_no_state_is_read_nor_stored(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "graceful_node_shutdown_state").write_text(
+        '{"startTime":"2026-12-08T02:49:15Z","endTime":"0001-01-01T00:00:00Z"}')
+    flags = parse_flags([*flags_of(tmp_path, "shutdownGracePeriod: 30s\n"), "--root-dir",
+                         str(root), "--feature-gates",
+                         "GracefulNodeShutdownBasedOnPodPriority=false"])
+    settings = shutdown_settings(flags, cluster=False)
+    assert settings is not None and not settings.record_state
+    assert settings.state == ShutdownState()
+    assert shutdown_state_file(str(root), settings) is None

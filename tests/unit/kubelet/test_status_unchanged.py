@@ -74,3 +74,35 @@ def test_a_changed_input_is_computed_again(computed: list[int], change: str) -> 
         ((_, status),) = manager.handle(GetPods())
         assert status.reason == "DeadlineExceeded"
     assert computed == [first + 1]
+
+
+def test_a_node_shutdown_leaves_a_succeeded_pod_succeeded() -> None:
+    """Upstream's shutdown status function: Failed unless already Succeeded; the reason,
+    message and DisruptionTarget condition either way."""
+    from runtime.cri.types import ContainerState as CRIState
+    from tests.unit.runtime.test_pod_status import inst, make_pod, runtime_status
+
+    manager = StatusManager(Dispatch(), FakeClock())
+    done = make_pod(policy="Never")
+    exited = runtime_status(inst("app", CRIState.EXITED, exit_code=0), ready=False)
+    manager.handle(PodObserved(done, exited, None, WorkerState.SYNCING))
+    ((_, before),) = manager.handle(GetPods())
+    assert before.phase == "Succeeded"
+    message = "Pod was terminated in response to imminent node shutdown."
+    manager.handle(PodObserved(done, exited, None, WorkerState.TERMINATED, "Terminated",
+                               message))
+    ((_, after),) = manager.handle(GetPods())
+    assert (after.phase, after.reason, after.message) == ("Succeeded", "Terminated", message)
+    disruption = after.condition("DisruptionTarget")
+    assert disruption is not None and disruption.reason == "TerminationByKubelet"
+    # A pod still running when the shutdown stops it ends Failed, and stays so.
+    running = runtime_status(inst("app", CRIState.RUNNING))
+    web = msgspec.structs.replace(make_pod(policy="Never"), metadata=msgspec.structs.replace(
+        done.metadata, uid="uid-2", name="web-2"))
+    manager.handle(PodObserved(web, running, None, WorkerState.SYNCING))
+    manager.handle(PodObserved(web, running, None, WorkerState.TERMINATING, "Terminated",
+                               message))
+    manager.handle(PodObserved(web, exited, None, WorkerState.TERMINATED, "Terminated",
+                               message))
+    phases = {p.uid: s.phase for p, s in manager.handle(GetPods())}
+    assert phases == {"uid-1": "Succeeded", "uid-2": "Failed"}

@@ -1,5 +1,6 @@
-"""A pod the kubelet failed: its phase, reason and message, and an eviction's
-DisruptionTarget condition (runtime.status.failed)."""
+"""A pod the kubelet failed: its phase (a node shutdown keeps a Succeeded one), reason and
+message, and an eviction's or a node shutdown's DisruptionTarget condition
+(runtime.status.failed)."""
 
 from __future__ import annotations
 
@@ -36,3 +37,23 @@ def test_an_eviction_for_a_local_storage_limit_adds_no_disruption_condition() ->
     status = failed_status(RUNNING, "Evicted", message, EARLY, disruption=False)
     assert (status.phase, status.reason, status.message) == ("Failed", "Evicted", message)
     assert status.conditions == (READY,)
+
+
+def test_a_node_shutdown_leaves_a_succeeded_pod_succeeded_with_disruption_target() -> None:
+    message = "Pod was terminated in response to imminent node shutdown."
+    done = PodStatus(phase="Succeeded", conditions=(READY,))
+    status = failed_status(done, "Terminated", message, EARLY)
+    # Upstream: Failed "unless it was already in a successful terminal phase"; the reason,
+    # message and condition all the same.
+    assert (status.phase, status.reason, status.message) == ("Succeeded", "Terminated",
+                                                             message)
+    assert status.conditions == (
+        PodCondition(type="DisruptionTarget", status="True", reason="TerminationByKubelet",
+                     message=message, last_transition_time=EARLY), READY)
+    running = failed_status(RUNNING, "Terminated", message, EARLY)
+    assert running.phase == "Failed"
+
+
+def test_an_eviction_fails_even_a_succeeded_pod() -> None:
+    done = PodStatus(phase="Succeeded", conditions=(READY,))
+    assert failed_status(done, "Evicted", "low on memory", EARLY).phase == "Failed"
