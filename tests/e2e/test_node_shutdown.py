@@ -23,8 +23,8 @@ import json
 import subprocess
 import sys
 import time
-from datetime import datetime
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
