@@ -19,7 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
-from actors.app.cgroups import start_pod_cgroups
+from actors.app.cgroups import (
+    NodeAllocatableEnforcement,
+    node_allocatable_enforcement,
+    start_pod_cgroups,
+)
 from actors.app.config.configz import configz_body, kubelet_configuration
 from actors.app.config.feature_gates import EVENTED_PLEG, enabled
 from actors.app.config.flags import KubeletFlags
@@ -142,9 +146,12 @@ class Kubelet:
     cluster: Cluster | None = None
     objects: WatchingObjects | None = None  # cluster mode: the watches of API objects
     logind: LogindWatch | None = None  # graceful node shutdown's watch (holds the lock)
+    enforcement: NodeAllocatableEnforcement | None = None  # the kubepods limits' retries
 
     def stop(self) -> None:
         self.http.stop()
+        if self.enforcement is not None:
+            self.enforcement.stop()
         if self.logind is not None:  # a stopped kubelet delays no shutdown
             self.logind.stop()
         if self.sync_loop.is_alive():
@@ -249,9 +256,9 @@ def start_kubelet(
     unmount_leftovers(root_dir, runtime)
     give_pod_cidr_at_start(flags, instrumented, cluster)  # actors.app.pod_network
     # The node's answers and the API server's: inputs, each recorded (actors.kubelet.recorded).
-    services = recorded.live(
-        config, recording, containerd=containerd, objects=watching,
-        cgroups=start_pod_cgroups(flags, runtime, embedded=containerd is not None))
+    pod_cgroups = start_pod_cgroups(flags, runtime, embedded=containerd is not None)
+    services = recorded.live(config, recording, containerd=containerd, objects=watching,
+                             cgroups=pod_cgroups)
     # The back-off tables are shared by every pod worker: their reads are inputs.
     manager = KubeRuntimeManager(instrumented, config.node, clock, node_ip=node_ip,
                                  observe=dispatch.observe, events=DispatchRecorder(dispatch),
@@ -284,9 +291,15 @@ def start_kubelet(
             flags, runtime_endpoint=runtime_endpoint,
             tls_files=(tls[1], tls[2]) if tls is not None else ("", ""))),
     )
+    # After the events actor started: its Node events are upstream's containerManager.Start's.
+    enforcement = node_allocatable_enforcement(flags, pod_cgroups, DispatchRecorder(dispatch))
     try:
+        if enforcement is not None:
+            enforcement.start()
         http.start()
     except Exception:
+        if enforcement is not None:
+            enforcement.stop()
         if logind is not None:
             logind.stop()
         sync_loop.stop(block=True, timeout=60.0)
@@ -297,7 +310,8 @@ def start_kubelet(
     logger.info("kubelet-actors running: node {}, sources {}, HTTP {}:{} (read-only {}, "
                 "healthz {})", flags.node_name, sorted(sources.expected()), flags.address,
                 flags.port, flags.read_only_port, flags.healthz_port)
-    return Kubelet(dispatch, timers, sync_loop, http, metrics, writer, cluster, watching, logind)
+    return Kubelet(dispatch, timers, sync_loop, http, metrics, writer, cluster, watching, logind,
+                   enforcement)
 
 
 class StopSignals:

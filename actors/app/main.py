@@ -83,7 +83,11 @@ def open_runtime(
 
 
 def run_once(flags: KubeletFlags) -> int:
-    from actors.app.cgroups import start_pod_cgroups
+    from actors.app.cgroups import (
+        LoggedRecorder,
+        node_allocatable_enforcement,
+        start_pod_cgroups,
+    )
     from actors.app.node import node_ip, node_settings, this_node
     from actors.app.report import print_document, print_table
     from actors.app.runonce import RunOnce
@@ -103,13 +107,22 @@ def run_once(flags: KubeletFlags) -> int:
         share_root_dir(flags.root_dir)
         with open_runtime(flags) as (client, embedded):
             cgroups = start_pod_cgroups(flags, client, embedded=embedded is not None)
-            manager = KubeRuntimeManager(client, settings, clock, node_ip=host_ip,
-                                         cgroups=cgroups)
-            pods = tuple(p.pod for p in listing.pods)
-            logger.info("run-once: {} pod(s) from {}", len(pods), flags.pod_manifest_path)
-            outcomes = RunOnce(manager, clock, flags.runonce_timeout, host_ip=host_ip,
-                               node=this_node(flags),
-                               allowed_unsafe_sysctls=flags.allowed_unsafe_sysctls).run(pods)
+            # Run once has no events actor: the Node events are only logged.
+            enforcement = node_allocatable_enforcement(flags, cgroups, LoggedRecorder())
+            try:
+                if enforcement is not None:
+                    enforcement.start()
+                manager = KubeRuntimeManager(client, settings, clock, node_ip=host_ip,
+                                             cgroups=cgroups)
+                pods = tuple(p.pod for p in listing.pods)
+                logger.info("run-once: {} pod(s) from {}", len(pods), flags.pod_manifest_path)
+                outcomes = RunOnce(manager, clock, flags.runonce_timeout, host_ip=host_ip,
+                                   node=this_node(flags),
+                                   allowed_unsafe_sysctls=flags.allowed_unsafe_sysctls
+                                   ).run(pods)
+            finally:
+                if enforcement is not None:
+                    enforcement.stop()
     if flags.output == "table":
         print_table(outcomes, listing.errors)
     else:  # json, yaml

@@ -29,7 +29,7 @@ def allocatable_config(flags: KubeletFlags) -> AllocatableConfig:
     enforcement and the hard eviction thresholds (upstream's NodeAllocatableConfig)."""
     return AllocatableConfig(
         system_reserved=flags.system_reserved, kube_reserved=flags.kube_reserved,
-        reserved_cpus=parse_cpuset(flags.reserved_cpus),
+        reserved_cpus=parse_cpuset(flags.reserved_cpus), reserved_cpus_text=flags.reserved_cpus,
         enforce=flags.enforce_node_allocatable,
         system_reserved_cgroup=flags.system_reserved_cgroup,
         kube_reserved_cgroup=flags.kube_reserved_cgroup,

@@ -16,7 +16,9 @@ the reservation settings it gives
   the kernel would), as cpu shares, memory and pids (the internal capacity has the node's
   process IDs); without it, the whole capacity;
 - with "system-reserved" or "kube-reserved" enforced, the named cgroup's limits: its
-  reservation.
+  reservation; with "system-reserved-compressible" or "kube-reserved-compressible", only
+  its compressible part, the cpu (getCgroupConfigInternal's compressibleResourcesOnly: a
+  memory or pid limit would have the kernel kill or refuse the system's daemons).
 
 --reserved-cpus takes precedence over the cpu of --system-reserved and --kube-reserved: the
 system reserves as many cpus as the set has, kube none.
@@ -48,21 +50,31 @@ from runtime.machine import (
     parse_cpuset,
 )
 from runtime.pod.quantity import FORMAT_WRONG, canonical, parse_quantity
+from runtime.pod.validation.fields import go_quote
 
-__all__ = ["ENFORCE_KEYS", "ENFORCE_KUBE_RESERVED", "ENFORCE_NONE", "ENFORCE_PODS",
-           "ENFORCE_SYSTEM_RESERVED", "RESERVABLE", "AllocatableConfig", "AllocatablePlan",
-           "EvictionReserve", "check_enforcement", "check_reservation", "parse_resource_list",
-           "plan"]
+__all__ = ["ENFORCE_KEYS", "ENFORCE_KUBE_RESERVED", "ENFORCE_KUBE_RESERVED_COMPRESSIBLE",
+           "ENFORCE_NONE", "ENFORCE_PODS", "ENFORCE_SYSTEM_RESERVED",
+           "ENFORCE_SYSTEM_RESERVED_COMPRESSIBLE", "RESERVABLE", "AllocatableConfig",
+           "AllocatablePlan", "EvictionReserve", "ReservedCgroup", "check_enforcement",
+           "check_reservation", "parse_resource_list", "plan"]
 
 RESERVABLE: Final = (CPU, MEMORY, EPHEMERAL_STORAGE, PIDS)
 """What --system-reserved and --kube-reserved may name (parseResourceList)."""
 
 ENFORCE_PODS: Final = "pods"
 ENFORCE_SYSTEM_RESERVED: Final = "system-reserved"
+ENFORCE_SYSTEM_RESERVED_COMPRESSIBLE: Final = "system-reserved-compressible"
 ENFORCE_KUBE_RESERVED: Final = "kube-reserved"
+ENFORCE_KUBE_RESERVED_COMPRESSIBLE: Final = "kube-reserved-compressible"
 ENFORCE_NONE: Final = "none"
-ENFORCE_KEYS: Final = (ENFORCE_PODS, ENFORCE_SYSTEM_RESERVED, ENFORCE_KUBE_RESERVED,
-                       ENFORCE_NONE)
+ENFORCE_KEYS: Final = (ENFORCE_PODS, ENFORCE_SYSTEM_RESERVED,
+                       ENFORCE_SYSTEM_RESERVED_COMPRESSIBLE, ENFORCE_KUBE_RESERVED,
+                       ENFORCE_KUBE_RESERVED_COMPRESSIBLE, ENFORCE_NONE)
+"""enforceNodeAllocatable's values, in the order upstream's error lists them."""
+
+_SYSTEM_KEYS: Final = (ENFORCE_SYSTEM_RESERVED, ENFORCE_SYSTEM_RESERVED_COMPRESSIBLE)
+_KUBE_KEYS: Final = (ENFORCE_KUBE_RESERVED, ENFORCE_KUBE_RESERVED_COMPRESSIBLE)
+_WHERE: Final = "enforceNodeAllocatable (--enforce-node-allocatable)"
 
 _BINARY: Final = frozenset({MEMORY, EPHEMERAL_STORAGE})
 """Capacity quantities cAdvisor gives in BinarySI (and huge pages); the rest DecimalSI."""
@@ -93,6 +105,8 @@ class AllocatableConfig(Struct, frozen=True):
     system_reserved: Resources = ()
     kube_reserved: Resources = ()
     reserved_cpus: tuple[int, ...] = ()
+    reserved_cpus_text: str = ""
+    """--reserved-cpus as given (upstream's errors print it so)."""
     enforce: tuple[str, ...] = (ENFORCE_PODS,)
     system_reserved_cgroup: str = ""
     kube_reserved_cgroup: str = ""
@@ -109,17 +123,36 @@ class AllocatableConfig(Struct, frozen=True):
         return system, kube
 
 
+class ReservedCgroup(Struct, frozen=True):
+    """An existing cgroup enforceNodeAllocatable limits: the key that asks for it (one of
+    system-reserved, kube-reserved and their -compressible variants), its name as the flag
+    gave it, and its limits; None when there is nothing reserved to enforce (upstream's
+    nil resource list, refused as "cgroup is not configured properly")."""
+
+    key: str
+    cgroup: str
+    limits: NodeResourceConfig | None
+
+    @property
+    def system(self) -> bool:
+        return self.key in _SYSTEM_KEYS
+
+    @property
+    def compressible(self) -> bool:
+        return self.key in (ENFORCE_SYSTEM_RESERVED_COMPRESSIBLE,
+                            ENFORCE_KUBE_RESERVED_COMPRESSIBLE)
+
+
 class AllocatablePlan(Struct, frozen=True):
     """What the node does with its reservation: the Node's capacity and allocatable (as
-    quantity text), the kubepods cgroup's limits, and each reserved cgroup to limit
-    (what it is for, system-reserved or kube-reserved, its name as the flag gave it, and
-    its limits)."""
+    quantity text), the kubepods cgroup's limits, and each reserved cgroup to limit, in
+    upstream's order (system-reserved, kube-reserved, then the compressible ones)."""
 
     capacity: Resources
     allocatable: Resources
     reservation: Resources
     kubepods: NodeResourceConfig
-    reserved_cgroups: tuple[tuple[str, str, NodeResourceConfig], ...] = ()
+    reserved_cgroups: tuple[ReservedCgroup, ...] = ()
 
     def allocatable_map(self) -> dict[str, str]:
         return dict(self.allocatable)
@@ -150,37 +183,47 @@ def check_enforcement(enforce: tuple[str, ...], system_reserved_cgroup: str,
                       kube_reserved_cgroup: str, reserved_cpus: str,
                       cgroups_per_qos: bool) -> list[str]:
     """ValidateKubeletConfiguration's rules for these fields, each broken one in its
-    words."""
+    words: a cgroup and its -compressible variant not both; no key twice; the cgroup flag
+    of a reserved key set; "none" alone; a known key; cgroupsPerQOS for every key but
+    "none"."""
     broken: list[str] = []
-    if not cgroups_per_qos and enforce:
-        broken.append("invalid configuration: enforceNodeAllocatable "
-                      "(--enforce-node-allocatable) is not supported unless cgroupsPerQOS "
-                      "(--cgroups-per-qos) is set to true")
+    for plain, compressible in ((ENFORCE_SYSTEM_RESERVED, ENFORCE_SYSTEM_RESERVED_COMPRESSIBLE),
+                                (ENFORCE_KUBE_RESERVED, ENFORCE_KUBE_RESERVED_COMPRESSIBLE)):
+        if plain in enforce and compressible in enforce:
+            broken.append(f'invalid configuration: both "{plain}" and "{compressible}" cannot '
+                          f"be specified together in {_WHERE}")
+    seen: set[str] = set()
     for key in enforce:
-        if key == ENFORCE_PODS:
+        if key in seen:
+            broken.append(f"invalid configuration: duplicated enforcements {go_quote(key)} in "
+                          f"{_WHERE}")
             continue
-        if key == ENFORCE_SYSTEM_RESERVED:
+        seen.add(key)
+        if key in _SYSTEM_KEYS:
             if not system_reserved_cgroup:
                 broken.append("invalid configuration: systemReservedCgroup "
                               "(--system-reserved-cgroup) must be specified when "
-                              f'"{ENFORCE_SYSTEM_RESERVED}" contained in enforceNodeAllocatable '
-                              "(--enforce-node-allocatable)")
-        elif key == ENFORCE_KUBE_RESERVED:
+                              f'"{ENFORCE_SYSTEM_RESERVED}" or '
+                              f'"{ENFORCE_SYSTEM_RESERVED_COMPRESSIBLE}" included in {_WHERE}')
+        elif key in _KUBE_KEYS:
             if not kube_reserved_cgroup:
                 broken.append("invalid configuration: kubeReservedCgroup "
                               "(--kube-reserved-cgroup) must be specified when "
-                              f'"{ENFORCE_KUBE_RESERVED}" contained in enforceNodeAllocatable '
-                              "(--enforce-node-allocatable)")
+                              f'"{ENFORCE_KUBE_RESERVED}" or '
+                              f'"{ENFORCE_KUBE_RESERVED_COMPRESSIBLE}" included in {_WHERE}')
         elif key == ENFORCE_NONE:
             if len(enforce) > 1:
-                broken.append("invalid configuration: enforceNodeAllocatable "
-                              "(--enforce-node-allocatable) may not contain additional "
+                broken.append(f"invalid configuration: {_WHERE} may not contain additional "
                               f'enforcements when "{ENFORCE_NONE}" is specified')
-        else:
-            broken.append(f'invalid configuration: option "{key}" specified for '
-                          "enforceNodeAllocatable (--enforce-node-allocatable). Valid options "
-                          f'are "{ENFORCE_PODS}", "{ENFORCE_SYSTEM_RESERVED}", '
-                          f'"{ENFORCE_KUBE_RESERVED}", or "{ENFORCE_NONE}"')
+            continue
+        elif key != ENFORCE_PODS:
+            valid = ", ".join(f'"{k}"' for k in ENFORCE_KEYS[:-1])
+            broken.append(f"invalid configuration: option {go_quote(key)} specified for "
+                          f"{_WHERE}. Valid options are {valid} or \"{ENFORCE_NONE}\"")
+            continue
+        if not cgroups_per_qos:
+            broken.append("invalid configuration: cgroupsPerQOS (--cgroups-per-qos) must be "
+                          f"set to true when {go_quote(key)} contained in {_WHERE}")
     if reserved_cpus:
         if system_reserved_cgroup or kube_reserved_cgroup:
             broken.append("invalid configuration: can't use reservedSystemCPUs "
@@ -236,7 +279,8 @@ def check_reservation(capacity: MachineCapacity, config: AllocatableConfig) -> N
     kubelet then refuses to start."""
     online = set(capacity.online_cpus)
     if config.reserved_cpus and online and not set(config.reserved_cpus) <= online:
-        raise ConfigError(f"reserved-cpus: {format_cpuset(config.reserved_cpus)} is not a "
+        given = config.reserved_cpus_text or format_cpuset(config.reserved_cpus)
+        raise ConfigError(f"reserved-cpus: {given} is not a "
                           f"subset of online-cpus: {format_cpuset(capacity.online_cpus)}",
                           field="reservedSystemCPUs")
     total = capacity.resources()
@@ -272,9 +316,14 @@ def _absolute(resources: Mapping[str, Decimal], config: AllocatableConfig
             for name, amount in resources.items()}
 
 
-def cgroup_config(resources: Mapping[str, Decimal]) -> NodeResourceConfig:
+def cgroup_config(resources: Mapping[str, Decimal], compressible_only: bool = False
+                  ) -> NodeResourceConfig:
     """getCgroupConfig: memory in bytes, cpu as shares, pid as pids.max, huge pages as
-    their hugetlb limits; a resource not in the list is left alone."""
+    their hugetlb limits; a resource not in the list is left alone. ``compressible_only``:
+    the cpu shares alone."""
+    if compressible_only:
+        return NodeResourceConfig(cpu_shares=(milli_cpu_to_shares(milli_value(resources[CPU]))
+                                              if CPU in resources else None))
     pages = {size: value(amount) for name, amount in resources.items()
              if (size := hugepage_size(name)) is not None}
     return NodeResourceConfig(
@@ -292,13 +341,15 @@ def plan(capacity: MachineCapacity, config: AllocatableConfig,
     enforce_pods = cgroups_per_qos and ENFORCE_PODS in config.enforce
     kubepods = cgroup_config(_absolute(internal, config) if enforce_pods else internal)
     system, kube = config.reserved()
-    reserved_cgroups: list[tuple[str, str, NodeResourceConfig]] = []
-    if ENFORCE_SYSTEM_RESERVED in config.enforce:
-        reserved_cgroups.append((ENFORCE_SYSTEM_RESERVED, config.system_reserved_cgroup,
-                                 cgroup_config(system)))
-    if ENFORCE_KUBE_RESERVED in config.enforce:
-        reserved_cgroups.append((ENFORCE_KUBE_RESERVED, config.kube_reserved_cgroup,
-                                 cgroup_config(kube)))
+    reserved_cgroups = [
+        ReservedCgroup(key, cgroup,
+                       cgroup_config(reserved, compressible) if reserved else None)
+        for key, cgroup, reserved, compressible in (
+            (ENFORCE_SYSTEM_RESERVED, config.system_reserved_cgroup, system, False),
+            (ENFORCE_KUBE_RESERVED, config.kube_reserved_cgroup, kube, False),
+            (ENFORCE_SYSTEM_RESERVED_COMPRESSIBLE, config.system_reserved_cgroup, system, True),
+            (ENFORCE_KUBE_RESERVED_COMPRESSIBLE, config.kube_reserved_cgroup, kube, True))
+        if key in config.enforce]
     return AllocatablePlan(
         capacity=_sorted(capacity.resources()),
         allocatable=_sorted(node_allocatable(capacity, config)),

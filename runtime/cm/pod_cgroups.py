@@ -107,25 +107,26 @@ class PodCgroups:
         self._lock = threading.Lock()
 
     def start(self) -> None:
-        """Create (or bring up to date) kubepods, kubepods/burstable and
-        kubepods/besteffort (upstream createNodeAllocatableCgroups,
-        enforceNodeAllocatableCgroups and qosContainerManager.Start). The kubepods
-        limits failing to apply (pods already use more memory than the new limit) is
-        logged, as upstream's Failed to update Node Allocatable Limits event."""
+        """Create kubepods with its limits when missing, and bring kubepods/burstable and
+        kubepods/besteffort up to date (upstream createNodeAllocatableCgroups and
+        qosContainerManager.Start). An existing kubepods keeps its limits until
+        ``enforce_node_allocatable`` writes them."""
         with self._lock:
             name = kubepods(self.root)
             if not self.manager.exists(name):
-                self.manager.create(name, ResourceConfig())
-            try:
-                self.manager.update(name, self._node)
-            except OSError as err:
-                logger.warning('Failed to update Node Allocatable Limits "{}": {}',
-                               driver_name(name, self.driver), err)
+                self.manager.create(name, self._node)
             self._ensure(qos_cgroup(self.root, BURSTABLE), ResourceConfig())
             self._ensure(qos_cgroup(self.root, BEST_EFFORT),
                          ResourceConfig(cpu_shares=MIN_SHARES))
         logger.info("pod cgroups under {} ({} driver)",
                     driver_name(kubepods(self.root), self.driver), self.driver)
+
+    def enforce_node_allocatable(self) -> None:
+        """Write the kubepods limits (enforceNodeAllocatableCgroups' update). OSError when
+        the kernel refuses them (pods already use more memory than the new limit): the
+        caller retries (actors.app.cgroups)."""
+        with self._lock:
+            self.manager.update(kubepods(self.root), self._node)
 
     def _ensure(self, name: CgroupName, config: ResourceConfig) -> None:
         if self.manager.exists(name):

@@ -38,6 +38,8 @@ FAILED_MOUNT_VOLUME = "FailedMount"
 SANDBOX_CHANGED = "SandboxChanged"
 FAILED_CREATE_POD_SANDBOX = "FailedCreatePodSandBox"
 NETWORK_NOT_READY = "NetworkNotReady"
+FAILED_NODE_ALLOCATABLE_ENFORCEMENT = "FailedNodeAllocatableEnforcement"
+SUCCESSFUL_NODE_ALLOCATABLE_ENFORCEMENT = "NodeAllocatableEnforced"
 FAILED_PREPARE_DYNAMIC_RESOURCES = "FailedPrepareDynamicResources"
 
 # Garbage collection

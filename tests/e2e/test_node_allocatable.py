@@ -9,8 +9,11 @@ reservations (memory, cpu shares, pids; the eviction threshold is not taken off 
 cgroup), the system and kube reserved cgroups their reservation. Admission refuses a pod
 whose memory request fits the capacity but not the allocatable (capacity less both
 reservations and the 100Mi hard eviction threshold), with upstream's OutOfmemory, and runs
-a small one in the kubepods hierarchy. A reserved cgroup that does not exist stops the
-start, in upstream's words.
+a small one in the kubepods hierarchy. The Node's events (logged: standalone, no API
+server keeps them) are upstream's NodeAllocatableEnforced, once for kubepods and once per
+reserved cgroup. system-reserved-compressible limits the cpu alone. A reserved cgroup that
+does not exist stops the start, in upstream's words (upstream's Validate, the missing
+directories named).
 """
 
 from __future__ import annotations
@@ -137,6 +140,18 @@ def test_reservations_limit_the_kubepods_cgroup_and_admission(
             assert cgroups.memory(f"{root}/kube-reserved") == KUBE_MEMORY
             assert cgroups.pids(f"{root}/kube-reserved") == str(KUBE_PIDS)
 
+            def enforced() -> list[str] | None:
+                lines = [line for line in daemon.log_path.read_text(errors="replace")
+                         .splitlines() if "NodeAllocatableEnforced" in line]
+                return lines if len(lines) == 3 else None
+
+            lines = wait_for(enforced, 30.0, "three NodeAllocatableEnforced events")
+            assert lines is not None
+            for message in ("Updated Node Allocatable limit across pods",
+                            f"Updated limits on system reserved cgroup {root}/system-reserved",
+                            f"Updated limits on kube reserved cgroup {root}/kube-reserved"):
+                assert any(line.endswith(f"Node/{NODE}: {message}") for line in lines), lines
+
             small = daemon.wait_running(f"small-{NODE}", timeout=90.0)
             uid = small["metadata"]["uid"]
             assert Path(cgroups.mounts.get("memory", "/sys/fs/cgroup"),
@@ -165,5 +180,28 @@ def test_a_reserved_cgroup_that_does_not_exist_stops_the_start(
             assert daemon.proc is not None
             assert daemon.proc.wait(timeout=60) != 0
             log = daemon.log_path.read_text(errors="replace")
+            name = "[" + " ".join(f'"{part}"' for part in
+                                  (*root.strip("/").split("/"), "system-reserved")) + "]"
             assert (f'Failed to enforce System Reserved Cgroup Limits on "{root}/system-reserved"'
-                    f': "{root}/system-reserved" cgroup does not exist') in log, log
+                    f": cgroup {name} has some missing paths: ") in log, log
+
+
+def test_compressible_enforcement_limits_only_the_cpu(
+        containerd: EmbeddedContainerd, cri: CRIClient) -> None:
+    """system-reserved-compressible: the reserved cgroup's cpu shares, its memory left as
+    it was."""
+    cgroups = Cgroups()
+    with own_cgroup_root(BED) as root:
+        manager = CgroupFS(CGROUPFS)
+        system = f"{root}/system-reserved"
+        manager.create(parse_root(system, CGROUPFS), ResourceConfig())
+        unlimited = cgroups.memory(system)
+        daemon = daemon_on(containerd, "node-allocatable", config=(
+            f"cgroupRoot: {root}\n"
+            f"systemReserved: {{cpu: {SYSTEM_CPU_MILLIS}m, memory: {SYSTEM_MEMORY // MI}Mi}}\n"
+            "enforceNodeAllocatable: [pods, system-reserved-compressible]\n"
+            f"systemReservedCgroup: {system}\n"))
+        with stopped_after(daemon.start()):
+            assert cgroups.cpu(system) == cgroups.expected_cpu(SYSTEM_CPU_MILLIS)
+            assert cgroups.memory(system) == unlimited
+            assert unlimited != SYSTEM_MEMORY

@@ -3,7 +3,9 @@
 MachineInfo setter computes it (capacity less both reservations and the hard eviction
 thresholds), read with kubectl, and refuses a pod the API server bound to it whose memory
 request fits the capacity but not the allocatable (OutOfmemory in the pod's status), while
-a small pod runs. Its cgroup root is its own (actors.app.testbed.own_cgroup_root).
+a small pod runs. The kubepods limits once written, the Node has upstream's
+NodeAllocatableEnforced event, read with kubectl. Its cgroup root is its own
+(actors.app.testbed.own_cgroup_root).
 """
 
 from __future__ import annotations
@@ -52,6 +54,16 @@ def test_node_allocatable_leaves_the_reservations_out_emulated_apiserver(
         cluster.daemon.start()
         wait_for(lambda: cluster.node_ready() == "True", 30, "the Node Ready",
                  ignore=(AssertionError,), interval=0.5)
+        def enforced() -> list[dict[str, Any]]:
+            listed = cluster.kubectl.json(
+                "get", "events", "--field-selector",
+                f"involvedObject.kind=Node,involvedObject.name={NODE},"
+                "reason=NodeAllocatableEnforced")
+            return list(listed["items"])
+
+        (event,) = wait_for(enforced, 30, "the NodeAllocatableEnforced event", interval=0.5)
+        assert (event["type"], event["message"], event["source"]["component"]) == (
+            "Normal", "Updated Node Allocatable limit across pods", "kubelet"), event
         status = cluster.get("node", NODE)["status"]
         capacity = {k: parse_quantity(v) for k, v in status["capacity"].items()}
         allocatable = {k: parse_quantity(v) for k, v in status["allocatable"].items()}

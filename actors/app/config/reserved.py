@@ -7,7 +7,8 @@ computes what they reserve.
 - ``--reserved-cpus`` / reservedSystemCPUs: a cpu list (``0-1,3``) for the system, which
   takes precedence over the cpu of both maps;
 - ``--enforce-node-allocatable`` / enforceNodeAllocatable (default ``pods``): which
-  cgroups get the limits: pods (kubepods), system-reserved, kube-reserved, or none;
+  cgroups get the limits: pods (kubepods), system-reserved, kube-reserved, their
+  -compressible variants (the cpu alone), or none;
 - ``--system-reserved-cgroup`` / systemReservedCgroup and ``--kube-reserved-cgroup`` /
   kubeReservedCgroup: the existing cgroups that system-reserved and kube-reserved limit.
 """
@@ -39,7 +40,8 @@ def add_reserved_flags(add: Any) -> None:
              "precedence over the cpu of --system-reserved and --kube-reserved")
     add("--enforce-node-allocatable", type=STRINGS, default=ENFORCE_PODS,
         help="where the kubelet enforces the reservations, comma-separated: pods (the "
-             "kubepods cgroup), system-reserved, kube-reserved; none (or empty) for none")
+             "kubepods cgroup), system-reserved, kube-reserved, system-reserved-compressible "
+             "and kube-reserved-compressible (the cpu only); none (or empty) for none")
     add("--system-reserved-cgroup", type=STRING, default="",
         help="the existing cgroup that system-reserved enforcement limits, absolute")
     add("--kube-reserved-cgroup", type=STRING, default="",

@@ -173,7 +173,8 @@ BAD: dict[str, Bad] = {
     "enforceNodeAllocatable": Bad(
         "[pods, bogus]", 'invalid configuration: option "bogus" specified for '
         'enforceNodeAllocatable (--enforce-node-allocatable). Valid options are "pods", '
-        '"system-reserved", "kube-reserved", or "none"',
+        '"system-reserved", "system-reserved-compressible", "kube-reserved", '
+        '"kube-reserved-compressible" or "none"',
         ("--enforce-node-allocatable", "pods,bogus")),
     "systemReservedCgroup": Bad("[a]", NOT_STRING),
     "kubeReservedCgroup": Bad("[a]", NOT_STRING),

@@ -18,7 +18,7 @@ from runtime.cm.node_allocatable import (
     plan,
     reservation,
 )
-from runtime.cm.resources import milli_cpu_to_shares
+from runtime.cm.resources import NodeResourceConfig, milli_cpu_to_shares
 from runtime.errors import ConfigError
 from runtime.eviction.api import MEMORY_AVAILABLE, NODEFS_AVAILABLE, Threshold, ThresholdValue
 from runtime.eviction.parse import hard_eviction_reserves, parse_threshold
@@ -186,14 +186,46 @@ def test_reserved_cgroups_get_their_reservation_when_enforced() -> None:
         resources("200m", "300Mi", pid="100"), resources("100m", "200Mi"),
         enforce=("pods", "system-reserved", "kube-reserved"),
         system_reserved_cgroup="/system.slice", kube_reserved_cgroup="/kube.slice"))
-    by_kind = {kind: (name, c) for kind, name, c in node.reserved_cgroups}
-    system_name, system = by_kind["system-reserved"]
-    kube_name, kube = by_kind["kube-reserved"]
-    assert (system_name, system.cpu_shares, system.memory, system.pids_limit) == (
-        "/system.slice", milli_cpu_to_shares(100), 200 * MI, None)
-    assert (kube_name, kube.cpu_shares, kube.memory, kube.pids_limit) == (
-        "/kube.slice", milli_cpu_to_shares(200), 300 * MI, 100)
+    system_cgroup, kube_cgroup = node.reserved_cgroups
+    system, kube = system_cgroup.limits, kube_cgroup.limits
+    assert system is not None and kube is not None
+    assert (system_cgroup.key, system_cgroup.cgroup, system_cgroup.system) == (
+        "system-reserved", "/system.slice", True)
+    assert (system.cpu_shares, system.memory, system.pids_limit) == (
+        milli_cpu_to_shares(100), 200 * MI, None)
+    assert (kube_cgroup.key, kube_cgroup.cgroup, kube_cgroup.system) == (
+        "kube-reserved", "/kube.slice", False)
+    assert (kube.cpu_shares, kube.memory, kube.pids_limit) == (
+        milli_cpu_to_shares(200), 300 * MI, 100)
     assert plan(capacity(), config(resources("1"))).reserved_cgroups == ()
+
+
+def test_compressible_enforcement_limits_only_the_cpu() -> None:
+    """getCgroupConfigInternal with compressibleResourcesOnly: the cpu shares alone, the
+    memory, pids and huge pages of the reservation left to the system's daemons."""
+    node = plan(capacity(hugepages=(("hugepages-2Mi", 4 * MI),)), config(
+        resources("200m", "300Mi", pid="100"), resources("100m", "200Mi", pid="50"),
+        enforce=("pods", "kube-reserved-compressible", "system-reserved-compressible"),
+        system_reserved_cgroup="/system.slice", kube_reserved_cgroup="/kube.slice"))
+    # Upstream's order: system before kube, whatever the flag's.
+    assert [(r.key, r.cgroup, r.compressible, r.limits) for r in node.reserved_cgroups] == [
+        ("system-reserved-compressible", "/system.slice", True,
+         NodeResourceConfig(cpu_shares=milli_cpu_to_shares(100))),
+        ("kube-reserved-compressible", "/kube.slice", True,
+         NodeResourceConfig(cpu_shares=milli_cpu_to_shares(200)))]
+    # Only memory reserved: nothing compressible to write, but a reservation all the same.
+    (memory_only,) = plan(capacity(), config(
+        system=resources(memory="1Gi"), enforce=("system-reserved-compressible",),
+        system_reserved_cgroup="/system")).reserved_cgroups
+    assert memory_only.limits == NodeResourceConfig()
+
+
+def test_an_enforced_cgroup_with_nothing_reserved_has_no_limits() -> None:
+    """Upstream's nil resource list, which enforcement refuses as not configured."""
+    (kube,) = plan(capacity(), config(
+        system=resources("1"), enforce=("pods", "kube-reserved"),
+        kube_reserved_cgroup="/kube")).reserved_cgroups
+    assert (kube.key, kube.limits) == ("kube-reserved", None)
 
 
 # TestNodeAllocatableInputValidation.
@@ -231,9 +263,11 @@ def test_ephemeral_storage_input_validation() -> None:
 def test_reserved_cpus_must_be_online() -> None:
     machine = capacity(cpu=2, online=(0, 1))
     check_reservation(machine, config(reserved_cpus=(1,)))
-    with pytest.raises(ConfigError, match="reserved-cpus: 1-3 is not a subset of "
-                                          "online-cpus: 0-1"):
-        check_reservation(machine, config(reserved_cpus=(1, 2, 3)))
+    with pytest.raises(ConfigError) as caught:
+        check_reservation(machine, config(reserved_cpus=(1, 2, 3),
+                                          reserved_cpus_text="3,1-2"))
+    # The list as given, the online cpus as a cpuset prints them (getReservedCPUs).
+    assert str(caught.value) == "reserved-cpus: 3,1-2 is not a subset of online-cpus: 0-1"
 
 
 # parseResourceList and cpuset.Parse.
@@ -281,6 +315,14 @@ def test_cpuset_format() -> None:
 # ValidateKubeletConfiguration's rules.
 NONE_MIXED = ('invalid configuration: enforceNodeAllocatable (--enforce-node-allocatable) '
               'may not contain additional enforcements when "none" is specified')
+SYSTEM_CGROUP = ("invalid configuration: systemReservedCgroup (--system-reserved-cgroup) must "
+                 'be specified when "system-reserved" or "system-reserved-compressible" '
+                 "included in enforceNodeAllocatable (--enforce-node-allocatable)")
+KUBE_CGROUP = ("invalid configuration: kubeReservedCgroup (--kube-reserved-cgroup) must be "
+               'specified when "kube-reserved" or "kube-reserved-compressible" included in '
+               "enforceNodeAllocatable (--enforce-node-allocatable)")
+PER_QOS = ("invalid configuration: cgroupsPerQOS (--cgroups-per-qos) must be set to true "
+           'when "%s" contained in enforceNodeAllocatable (--enforce-node-allocatable)')
 
 
 @pytest.mark.parametrize(("enforce", "system_cgroup", "kube_cgroup", "cpus", "per_qos",
@@ -290,21 +332,31 @@ NONE_MIXED = ('invalid configuration: enforceNodeAllocatable (--enforce-node-all
     (("pods", "system-reserved", "kube-reserved"), "/system", "/kube", "", True, []),
     (("none",), "", "", "", True, []),
     (("none", "pods"), "", "", "", True, [NONE_MIXED]),
-    (("system-reserved",), "", "", "", True, [
-        "invalid configuration: systemReservedCgroup (--system-reserved-cgroup) must be "
-        'specified when "system-reserved" contained in enforceNodeAllocatable '
+    (("system-reserved",), "", "", "", True, [SYSTEM_CGROUP]),
+    (("system-reserved-compressible",), "", "", "", True, [SYSTEM_CGROUP]),
+    (("kube-reserved",), "", "", "", True, [KUBE_CGROUP]),
+    (("kube-reserved-compressible",), "", "", "", True, [KUBE_CGROUP]),
+    (("pods", "system-reserved-compressible", "kube-reserved-compressible"), "/system",
+     "/kube", "", True, []),
+    (("system-reserved", "system-reserved-compressible"), "/system", "", "", True, [
+        'invalid configuration: both "system-reserved" and "system-reserved-compressible" '
+        "cannot be specified together in enforceNodeAllocatable (--enforce-node-allocatable)"]),
+    (("kube-reserved-compressible", "kube-reserved"), "", "", "", True, [
+        'invalid configuration: both "kube-reserved" and "kube-reserved-compressible" '
+        "cannot be specified together in enforceNodeAllocatable (--enforce-node-allocatable)",
+        KUBE_CGROUP, KUBE_CGROUP]),
+    (("pods", "pods"), "", "", "", True, [
+        'invalid configuration: duplicated enforcements "pods" in enforceNodeAllocatable '
         "(--enforce-node-allocatable)"]),
-    (("kube-reserved",), "", "", "", True, [
-        "invalid configuration: kubeReservedCgroup (--kube-reserved-cgroup) must be "
-        'specified when "kube-reserved" contained in enforceNodeAllocatable '
-        "(--enforce-node-allocatable)"]),
-    (("pods",), "", "", "", False, [
-        "invalid configuration: enforceNodeAllocatable (--enforce-node-allocatable) is not "
-        "supported unless cgroupsPerQOS (--cgroups-per-qos) is set to true"]),
-    (("bogus",), "", "", "", True, [
+    (("pods",), "", "", "", False, [PER_QOS % "pods"]),
+    (("pods", "kube-reserved-compressible"), "", "/kube", "", False, [
+        PER_QOS % "pods", PER_QOS % "kube-reserved-compressible"]),
+    (("none",), "", "", "", False, []),
+    (("bogus",), "", "", "", False, [
         'invalid configuration: option "bogus" specified for enforceNodeAllocatable '
         '(--enforce-node-allocatable). Valid options are "pods", "system-reserved", '
-        '"kube-reserved", or "none"']),
+        '"system-reserved-compressible", "kube-reserved", "kube-reserved-compressible" or '
+        '"none"']),
     (("pods",), "/system", "", "0-1", True, [
         "invalid configuration: can't use reservedSystemCPUs (--reserved-cpus) with "
         "systemReservedCgroup (--system-reserved-cgroup) or kubeReservedCgroup "
