@@ -99,7 +99,7 @@ NON_DEFAULT = {
     "memoryThrottlingFactor": "0.5", "memoryReservationPolicy": "TieredReservation",
     "tracing.endpoint": "localhost:4317", "tracing.samplingRatePerMillion": "10",
     "imageServiceEndpoint": "unix:///run/other.sock", "failCgroupV1": "false",
-    "userNamespaces.idsPerPod": "131072",
+    "userNamespaces.idsPerPod": "131072", "defaultPodSysctls": "{net.ipv4.ip_forward: '1'}",
 }
 IGNORED_UPSTREAM = sorted(f for f, (_, ok) in NOT_IMPLEMENTED.items() if ok is ANY)
 

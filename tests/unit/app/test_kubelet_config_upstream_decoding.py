@@ -1,7 +1,8 @@
 """The KubeletConfiguration read as upstream's kubelet reads it, beyond unknown fields: a
 key set twice refused in the strict decoder's words, the --config file's zero values
 defaulted as SetDefaults_KubeletConfiguration defaults them (a drop-in's not), relative
-paths resolved against the --config file's directory (a drop-in's kept as written)."""
+paths resolved against the --config file's directory (a drop-in's kept as written), and
+the fields upstream added last."""
 
 from __future__ import annotations
 
@@ -171,3 +172,23 @@ def test_relative_paths_resolve_against_the_config_file_not_a_drop_in(tmp_path: 
     assert flags.pod_manifest_path == "pods"
     assert parse_flags(["--config", str(config)]).pod_manifest_path == str(
         tmp_path / "etc" / "manifests")
+
+
+# --- fields upstream added last -----------------------------------------------------------
+
+
+def test_default_pod_sysctls_is_known_and_refused_when_set(tmp_path: Path) -> None:
+    assert parse_flags([*BASE, "--config", str(write(tmp_path / "k.yaml",
+                                                     "defaultPodSysctls: {}\n"))])
+    config = write(tmp_path / "k.yaml", "defaultPodSysctls:\n  net.ipv4.ip_forward: '1'\n")
+    with pytest.raises(ConfigError, match="kubelet-actors does not implement "
+                                          "defaultPodSysctls: only upstream's default"):
+        parse_flags([*BASE, "--config", str(config)])
+
+
+def test_any_negative_pod_pids_limit_is_upstreams_default(tmp_path: Path) -> None:
+    assert parse_flags([*BASE, "--config", str(write(tmp_path / "k.yaml",
+                                                     "podPidsLimit: -5\n"))])
+    with pytest.raises(ConfigError, match="podPidsLimit: only upstream's default, -1"):
+        parse_flags([*BASE, "--config", str(write(tmp_path / "k.yaml",
+                                                  "podPidsLimit: 0\n"))])
