@@ -166,6 +166,7 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "staticPodURL": ("manifest_url", _string),
     "containerRuntimeEndpoint": ("container_runtime_endpoint", _string),
     "podLogsDir": ("pod_logs_dir", _string),
+    "enableServer": ("enable_server", _bool),
     "address": ("address", _string),
     "port": ("port", _integer),
     "readOnlyPort": ("read_only_port", _integer),

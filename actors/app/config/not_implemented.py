@@ -35,7 +35,6 @@ ANY = None
 
 NOT_IMPLEMENTED: Mapping[str, tuple[Callable[[Any], Any], tuple[Any, ...] | None]] = {
     # field (dotted when nested): (its type, the values accepted; the first is upstream's default)
-    "enableServer": (boolean, (True,)),
     "staticPodURLHeader": (any_map, ({},)),
     "tlsCurvePreferences": (any_list, ([],)),
     "registryPullQPS": (integer, (5,)),

@@ -69,7 +69,7 @@ def test_an_unknown_field_of_a_taint_is_refused(tmp_path: Path) -> None:
 
 # A value other than the default, per not-implemented field, as YAML.
 NON_DEFAULT = {
-    "enableServer": "false", "staticPodURLHeader": "{a: [b]}", "tlsCurvePreferences": "[23]",
+    "staticPodURLHeader": "{a: [b]}", "tlsCurvePreferences": "[23]",
     "registryPullQPS": "0", "registryBurst": "20",
     "imagePullCredentialsVerificationPolicy": "AlwaysVerify",
     "preloadedImagesVerificationAllowlist": "[a/b]", "eventRecordQPS": "0",

@@ -112,11 +112,30 @@ def test_port_0_in_the_file_is_upstreams_default_port(tmp_path: Path) -> None:
     assert parse_flags([*BASE, "--config", str(config)]).port == DEFAULT_PORT == 10250
 
 
+def test_port_0_on_the_command_line_is_refused_as_upstream(tmp_path: Path) -> None:
+    """The flag is not defaulted: upstream's validation refuses 0; enableServer turns the
+    main port off."""
+    with pytest.raises(ConfigError) as caught:
+        parse_flags([*BASE, "--port", "0"])
+    assert str(caught.value) == ("invalid configuration: port (--port) 0 must be "
+                                 "between 1 and 65535, inclusive")
+    assert parse_flags([*BASE, "--enable-server=false"]).port == 0  # off
+    config = write(tmp_path / "kubelet.yaml", "enableServer: false\nport: 10350\n")
+    assert parse_flags([*BASE, "--config", str(config)]).port == 0
+    assert parse_flags([*BASE, "--config", str(config), "--enable-server"]).port == 10350
+
+
 def test_a_zero_in_a_drop_in_is_not_defaulted(tmp_path: Path) -> None:
     config = write(tmp_path / "kubelet.yaml", "port: 10350\nsyncFrequency: 0s\n")
     (tmp_path / "d").mkdir()
+    dropin = write(tmp_path / "d" / "10-port.conf", "port: 0\n")
     argv = [*BASE, "--config", str(config), "--config-dir", str(tmp_path / "d")]
-    assert parse_flags(argv).sync_frequency == 60.0
+    with pytest.raises(ConfigError) as caught:
+        parse_flags(argv)
+    assert str(caught.value) == (f"--config-dir {dropin}: port: invalid configuration: port "
+                                 "(--port) 0 must be between 1 and 65535, inclusive")
+    write(dropin, "port: 10360\n")
+    assert (parse_flags(argv).port, parse_flags(argv).sync_frequency) == (10360, 60.0)
     dropin = write(tmp_path / "d" / "20-sync.conf", "syncFrequency: 0s\n")
     with pytest.raises(ConfigError) as caught:
         parse_flags(argv)
