@@ -1,9 +1,10 @@
 """The whole KubeletConfiguration on a real containerd: the daemon starts from a
 kubeadm-style ``--config`` (kubeadm's ``0s`` durations, its logging block, memorySwap,
 rotateCertificates, shutdown fields) with ``--config-dir`` drop-ins merged over it and a
-flag over both, and ``/configz`` shows the merged values; a file with a field upstream
-does not have, or a drop-in with a value this node does not implement, stops the start
-with upstream's words on stderr and exit code 2, before anything runs."""
+flag over both, and ``/configz`` shows the merged values; ``enableServer: false`` turns
+the main port off; a file with a field upstream does not have or a key written twice, a
+drop-in with a value this node does not implement, or ``--port 0``, stops the start with
+upstream's words on stderr and exit code 2, before anything runs."""
 
 from __future__ import annotations
 
@@ -134,3 +135,33 @@ def test_a_drop_in_asking_for_what_this_node_lacks_stops_the_start(tmp_path: Pat
     assert (f"--config-dir {dropin}: cpuManagerPolicy: kubelet-actors does not implement "
             "cpuManagerPolicy") in proc.stderr, proc.stderr
     assert not (tmp_path / "root").exists()
+
+
+def test_a_key_set_twice_stops_the_start(tmp_path: Path) -> None:
+    config = tmp_path / "kubelet.yaml"
+    config.write_text(HEAD + KUBEADM_STYLE + "maxPods: 40\n")  # maxPods: 30 is above
+    line = len((HEAD + KUBEADM_STYLE).splitlines()) + 1
+    proc = _start_refused(tmp_path, "--config", str(config))
+    assert proc.returncode == EXIT_USAGE, proc.stderr
+    assert (f"failed to load Kubelet config file {config}, error failed to decode: strict "
+            f"decoding error: yaml: unmarshal errors:\n  line {line}: key \"maxPods\" already "
+            "set in map") in proc.stderr, proc.stderr
+    assert not (tmp_path / "root").exists()
+
+
+def test_port_0_on_the_command_line_stops_the_start_as_upstream(tmp_path: Path) -> None:
+    proc = _start_refused(tmp_path, "--port", "0")
+    assert proc.returncode == EXIT_USAGE, proc.stderr
+    assert ("invalid configuration: port (--port) 0 must be between 1 and 65535, inclusive"
+            in proc.stderr), proc.stderr
+    assert not (tmp_path / "root").exists()
+
+
+def test_enable_server_false_turns_the_main_port_off(containerd: EmbeddedContainerd,
+                                                     cri: CRIClient) -> None:
+    daemon = daemon_on(containerd, "no-server", config="enableServer: false\n")
+    with stopped_after(daemon.start()):
+        code, body = daemon.get("/pods")  # the read-only port still serves
+        assert code == 200, body
+        with pytest.raises(OSError):  # nothing listens on the main port
+            daemon.get("/configz", port=daemon.port)

@@ -6,7 +6,9 @@ filepath.WalkDir walks them), in lexical order, is a whole KubeletConfiguration 
 (kind and apiVersion), decoded as strictly as the --config file (an error names the
 drop-in), and applied over what came before as a JSON merge patch (RFC 7386): a field it
 sets replaces the earlier value, a list whole, while a map (featureGates, evictionHard,
-...) is merged key by key; a null removes the earlier value. Flags given on the command
+...) is merged key by key; a null removes the earlier value. A drop-in is not defaulted
+(upstream reads it into JSON as written): a zero there is that zero, not the default, and
+a relative path stays relative (to the working directory). Flags given on the command
 line win over the file and every drop-in.
 """
 
@@ -97,7 +99,12 @@ def load_config(config: str, config_dir: str) -> LoadedConfig:
     maps: dict[str, tuple[dict[str, Any], str]] = {}  # a map field merged so far, its file
     for path, flag, document in documents:
         decoded = decode(document, path, flag)
-        for field, raw in _fields(document).items():
+        fields = _fields(document)
+        for dest in decoded.keys() - {LEAVES[f][0] for f in fields if f in LEAVES}:
+            # a value the file's defaulting derives (nodeStatusReportFrequency)
+            values[dest] = decoded[dest]
+            file_of[dest] = path
+        for field, raw in fields.items():
             if field in OBJECTS and raw is None:  # the whole object back to its defaults
                 for dest in (d for f, (d, _) in LEAVES.items() if f.startswith(f"{field}.")):
                     values.pop(dest, None)

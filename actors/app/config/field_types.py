@@ -22,6 +22,11 @@ def integer(value: Any) -> int:
     return value
 
 
+def pids_limit(value: Any) -> int:
+    """podPidsLimit: an int64 upstream's defaulting turns to -1 when negative."""
+    return max(integer(value), -1)
+
+
 def number(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"expected a number, got {type(value).__name__}")

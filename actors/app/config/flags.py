@@ -91,7 +91,7 @@ class KubeletFlags(Struct, frozen=True):
     cni_bridge_name: str
     manifest_url: str
     address: str
-    port: int
+    port: int  # 0: the main port off (enableServer: false, --enable-server=false)
     read_only_port: int
     healthz_port: int
     healthz_bind_address: str
@@ -324,12 +324,13 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
                           f'"{ns.manifest_url}": must be an http:// or https:// URL')
     with check():
         security_defaults(ns)
-    # Upstream's words; here 0 also turns --port off (upstream requires it).
+    # Upstream's words. 0 turns the read-only and healthz ports off; the main port is
+    # turned off by enableServer (--enable-server=false), and needs a port still, as upstream.
     for name, flag, value, lowest in (("port", "--port", ns.port, 1),
                                       ("readOnlyPort", "--read-only-port", ns.read_only_port, 0),
                                       ("healthzPort", "--healthz-port", ns.healthz_port, 1)):
         with check():
-            if value != 0 and not 1 <= value <= 65535:
+            if (value != 0 or name == "port") and not 1 <= value <= 65535:
                 raise invalid(name, f"invalid configuration: {name} ({flag}) {value} must be "
                                     f"between {lowest} and 65535, inclusive")
     check_trace(ns, check)
@@ -420,7 +421,7 @@ def _checked(ns: argparse.Namespace, problems: Problems) -> KubeletFlags:
         cni_conf_dir=ns.cni_conf_dir,
         manifest_url=ns.manifest_url,
         address=ns.address,
-        port=ns.port,
+        port=ns.port if ns.enable_server else 0,  # 0: the main port off
         read_only_port=ns.read_only_port,
         healthz_port=ns.healthz_port,
         healthz_bind_address=ns.healthz_bind_address,

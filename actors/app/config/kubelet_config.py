@@ -5,9 +5,11 @@ Every field of upstream's KubeletConfiguration is known: ``FIELDS`` (and the nes
 tables) map the fields kubelet-actors implements to their flag destinations and
 converters; actors.app.config.not_implemented lists the others, accepted only at
 upstream's default. A field upstream does not have is an error in upstream's words
-(``strict decoding error: unknown field "x"``), as is a field this node does not implement
-set to another value. actors.app.config.config_dir merges ``--config-dir`` drop-ins over
-the file; flags given on the command line win over both, as upstream.
+(``strict decoding error: unknown field "x"``), as is a key a file sets twice (the strict
+decoder's ``key "x" already set in map``, actors.app.config.strict_yaml) and a field this
+node does not implement set to another value. actors.app.config.config_dir merges
+``--config-dir`` drop-ins over the file; flags given on the command line win over both,
+as upstream.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from actors.app.config.not_implemented import (
 from actors.app.config.pflag_values import parse_vmodule
 from actors.app.config.reserved import CONFIG_FIELDS as RESERVED_FIELDS
 from actors.app.config.shutdown import by_pod_priority
+from actors.app.config.strict_yaml import duplicate_rules
+from actors.app.config.strict_yaml import load as load_strict
 from runtime.errors import ConfigError, ConfigErrors
 from runtime.pod.admission import sysctl_allowlist_error
 
@@ -162,6 +166,7 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "staticPodURL": ("manifest_url", _string),
     "containerRuntimeEndpoint": ("container_runtime_endpoint", _string),
     "podLogsDir": ("pod_logs_dir", _string),
+    "enableServer": ("enable_server", _bool),
     "address": ("address", _string),
     "port": ("port", _integer),
     "readOnlyPort": ("read_only_port", _integer),
@@ -230,7 +235,11 @@ DURATION_FIELDS = frozenset(
 
 PATH_FIELDS = frozenset({"staticPodPath", "podLogsDir", "resolvConf", "tlsCertFile",
                          "tlsPrivateKeyFile", "authentication.x509.clientCAFile"})
-"""Paths upstream resolves against the directory of the file that names them."""
+"""Paths upstream resolves against the directory of the --config file that names them
+(pkg/kubelet/kubeletconfig/configfiles). A drop-in's are not resolved: upstream reads a
+drop-in into JSON as written (LoadIntoJSON) and merges it after the file's paths were
+made absolute, so a relative path there is relative to the kubelet's working directory,
+as a flag's is."""
 
 ZERO_IS_UNSET = frozenset({
     "syncFrequency", "fileCheckFrequency", "httpCheckFrequency", "address", "podLogsDir",
@@ -239,10 +248,16 @@ ZERO_IS_UNSET = frozenset({
     "nodeStatusReportFrequency", "nodeLeaseDurationSeconds", "imageMinimumGCAge",
     "volumeStatsAggPeriod", "runtimeRequestTimeout", "evictionPressureTransitionPeriod",
     "maxPods", "containerLogMaxSize", "cgroupDriver", "healthzBindAddress", "logging.format",
+    "port", "authorization.mode",
 })
 """Fields whose zero value (``0s``, ``0``, ``""``) upstream's defaulting
-(pkg/kubelet/apis/config/v1beta1/defaults.go) replaces with the default, as kubeadm's
-generated file relies on: such a value leaves the setting at its default here too."""
+(pkg/kubelet/apis/config/v1beta1/defaults.go SetDefaults_KubeletConfiguration) replaces
+with the default, as kubeadm's generated file relies on: in the --config file such a value
+leaves the setting at its default here too. Upstream does not default a drop-in (it reads
+one into JSON, not into the defaulted type), so there a zero is the value it says. Every
+other implemented field is a pointer upstream (nil is its default, 0 a value: healthzPort,
+readOnlyPort, nodeStatusMaxImages, ...) or has no default; containerRuntimeEndpoint's
+``""`` is upstream's containerd socket and, here, the embedded containerd."""
 
 CONFIG = "--config"
 CONFIG_DIR = "--config-dir"
@@ -266,11 +281,16 @@ def read_document(path: str, flag: str = CONFIG) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as err:
         raise config_error(path, "", f"cannot read: {err}", flag) from err
     try:
-        document = yaml.safe_load(text)
+        strict = load_strict(text)
     except yaml.YAMLError as err:
         raise config_error(path, "", f"invalid YAML: {err}", flag) from err
+    document = strict.document
     if not isinstance(document, dict):
         raise config_error(path, "", "expected a KubeletConfiguration object", flag)
+    if repeated := duplicate_rules(strict):
+        # the strict decoder's errors: the repeated keys', then the unknown fields'
+        unknown = [(f, f'unknown field "{f}"') for f in _unknown_fields(document)]
+        raise strict_decoding_error(path, [*repeated, *unknown], flag)
     kind, version = document.get("kind"), document.get("apiVersion")
     if kind != KIND:
         raise config_error(path, "kind", f'expected "{KIND}", got {kind!r}', flag)
@@ -296,16 +316,18 @@ def _unknown_fields(document: dict[str, Any], prefix: str = "") -> list[str]:
     return unknown
 
 
-def strict_decoding_error(path: str, unknown: list[str], flag: str = CONFIG) -> ConfigError:
-    """Upstream's error for fields its KubeletConfiguration does not have, in the words the
+def strict_decoding_error(path: str, problems: list[tuple[str, str]],
+                          flag: str = CONFIG) -> ConfigError:
+    """Upstream's strict decoding error for ``problems`` ((field, the decoder's words):
+    fields its KubeletConfiguration does not have, keys set twice), in the words the
     kubelet prints (cmd/kubelet/app/server.go: the --config file's, or a drop-in's)."""
-    rule = "strict decoding error: " + ", ".join(f'unknown field "{f}"' for f in unknown)
+    rule = "strict decoding error: " + ", ".join(words for _, words in problems)
     if flag == CONFIG_DIR:
         message = (f"failed to load kubelet dropin file, path: {path}, error: failed to "
                    f"decode: {rule}")
     else:
         message = f"failed to load Kubelet config file {path}, error failed to decode: {rule}"
-    return ConfigError(message, file=path, field=unknown[0], rule=rule)
+    return ConfigError(message, file=path, field=problems[0][0], rule=rule)
 
 
 def decode(document: dict[str, Any], path: str, flag: str = CONFIG) -> dict[str, Any]:
@@ -314,10 +336,12 @@ def decode(document: dict[str, Any], path: str, flag: str = CONFIG) -> dict[str,
     a value other than upstream's default are errors naming ``path`` and the field (every
     field's error reported together). A null field is unset."""
     if unknown := _unknown_fields(document):
-        raise strict_decoding_error(path, unknown, flag)
+        raise strict_decoding_error(path, [(f, f'unknown field "{f}"') for f in unknown],
+                                    flag)
     values: dict[str, Any] = {}
     broken: list[ConfigError] = []
     base = os.path.dirname(os.path.abspath(path))
+    defaulted = flag == CONFIG  # upstream defaults the --config file, not a drop-in
 
     def walk(obj: dict[str, Any], prefix: str) -> None:
         for key, value in obj.items():
@@ -334,12 +358,16 @@ def decode(document: dict[str, Any], path: str, flag: str = CONFIG) -> dict[str,
                         broken.append(config_error(path, field, rule, flag))
                 else:
                     dest, convert = LEAVES[field]
+                    zero_is_default = defaulted and field in ZERO_IS_UNSET
+                    if zero_is_default and value == "":
+                        continue
                     converted = convert(value)
-                    if field in ZERO_IS_UNSET and not isinstance(converted, bool) \
+                    if zero_is_default and not isinstance(converted, bool) \
                             and converted in (0, ""):
                         continue
-                    if field in PATH_FIELDS and converted and not os.path.isabs(converted):
-                        # Upstream resolves a file's relative paths against its directory.
+                    if defaulted and field in PATH_FIELDS and converted \
+                            and not os.path.isabs(converted):
+                        # Upstream resolves the file's relative paths against its directory.
                         converted = os.path.join(base, converted)
                     values[dest] = converted
             except (TypeError, ValueError) as err:
@@ -348,6 +376,12 @@ def decode(document: dict[str, Any], path: str, flag: str = CONFIG) -> dict[str,
                 broken.append(error)
 
     walk(document, "")
+    update = values.get("node_status_update_frequency", 0)
+    if defaulted and "node_status_report_frequency" not in values and update > 0:
+        # Upstream's defaulting: an unset report frequency follows an update frequency the
+        # file sets (for backward compatibility), else it is 5m. (A negative one is refused
+        # by its own check; a second error about the copy would say nothing new.)
+        values["node_status_report_frequency"] = update
     if len(broken) == 1:
         raise broken[0]
     if broken:

@@ -2,7 +2,7 @@
 but does not implement, each with the values that ask for nothing this node lacks.
 
 Upstream's field list is k8s.io/kubelet/config/v1beta1/types.go (the newest stored
-version: the 1.35 development line, with memoryReservationPolicy and
+version: the 1.37 development line, with defaultPodSysctls, memoryReservationPolicy and
 imagePullCredentialsVerificationPolicy). A field here is accepted when it is null (unset)
 or one of its values in ``NOT_IMPLEMENTED``: upstream's default, and the zero value where
 upstream's defaulting (pkg/kubelet/apis/config/v1beta1/defaults.go) turns a zero into
@@ -23,6 +23,7 @@ from actors.app.config.field_types import (
     duration,
     integer,
     number,
+    pids_limit,
     quantity_text,
     string,
     strings,
@@ -34,7 +35,6 @@ ANY = None
 
 NOT_IMPLEMENTED: Mapping[str, tuple[Callable[[Any], Any], tuple[Any, ...] | None]] = {
     # field (dotted when nested): (its type, the values accepted; the first is upstream's default)
-    "enableServer": (boolean, (True,)),
     "staticPodURLHeader": (any_map, ({},)),
     "tlsCurvePreferences": (any_list, ([],)),
     "registryPullQPS": (integer, (5,)),
@@ -60,7 +60,7 @@ NOT_IMPLEMENTED: Mapping[str, tuple[Callable[[Any], Any], tuple[Any, ...] | None
     "topologyManagerPolicyOptions": (any_map, ({},)),
     "qosReserved": (any_map, ({},)),
     "hairpinMode": (string, ("promiscuous-bridge", "")),
-    "podPidsLimit": (integer, (-1,)),
+    "podPidsLimit": (pids_limit, (-1,)),  # any negative is -1 upstream
     "cpuCFSQuota": (boolean, (True,)),
     "cpuCFSQuotaPeriod": (duration, (0.1,)),
     "maxOpenFiles": (integer, (1000000, 0)),
@@ -80,6 +80,7 @@ NOT_IMPLEMENTED: Mapping[str, tuple[Callable[[Any], Any], tuple[Any, ...] | None
     "memorySwap.swapBehavior": (string, ("", "NoSwap")),
     "configMapAndSecretChangeDetectionStrategy": (string, ("Watch", "")),
     "showHiddenMetricsForVersion": (string, ("",)),
+    "defaultPodSysctls": (any_map, ({},)),
     "volumePluginDir": (string, ("/usr/libexec/kubernetes/kubelet-plugins/volume/exec/", "")),
     "providerID": (string, ("",)),
     "kernelMemcgNotification": (boolean, (False,)),

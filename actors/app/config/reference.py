@@ -34,18 +34,37 @@ and `kind: {KIND}`, decoded strictly as upstream decodes it. Every field of
 upstream's KubeletConfiguration is known; a field upstream does not have stops the start in
 upstream's words (`failed to load Kubelet config file /etc/kubelet.yaml, error failed to
 decode: strict decoding error: unknown field "foo"`, nested ones dotted:
-`unknown field "authentication.anonymous.enabeld"`). A field that kubelet-actors does not
+`unknown field "authentication.anonymous.enabeld"`), and so does a key written twice
+(top level or nested), in the strict decoder's words (`strict decoding error: yaml:
+unmarshal errors:` then `line 4: key "maxPods" already set in map`; a JSON file's
+`duplicate field "maxPods"`). (Upstream's kubelet logs these two for a v1beta1 `--config`
+file and reads it leniently, the last of two keys winning; it refuses them in a drop-in.
+kubelet-actors refuses both in either.) A field that kubelet-actors does not
 implement is accepted only at upstream's default (or null, or the zero value upstream's
 defaulting turns into that default, as kubeadm writes `0s`), and any other value is an
 error naming the field (`kubelet-actors does not implement cpuManagerPolicy: ...`), never a
 silent default: the section "Fields kubelet-actors does not implement" lists them.
+
+In the `--config` file a zero value that upstream's defaulting replaces is the default here
+too: `port: 0` is 10250, `syncFrequency: 0s` is 1m0s, `maxPods: 0` is 110, `address: ""` is
+0.0.0.0, `authorization: {{mode: ""}}` is the mode's default, and an unset
+`nodeStatusReportFrequency` follows a `nodeStatusUpdateFrequency` the file sets (else 5m0s).
+Fields that are pointers upstream keep their zero (`readOnlyPort: 0` and `healthzPort: 0`
+turn those ports off). Relative paths in the file (`staticPodPath`, `tlsCertFile`,
+`tlsPrivateKeyFile`, `authentication.x509.clientCAFile`, `resolvConf`, `podLogsDir`) are
+resolved against the file's directory. A flag is not defaulted: `--port 0` is refused as
+upstream refuses it (`invalid configuration: port (--port) 0 must be between 1 and 65535,
+inclusive`); `enableServer: false` (`--enable-server=false`) turns the main port off.
 
 `--config-dir` names a directory of drop-ins, as upstream's: every `*.conf` file under it
 (subdirectories too), in lexical order, is a whole KubeletConfiguration document (kind and
 apiVersion), decoded as strictly, and merged over `--config` and the drop-ins before it as a
 JSON merge patch: a field it sets replaces the earlier value, a list whole
 (`clusterDNS`), a map key by key (`featureGates`, `evictionHard`), and a null puts the
-default back. A flag given on the command line wins over the file and every drop-in.
+default back. As upstream, a drop-in is not defaulted (upstream merges it as written): a
+zero there is that value (`port: 0` and `syncFrequency: 0s` are refused, as upstream
+refuses them), and a relative path stays relative to the working directory, as a flag's.
+A flag given on the command line wins over the file and every drop-in.
 Every value is checked before anything starts, as upstream checks it; an error names the
 flag, or the file (or drop-in) and field, that set the value. Flags are
 written as upstream's (spf13/pflag): `--flag value` or `--flag=value`; a boolean flag

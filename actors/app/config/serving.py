@@ -1,4 +1,5 @@
-"""The kubelet's HTTP ports and its main port's security: ``--address``, ``--port``,
+"""The kubelet's HTTP ports and its main port's security: ``--enable-server``,
+``--address``, ``--port``,
 ``--read-only-port``, ``--healthz-port``, ``--healthz-bind-address``; the main
 port's TLS (``--tls-*``, ``--cert-dir``), authentication (``--client-ca-file``,
 ``--anonymous-auth``, ``--authentication-token-webhook*``) and authorization
@@ -22,10 +23,13 @@ DEFAULT_PORT = 10250
 
 def add_port_flags(add: Callable[..., None]) -> None:
     """The ports' flags, on build_parser's ``add``."""
+    add("--enable-server", action=GoBool, default=True,
+        help="serve the main port (--enable-server=false turns it off)")
     add("--address", type=IP, default=DEFAULT_ADDRESS,
         help="the address of the main (HTTPS) and read-only (HTTP) ports")
     add("--port", type=INT32, default=DEFAULT_PORT,
-        help="the main port, served over HTTPS (0 turns it off)")
+        help="the main port, served over HTTPS (from 1 to 65535; --enable-server=false "
+             "turns it off)")
     add("--read-only-port", type=INT32, default=None,
         help="the read-only HTTP port, without authentication (0 turns it off; default "
              "10255 standalone, 0 with --kubeconfig)")

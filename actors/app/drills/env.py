@@ -190,8 +190,8 @@ class Env:
         with self.step("start the kubelet"):
             trace_dir = self.trace_dir / f"run{len(self.trace_dirs) + 1}"
             self.trace_dirs.append(trace_dir)
-            flags = parse_flags([*self.flags(trace_dir), "--port", "0", "--read-only-port",
-                                 "0", "--healthz-port", "0",
+            flags = parse_flags([*self.flags(trace_dir), "--enable-server=false",
+                                 "--read-only-port", "0", "--healthz-port", "0",
                                  "--container-runtime-endpoint", self.emb.endpoint])
             if self.read_only_port:  # any free port: past the flags' check, on purpose
                 flags = msgspec.structs.replace(flags, read_only_port=self.read_only_port)

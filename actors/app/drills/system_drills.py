@@ -101,7 +101,7 @@ class _Daemon:
         env.trace_dirs.append(trace_dir)
         self.log = env.base / f"daemon-{len(env.trace_dirs)}.log"
         args = [sys.executable, "-m", "bin.main", *env.flags(trace_dir),
-                "--container-runtime-endpoint", env.emb.endpoint, "--port", "0",
+                "--container-runtime-endpoint", env.emb.endpoint, "--enable-server=false",
                 "--healthz-port", "0", "--read-only-port", str(self.port)]
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(args, cwd=env.base, stdout=out,

@@ -44,6 +44,7 @@ NOT_BOOL = "expected true or false, got str"
 NOT_INTEGER = "expected an integer, got str"
 
 BAD: dict[str, Bad] = {
+    "enableServer": Bad("maybe", NOT_BOOL),
     "staticPodPath": Bad("[a]", NOT_STRING),
     "staticPodURL": Bad("ftp://x", '"ftp://x": must be an http:// or https:// URL',
                         ("--manifest-url", "ftp://x")),

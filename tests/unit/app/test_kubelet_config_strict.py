@@ -69,7 +69,7 @@ def test_an_unknown_field_of_a_taint_is_refused(tmp_path: Path) -> None:
 
 # A value other than the default, per not-implemented field, as YAML.
 NON_DEFAULT = {
-    "enableServer": "false", "staticPodURLHeader": "{a: [b]}", "tlsCurvePreferences": "[23]",
+    "staticPodURLHeader": "{a: [b]}", "tlsCurvePreferences": "[23]",
     "registryPullQPS": "0", "registryBurst": "20",
     "imagePullCredentialsVerificationPolicy": "AlwaysVerify",
     "preloadedImagesVerificationAllowlist": "[a/b]", "eventRecordQPS": "0",
@@ -99,7 +99,7 @@ NON_DEFAULT = {
     "memoryThrottlingFactor": "0.5", "memoryReservationPolicy": "TieredReservation",
     "tracing.endpoint": "localhost:4317", "tracing.samplingRatePerMillion": "10",
     "imageServiceEndpoint": "unix:///run/other.sock", "failCgroupV1": "false",
-    "userNamespaces.idsPerPod": "131072",
+    "userNamespaces.idsPerPod": "131072", "defaultPodSysctls": "{net.ipv4.ip_forward: '1'}",
 }
 IGNORED_UPSTREAM = sorted(f for f, (_, ok) in NOT_IMPLEMENTED.items() if ok is ANY)
 
