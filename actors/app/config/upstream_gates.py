@@ -11,6 +11,20 @@ by kube_features.go's init) and component-base/logs/api/v1's (LoggingAlphaOption
 LoggingBetaOptions, ContextualLogging, which cmd/kubelet registers); ``AllAlpha`` and
 ``AllBeta`` are component-base/featuregate's own.
 
+This is the 1.35 line, not yet v1.37, the release the Pod API model follows: no copy of
+v1.37's gates could be read whole here. kubernetes/kubernetes is stored only at the 1.35
+development line; kubernetes/website (one page a gate,
+content/en/docs/reference/command-line-tools-reference/feature-gates/) is over the size a
+snapshot can be brought here at, and the newest whole copy of it that can be (the fork
+Andygol/k8s-website, main at 5a52c384728e, 2026-01-22) documents no release past 1.35.
+Read at 1.35 by scripts/gates_from_website.py, that copy agrees with this table on all but
+21 gates, where the pages lag the code (five gates' pages still at an older stage or
+default, such as SupplementalGroupsPolicy and SystemdWatchdog as beta; seven pages of gates
+the code no longer registers not marked removed; nine gates the code registers, client-go's
+CBOR and informer gates among them, with no page), so this table keeps kube_features.go's
+reading; the same script derives the v1.37 table
+from a kubernetes/website copy that reaches it (``--version 1.37 --diff``).
+
 One gate a line: ``Name default stage [locked] [kubelet]``. ``kubelet`` marks a gate that
 changes what a kubelet does; the others select behaviour of the API server, the scheduler,
 the controllers, kube-proxy or Windows nodes, and upstream's kubelet accepts them and does
