@@ -233,7 +233,7 @@ def load_client_cert(kubeconfig_path: str, bootstrap_path: str, cert_dir: str,
     try:
         os.remove(key_path)
     except FileNotFoundError:
-        pass
+        pass  # already gone: nothing left to clean up
     except OSError as err:
         logger.info("Failed cleaning up private key file {}: {}", key_path, err)
     write_kubeconfig_from_bootstrapping(bootstrap, kubeconfig_path, store.current_path())

@@ -104,7 +104,7 @@ class CertificateManager:
             if not pair.expired(self._clock.now()):
                 return pair, False
         except NoCertKeyError:
-            pass
+            pass  # none stored yet: the bootstrap pair, or a rotation now
         if bootstrap is None:
             return None, True
         pair = parse_pair(bootstrap[0], bootstrap[1], "the bootstrap certificate")

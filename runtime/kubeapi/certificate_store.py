@@ -79,7 +79,7 @@ def parse_pair(cert_pem: bytes, key_pem: bytes, where: str) -> Pair:
         dns = tuple(san.get_values_for_type(x509.DNSName))
         ips = tuple(str(ip) for ip in san.get_values_for_type(x509.IPAddress))
     except x509.ExtensionNotFound:
-        pass
+        pass  # a certificate without SANs: no names, no addresses
     cn = leaf.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
     orgs = leaf.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)
     return Pair(cert_pem=cert_pem, key_pem=key_pem,
